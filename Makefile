@@ -1,0 +1,36 @@
+# Two commands for a fresh machine: `make run` and `make test`. Everything else is a building block.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: install run test lint typecheck unit crds-check clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[kubernetes,dev]'
+	@touch $(STAMP)
+
+run: install
+	$(BIN)/rocketmq-operator validate examples/quickstart.yaml
+	$(BIN)/rocketmq-operator explain examples/quickstart.yaml
+	$(BIN)/rocketmq-operator render examples/quickstart.yaml | head -n 60
+
+lint: install
+	$(BIN)/ruff check operator tests
+	$(BIN)/ruff format --check operator tests
+
+typecheck: install
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: install lint typecheck
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

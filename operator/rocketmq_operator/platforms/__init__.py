@@ -1,0 +1,1 @@
+"""Platforms: where rendered groups run (Kubernetes via kopf, or local processes)."""
