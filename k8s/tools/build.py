@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Build pinned Kubernetes test binaries from the Go module proxy (stdlib only).
+
+Binaries: kube-apiserver, kube-controller-manager, kubectl (k8s.io/kubernetes), etcd
+(go.etcd.io/etcd/server/v3) from the module in this directory, and helm from the nested module
+in ./helm (kept separate so helm's newer dependencies never change the Kubernetes build graph).
+
+The pins live in go.mod / go.sum (and helm/go.mod / helm/go.sum). Output goes to
+``$ROCKETMQ_OPERATOR_CACHE/k8s/<k8s-version>/bin`` (default cache ``~/.cache/rocketmq-operator``).
+Every binary has a stamp file holding a hash of everything that went into it, so a warm run is a
+few stat calls and an interrupted cold run resumes with the binaries still missing.
+
+Subcommands:
+  build        build whatever is missing or stale (default)
+  bin-dir      print the output directory
+  versions     print the pinned versions
+  sync-gomod   regenerate go.mod for another Kubernetes patch/minor (maintainers only), e.g.
+               ``build.py sync-gomod v1.37.1`` then ``build.py build``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+TOOLS_DIR = Path(__file__).resolve().parent
+HELM_DIR = TOOLS_DIR / "helm"
+BINARIES = ("kube-apiserver", "kube-controller-manager", "kubectl", "etcd", "helm")
+
+# Kubernetes' own release build (hack/lib/golang.sh) uses these tags for non-debug builds and
+# links kube-apiserver/kube-controller-manager/kubectl statically.
+KUBE_TAGS = "selinux,notest,grpcnotrace"
+
+
+def cache_root() -> Path:
+    env = os.environ.get("ROCKETMQ_OPERATOR_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "rocketmq-operator"
+
+
+def _require(gomod: Path, module: str) -> str:
+    m = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", gomod.read_text(), re.M)
+    if not m:
+        raise SystemExit(f"{module} is not required in {gomod}")
+    return m.group(1)
+
+
+@dataclass(frozen=True)
+class Versions:
+    kubernetes: str
+    etcd: str
+    helm: str
+
+    @classmethod
+    def load(cls) -> Versions:
+        return cls(
+            kubernetes=_require(TOOLS_DIR / "go.mod", "k8s.io/kubernetes"),
+            etcd=_require(TOOLS_DIR / "go.mod", "go.etcd.io/etcd/server/v3"),
+            helm=_require(HELM_DIR / "go.mod", "helm.sh/helm/v4"),
+        )
+
+
+def bin_dir(versions: Versions | None = None) -> Path:
+    v = versions or Versions.load()
+    return cache_root() / "k8s" / v.kubernetes / "bin"
+
+
+def _proxy() -> str:
+    for entry in re.split(r"[,|]", os.environ.get("GOPROXY") or _go_env("GOPROXY")):
+        if entry.startswith(("http://", "https://")):
+            return entry.rstrip("/")
+    return "https://proxy.golang.org"
+
+
+def _go_env(name: str) -> str:
+    return subprocess.run(["go", "env", name], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _fetch(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=60) as resp:
+        return resp.read()
+
+
+def _release_time(module: str, version: str) -> str:
+    """The tag's commit time from the proxy's .info (deterministic build date)."""
+    gomodcache = Path(os.environ.get("GOMODCACHE") or _go_env("GOMODCACHE"))
+    info = gomodcache / "cache" / "download" / module / "@v" / f"{version}.info"
+    raw = info.read_bytes() if info.exists() else _fetch(f"{_proxy()}/{module}/@v/{version}.info")
+    stamp = json.loads(raw)["Time"]
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    package: str
+    module_dir: Path
+    tags: str
+    ldflags: tuple[str, ...]
+
+
+def targets(v: Versions) -> list[Target]:
+    major, minor = v.kubernetes.lstrip("v").split(".")[:2]
+    build_date = _release_time("k8s.io/kubernetes", v.kubernetes)
+    # hack/lib/version.sh stamps both packages. The git commit is not served by the module proxy,
+    # so gitCommit/gitTreeState keep their defaults, as upstream does when KUBE_GIT_COMMIT is unset.
+    kube_ld = []
+    for key, val in (
+        ("gitVersion", v.kubernetes),
+        ("gitMajor", major),
+        ("gitMinor", minor),
+        ("buildDate", build_date),
+    ):
+        for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+            kube_ld.append(f"-X={pkg}.{key}={val}")
+    helm_ld = (
+        f"-X=helm.sh/helm/v4/internal/version.version={v.helm}",
+        "-X=helm.sh/helm/v4/internal/version.gitTreeState=clean",
+    )
+    etcd_ld = (f"-X=go.etcd.io/etcd/api/v3/version.GitSHA={v.etcd}",)
+    kube = tuple(kube_ld)
+    return [
+        Target("kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", TOOLS_DIR, KUBE_TAGS, kube),
+        Target(
+            "kube-controller-manager",
+            "k8s.io/kubernetes/cmd/kube-controller-manager",
+            TOOLS_DIR,
+            KUBE_TAGS,
+            kube,
+        ),
+        Target("kubectl", "k8s.io/kubernetes/cmd/kubectl", TOOLS_DIR, KUBE_TAGS, kube),
+        Target("etcd", "go.etcd.io/etcd/server/v3", TOOLS_DIR, "", etcd_ld),
+        Target("helm", "helm.sh/helm/v4/cmd/helm", HELM_DIR, "", helm_ld),
+    ]
+
+
+def build_env() -> dict[str, str]:
+    env = dict(os.environ)
+    flags = env.get("GOFLAGS", "").split()
+    flags = [f for f in flags if not f.startswith("-mod=")] + ["-mod=mod"]
+    if not any(f.startswith("-buildvcs") for f in flags):
+        flags.append("-buildvcs=false")
+    env["GOFLAGS"] = " ".join(flags)
+    env["CGO_ENABLED"] = "0"
+    return env
+
+
+def _go_version(env: dict[str, str]) -> str:
+    return subprocess.run(
+        ["go", "env", "GOVERSION"], cwd=TOOLS_DIR, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def _stamp(out: Path, name: str) -> Path:
+    return out / f".{name}.stamp"
+
+
+def _cheap_key(t: Target) -> str:
+    """Hash of the pins only (no `go` call): lets a warm run finish without starting Go."""
+    h = hashlib.sha256()
+    for f in ("go.mod", "go.sum"):
+        h.update((t.module_dir / f).read_bytes())
+    h.update(json.dumps([t.package, t.tags]).encode())
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _up_to_date(out: Path, t: Target) -> bool:
+    stamp = _stamp(out, t.name)
+    if not (out / t.name).is_file() or not stamp.is_file():
+        return False
+    try:
+        data = json.loads(stamp.read_text())
+    except ValueError:
+        return False
+    return data.get("pins") == _cheap_key(t) and data.get("ldflags") == list(t.ldflags)
+
+
+def build(parallel: int = 2, quiet: bool = False) -> Path:
+    v = Versions.load()
+    out = bin_dir(v)
+    ts = targets(v)
+    if all(_up_to_date(out, t) for t in ts):
+        if not quiet:
+            print(f"k8s tools up to date in {out}")
+        return out
+    with _lock(out.parent / ".build.lock"):
+        out.mkdir(parents=True, exist_ok=True)
+        env = build_env()
+        go_version = _go_version(env)
+        for t in ts:
+            if _up_to_date(out, t):
+                continue
+            tmp = Path(tempfile.mkdtemp(prefix=f".{t.name}.", dir=out))
+            cmd = ["go", "build", f"-p={parallel}", "-trimpath"]
+            if t.tags:
+                cmd.append(f"-tags={t.tags}")
+            cmd += ["-ldflags=" + " ".join(["-s", "-w", *(_x(f) for f in t.ldflags)])]
+            cmd += ["-o", str(tmp / t.name), t.package]
+            print(f"building {t.name} ({t.package}) ...", flush=True)
+            started = time.monotonic()
+            try:
+                subprocess.run(cmd, cwd=t.module_dir, env=env, check=True)
+                os.replace(tmp / t.name, out / t.name)
+            except subprocess.CalledProcessError as exc:
+                raise SystemExit(
+                    f"build of {t.name} failed (exit {exc.returncode}): {' '.join(cmd)}"
+                ) from exc
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            _stamp(out, t.name).write_text(
+                json.dumps(
+                    {
+                        "pins": _cheap_key(t),
+                        "ldflags": list(t.ldflags),
+                        "go": go_version,
+                        "seconds": round(time.monotonic() - started, 1),
+                    }
+                )
+            )
+            print(f"built {t.name} in {time.monotonic() - started:.0f}s", flush=True)
+        (out.parent / "versions.json").write_text(json.dumps(v.__dict__, indent=2) + "\n")
+    if not quiet:
+        print(f"k8s tools ready in {out}")
+    return out
+
+
+def _x(flag: str) -> str:
+    # "-X=pkg.var=value" -> "-X pkg.var=value" (no spaces in our values, so no quoting needed)
+    return "-X " + flag.removeprefix("-X=")
+
+
+def sync_gomod(k8s_version: str) -> None:
+    """Rewrite go.mod for another Kubernetes version, deriving the staging replaces mechanically."""
+    mod = _fetch(f"{_proxy()}/k8s.io/kubernetes/@v/{k8s_version}.mod").decode()
+    minor = ".".join(k8s_version.lstrip("v").split(".")[1:])
+    staging = sorted(set(re.findall(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", mod, re.M)))
+    if not staging:
+        raise SystemExit("no staging replaces found; the layout changed")
+    go_line = re.search(r"^go\s+(\S+)", mod, re.M)
+    godebug = re.search(r"^godebug\s+(.+)$", mod, re.M)
+    etcd = re.search(r"go\.etcd\.io/etcd/server/v3\s+(v\S+)", mod)
+    if not (go_line and etcd):
+        raise SystemExit("could not find the go line or the etcd server version")
+    lines = [
+        "// Generated by build.py sync-gomod; pins the Kubernetes test binaries. Do not edit by hand.",
+        "module rocketmq-operator.dev/k8s-tools",
+        "",
+        f"go {go_line.group(1)}",
+        "",
+    ]
+    if godebug:
+        lines += [f"godebug {godebug.group(1)}", ""]
+    lines += [
+        "tool (",
+        "\tgo.etcd.io/etcd/server/v3",
+        "\tk8s.io/kubernetes/cmd/kube-apiserver",
+        "\tk8s.io/kubernetes/cmd/kube-controller-manager",
+        "\tk8s.io/kubernetes/cmd/kubectl",
+        ")",
+        "",
+        "require (",
+        f"\tgo.etcd.io/etcd/server/v3 {etcd.group(1)}",
+        f"\tk8s.io/kubernetes {k8s_version}",
+        ")",
+        "",
+        "replace (",
+        *(f"\t{m} => {m} v0.{minor}" for m in staging),
+        ")",
+        "",
+    ]
+    (TOOLS_DIR / "go.mod").write_text("\n".join(lines))
+    env = build_env()
+    subprocess.run(["go", "mod", "tidy"], cwd=TOOLS_DIR, env=env, check=True)
+    print(f"go.mod now pins Kubernetes {k8s_version}, etcd {etcd.group(1)} ({len(staging)} staging replaces)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd")
+    b = sub.add_parser("build")
+    b.add_argument("-p", type=int, default=int(os.environ.get("K8S_BUILD_PARALLEL", "2")))
+    b.add_argument("-q", "--quiet", action="store_true")
+    sub.add_parser("bin-dir")
+    sub.add_parser("versions")
+    s = sub.add_parser("sync-gomod")
+    s.add_argument("kubernetes_version")
+    args = ap.parse_args(argv)
+    if args.cmd in (None, "build"):
+        build(parallel=getattr(args, "p", 2), quiet=getattr(args, "quiet", False))
+    elif args.cmd == "bin-dir":
+        print(bin_dir())
+    elif args.cmd == "versions":
+        print(json.dumps(Versions.load().__dict__))
+    elif args.cmd == "sync-gomod":
+        sync_gomod(args.kubernetes_version)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
