@@ -1,0 +1,338 @@
+"""One TCP connection to a RocketMQ server, and a pool of them keyed by address.
+
+Contract:
+
+* :meth:`Connection.open` connects within ``connect_timeout`` or raises
+  :class:`RemotingConnectionError` (refused, unreachable, or timed out - nothing was sent).
+* :meth:`Connection.invoke` sends a request under a fresh ``opaque`` and returns the response with the
+  same ``opaque``; responses may arrive in any order. With no response within ``timeout`` it raises
+  :class:`RemotingTimeout` and the connection stays usable (a late response is dropped).
+* A background reader owns the socket's read side. When the peer closes (also mid-frame), sends a
+  malformed frame, or the socket fails, the connection is closed and **every** pending call fails at
+  once with :class:`RemotingConnectionError` saying why; later calls fail the same way immediately.
+* Requests initiated by the server (e.g. NOTIFY_BROKER_ROLE_CHANGED) go to ``on_request`` if given;
+  otherwise a non-oneway one is answered with REQUEST_CODE_NOT_SUPPORTED.
+* :class:`ClientPool` keeps one connection per ``"host:port"`` and (re)connects lazily on the next call
+  after a connection was lost; it never retries a call itself. A timed-out call on a connection that
+  has received nothing since the call was sent is taken as a dead peer and the connection is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import logging
+import struct
+from collections.abc import Callable
+
+from .codec import (
+    FLAG_ONEWAY,
+    FLAG_RESPONSE,
+    MAX_FRAME_LENGTH,
+    RemotingCommand,
+    check_frame_length,
+    decode_payload,
+    encode_command,
+)
+from .codes import ResponseCode, request_code_name
+from .errors import FrameError, RemotingConnectionError, RemotingException, RemotingTimeout
+
+log = logging.getLogger(__name__)
+
+RequestHandler = Callable[[RemotingCommand], RemotingCommand | None]
+
+DEFAULT_CONNECT_TIMEOUT = 3.0
+DEFAULT_REQUEST_TIMEOUT = 3.0
+
+
+def parse_addr(addr: str) -> tuple[str, int]:
+    """``"host:port"`` or ``"[v6]:port"`` -> (host, port); raises :class:`RemotingConnectionError`."""
+    host, sep, port = addr.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise RemotingConnectionError(f"bad address {addr!r}: expected host:port", addr)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
+class Connection:
+    """A connected remoting client channel. Create with :meth:`open`."""
+
+    def __init__(
+        self,
+        addr: str,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        on_request: RequestHandler | None = None,
+        max_frame_length: int = MAX_FRAME_LENGTH,
+    ) -> None:
+        self.addr = addr
+        self._reader = reader
+        self._writer = writer
+        self._on_request = on_request
+        self._max_frame_length = max_frame_length
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._opaques = itertools.count(1)
+        self._closed_reason: str | None = None
+        self._loop = asyncio.get_running_loop()
+        self.last_received = self._loop.time()
+        """Loop time of the last whole frame received (or of the connect)."""
+        self._reader_task = self._loop.create_task(self._read_loop(), name=f"remoting-reader-{addr}")
+
+    @classmethod
+    async def open(
+        cls,
+        addr: str,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        on_request: RequestHandler | None = None,
+        max_frame_length: int = MAX_FRAME_LENGTH,
+    ) -> Connection:
+        host, port = parse_addr(addr)
+        try:
+            async with asyncio.timeout(connect_timeout):
+                reader, writer = await asyncio.open_connection(host, port)
+        except TimeoutError:
+            raise RemotingConnectionError(
+                f"connect to {addr} timed out after {connect_timeout:g}s", addr
+            ) from None
+        except OSError as exc:
+            raise RemotingConnectionError(f"connect to {addr} failed: {exc}", addr) from exc
+        return cls(addr, reader, writer, on_request=on_request, max_frame_length=max_frame_length)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_reason is not None
+
+    @property
+    def closed_reason(self) -> str | None:
+        return self._closed_reason
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def _next_opaque(self) -> int:
+        return next(self._opaques) & 0x7FFFFFFF
+
+    def _check_open(self) -> None:
+        if self._closed_reason is not None:
+            raise RemotingConnectionError(
+                f"connection to {self.addr} is closed: {self._closed_reason}", self.addr
+            )
+
+    async def invoke(
+        self, request: RemotingCommand, timeout: float = DEFAULT_REQUEST_TIMEOUT
+    ) -> RemotingCommand:
+        """Send ``request`` (its opaque is replaced) and wait for the matching response."""
+        self._check_open()
+        opaque = self._next_opaque()
+        command = dataclasses.replace(
+            request, opaque=opaque, flag=request.flag & ~(FLAG_RESPONSE | FLAG_ONEWAY)
+        )
+        frame = encode_command(command)
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        self._pending[opaque] = future
+        what = f"{request_code_name(request.code)} to {self.addr}"
+        try:
+            async with asyncio.timeout(timeout):
+                self._writer.write(frame)
+                await self._writer.drain()
+                return await future
+        except TimeoutError:
+            raise RemotingTimeout(
+                f"{what} timed out after {timeout:g}s (opaque {opaque})", self.addr
+            ) from None
+        except RemotingException:
+            raise
+        except OSError as exc:
+            self._shutdown(f"write failed: {exc}")
+            raise RemotingConnectionError(f"{what} failed: {exc}", self.addr) from exc
+        finally:
+            self._pending.pop(opaque, None)
+
+    async def invoke_oneway(self, request: RemotingCommand, timeout: float = DEFAULT_REQUEST_TIMEOUT) -> None:
+        """Send ``request`` with the oneway flag; no response is expected."""
+        self._check_open()
+        command = dataclasses.replace(
+            request, opaque=self._next_opaque(), flag=(request.flag | FLAG_ONEWAY) & ~FLAG_RESPONSE
+        )
+        frame = encode_command(command)
+        what = f"oneway {request_code_name(request.code)} to {self.addr}"
+        try:
+            async with asyncio.timeout(timeout):
+                self._writer.write(frame)
+                await self._writer.drain()
+        except TimeoutError:
+            raise RemotingTimeout(f"{what} timed out after {timeout:g}s", self.addr) from None
+        except OSError as exc:
+            self._shutdown(f"write failed: {exc}")
+            raise RemotingConnectionError(f"{what} failed: {exc}", self.addr) from exc
+
+    async def _read_loop(self) -> None:
+        reason = "closed"
+        try:
+            while True:
+                try:
+                    head = await self._reader.readexactly(4)
+                except asyncio.IncompleteReadError as exc:
+                    if exc.partial:
+                        reason = (
+                            f"peer closed the connection mid-frame ({len(exc.partial)} of 4 length bytes)"
+                        )
+                    else:
+                        reason = "peer closed the connection"
+                    return
+                (length,) = struct.unpack(">i", head)
+                check_frame_length(length, self._max_frame_length)
+                try:
+                    payload = await self._reader.readexactly(length)
+                except asyncio.IncompleteReadError as exc:
+                    got = len(exc.partial)
+                    reason = f"peer closed the connection mid-frame ({got} of {length} bytes received)"
+                    return
+                command = decode_payload(payload)
+                self.last_received = self._loop.time()
+                self._dispatch(command)
+        except FrameError as exc:
+            reason = f"malformed frame from {self.addr}: {exc}"
+        except OSError as exc:
+            reason = f"connection lost: {exc}"
+        except asyncio.CancelledError:
+            reason = self._closed_reason or "closed by client"
+            raise
+        finally:
+            self._shutdown(reason)
+
+    def _dispatch(self, command: RemotingCommand) -> None:
+        if command.is_response:
+            future = self._pending.pop(command.opaque, None)
+            if future is not None and not future.done():
+                future.set_result(command)
+            else:
+                log.debug(
+                    "dropping response with unknown or expired opaque %s from %s", command.opaque, self.addr
+                )
+            return
+        reply: RemotingCommand | None = None
+        if self._on_request is not None:
+            try:
+                reply = self._on_request(command)
+            except Exception:
+                log.exception("request handler failed for code %s from %s", command.code, self.addr)
+                reply = RemotingCommand(code=ResponseCode.SYSTEM_ERROR, remark="handler failed")
+        elif not command.is_oneway:
+            reply = RemotingCommand(
+                code=ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                remark=f"request code {command.code} not supported by the Python client",
+            )
+        if reply is not None and not command.is_oneway and not self.closed:
+            reply = dataclasses.replace(reply, opaque=command.opaque, flag=reply.flag | FLAG_RESPONSE)
+            try:
+                self._writer.write(encode_command(reply))
+            except (OSError, FrameError) as exc:
+                log.debug("could not answer server request on %s: %s", self.addr, exc)
+
+    def _shutdown(self, reason: str) -> None:
+        if self._closed_reason is None:
+            self._closed_reason = reason
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(
+                    RemotingConnectionError(
+                        f"connection to {self.addr} failed: {self._closed_reason}", self.addr
+                    )
+                )
+        with contextlib.suppress(Exception):
+            self._writer.close()
+
+    async def close(self) -> None:
+        """Close the socket; pending calls fail with :class:`RemotingConnectionError`."""
+        self._shutdown("closed by client")
+        if not self._reader_task.done():
+            self._reader_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader_task
+        with contextlib.suppress(Exception):
+            await self._writer.wait_closed()
+
+
+class ClientPool:
+    """Connections keyed by ``"host:port"``, opened on first use and reopened after a loss."""
+
+    def __init__(
+        self,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        on_request: RequestHandler | None = None,
+        max_frame_length: int = MAX_FRAME_LENGTH,
+    ) -> None:
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self._on_request = on_request
+        self._max_frame_length = max_frame_length
+        self._connections: dict[str, Connection] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._closed = False
+
+    async def get(self, addr: str) -> Connection:
+        """The open connection to ``addr``, connecting if there is none."""
+        if self._closed:
+            raise RemotingConnectionError(f"client pool is closed (wanted {addr})", addr)
+        connection = self._connections.get(addr)
+        if connection is not None and not connection.closed:
+            return connection
+        lock = self._locks.setdefault(addr, asyncio.Lock())
+        async with lock:
+            connection = self._connections.get(addr)
+            if connection is not None and not connection.closed:
+                return connection
+            if connection is not None:
+                await connection.close()
+            connection = await Connection.open(
+                addr,
+                connect_timeout=self.connect_timeout,
+                on_request=self._on_request,
+                max_frame_length=self._max_frame_length,
+            )
+            self._connections[addr] = connection
+            return connection
+
+    async def invoke(
+        self, addr: str, request: RemotingCommand, timeout: float | None = None
+    ) -> RemotingCommand:
+        connection = await self.get(addr)
+        sent_at = asyncio.get_running_loop().time()
+        try:
+            return await connection.invoke(request, self.request_timeout if timeout is None else timeout)
+        except RemotingTimeout:
+            if connection.last_received < sent_at:
+                await self.discard(addr, connection)
+            raise
+
+    async def invoke_oneway(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> None:
+        connection = await self.get(addr)
+        await connection.invoke_oneway(request, self.request_timeout if timeout is None else timeout)
+
+    async def discard(self, addr: str, connection: Connection | None = None) -> None:
+        """Close and forget the connection to ``addr`` (only if it is ``connection``, when given)."""
+        current = self._connections.get(addr)
+        if current is None or (connection is not None and current is not connection):
+            return
+        del self._connections[addr]
+        await current.close()
+
+    async def close(self) -> None:
+        self._closed = True
+        connections, self._connections = self._connections, {}
+        for connection in connections.values():
+            await connection.close()
+
+    def __contains__(self, addr: object) -> bool:
+        connection = self._connections.get(addr) if isinstance(addr, str) else None
+        return connection is not None and not connection.closed
