@@ -1,0 +1,248 @@
+"""CustomResourceDefinitions generated from the pydantic models and the shared rules.
+
+The OpenAPI schema is structural (no $ref, a type on every node), declares every status field (so the API
+server never prunes what the operator writes), carries the models' defaults (object defaults included, so CEL
+sees the same defaulted object the Python side validates), and holds every `api.rules` rule as an
+`x-kubernetes-validations` entry. `crds/*.yaml` are this module's output, checked by a test.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from rocketmq_operator.api.models import (
+    API_GROUP,
+    API_VERSION,
+    BrokerGroupSpec,
+    BrokerGroupStatus,
+    ControllerGroupSpec,
+    ControllerGroupStatus,
+)
+from rocketmq_operator.api.rules import MAX_CONFIG_KEYS, Rule, rules_for
+
+JSON = dict[str, Any]
+
+# Bounds that keep the CEL cost estimate within the API server's budget.
+_STRING_BOUNDS: dict[str, int] = {"version": 32, "size": 32, "heap": 32, "directMemory": 32, "maxGapNotInSync": 32}
+
+
+def _resolve(node: JSON, defs: JSON) -> JSON:
+    if "$ref" in node:
+        target = defs[node["$ref"].split("/")[-1]]
+        merged = {**copy.deepcopy(target), **{k: v for k, v in node.items() if k != "$ref"}}
+        return merged
+    return node
+
+
+def _convert(node: JSON, defs: JSON, name: str = "") -> JSON:
+    node = _resolve(node, defs)
+    out: JSON = {}
+    if "description" in node:
+        out["description"] = node["description"]
+    if "anyOf" in node:
+        options = [_resolve(o, defs) for o in node["anyOf"] if o.get("type") != "null"]
+        if len(options) == 1:
+            inner = _convert(options[0], defs, name)
+            inner.update({k: v for k, v in out.items() if k not in inner})
+            if "default" in node and node["default"] is not None:
+                inner["default"] = node["default"]
+            return inner
+        types = {o.get("type") for o in options}
+        if types <= {"string", "integer"}:
+            out["x-kubernetes-int-or-string"] = True
+        else:
+            out["x-kubernetes-preserve-unknown-fields"] = True
+        return out
+    typ = node.get("type")
+    if typ is None:
+        if "const" in node or "enum" in node:
+            out["type"] = "string"
+            out["enum"] = node.get("enum", [node.get("const")])
+            return out
+        out["x-kubernetes-preserve-unknown-fields"] = True
+        return out
+    out["type"] = typ
+    if typ == "object":
+        props = node.get("properties")
+        if props:
+            out["properties"] = {k: _convert(v, defs, k) for k, v in props.items()}
+            if node.get("required"):
+                out["required"] = list(node["required"])
+        additional = node.get("additionalProperties")
+        if isinstance(additional, dict) and additional:
+            out["additionalProperties"] = _convert(additional, defs)
+        elif not props:
+            out["x-kubernetes-preserve-unknown-fields"] = True
+    elif typ == "array":
+        items = node.get("items", {})
+        converted = _convert(items, defs) if items else {}
+        if not converted.get("type") and not converted.get("x-kubernetes-int-or-string"):
+            converted = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        out["items"] = converted
+    if "enum" in node:
+        out["enum"] = node["enum"]
+    if "default" in node and node["default"] is not None and node["default"] != [] and node["default"] != {}:
+        out["default"] = node["default"]
+    if typ == "string" and name in _STRING_BOUNDS:
+        out["maxLength"] = _STRING_BOUNDS[name]
+    return out
+
+
+def _factory_defaults(model: type[BaseModel], schema: JSON) -> None:
+    """Object-valued fields built by default_factory get their dumped value as the schema default."""
+    props = schema.get("properties", {})
+    for field_name, info in model.model_fields.items():
+        alias = info.alias or field_name
+        prop = props.get(alias)
+        if prop is None:
+            continue
+        annotation = info.annotation
+        nested = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        if nested is not None:
+            if info.default_factory is not None:
+                value = info.default_factory()  # type: ignore[call-arg]
+                assert isinstance(value, BaseModel)
+                prop["default"] = value.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+            _factory_defaults(nested, prop)
+
+
+def model_schema(model: type[BaseModel]) -> JSON:
+    raw = model.model_json_schema(by_alias=True, mode="validation")
+    defs = raw.pop("$defs", {})
+    schema = _convert(raw, defs)
+    _factory_defaults(model, schema)
+    return schema
+
+
+def _cel_validations(rules: tuple[Rule, ...], scope: str) -> list[JSON]:
+    out: list[JSON] = []
+    for rule in rules:
+        if rule.scope != scope:
+            continue
+        entry: JSON = {"rule": rule.cel, "messageExpression": rule.cel_message_expression()}
+        if rule.field_path:
+            entry["fieldPath"] = rule.field_path
+            entry["reason"] = "FieldValueInvalid"
+        out.append(entry)
+    return out
+
+
+def _bound_config_maps(spec_schema: JSON) -> None:
+    for key in ("brokerConfig", "controllerConfig"):
+        prop = spec_schema.get("properties", {}).get(key)
+        if prop is not None:
+            prop["maxProperties"] = MAX_CONFIG_KEYS
+    ns = spec_schema.get("properties", {}).get("nameServers")
+    if ns is not None and ns.get("type") == "array":
+        ns["maxItems"] = 16
+        ns["items"]["maxLength"] = 253
+
+
+_BROKER_COLUMNS: list[JSON] = [
+    {"name": "Mode", "type": "string", "jsonPath": ".spec.haMode"},
+    {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+    {"name": "Master", "type": "string", "jsonPath": ".status.master.replica"},
+    {"name": "Epoch", "type": "integer", "jsonPath": ".status.master.epoch"},
+    {"name": "SyncStateSet", "type": "string", "jsonPath": ".status.syncStateSet.members"},
+    {"name": "NeedAcks", "type": "integer", "jsonPath": ".status.needAcks"},
+    {"name": "Writable", "type": "boolean", "jsonPath": ".status.writable"},
+    {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+_CONTROLLER_COLUMNS: list[JSON] = [
+    {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+    {"name": "Standalone", "type": "boolean", "jsonPath": ".spec.standalone"},
+    {"name": "Leader", "type": "string", "jsonPath": ".status.leader"},
+    {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+
+def _crd(kind: str, plural: str, short: str, spec: type[BaseModel], status: type[BaseModel],
+         columns: list[JSON], description: str) -> JSON:
+    spec_schema = model_schema(spec)
+    spec_schema["default"] = {}
+    _bound_config_maps(spec_schema)
+    rules = rules_for("BrokerGroup" if kind == "BrokerGroup" else "ControllerGroup")
+    spec_schema["x-kubernetes-validations"] = _cel_validations(rules, "spec")
+    status_schema = model_schema(status)
+    root: JSON = {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec_schema,
+            "status": status_schema,
+        },
+        "x-kubernetes-validations": _cel_validations(rules, ""),
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": f"{plural}.{API_GROUP}",
+            "labels": {"app.kubernetes.io/name": "rocketmq-operator", "app.kubernetes.io/part-of": "rocketmq"},
+        },
+        "spec": {
+            "group": API_GROUP,
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": [short],
+                "categories": ["rocketmq", "all"],
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": API_VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": columns,
+                    "schema": {"openAPIV3Schema": root},
+                }
+            ],
+        },
+    }
+
+
+def all_crds() -> list[JSON]:
+    return [
+        _crd("BrokerGroup", "brokergroups", "bg", BrokerGroupSpec, BrokerGroupStatus, _BROKER_COLUMNS,
+             "A RocketMQ 5 broker replica group (one brokerName) with quorum-write settings."),
+        _crd("ControllerGroup", "controllergroups", "cg", ControllerGroupSpec, ControllerGroupStatus,
+             _CONTROLLER_COLUMNS, "RocketMQ controllers (DLedger quorum) and the name servers hosted with them."),
+    ]
+
+
+def crd_file_name(crd: JSON) -> str:
+    return f"{crd['spec']['names']['plural']}.yaml"
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (config files in ConfigMaps) as literal blocks, so they read like the files."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+
+def dump_yaml(doc: JSON) -> str:
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=1000, allow_unicode=True)
+
+
+def crds_yaml() -> str:
+    return "---\n".join(dump_yaml(c) for c in all_crds())

@@ -1,0 +1,287 @@
+"""The BrokerGroup and ControllerGroup API (group `rocketmq-operator.dev`, version `v1alpha1`).
+
+These pydantic models are the contract: field names (camelCase on the wire) are what manifests, examples, the
+CRD schema and external checks rely on. The models only check *shape* (types, unknown fields); every semantic
+rule lives in `api.rules`, once in Python and once as CEL, so that both give the same message.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+API_GROUP = "rocketmq-operator.dev"
+API_VERSION = "v1alpha1"
+API_GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
+
+# The RocketMQ release the operator is tested against; a spec without `version` gets it.
+DEFAULT_ROCKETMQ_VERSION = "5.3.3"
+DEFAULT_IMAGE_REPOSITORY = "ghcr.io/rocketmq-operator"
+
+
+class Model(BaseModel):
+    """Base: camelCase on the wire, unknown fields refused (they are typos, not extensions)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        use_enum_values=False,
+    )
+
+
+class HAMode(StrEnum):
+    CONTROLLER = "controller"
+    SLAVE_ACTING_MASTER = "slaveActingMaster"
+    SYNC = "sync"
+    ASYNC = "async"
+
+
+class ReclaimPolicy(StrEnum):
+    RETAIN = "Retain"
+    DELETE = "Delete"
+
+
+class UpgradeStrategy(StrEnum):
+    SWITCHOVER = "switchover"
+    RESTART = "restart"
+    SUPERVISED = "supervised"
+
+
+class ObjectMeta(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str = ""
+    namespace: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    generation: int | None = None
+    uid: str | None = None
+
+
+class ControllerRef(Model):
+    name: str = Field(description="Name of a ControllerGroup in the same namespace.")
+
+
+class QuorumSpec(Model):
+    in_sync_replicas: int | None = Field(
+        default=None,
+        description="Acks a put waits for, the master included (broker key inSyncReplicas). "
+        "Default: a majority of replicas. 1 means asynchronous replication.",
+    )
+    min_in_sync_replicas: int | None = Field(
+        default=None,
+        description="controller mode: puts are refused while the SyncStateSet is smaller than this; "
+        "slaveActingMaster with autoDegrade: the floor the ack count degrades to. Default: inSyncReplicas.",
+    )
+    auto_degrade: bool | None = Field(
+        default=None,
+        description="slaveActingMaster only (enableAutoInSyncReplicas): lower the ack count to the replicas "
+        "in sync, never below minInSyncReplicas.",
+    )
+    max_gap_not_in_sync: str | None = Field(
+        default=None,
+        description="slaveActingMaster only (haMaxGapNotInSync): how far behind a slave may be and still count "
+        "as in sync. A quantity; RocketMQ's default is 256Mi.",
+    )
+    all_ack_in_sync_state_set: bool | None = Field(
+        default=None,
+        description="controller mode only: wait for every SyncStateSet member; inSyncReplicas is then ignored.",
+    )
+
+
+class StorageSpec(Model):
+    size: str = Field(default="10Gi", description="PersistentVolumeClaim size per replica (a quantity).")
+    storage_class_name: str | None = None
+    reclaim_policy: str = Field(
+        default=ReclaimPolicy.RETAIN.value,
+        description="Retain keeps the PVCs when the group is deleted; Delete removes them.",
+    )
+
+
+class SlaveReadSpec(Model):
+    enabled: bool = Field(default=False, description="slaveReadEnable: lagging consumers are sent to slaves.")
+    memory_ratio: int | None = Field(
+        default=None,
+        description="accessMessageInMemoryMaxRatio (0-100, RocketMQ default 40): backlog share of memory "
+        "above which a consumer is sent to a slave.",
+    )
+
+
+class JvmSpec(Model):
+    heap: str | None = Field(default=None, description="JVM heap (-Xms/-Xmx), a quantity such as 2Gi.")
+    direct_memory: str | None = Field(default=None, description="-XX:MaxDirectMemorySize, a quantity.")
+    extra_options: list[str] = Field(default_factory=list, description="Appended after the rendered options.")
+
+
+class FailoverSpec(Model):
+    allow_unclean: bool = Field(
+        default=False,
+        description="Allow electing a master outside the SyncStateSet (may lose acknowledged messages).",
+    )
+
+
+class UpgradeSpec(Model):
+    strategy: str = Field(
+        default=UpgradeStrategy.SWITCHOVER.value, description="switchover | restart | supervised"
+    )
+
+
+class ResourceRequirements(Model):
+    requests: dict[str, str | int] = Field(default_factory=dict)
+    limits: dict[str, str | int] = Field(default_factory=dict)
+
+
+BrokerConfigValue = str | int | float | bool
+
+
+class BrokerGroupSpec(Model):
+    version: str = Field(default=DEFAULT_ROCKETMQ_VERSION, description="RocketMQ version; selects the image.")
+    image: str | None = Field(default=None, description="Broker image override.")
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
+    cluster_name: str = Field(default="DefaultCluster", description="brokerClusterName.")
+    replicas: int = Field(default=3, description="Brokers in the group (totalReplicas).")
+    # Enums are plain strings here so that a bad value reaches the rule with its own message (api.rules).
+    ha_mode: str = Field(
+        default=HAMode.CONTROLLER.value, description="controller | slaveActingMaster | sync | async"
+    )
+    controller_ref: ControllerRef | None = Field(
+        default=None,
+        description="The ControllerGroup whose controllers elect masters (controller mode) and whose name "
+        "servers the brokers register with.",
+    )
+    name_servers: list[str] = Field(
+        default_factory=list,
+        description="Explicit name-server host:port list, instead of the ControllerGroup's (non-controller modes).",
+    )
+    quorum: QuorumSpec = Field(default_factory=QuorumSpec)
+    storage: StorageSpec = Field(default_factory=StorageSpec)
+    slave_read: SlaveReadSpec = Field(default_factory=SlaveReadSpec)
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    jvm: JvmSpec = Field(default_factory=JvmSpec)
+    broker_config: dict[str, BrokerConfigValue] = Field(
+        default_factory=dict, description="Extra broker.conf keys (validated against RocketMQ's real keys)."
+    )
+    failover: FailoverSpec = Field(default_factory=FailoverSpec)
+    upgrade: UpgradeSpec = Field(default_factory=UpgradeSpec)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    affinity: dict[str, Any] = Field(default_factory=dict)
+    priority_class_name: str | None = None
+
+
+class NameServerSpec(Model):
+    replicas: int | None = Field(
+        default=None, description="Name servers when standalone (default: as many as controllers)."
+    )
+
+
+class ControllerGroupSpec(Model):
+    version: str = Field(default=DEFAULT_ROCKETMQ_VERSION)
+    image: str | None = None
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
+    replicas: int = Field(default=3, description="Controllers in the DLedger quorum: 1, 3 or 5.")
+    standalone: bool = Field(
+        default=False,
+        description="Run controllers apart from the name servers (default: controllers inside the name servers).",
+    )
+    name_servers: NameServerSpec = Field(default_factory=NameServerSpec)
+    storage: StorageSpec = Field(default_factory=lambda: StorageSpec(size="1Gi"))
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    jvm: JvmSpec = Field(default_factory=JvmSpec)
+    controller_config: dict[str, BrokerConfigValue] = Field(
+        default_factory=dict, description="Extra controller/name-server keys."
+    )
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    affinity: dict[str, Any] = Field(default_factory=dict)
+
+
+# --- status (one model for both platforms) ---
+
+
+class Condition(Model):
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
+class MasterStatus(Model):
+    broker_id: int | None = None
+    replica: str | None = Field(default=None, description="Pod (or local replica) name of the master.")
+    address: str | None = None
+    epoch: int | None = None
+
+
+class SyncStateSetStatus(Model):
+    members: list[int] = Field(default_factory=list)
+    epoch: int | None = None
+
+
+class ReplicaStatus(Model):
+    name: str
+    broker_id: int | None = None
+    role: Literal["master", "slave", "unknown"] = "unknown"
+    alive: bool = False
+    in_sync: bool = False
+    max_offset: int | None = None
+    lag_bytes: int | None = None
+    version: str | None = None
+    pid: int | None = None
+    address: str | None = None
+
+
+class MasterChange(Model):
+    time: str
+    from_broker_id: int | None = None
+    to_broker_id: int | None = None
+    epoch: int | None = None
+    reason: str = ""
+    duration_seconds: float | None = None
+
+
+class BrokerGroupStatus(Model):
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    master: MasterStatus | None = None
+    sync_state_set: SyncStateSetStatus | None = None
+    replicas: list[ReplicaStatus] = Field(default_factory=list)
+    need_acks: int | None = None
+    writable: bool | None = None
+    history: list[MasterChange] = Field(default_factory=list)
+    phase: str | None = None
+
+
+class ControllerGroupStatus(Model):
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    leader: str | None = None
+    name_servers: list[str] = Field(default_factory=list)
+    controllers: list[str] = Field(default_factory=list)
+    ready_replicas: int | None = None
+    phase: str | None = None
+
+
+class BrokerGroup(Model):
+    api_version: str = API_GROUP_VERSION
+    kind: Literal["BrokerGroup"] = "BrokerGroup"
+    metadata: ObjectMeta
+    spec: BrokerGroupSpec = Field(default_factory=BrokerGroupSpec)
+    status: BrokerGroupStatus | None = None
+
+
+class ControllerGroup(Model):
+    api_version: str = API_GROUP_VERSION
+    kind: Literal["ControllerGroup"] = "ControllerGroup"
+    metadata: ObjectMeta
+    spec: ControllerGroupSpec = Field(default_factory=ControllerGroupSpec)
+    status: ControllerGroupStatus | None = None
+
+
+Resource = BrokerGroup | ControllerGroup

@@ -1,0 +1,570 @@
+"""Validation rules, each written once for Python and once as CEL, with one message template.
+
+A rule has a condition in Python (on the parsed model) and in CEL (on the defaulted JSON the API server sees),
+and a message template whose `{placeholders}` are filled from Python values or CEL expressions. The CRD
+generator turns every rule into an `x-kubernetes-validations` entry (with `messageExpression` and `fieldPath`),
+so `kubectl apply` refuses what `rocketmq-operator validate` refuses, with the same text; a test evaluates both
+sides on a table of cases. Every message names the value, the rule and the fix; the path names the field.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rocketmq_operator.api.broker_config_keys import BROKER_CONFIG_KEYS, CONTROLLER_CONFIG_KEYS
+from rocketmq_operator.api.models import (
+    BrokerGroup,
+    ControllerGroup,
+    HAMode,
+    ReclaimPolicy,
+    UpgradeStrategy,
+)
+from rocketmq_operator.api.quantity import QUANTITY_PATTERN, is_quantity
+
+Kind = Literal["BrokerGroup", "ControllerGroup"]
+
+NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+NAME_MAX = 45  # leaves room for "-headless", "-connection" and the StatefulSet pod ordinal within 63
+VERSION_PATTERN = r"^5\.[0-9]+\.[0-9]+$"
+HOST_PORT_PATTERN = r"^[A-Za-z0-9]([-.A-Za-z0-9]*[A-Za-z0-9])?:[0-9]{1,5}$"
+MAX_BROKER_REPLICAS = 16
+MAX_CONFIG_KEYS = 128
+
+# broker.conf keys the operator renders itself, and the spec field a user sets instead.
+OPERATOR_OWNED_BROKER_KEYS: dict[str, str] = {
+    "brokerClusterName": "spec.clusterName",
+    "brokerName": "metadata.name",
+    "brokerId": "(assigned per replica)",
+    "brokerRole": "spec.haMode",
+    "listenPort": "(fixed per platform)",
+    "haListenPort": "(fixed per platform)",
+    "namesrvAddr": "spec.controllerRef or spec.nameServers",
+    "brokerIP1": "(the pod address)",
+    "brokerIP2": "(the pod address)",
+    "storePathRootDir": "spec.storage",
+    "storePathCommitLog": "spec.storage",
+    "storePathEpochFile": "spec.storage",
+    "storePathBrokerIdentity": "spec.storage",
+    "enableControllerMode": "spec.haMode",
+    "enableSlaveActingMaster": "spec.haMode",
+    "enableDLegerCommitLog": "spec.haMode",
+    "controllerAddr": "spec.controllerRef",
+    "fetchControllerAddrByDnsLookup": "spec.controllerRef",
+    "totalReplicas": "spec.replicas",
+    "inSyncReplicas": "spec.quorum.inSyncReplicas",
+    "minInSyncReplicas": "spec.quorum.minInSyncReplicas",
+    "enableAutoInSyncReplicas": "spec.quorum.autoDegrade",
+    "allAckInSyncStateSet": "spec.quorum.allAckInSyncStateSet",
+    "haMaxGapNotInSync": "spec.quorum.maxGapNotInSync",
+    "slaveReadEnable": "spec.slaveRead.enabled",
+    "accessMessageInMemoryMaxRatio": "spec.slaveRead.memoryRatio",
+    "rocketmqHome": "(the image)",
+}
+
+OPERATOR_OWNED_CONTROLLER_KEYS: dict[str, str] = {
+    "listenPort": "(fixed per platform)",
+    "enableControllerInNamesrv": "spec.standalone",
+    "controllerType": "(DLedger, always)",
+    "controllerDLegerGroup": "metadata.name",
+    "controllerDLegerPeers": "spec.replicas",
+    "controllerDLegerSelfId": "(assigned per replica)",
+    "controllerStorePath": "spec.storage",
+    "configStorePath": "spec.storage",
+    "rocketmqHome": "(the image)",
+    "kvConfigPath": "spec.storage",
+    "enableElectUncleanMaster": "BrokerGroup spec.failover.allowUnclean",
+}
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """A value shown in a message: a CEL expression for the API server, a function for Python."""
+
+    cel: str
+    python: Callable[[Any], object]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    kind: Kind
+    scope: Literal["", "spec"]  # where the CEL rule sits: the object root or its spec
+    field_path: str  # relative to scope, e.g. ".quorum.minInSyncReplicas"; "" for the scope itself
+    problem: str  # template, e.g. "{value} is greater than inSyncReplicas ({inSync})"
+    rule: str
+    fix: str  # template
+    cel: str  # true when valid; `self` is the scope object, defaults applied
+    valid: Callable[[Any], bool]  # Python: the parsed resource → valid?
+    values: dict[str, Placeholder] = field(default_factory=dict)
+    hint: Callable[[Any], str | None] | None = None  # Python-only suffix (did-you-mean); never in CEL
+
+    @property
+    def path(self) -> str:
+        head = "spec" if self.scope == "spec" else ""
+        return (head + self.field_path).lstrip(".")
+
+    def template(self) -> str:
+        return f"{self.problem}; rule: {self.rule}; fix: {self.fix}"
+
+    def python_message(self, resource: Any, with_hint: bool = True) -> str:
+        values = {name: _show(ph.python(resource)) for name, ph in self.values.items()}
+        text = self.template().format(**values)
+        if with_hint and self.hint is not None:
+            extra = self.hint(resource)
+            if extra:
+                text += f" ({extra})"
+        return text
+
+    def cel_message_expression(self) -> str:
+        """The same template as a CEL string expression."""
+        parts: list[str] = []
+        for literal, name, _, _ in _FORMATTER.parse(self.template()):
+            if literal:
+                parts.append(_cel_string(literal))
+            if name:
+                parts.append(f"string({self.values[name].cel})")
+        return " + ".join(parts)
+
+
+import string as _string  # noqa: E402  (kept next to its single use)
+
+_FORMATTER = _string.Formatter()
+
+
+def _cel_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _show(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _cel_list(items: Sequence[str]) -> str:
+    return "[" + ", ".join(_cel_string(i) for i in items) + "]"
+
+
+def _did_you_mean(key: str, known: Sequence[str]) -> str | None:
+    lowered = {k.lower(): k for k in known}
+    if key.lower() in lowered:
+        return f"did you mean {lowered[key.lower()]!r}?"
+    close = difflib.get_close_matches(key, known, n=3, cutoff=0.75)
+    if close:
+        return "did you mean " + " or ".join(repr(c) for c in close) + "?"
+    return None
+
+
+# --- shared CEL fragments (defaults applied by the API server; derived defaults spelled out) ---
+_CEL_IN_SYNC = "(has(self.quorum.inSyncReplicas) ? self.quorum.inSyncReplicas : self.replicas / 2 + 1)"
+_CEL_MIN_IN_SYNC = f"(has(self.quorum.minInSyncReplicas) ? self.quorum.minInSyncReplicas : {_CEL_IN_SYNC})"
+
+
+def _in_sync(bg: BrokerGroup) -> int:
+    q = bg.spec.quorum
+    return q.in_sync_replicas if q.in_sync_replicas is not None else bg.spec.replicas // 2 + 1
+
+
+def _min_in_sync(bg: BrokerGroup) -> int:
+    q = bg.spec.quorum
+    return q.min_in_sync_replicas if q.min_in_sync_replicas is not None else _in_sync(bg)
+
+
+def _unknown_keys(config: dict[str, object], known: frozenset[str], owned: dict[str, str]) -> list[str]:
+    return [k for k in config if k not in known and k not in owned]
+
+
+def _name_rules(kind: Kind) -> list[Rule]:
+    return [
+        Rule(
+            id=f"{kind}.name.format",
+            kind=kind,
+            scope="",
+            field_path="",
+            problem="metadata.name '{name}' is not a DNS label",
+            rule="lower-case letters, digits and '-', starting with a letter and ending with a letter or digit",
+            fix="rename the resource, e.g. 'broker-a'",
+            cel=f"self.metadata.name.matches('{NAME_PATTERN}')",
+            valid=lambda r: bool(_re(NAME_PATTERN).match(r.metadata.name)),
+            values={"name": Placeholder("self.metadata.name", lambda r: r.metadata.name)},
+        ),
+        Rule(
+            id=f"{kind}.name.length",
+            kind=kind,
+            scope="",
+            field_path="",
+            problem="metadata.name '{name}' is longer than " + str(NAME_MAX) + " characters",
+            rule=f"names are at most {NAME_MAX} characters (Service and pod names derive from them)",
+            fix="choose a shorter name",
+            cel=f"size(self.metadata.name) <= {NAME_MAX}",
+            valid=lambda r: len(r.metadata.name) <= NAME_MAX,
+            values={"name": Placeholder("self.metadata.name", lambda r: r.metadata.name)},
+        ),
+    ]
+
+
+def _version_rule(kind: Kind) -> Rule:
+    return Rule(
+        id=f"{kind}.version",
+        kind=kind,
+        scope="spec",
+        field_path=".version",
+        problem="'{value}' is not a RocketMQ 5 release version",
+        rule="version is MAJOR.MINOR.PATCH of RocketMQ 5.x",
+        fix="set version to a release such as '5.3.3', or omit it for the operator's default",
+        cel=f"self.version.matches('{VERSION_PATTERN}')",
+        valid=lambda r: bool(_re(VERSION_PATTERN).match(r.spec.version)),
+        values={"value": Placeholder("self.version", lambda r: r.spec.version)},
+    )
+
+
+def _quantity_rule(kind: Kind, rid: str, field_path: str, get: Callable[[Any], str | None], example: str) -> Rule:
+    # field_path like ".storage.size"; CEL needs has() on every optional step.
+    steps = field_path.strip(".").split(".")
+    guards = " && ".join(f"has(self.{'.'.join(steps[: i + 1])})" for i in range(len(steps)))
+    return Rule(
+        id=f"{kind}.{rid}",
+        kind=kind,
+        scope="spec",
+        field_path=field_path,
+        problem="'{value}' is not a quantity",
+        rule="a size such as 512Mi, 2Gi or 1073741824 (binary suffixes Ki Mi Gi Ti; decimal k M G T)",
+        fix=f"write it like '{example}'",
+        cel=f"!({guards}) || self.{'.'.join(steps)}.matches('{QUANTITY_PATTERN}')",
+        valid=lambda r: get(r) is None or is_quantity(str(get(r))),
+        values={"value": Placeholder(f"self.{'.'.join(steps)}", lambda r: get(r))},
+    )
+
+
+_RE_CACHE: dict[str, Any] = {}
+
+
+def _re(pattern: str) -> Any:
+    import re
+
+    if pattern not in _RE_CACHE:
+        _RE_CACHE[pattern] = re.compile(pattern)
+    return _RE_CACHE[pattern]
+
+
+def _broker_rules() -> list[Rule]:
+    k: Kind = "BrokerGroup"
+    modes = [m.value for m in HAMode]
+    strategies = [s.value for s in UpgradeStrategy]
+    policies = [p.value for p in ReclaimPolicy]
+    known_sorted = sorted(BROKER_CONFIG_KEYS)
+    owned_sorted = sorted(OPERATOR_OWNED_BROKER_KEYS)
+    return [
+        *_name_rules(k),
+        _version_rule(k),
+        Rule(
+            id="BrokerGroup.replicas.range",
+            kind=k,
+            scope="spec",
+            field_path=".replicas",
+            problem="{value} replicas is out of range",
+            rule=f"1 <= replicas <= {MAX_BROKER_REPLICAS}",
+            fix="use 3 for a quorum group (2 for slaveActingMaster pairs, 1 for a test)",
+            cel=f"self.replicas >= 1 && self.replicas <= {MAX_BROKER_REPLICAS}",
+            valid=lambda r: 1 <= r.spec.replicas <= MAX_BROKER_REPLICAS,
+            values={"value": Placeholder("self.replicas", lambda r: r.spec.replicas)},
+        ),
+        Rule(
+            id="BrokerGroup.haMode.enum",
+            kind=k,
+            scope="spec",
+            field_path=".haMode",
+            problem="'{value}' is not an HA mode",
+            rule="haMode is one of " + ", ".join(modes),
+            fix="use 'controller' (elections by the RocketMQ controller) unless you need a classic mode",
+            cel=f"self.haMode in {_cel_list(modes)}",
+            valid=lambda r: r.spec.ha_mode in modes,
+            values={"value": Placeholder("self.haMode", lambda r: r.spec.ha_mode)},
+        ),
+        Rule(
+            id="BrokerGroup.controllerRef.required",
+            kind=k,
+            scope="spec",
+            field_path=".controllerRef",
+            problem="controller mode needs a ControllerGroup and none is named",
+            rule="haMode controller requires controllerRef.name",
+            fix="set spec.controllerRef.name to a ControllerGroup in this namespace",
+            cel="self.haMode != 'controller' || has(self.controllerRef)",
+            valid=lambda r: r.spec.ha_mode != HAMode.CONTROLLER or r.spec.controller_ref is not None,
+        ),
+        Rule(
+            id="BrokerGroup.nameServers.required",
+            kind=k,
+            scope="spec",
+            field_path=".nameServers",
+            problem="mode '{mode}' has no name servers to register with",
+            rule="a BrokerGroup needs controllerRef (its name servers) or nameServers",
+            fix="set spec.controllerRef.name, or list spec.nameServers as host:port",
+            cel="has(self.controllerRef) || (has(self.nameServers) && size(self.nameServers) > 0)",
+            valid=lambda r: r.spec.controller_ref is not None or bool(r.spec.name_servers),
+            values={"mode": Placeholder("self.haMode", lambda r: r.spec.ha_mode)},
+        ),
+        Rule(
+            id="BrokerGroup.nameServers.format",
+            kind=k,
+            scope="spec",
+            field_path=".nameServers",
+            problem="name server addresses must be host:port",
+            rule="each entry of nameServers is host:port",
+            fix="write entries like 'rocketmq-ns-0.rocketmq-ns-headless:9876'",
+            cel=f"!has(self.nameServers) || self.nameServers.all(a, a.matches('{HOST_PORT_PATTERN}'))",
+            valid=lambda r: all(_re(HOST_PORT_PATTERN).match(a) for a in r.spec.name_servers),
+        ),
+        Rule(
+            id="BrokerGroup.slaveActingMaster.replicas",
+            kind=k,
+            scope="spec",
+            field_path=".replicas",
+            problem="slaveActingMaster with {value} replica has no slave to act as master",
+            rule="haMode slaveActingMaster needs replicas >= 2",
+            fix="set replicas to 2 or more, or use haMode sync/async",
+            cel="self.haMode != 'slaveActingMaster' || self.replicas >= 2",
+            valid=lambda r: r.spec.ha_mode != HAMode.SLAVE_ACTING_MASTER or r.spec.replicas >= 2,
+            values={"value": Placeholder("self.replicas", lambda r: r.spec.replicas)},
+        ),
+        Rule(
+            id="BrokerGroup.quorum.inSyncReplicas.range",
+            kind=k,
+            scope="spec",
+            field_path=".quorum.inSyncReplicas",
+            problem="{value} is outside 1..replicas ({replicas})",
+            rule="1 <= inSyncReplicas <= replicas (acks are counted with the master included)",
+            fix="set inSyncReplicas between 1 and {replicas}",
+            cel=f"{_CEL_IN_SYNC} >= 1 && {_CEL_IN_SYNC} <= self.replicas",
+            valid=lambda r: 1 <= _in_sync(r) <= r.spec.replicas,
+            values={
+                "value": Placeholder(_CEL_IN_SYNC, _in_sync),
+                "replicas": Placeholder("self.replicas", lambda r: r.spec.replicas),
+            },
+        ),
+        Rule(
+            id="BrokerGroup.quorum.minInSyncReplicas.range",
+            kind=k,
+            scope="spec",
+            field_path=".quorum.minInSyncReplicas",
+            problem="{value} is less than 1",
+            rule="minInSyncReplicas >= 1",
+            fix="set minInSyncReplicas to 1 or more",
+            cel=f"{_CEL_MIN_IN_SYNC} >= 1",
+            valid=lambda r: _min_in_sync(r) >= 1,
+            values={"value": Placeholder(_CEL_MIN_IN_SYNC, _min_in_sync)},
+        ),
+        Rule(
+            id="BrokerGroup.quorum.minInSyncReplicas.order",
+            kind=k,
+            scope="spec",
+            field_path=".quorum.minInSyncReplicas",
+            problem="{value} is greater than inSyncReplicas ({inSync})",
+            rule="minInSyncReplicas <= inSyncReplicas <= replicas",
+            fix="set minInSyncReplicas to at most {inSync}, or raise inSyncReplicas",
+            cel=f"{_CEL_MIN_IN_SYNC} <= {_CEL_IN_SYNC}",
+            valid=lambda r: _min_in_sync(r) <= _in_sync(r),
+            values={
+                "value": Placeholder(_CEL_MIN_IN_SYNC, _min_in_sync),
+                "inSync": Placeholder(_CEL_IN_SYNC, _in_sync),
+            },
+        ),
+        _quantity_rule(k, "quorum.maxGapNotInSync", ".quorum.maxGapNotInSync",
+                       lambda r: r.spec.quorum.max_gap_not_in_sync, "256Mi"),
+        _quantity_rule(k, "storage.size", ".storage.size", lambda r: r.spec.storage.size, "10Gi"),
+        Rule(
+            id="BrokerGroup.storage.reclaimPolicy",
+            kind=k,
+            scope="spec",
+            field_path=".storage.reclaimPolicy",
+            problem="'{value}' is not a reclaim policy",
+            rule="reclaimPolicy is Retain or Delete",
+            fix="use Retain (keep the data when the group is deleted) or Delete",
+            cel=f"self.storage.reclaimPolicy in {_cel_list(policies)}",
+            valid=lambda r: r.spec.storage.reclaim_policy in policies,
+            values={"value": Placeholder("self.storage.reclaimPolicy", lambda r: r.spec.storage.reclaim_policy)},
+        ),
+        Rule(
+            id="BrokerGroup.slaveRead.memoryRatio",
+            kind=k,
+            scope="spec",
+            field_path=".slaveRead.memoryRatio",
+            problem="{value} is outside 0..100",
+            rule="memoryRatio (accessMessageInMemoryMaxRatio) is a percentage, 0 to 100",
+            fix="set memoryRatio between 0 and 100 (RocketMQ's default is 40)",
+            cel="!has(self.slaveRead.memoryRatio) || (self.slaveRead.memoryRatio >= 0 && "
+            "self.slaveRead.memoryRatio <= 100)",
+            valid=lambda r: r.spec.slave_read.memory_ratio is None or 0 <= r.spec.slave_read.memory_ratio <= 100,
+            values={"value": Placeholder("self.slaveRead.memoryRatio", lambda r: r.spec.slave_read.memory_ratio)},
+        ),
+        _quantity_rule(k, "jvm.heap", ".jvm.heap", lambda r: r.spec.jvm.heap, "2Gi"),
+        _quantity_rule(k, "jvm.directMemory", ".jvm.directMemory", lambda r: r.spec.jvm.direct_memory, "1Gi"),
+        Rule(
+            id="BrokerGroup.upgrade.strategy",
+            kind=k,
+            scope="spec",
+            field_path=".upgrade.strategy",
+            problem="'{value}' is not an upgrade strategy",
+            rule="upgrade.strategy is one of " + ", ".join(strategies),
+            fix="use 'switchover' (move the master away before restarting it)",
+            cel=f"self.upgrade.strategy in {_cel_list(strategies)}",
+            valid=lambda r: r.spec.upgrade.strategy in strategies,
+            values={"value": Placeholder("self.upgrade.strategy", lambda r: r.spec.upgrade.strategy)},
+        ),
+        Rule(
+            id="BrokerGroup.brokerConfig.owned",
+            kind=k,
+            scope="spec",
+            field_path=".brokerConfig",
+            problem="sets {keys}, which the operator renders from the spec",
+            rule="brokerConfig may not set keys the operator owns",
+            fix="remove those keys and use the spec fields instead (see `rocketmq-operator explain`)",
+            cel=f"!has(self.brokerConfig) || self.brokerConfig.all(k, !(k in {_cel_list(owned_sorted)}))",
+            valid=lambda r: not [key for key in r.spec.broker_config if key in OPERATOR_OWNED_BROKER_KEYS],
+            values={
+                "keys": Placeholder(
+                    f"self.brokerConfig.filter(k, k in {_cel_list(owned_sorted)}).join(', ')",
+                    lambda r: ", ".join(key for key in r.spec.broker_config if key in OPERATOR_OWNED_BROKER_KEYS),
+                )
+            },
+            hint=lambda r: "; ".join(
+                f"{key} → {OPERATOR_OWNED_BROKER_KEYS[key]}"
+                for key in r.spec.broker_config
+                if key in OPERATOR_OWNED_BROKER_KEYS
+            ),
+        ),
+        Rule(
+            id="BrokerGroup.brokerConfig.known",
+            kind=k,
+            scope="spec",
+            field_path=".brokerConfig",
+            problem="{keys} is not a RocketMQ broker key",
+            rule="brokerConfig keys must be BrokerConfig, MessageStoreConfig or NettyServerConfig keys "
+            "(RocketMQ silently ignores unknown keys)",
+            fix="correct the spelling or remove the key",
+            cel=f"!has(self.brokerConfig) || self.brokerConfig.all(k, k in {_cel_list(known_sorted)} || "
+            f"k in {_cel_list(owned_sorted)})",
+            valid=lambda r: not _unknown_keys(r.spec.broker_config, BROKER_CONFIG_KEYS, OPERATOR_OWNED_BROKER_KEYS),
+            values={
+                "keys": Placeholder(
+                    f"self.brokerConfig.filter(k, !(k in {_cel_list(known_sorted)}) && "
+                    f"!(k in {_cel_list(owned_sorted)})).join(', ')",
+                    lambda r: ", ".join(
+                        _unknown_keys(r.spec.broker_config, BROKER_CONFIG_KEYS, OPERATOR_OWNED_BROKER_KEYS)
+                    ),
+                )
+            },
+            hint=lambda r: "; ".join(
+                f"{key}: {hint}"
+                for key in _unknown_keys(r.spec.broker_config, BROKER_CONFIG_KEYS, OPERATOR_OWNED_BROKER_KEYS)
+                if (hint := _did_you_mean(key, known_sorted))
+            ),
+        ),
+    ]
+
+
+def _controller_rules() -> list[Rule]:
+    k: Kind = "ControllerGroup"
+    known_sorted = sorted(CONTROLLER_CONFIG_KEYS)
+    owned_sorted = sorted(OPERATOR_OWNED_CONTROLLER_KEYS)
+    return [
+        *_name_rules(k),
+        _version_rule(k),
+        Rule(
+            id="ControllerGroup.replicas.odd",
+            kind=k,
+            scope="spec",
+            field_path=".replicas",
+            problem="{value} controllers cannot form a useful Raft quorum",
+            rule="replicas is 1, 3 or 5 (an even count adds no fault tolerance)",
+            fix="use 3 (tolerates one failure) or 1 for a test",
+            cel="self.replicas in [1, 3, 5]",
+            valid=lambda r: r.spec.replicas in (1, 3, 5),
+            values={"value": Placeholder("self.replicas", lambda r: r.spec.replicas)},
+        ),
+        Rule(
+            id="ControllerGroup.nameServers.replicas",
+            kind=k,
+            scope="spec",
+            field_path=".nameServers.replicas",
+            problem="{value} name servers is out of range",
+            rule="1 <= nameServers.replicas <= 5",
+            fix="use 2 or 3 name servers",
+            cel="!has(self.nameServers.replicas) || (self.nameServers.replicas >= 1 && "
+            "self.nameServers.replicas <= 5)",
+            valid=lambda r: r.spec.name_servers.replicas is None or 1 <= r.spec.name_servers.replicas <= 5,
+            values={"value": Placeholder("self.nameServers.replicas", lambda r: r.spec.name_servers.replicas)},
+        ),
+        _quantity_rule(k, "storage.size", ".storage.size", lambda r: r.spec.storage.size, "1Gi"),
+        _quantity_rule(k, "jvm.heap", ".jvm.heap", lambda r: r.spec.jvm.heap, "512Mi"),
+        Rule(
+            id="ControllerGroup.controllerConfig.owned",
+            kind=k,
+            scope="spec",
+            field_path=".controllerConfig",
+            problem="sets {keys}, which the operator renders from the spec",
+            rule="controllerConfig may not set keys the operator owns",
+            fix="remove those keys and use the spec fields instead",
+            cel=f"!has(self.controllerConfig) || self.controllerConfig.all(k, !(k in {_cel_list(owned_sorted)}))",
+            valid=lambda r: not [key for key in r.spec.controller_config if key in OPERATOR_OWNED_CONTROLLER_KEYS],
+            values={
+                "keys": Placeholder(
+                    f"self.controllerConfig.filter(k, k in {_cel_list(owned_sorted)}).join(', ')",
+                    lambda r: ", ".join(
+                        key for key in r.spec.controller_config if key in OPERATOR_OWNED_CONTROLLER_KEYS
+                    ),
+                )
+            },
+        ),
+        Rule(
+            id="ControllerGroup.controllerConfig.known",
+            kind=k,
+            scope="spec",
+            field_path=".controllerConfig",
+            problem="{keys} is not a RocketMQ controller or name-server key",
+            rule="controllerConfig keys must be ControllerConfig, NamesrvConfig or NettyServerConfig keys "
+            "(RocketMQ silently ignores unknown keys)",
+            fix="correct the spelling or remove the key",
+            cel=f"!has(self.controllerConfig) || self.controllerConfig.all(k, k in {_cel_list(known_sorted)} || "
+            f"k in {_cel_list(owned_sorted)})",
+            valid=lambda r: not _unknown_keys(
+                r.spec.controller_config, CONTROLLER_CONFIG_KEYS, OPERATOR_OWNED_CONTROLLER_KEYS
+            ),
+            values={
+                "keys": Placeholder(
+                    f"self.controllerConfig.filter(k, !(k in {_cel_list(known_sorted)}) && "
+                    f"!(k in {_cel_list(owned_sorted)})).join(', ')",
+                    lambda r: ", ".join(
+                        _unknown_keys(r.spec.controller_config, CONTROLLER_CONFIG_KEYS, OPERATOR_OWNED_CONTROLLER_KEYS)
+                    ),
+                )
+            },
+            hint=lambda r: "; ".join(
+                f"{key}: {hint}"
+                for key in _unknown_keys(
+                    r.spec.controller_config, CONTROLLER_CONFIG_KEYS, OPERATOR_OWNED_CONTROLLER_KEYS
+                )
+                if (hint := _did_you_mean(key, known_sorted))
+            ),
+        ),
+    ]
+
+
+BROKER_GROUP_RULES: tuple[Rule, ...] = tuple(_broker_rules())
+CONTROLLER_GROUP_RULES: tuple[Rule, ...] = tuple(_controller_rules())
+
+
+def rules_for(kind: Kind) -> tuple[Rule, ...]:
+    return BROKER_GROUP_RULES if kind == "BrokerGroup" else CONTROLLER_GROUP_RULES
+
+
+def check_rules(resource: BrokerGroup | ControllerGroup) -> list[tuple[Rule, str]]:
+    """Every rule the resource breaks, with its Python message."""
+    broken: list[tuple[Rule, str]] = []
+    for rule in rules_for(resource.kind):
+        if not rule.valid(resource):
+            broken.append((rule, rule.python_message(resource)))
+    return broken

@@ -1,0 +1,296 @@
+"""Validate manifests: shape (pydantic), rules (api.rules, shared with CEL) and mode warnings.
+
+`validate_document(doc)` never raises on bad input: it returns a `Report` of problems, each naming the field,
+the value, the rule and the fix. Warnings are for fields the chosen mode ignores and for settings that silently
+mean something else in RocketMQ (inSyncReplicas=1 makes a SYNC_MASTER asynchronous).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from rocketmq_operator.api.models import (
+    API_GROUP,
+    API_GROUP_VERSION,
+    BrokerGroup,
+    ControllerGroup,
+    HAMode,
+)
+from rocketmq_operator.api.rules import check_rules
+
+KINDS: dict[str, type[BrokerGroup] | type[ControllerGroup]] = {
+    "BrokerGroup": BrokerGroup,
+    "ControllerGroup": ControllerGroup,
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+    rule_id: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+@dataclass
+class Report:
+    source: str
+    resource: BrokerGroup | ControllerGroup | None = None
+    errors: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and self.resource is not None
+
+    def prefixed(self, problem: Problem) -> str:
+        return f"{self.source}: {problem}"
+
+
+class ManifestError(ValueError):
+    """A file that cannot be read as YAML manifests at all."""
+
+
+def load_documents(path: str | Path) -> list[dict[str, Any]]:
+    """All non-empty YAML documents of a file ('-' = stdin), as dicts."""
+    import sys
+
+    try:
+        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ManifestError(f"{path}:{where}: not valid YAML: {problem}") from None
+    out: list[dict[str, Any]] = []
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise ManifestError(f"{path}: document {i + 1} is a {type(doc).__name__}, not a mapping")
+        out.append(doc)
+    return out
+
+
+def _loc_to_path(loc: Iterable[int | str]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + part
+    return path
+
+
+def _value_at(doc: Any, loc: Iterable[int | str]) -> Any:
+    cur = doc
+    for part in loc:
+        try:
+            cur = cur[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return cur
+
+
+_PYDANTIC_TYPE_FIX = {
+    "int_parsing": ("a whole number", "write a number without quotes, e.g. 3"),
+    "int_type": ("a whole number", "write a number without quotes, e.g. 3"),
+    "int_from_float": ("a whole number", "write a whole number, e.g. 3"),
+    "bool_parsing": ("true or false", "write true or false"),
+    "bool_type": ("true or false", "write true or false"),
+    "string_type": ("a string", "quote the value"),
+    "dict_type": ("a mapping", "write key: value pairs"),
+    "list_type": ("a list", "write a YAML list"),
+    "model_type": ("a mapping", "write key: value pairs"),
+    "literal_error": ("one of the allowed values", "use one of the values the rule names"),
+}
+
+
+def _shape_problem(doc: dict[str, Any], err: Any) -> Problem:
+    loc = tuple(err["loc"])
+    path = _loc_to_path(loc)
+    etype = err["type"]
+    value = _value_at(doc, loc)
+    if etype == "extra_forbidden":
+        parent = _loc_to_path(loc[:-1]) or "the document"
+        return Problem(
+            path,
+            f"unknown field '{loc[-1]}'; rule: {parent} accepts only the fields of the "
+            f"{API_GROUP} schema; fix: check the spelling (`rocketmq-operator crds` shows the schema)",
+            "shape.unknown-field",
+        )
+    if etype == "missing":
+        return Problem(path, "is required; rule: this field must be set; fix: add it", "shape.missing")
+    expected, fix = _PYDANTIC_TYPE_FIX.get(etype, (err.get("msg", "a valid value"), "correct the value"))
+    if etype == "literal_error":
+        expected = err.get("msg", expected)
+    return Problem(path, f"{value!r} is not {expected}; rule: {err.get('msg', '')}; fix: {fix}", f"shape.{etype}")
+
+
+def parse_resource(doc: dict[str, Any]) -> tuple[BrokerGroup | ControllerGroup | None, list[Problem]]:
+    """Shape only: the typed resource, or the problems that stop it being one."""
+    kind = doc.get("kind")
+    api_version = doc.get("apiVersion")
+    if kind not in KINDS:
+        return None, [
+            Problem(
+                "kind",
+                f"{kind!r} is not a kind this operator manages; rule: kind is BrokerGroup or ControllerGroup; "
+                "fix: set kind, or remove the document",
+                "shape.kind",
+            )
+        ]
+    problems: list[Problem] = []
+    if api_version != API_GROUP_VERSION:
+        problems.append(
+            Problem(
+                "apiVersion",
+                f"{api_version!r} is not served; rule: apiVersion is {API_GROUP_VERSION}; "
+                f"fix: set apiVersion: {API_GROUP_VERSION}",
+                "shape.apiVersion",
+            )
+        )
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("name"):
+        problems.append(
+            Problem("metadata.name", "is required; rule: every resource has a name; fix: set metadata.name",
+                    "shape.name")
+        )
+        return None, problems
+    model = KINDS[str(kind)]
+    try:
+        resource = model.model_validate(doc)
+    except ValidationError as exc:
+        problems.extend(_shape_problem(doc, e) for e in exc.errors())
+        return None, problems
+    return (resource if not problems else None), problems
+
+
+def validate_document(doc: dict[str, Any], source: str = "") -> Report:
+    resource, problems = parse_resource(doc)
+    report = Report(source=source, errors=problems)
+    if resource is None:
+        return report
+    for rule, message in check_rules(resource):
+        report.errors.append(Problem(rule.path, message, rule.id))
+    if not report.errors:
+        report.resource = resource
+        if isinstance(resource, BrokerGroup):
+            report.warnings.extend(broker_group_warnings(resource))
+        else:
+            report.warnings.extend(controller_group_warnings(resource))
+    return report
+
+
+def validate_file(path: str | Path) -> list[Report]:
+    docs = load_documents(path)
+    reports = []
+    for i, doc in enumerate(docs):
+        name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
+        label = f"{path}#{i + 1}" + (f" {doc.get('kind')}/{name}" if name else "")
+        reports.append(validate_document(doc, label))
+    return reports
+
+
+def validate_cross_references(resources: list[BrokerGroup | ControllerGroup]) -> list[Problem]:
+    """Within one set of manifests: a controllerRef that names a ControllerGroup in the set, if any is given."""
+    controllers = {(r.metadata.namespace, r.metadata.name) for r in resources if isinstance(r, ControllerGroup)}
+    problems: list[Problem] = []
+    if not controllers:
+        return problems  # the ControllerGroup may live in the cluster already
+    for r in resources:
+        if isinstance(r, BrokerGroup) and r.spec.controller_ref is not None:
+            key = (r.metadata.namespace, r.spec.controller_ref.name)
+            if key not in controllers:
+                names = ", ".join(sorted(n for _, n in controllers))
+                problems.append(
+                    Problem(
+                        "spec.controllerRef.name",
+                        f"BrokerGroup/{r.metadata.name}: '{r.spec.controller_ref.name}' is not a ControllerGroup in "
+                        f"these manifests ({names}); rule: controllerRef names a ControllerGroup in the same "
+                        f"namespace; fix: use one of: {names}",
+                        "xref.controllerRef",
+                    )
+                )
+    return problems
+
+
+# --- warnings: legal but probably not what the user meant ---
+
+
+def broker_group_warnings(bg: BrokerGroup) -> list[Problem]:
+    s = bg.spec
+    q = s.quorum
+    mode = HAMode(s.ha_mode)
+    w: list[Problem] = []
+
+    def ignored(path: str, why: str) -> None:
+        w.append(Problem(path, f"ignored in haMode {mode.value}: {why}", "warn.ignored"))
+
+    if q.auto_degrade and mode is not HAMode.SLAVE_ACTING_MASTER:
+        ignored("spec.quorum.autoDegrade", "enableAutoInSyncReplicas only works with slaveActingMaster"
+                + (" (controller mode degrades only through allAckInSyncStateSet)" if mode is HAMode.CONTROLLER
+                   else ""))
+    if q.max_gap_not_in_sync is not None and mode is not HAMode.SLAVE_ACTING_MASTER:
+        ignored("spec.quorum.maxGapNotInSync", "haMaxGapNotInSync is read only by the slave-acting-master "
+                "pre-check" + (" (the SyncStateSet decides in controller mode)" if mode is HAMode.CONTROLLER else ""))
+    if q.all_ack_in_sync_state_set is not None and q.all_ack_in_sync_state_set and mode is not HAMode.CONTROLLER:
+        ignored("spec.quorum.allAckInSyncStateSet", "there is no SyncStateSet outside controller mode")
+    if mode is HAMode.CONTROLLER and q.all_ack_in_sync_state_set and q.in_sync_replicas is not None:
+        w.append(Problem("spec.quorum.inSyncReplicas", "ignored because allAckInSyncStateSet is true: every "
+                         "SyncStateSet member must ack instead", "warn.ignored"))
+    if mode in (HAMode.SYNC, HAMode.ASYNC) and q.min_in_sync_replicas is not None:
+        ignored("spec.quorum.minInSyncReplicas", "only slaveActingMaster and controller modes check it")
+    if mode is HAMode.ASYNC and q.in_sync_replicas is not None:
+        ignored("spec.quorum.inSyncReplicas", "an ASYNC_MASTER never waits for slave acks")
+    if mode is HAMode.SLAVE_ACTING_MASTER and q.auto_degrade and q.min_in_sync_replicas is not None \
+            and q.in_sync_replicas is not None and q.min_in_sync_replicas == q.in_sync_replicas:
+        w.append(Problem("spec.quorum.autoDegrade", "has no effect: minInSyncReplicas equals inSyncReplicas, so "
+                         "the ack count cannot degrade", "warn.noop"))
+    in_sync = q.in_sync_replicas if q.in_sync_replicas is not None else s.replicas // 2 + 1
+    waits = mode in (HAMode.SYNC, HAMode.SLAVE_ACTING_MASTER) or (
+        mode is HAMode.CONTROLLER and not q.all_ack_in_sync_state_set
+    )
+    if waits and in_sync == 1 and s.replicas > 1:
+        w.append(Problem("spec.quorum.inSyncReplicas", "is 1: a put is acknowledged by the master alone and "
+                         "replication is asynchronous (RocketMQ returns PUT_OK before any slave has the message); "
+                         "set it to 2 or more for quorum writes", "warn.async-trap"))
+    if s.slave_read.memory_ratio is not None and not s.slave_read.enabled:
+        ignored("spec.slaveRead.memoryRatio", "slaveRead.enabled is false, so consumers are never sent to slaves")
+    if s.failover.allow_unclean:
+        if mode is HAMode.CONTROLLER:
+            w.append(Problem("spec.failover.allowUnclean", "is true: a replica outside the SyncStateSet may be made "
+                             "master and acknowledged messages can be lost", "warn.unclean"))
+        else:
+            ignored("spec.failover.allowUnclean", "the operator elects only in controller mode")
+    if s.replicas == 1:
+        w.append(Problem("spec.replicas", "is 1: there is no replica to fail over to", "warn.single"))
+    if mode is not HAMode.CONTROLLER and s.upgrade.strategy == "switchover":
+        w.append(Problem("spec.upgrade.strategy", f"switchover needs controller elections; in haMode {mode.value} "
+                         "an upgrade restarts the master in place (writes pause)", "warn.switchover"))
+    return w
+
+
+def controller_group_warnings(cg: ControllerGroup) -> list[Problem]:
+    w: list[Problem] = []
+    if cg.spec.name_servers.replicas is not None and not cg.spec.standalone:
+        w.append(Problem("spec.nameServers.replicas", "ignored: name servers run inside the controllers unless "
+                         "standalone is true", "warn.ignored"))
+    if cg.spec.replicas == 1:
+        w.append(Problem("spec.replicas", "is 1: no controller failover (brokers keep serving while it is down, "
+                         "but no master can be elected)", "warn.single"))
+    return w
+
+
+def api_group() -> str:
+    return API_GROUP

@@ -1,0 +1,187 @@
+"""The `rocketmq-operator` console script: one entry point, one subcommand per task.
+
+Bad input never produces a stack trace: problems are printed as `path: message` lines and the exit code is 2.
+Heavy imports (kopf, the local platform, pyspark) happen only inside the subcommands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rocketmq_operator.api.crd import crds_yaml, dump_yaml
+from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
+from rocketmq_operator.api.validation import (
+    ManifestError,
+    Report,
+    validate_cross_references,
+    validate_file,
+)
+
+EXIT_INVALID = 2
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit code 2."""
+
+
+def _validated(files: Sequence[str]) -> tuple[list[Report], list[str], list[str]]:
+    """Reports, error lines and warning lines for a set of files."""
+    reports: list[Report] = []
+    for path in files:
+        reports.extend(validate_file(path))
+    errors = [r.prefixed(p) for r in reports for p in r.errors]
+    warnings = [r.prefixed(p) for r in reports for p in r.warnings]
+    resources = [r.resource for r in reports if r.resource is not None]
+    errors.extend(str(p) for p in validate_cross_references(resources))
+    return reports, errors, warnings
+
+
+def _resources_or_fail(files: Sequence[str]) -> tuple[list[BrokerGroup | ControllerGroup], list[Report]]:
+    reports, errors, warnings = _validated(files)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if errors:
+        for e in errors:
+            print(e)
+        raise SystemExit(EXIT_INVALID)
+    return [r.resource for r in reports if r.resource is not None], reports
+
+
+def cmd_crds(args: argparse.Namespace) -> int:
+    if args.write:
+        from pathlib import Path
+
+        from rocketmq_operator.api.crd import all_crds, crd_file_name
+
+        out = Path(args.write)
+        out.mkdir(parents=True, exist_ok=True)
+        for crd in all_crds():
+            (out / crd_file_name(crd)).write_text(dump_yaml(crd), encoding="utf-8")
+        return 0
+    sys.stdout.write(crds_yaml())
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    reports, errors, warnings = _validated(args.files)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    for e in errors:
+        print(e)
+    if errors:
+        return EXIT_INVALID
+    if not args.quiet:
+        print(f"{len(reports)} resource(s) valid", file=sys.stderr)
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from rocketmq_operator.render.kubernetes import RenderError, render_all
+
+    resources, _ = _resources_or_fail(args.files)
+    try:
+        objects = render_all(resources)
+    except RenderError as exc:
+        raise CliError(str(exc)) from None
+    sys.stdout.write("---\n".join(dump_yaml(o) for o in objects))
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from rocketmq_operator.explain import explain_broker_group, explain_controller_group
+
+    _, reports = _resources_or_fail(args.files)
+    blocks: list[str] = []
+    for report in reports:
+        r = report.resource
+        if isinstance(r, BrokerGroup):
+            blocks.append(explain_broker_group(r, report.warnings))
+        elif isinstance(r, ControllerGroup):
+            blocks.append(explain_controller_group(r, report.warnings))
+    print("\n\n".join(blocks))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        from rocketmq_operator.platforms.kubernetes.runner import run_operator
+    except ImportError as exc:  # kopf is an extra
+        raise CliError(
+            f"the Kubernetes operator needs the 'kubernetes' extra ({exc.name} is missing); "
+            "fix: pip install 'rocketmq-operator[kubernetes]'"
+        ) from None
+    return run_operator(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rocketmq-operator",
+        description="Run Apache RocketMQ 5 broker replica groups with quorum writes, on Kubernetes or locally.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("crds", help="print the CustomResourceDefinitions (multi-document YAML)")
+    p.add_argument("--write", metavar="DIR", help="write one file per CRD into DIR instead")
+    p.set_defaults(func=cmd_crds)
+
+    p = sub.add_parser("validate", help="check manifests; exit 2 with one 'path: message' line per problem")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("render", help="print every Kubernetes object the operator would create")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("explain", help="what each group's quorum settings mean: acks needed and put outcomes")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("run", help="run the Kubernetes operator (kopf)")
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", action="append", default=[], help="watch these namespaces")
+    scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace (default)")
+    p.add_argument("--liveness", default="http://0.0.0.0:8080/healthz", help="liveness endpoint URL")
+    p.add_argument("--metrics-port", type=int, default=9090)
+    p.add_argument("--standalone", action="store_true", help="no peering (single operator instance)")
+    p.add_argument("--verbose", action="store_true")
+    p.set_defaults(func=cmd_run)
+
+    _register_optional(sub)
+    return parser
+
+
+def _register_optional(sub: Any) -> None:
+    """Subcommands contributed by other modules (local platform, clients, benchmarks) when present."""
+    import importlib
+
+    for module in ("rocketmq_operator.platforms.local.cli", "rocketmq_operator.tools.cli"):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name and module.startswith(exc.name):
+                continue
+            raise
+        mod.register(sub)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = int(args.func(args))
+    except (ManifestError, CliError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""broker.conf and controller/name-server config rendering, the same for every platform.
+
+A platform only says *where* things are (a `Placement`: addresses, ports, paths, platform tuning); the keys
+that carry the user's intent (quorum values per HA mode, roles, ids) are decided here once. Output is an
+ordered mapping of RocketMQ key → string, and `properties_text` turns it into the file RocketMQ reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, HAMode
+from rocketmq_operator.quorum import effective_quorum
+
+NAMESRV_PORT = 9876
+CONTROLLER_PORT = 9878
+BROKER_PORT = 10911
+
+
+@dataclass(frozen=True)
+class ReplicaPlacement:
+    """Where one process lives. `address` None means: filled in at start (the pod IP)."""
+
+    listen_port: int
+    store_root: str
+    address: str | None = None
+
+
+@dataclass(frozen=True)
+class BrokerPlacement:
+    name_servers: Sequence[str]
+    controllers: Sequence[str]
+    replicas: Sequence[ReplicaPlacement]
+    # Platform tuning applied before the user's brokerConfig (the user's keys win).
+    platform_defaults: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ControllerPlacement:
+    """Controller peers (`host:port` of each DLedger peer, in ordinal order) and each process's place."""
+
+    peers: Sequence[str]
+    replicas: Sequence[ReplicaPlacement]
+    name_server_replicas: Sequence[ReplicaPlacement] = ()
+    platform_defaults: Mapping[str, str] = field(default_factory=dict)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def broker_config(bg: BrokerGroup, ordinal: int, placement: BrokerPlacement) -> dict[str, str]:
+    """The broker.conf of replica `ordinal` (0-based)."""
+    spec = bg.spec
+    q = effective_quorum(spec)
+    mode = q.mode
+    where = placement.replicas[ordinal]
+    conf: dict[str, str] = {
+        "brokerClusterName": spec.cluster_name,
+        "brokerName": bg.metadata.name,
+        "listenPort": str(where.listen_port),
+        "haListenPort": str(where.listen_port + 1),
+        "namesrvAddr": ";".join(placement.name_servers),
+        "storePathRootDir": where.store_root,
+        "storePathCommitLog": f"{where.store_root}/commitlog",
+    }
+    if where.address is not None:
+        conf["brokerIP1"] = where.address
+        conf["brokerIP2"] = where.address
+    conf["totalReplicas"] = str(q.total_replicas)
+    if mode is HAMode.CONTROLLER:
+        # The controller assigns ids and roles; -1/SLAVE is how every replica starts (facts §1.5a).
+        conf.update(
+            brokerId="-1",
+            brokerRole="SLAVE",
+            enableControllerMode="true",
+            controllerAddr=";".join(placement.controllers),
+            inSyncReplicas=str(q.in_sync_replicas),
+            minInSyncReplicas=str(q.min_in_sync_replicas),
+            allAckInSyncStateSet=_text(q.all_ack_in_sync_state_set),
+        )
+    else:
+        role = "SLAVE"
+        if ordinal == 0:
+            role = "ASYNC_MASTER" if mode is HAMode.ASYNC else "SYNC_MASTER"
+        conf.update(brokerId=str(ordinal), brokerRole=role)
+        if mode is not HAMode.ASYNC:
+            conf["inSyncReplicas"] = str(q.in_sync_replicas)
+        if mode is HAMode.SLAVE_ACTING_MASTER:
+            conf.update(
+                minInSyncReplicas=str(q.min_in_sync_replicas),
+                enableAutoInSyncReplicas=_text(q.auto_degrade),
+                haMaxGapNotInSync=str(q.ha_max_gap_not_in_sync),
+                enableSlaveActingMaster="true",
+                brokerHeartbeatInterval="1000",
+                brokerNotActiveTimeoutMillis="10000",
+            )
+    conf["slaveReadEnable"] = _text(spec.slave_read.enabled)
+    if spec.slave_read.memory_ratio is not None:
+        conf["accessMessageInMemoryMaxRatio"] = str(spec.slave_read.memory_ratio)
+    for key, value in placement.platform_defaults.items():
+        conf.setdefault(key, value)
+    for key, value in spec.broker_config.items():
+        conf[key] = _text(value)
+    return conf
+
+
+def dledger_peers(name: str, peers: Sequence[str]) -> str:
+    """`n0-host:port;n1-host:port;…` (ids n0…n{k-1} in ordinal order)."""
+    del name
+    return ";".join(f"n{i}-{addr}" for i, addr in enumerate(peers))
+
+
+def controller_config(cg: ControllerGroup, ordinal: int, placement: ControllerPlacement) -> dict[str, str]:
+    """Config of controller `ordinal`: a name server hosting a controller, or a standalone controller."""
+    where = placement.replicas[ordinal]
+    conf: dict[str, str] = {}
+    if not cg.spec.standalone:
+        conf.update(listenPort=str(where.listen_port), enableControllerInNamesrv="true")
+        conf.update(_namesrv_keys(), kvConfigPath=f"{where.store_root}/kvConfig.json")
+    conf.update(
+        controllerType="DLedger",
+        controllerDLegerGroup=cg.metadata.name,
+        controllerDLegerPeers=dledger_peers(cg.metadata.name, placement.peers),
+        controllerDLegerSelfId=f"n{ordinal}",
+        controllerStorePath=f"{where.store_root}/controller",
+        configStorePath=f"{where.store_root}/controller.properties",
+        enableElectUncleanMaster="false",
+        notifyBrokerRoleChanged="true",
+    )
+    for key, value in placement.platform_defaults.items():
+        conf.setdefault(key, value)
+    for key, value in cg.spec.controller_config.items():
+        conf[key] = _text(value)
+    return conf
+
+
+def _namesrv_keys() -> dict[str, str]:
+    # supportActingMaster lets slave-acting-master groups keep a writable route when their master dies.
+    return {"supportActingMaster": "true"}
+
+
+def namesrv_config(cg: ControllerGroup, ordinal: int, placement: ControllerPlacement) -> dict[str, str]:
+    """Config of a standalone name server (standalone: true)."""
+    where = placement.name_server_replicas[ordinal]
+    conf = {"listenPort": str(where.listen_port), **_namesrv_keys(), "kvConfigPath": f"{where.store_root}/kvConfig.json"}
+    for key, value in cg.spec.controller_config.items():
+        conf[key] = _text(value)
+    return conf
+
+
+def properties_text(conf: Mapping[str, str], header: str = "") -> str:
+    lines = [f"# {line}" for line in header.splitlines()] if header else []
+    lines.extend(f"{key}={value}" for key, value in conf.items())
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,107 @@
+"""JVM flags for RocketMQ 5.x processes on JDK 17, shared by the Kubernetes renderer and the local platform.
+
+Contract:
+
+* Pure: no I/O, no subprocess; imports the standard library and `rocketmq_operator.api.quantity` only.
+* `MAIN_CLASSES[role]` is the Java main class of a role (`namesrv`, `broker`, `controller`, `tools`).
+* `jdk17_module_flags(role)` is the list of `--add-opens`/`--add-exports` flags the pinned RocketMQ release
+  (see `rocketmq_operator.platforms.local.distribution.ROCKETMQ_VERSION`) needs on JDK 17 for that role.
+  It is the measured minimum, not the community folklore list: see `docs/notes/local-start.md`.
+  - controller (standalone or embedded in the namesrv with `enableControllerInNamesrv=true`):
+    `--add-opens=java.base/java.lang=ALL-UNNAMED`. Without it the static init of Hessian's `SerializerFactory`
+    (reached from `ReplicasInfoManager.<clinit>`) prints eight `InaccessibleObjectException` stack traces
+    for `java.lang.StackTraceElement` fields; the controller still boots, but its Hessian state is half
+    initialised. The namesrv role gets the same flag because it may host the controller.
+  - broker, tools: none. In RocketMQ 5.5.0 the store frees and inspects mapped buffers through Netty's
+    `PlatformDependent` (Unsafe.invokeCleaner / directBufferAddress) instead of casting to
+    `sun.nio.ch.DirectBuffer`, and `DefaultMappedFile`'s `isLoaded0` lookup fails with the (caught)
+    NoSuchMethodException on JDK 14+, so `--add-exports sun.nio.ch`, `--add-opens java.nio` and
+    `--add-opens jdk.internal.ref` (apache/rocketmq#9887, for older releases) are not needed.
+* `jvm_options(role, heap, direct_memory)` is the complete JVM flag list (heap, direct memory, GC, module flags)
+  that the Kubernetes renderer puts in `JAVA_OPTS` and the local platform puts on the java command line.
+  Sizes are JVM sizes (`256m`, `2g`, plain bytes) or Kubernetes quantities (`256Mi`, `2Gi`, `500M`): lower-case
+  `k`/`m`/`g` suffixes are read the JVM way (binary), everything else as a Kubernetes quantity.
+  A broker always gets `-XX:MaxDirectMemorySize` (the heap size when `direct_memory` is None), so the
+  container memory it needs is predictable; other roles get it only when `direct_memory` is given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from rocketmq_operator.api.quantity import QuantityError, jvm_size
+
+ROLES: tuple[str, ...] = ("namesrv", "broker", "controller", "tools")
+
+MAIN_CLASSES: Mapping[str, str] = MappingProxyType(
+    {
+        "namesrv": "org.apache.rocketmq.namesrv.NamesrvStartup",
+        "broker": "org.apache.rocketmq.broker.BrokerStartup",
+        "controller": "org.apache.rocketmq.controller.ControllerStartup",
+        "tools": "org.apache.rocketmq.tools.command.MQAdminStartup",
+    }
+)
+
+_OPEN_JAVA_LANG = "--add-opens=java.base/java.lang=ALL-UNNAMED"
+
+JDK17_FLAGS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "namesrv": (_OPEN_JAVA_LANG,),
+        "broker": (),
+        "controller": (_OPEN_JAVA_LANG,),
+        "tools": (),
+    }
+)
+
+# GC settings of the official runserver.sh/runbroker.sh for JDK >= 9, minus the ones that only make sense for
+# multi-gigabyte heaps (G1HeapRegionSize=16m would leave a 256m heap with 16 regions) and minus GC logging.
+_GC_FLAGS: tuple[str, ...] = (
+    "-XX:+UseG1GC",
+    "-XX:G1ReservePercent=25",
+    "-XX:InitiatingHeapOccupancyPercent=30",
+    "-XX:SoftRefLRUPolicyMSPerMB=0",
+    "-XX:-OmitStackTraceInFastThrow",
+)
+
+_JVM_NATIVE_SIZE = re.compile(r"^[1-9][0-9]*[kmg]?$")
+
+
+def _check_role(role: str) -> None:
+    if role not in MAIN_CLASSES:
+        raise ValueError(f"unknown RocketMQ role {role!r}; expected one of {', '.join(ROLES)}")
+
+
+def jvm_size_flag(size: str) -> str:
+    """A size for -Xmx/-XX:MaxDirectMemorySize: `256m` stays `256m`, `2Gi` → `2g`, `500M` → `500000000`."""
+    text = size.strip()
+    if _JVM_NATIVE_SIZE.match(text):
+        return text
+    try:
+        value = jvm_size(text)
+    except QuantityError as exc:
+        raise ValueError(f"{size!r} is neither a JVM size (256m, 2g) nor a quantity (256Mi, 2Gi)") from exc
+    if value == "0":
+        raise ValueError(f"{size!r} is zero")
+    return value
+
+
+def jdk17_module_flags(role: str) -> list[str]:
+    """The `--add-opens`/`--add-exports` flags `role` needs on JDK 17 (a fresh list; see the module docstring)."""
+    _check_role(role)
+    return list(JDK17_FLAGS[role])
+
+
+def jvm_options(role: str, heap: str, direct_memory: str | None) -> list[str]:
+    """Every JVM flag for `role`: fixed heap, direct memory, GC settings and the JDK 17 module flags."""
+    _check_role(role)
+    size = jvm_size_flag(heap)
+    opts = ["-server", f"-Xms{size}", f"-Xmx{size}"]
+    if direct_memory is not None:
+        opts.append(f"-XX:MaxDirectMemorySize={jvm_size_flag(direct_memory)}")
+    elif role == "broker":
+        opts.append(f"-XX:MaxDirectMemorySize={size}")
+    opts.extend(_GC_FLAGS)
+    opts.extend(jdk17_module_flags(role))
+    return opts

@@ -1,0 +1,12 @@
+"""Shared test setup: the repo's source root on sys.path for tests that import case tables."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

@@ -1,0 +1,117 @@
+"""Every validation rule, its path and its message (table in tests/validation_cases.py)."""
+
+from __future__ import annotations
+
+import pytest
+from validation_cases import CASES, Case
+
+from rocketmq_operator.api.rules import BROKER_GROUP_RULES, CONTROLLER_GROUP_RULES
+from rocketmq_operator.api.validation import validate_document
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case(case: Case) -> None:
+    report = validate_document(case.doc)
+    if case.rule_id is None:
+        assert report.ok, [str(p) for p in report.errors]
+        return
+    broken = {p.rule_id: p for p in report.errors}
+    assert case.rule_id in broken, [str(p) for p in report.errors]
+    problem = broken[case.rule_id]
+    assert problem.path == case.path
+    assert case.contains in problem.message
+    # Every message names the rule and the fix.
+    assert "; rule: " in problem.message and "; fix: " in problem.message
+
+
+def test_every_rule_has_a_case() -> None:
+    covered = {c.rule_id for c in CASES}
+    missing = [r.id for r in (*BROKER_GROUP_RULES, *CONTROLLER_GROUP_RULES) if r.id not in covered]
+    # Quantity rules share one implementation; one case per kind of quantity is enough.
+    missing = [m for m in missing if not m.endswith(("jvm.directMemory", "ControllerGroup.storage.size",
+                                                     "ControllerGroup.jvm.heap", "ControllerGroup.version",
+                                                     "ControllerGroup.name.length"))]
+    assert not missing
+
+
+def test_typo_gets_did_you_mean() -> None:
+    doc = {
+        "apiVersion": "rocketmq-operator.dev/v1alpha1",
+        "kind": "BrokerGroup",
+        "metadata": {"name": "b"},
+        "spec": {"controllerRef": {"name": "c"}, "brokerConfig": {"flushDiskTypo": "SYNC_FLUSH"}},
+    }
+    (problem,) = validate_document(doc).errors
+    assert "did you mean 'flushDiskType'?" in problem.message
+
+
+def test_owned_key_names_spec_field() -> None:
+    doc = {
+        "apiVersion": "rocketmq-operator.dev/v1alpha1",
+        "kind": "BrokerGroup",
+        "metadata": {"name": "b"},
+        "spec": {"controllerRef": {"name": "c"}, "brokerConfig": {"haMaxGapNotInSync": 1}},
+    }
+    (problem,) = validate_document(doc).errors
+    assert "spec.quorum.maxGapNotInSync" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("spec_patch", "path", "text"),
+    [
+        ({"replicas": "three"}, "spec.replicas", "'three' is not a whole number"),
+        ({"quorum": {"inSyncReplica": 2}}, "spec.quorum.inSyncReplica", "unknown field 'inSyncReplica'"),
+        ({"storage": "10Gi"}, "spec.storage", "is not a mapping"),
+    ],
+)
+def test_shape_errors_name_the_field(spec_patch: dict[str, object], path: str, text: str) -> None:
+    doc = {
+        "apiVersion": "rocketmq-operator.dev/v1alpha1",
+        "kind": "BrokerGroup",
+        "metadata": {"name": "b"},
+        "spec": {"controllerRef": {"name": "c"}, **spec_patch},
+    }
+    report = validate_document(doc)
+    assert not report.ok
+    assert any(p.path == path and text in p.message for p in report.errors), [str(p) for p in report.errors]
+
+
+def test_wrong_kind_and_api_version() -> None:
+    assert validate_document({"kind": "Pod", "metadata": {"name": "x"}}).errors[0].path == "kind"
+    report = validate_document({"apiVersion": "v1", "kind": "BrokerGroup", "metadata": {"name": "x"},
+                                "spec": {"controllerRef": {"name": "c"}}})
+    assert report.errors[0].path == "apiVersion"
+
+
+WARNING_CASES = [
+    ({"haMode": "controller", "quorum": {"autoDegrade": True}}, "spec.quorum.autoDegrade", "ignored"),
+    ({"haMode": "controller", "quorum": {"maxGapNotInSync": "1Gi"}}, "spec.quorum.maxGapNotInSync", "ignored"),
+    ({"haMode": "sync", "nameServers": ["ns:9876"], "quorum": {"allAckInSyncStateSet": True}},
+     "spec.quorum.allAckInSyncStateSet", "ignored"),
+    ({"quorum": {"inSyncReplicas": 1, "minInSyncReplicas": 1}}, "spec.quorum.inSyncReplicas", "asynchronous"),
+    ({"haMode": "sync", "nameServers": ["ns:9876"], "quorum": {"inSyncReplicas": 1}},
+     "spec.quorum.inSyncReplicas", "asynchronous"),
+    ({"quorum": {"allAckInSyncStateSet": True, "inSyncReplicas": 2}}, "spec.quorum.inSyncReplicas",
+     "allAckInSyncStateSet"),
+    ({"haMode": "async", "nameServers": ["ns:9876"], "quorum": {"inSyncReplicas": 2}},
+     "spec.quorum.inSyncReplicas", "ASYNC_MASTER"),
+    ({"slaveRead": {"memoryRatio": 10}}, "spec.slaveRead.memoryRatio", "enabled is false"),
+    ({"failover": {"allowUnclean": True}}, "spec.failover.allowUnclean", "lost"),
+]
+
+
+@pytest.mark.parametrize(("spec_patch", "path", "text"), WARNING_CASES)
+def test_warnings(spec_patch: dict[str, object], path: str, text: str) -> None:
+    spec: dict[str, object] = {"controllerRef": {"name": "c"}, **spec_patch}
+    doc = {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "BrokerGroup", "metadata": {"name": "b"},
+           "spec": spec}
+    report = validate_document(doc)
+    assert report.ok, [str(e) for e in report.errors]
+    assert any(w.path == path and text in w.message for w in report.warnings), [str(w) for w in report.warnings]
+
+
+def test_no_warning_for_all_ack_with_insync_1() -> None:
+    doc = {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "BrokerGroup", "metadata": {"name": "b"},
+           "spec": {"controllerRef": {"name": "c"}, "quorum": {"allAckInSyncStateSet": True}}}
+    report = validate_document(doc)
+    assert not [w for w in report.warnings if "asynchronous" in w.message]

@@ -1,0 +1,117 @@
+"""The validation table: invalid (and tricky valid) manifests with the field and rule each must trip.
+
+Shared by the Python rule tests, the CEL agreement test and the API-server test, so all three judge the
+same cases.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+BASE_BROKER: dict[str, Any] = {
+    "apiVersion": "rocketmq-operator.dev/v1alpha1",
+    "kind": "BrokerGroup",
+    "metadata": {"name": "broker-a"},
+    "spec": {"replicas": 3, "controllerRef": {"name": "ctl"}, "quorum": {"inSyncReplicas": 2, "minInSyncReplicas": 2}},
+}
+BASE_CONTROLLER: dict[str, Any] = {
+    "apiVersion": "rocketmq-operator.dev/v1alpha1",
+    "kind": "ControllerGroup",
+    "metadata": {"name": "ctl"},
+    "spec": {"replicas": 3},
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    doc: dict[str, Any]
+    rule_id: str | None  # None: valid
+    path: str = ""
+    contains: str = ""  # a piece of the message the user must see
+
+
+def _with(base: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(base)
+    cur = doc
+    parts = path.split(".")
+    for p in parts[:-1]:
+        cur = cur.setdefault(p, {})
+    if value is _DELETE:
+        cur.pop(parts[-1], None)
+    else:
+        cur[parts[-1]] = value
+    return doc
+
+
+_DELETE = object()
+
+
+def b(path: str, value: Any) -> dict[str, Any]:
+    return _with(BASE_BROKER, path, value)
+
+
+def c(path: str, value: Any) -> dict[str, Any]:
+    return _with(BASE_CONTROLLER, path, value)
+
+
+CASES: list[Case] = [
+    Case("broker-valid", BASE_BROKER, None),
+    Case("controller-valid", BASE_CONTROLLER, None),
+    Case("name-uppercase", b("metadata.name", "Broker_A"), "BrokerGroup.name.format", "", "metadata.name 'Broker_A'"),
+    Case("name-too-long", b("metadata.name", "b" * 50), "BrokerGroup.name.length", "", "longer than 45"),
+    Case("version-4", b("spec.version", "4.9.7"), "BrokerGroup.version", "spec.version", "'4.9.7'"),
+    Case("replicas-zero", b("spec.replicas", 0), "BrokerGroup.replicas.range", "spec.replicas", "0 replicas"),
+    Case("replicas-huge", _with(b("spec.replicas", 40), "spec.quorum.inSyncReplicas", 2),
+         "BrokerGroup.replicas.range", "spec.replicas", "40 replicas"),
+    Case("mode-unknown", b("spec.haMode", "quorum"), "BrokerGroup.haMode.enum", "spec.haMode", "'quorum'"),
+    Case("controller-without-ref", b("spec.controllerRef", _DELETE), "BrokerGroup.controllerRef.required",
+         "spec.controllerRef", "controllerRef.name"),
+    Case("sync-without-nameservers", _with(b("spec.controllerRef", _DELETE), "spec.haMode", "sync"),
+         "BrokerGroup.nameServers.required", "spec.nameServers", "no name servers"),
+    Case("nameserver-bad", _with(_with(b("spec.controllerRef", _DELETE), "spec.haMode", "sync"),
+                                 "spec.nameServers", ["ns-0"]),
+         "BrokerGroup.nameServers.format", "spec.nameServers", "host:port"),
+    Case("sam-one-replica", _with(_with(b("spec.haMode", "slaveActingMaster"), "spec.replicas", 1),
+                                  "spec.quorum", {"inSyncReplicas": 1, "minInSyncReplicas": 1}),
+         "BrokerGroup.slaveActingMaster.replicas", "spec.replicas", "replicas >= 2"),
+    Case("insync-above-replicas", b("spec.quorum", {"inSyncReplicas": 4, "minInSyncReplicas": 2}),
+         "BrokerGroup.quorum.inSyncReplicas.range", "spec.quorum.inSyncReplicas", "4 is outside 1..replicas (3)"),
+    Case("insync-zero", b("spec.quorum", {"inSyncReplicas": 0, "minInSyncReplicas": 0}),
+         "BrokerGroup.quorum.inSyncReplicas.range", "spec.quorum.inSyncReplicas", "0 is outside"),
+    Case("min-zero", b("spec.quorum", {"inSyncReplicas": 2, "minInSyncReplicas": 0}),
+         "BrokerGroup.quorum.minInSyncReplicas.range", "spec.quorum.minInSyncReplicas", "0 is less than 1"),
+    Case("min-above-insync", b("spec.quorum", {"inSyncReplicas": 2, "minInSyncReplicas": 3}),
+         "BrokerGroup.quorum.minInSyncReplicas.order", "spec.quorum.minInSyncReplicas",
+         "3 is greater than inSyncReplicas (2)"),
+    Case("min-above-default-insync", _with(b("spec.quorum", {"minInSyncReplicas": 3}), "spec.replicas", 3),
+         "BrokerGroup.quorum.minInSyncReplicas.order", "spec.quorum.minInSyncReplicas",
+         "3 is greater than inSyncReplicas (2)"),
+    Case("gap-not-quantity", b("spec.quorum.maxGapNotInSync", "256K"), "BrokerGroup.quorum.maxGapNotInSync",
+         "spec.quorum.maxGapNotInSync", "'256K' is not a quantity"),
+    Case("storage-not-quantity", b("spec.storage", {"size": "ten gigs"}), "BrokerGroup.storage.size",
+         "spec.storage.size", "'ten gigs'"),
+    Case("reclaim-unknown", b("spec.storage", {"reclaimPolicy": "Recycle"}), "BrokerGroup.storage.reclaimPolicy",
+         "spec.storage.reclaimPolicy", "'Recycle'"),
+    Case("memory-ratio-high", b("spec.slaveRead", {"enabled": True, "memoryRatio": 140}),
+         "BrokerGroup.slaveRead.memoryRatio", "spec.slaveRead.memoryRatio", "140 is outside 0..100"),
+    Case("heap-not-quantity", b("spec.jvm", {"heap": "2GB"}), "BrokerGroup.jvm.heap", "spec.jvm.heap", "'2GB'"),
+    Case("upgrade-unknown", b("spec.upgrade", {"strategy": "yolo"}), "BrokerGroup.upgrade.strategy",
+         "spec.upgrade.strategy", "'yolo'"),
+    Case("brokerconfig-owned", b("spec.brokerConfig", {"inSyncReplicas": 3}), "BrokerGroup.brokerConfig.owned",
+         "spec.brokerConfig", "sets inSyncReplicas"),
+    Case("brokerconfig-typo", b("spec.brokerConfig", {"flushDiskTypo": "SYNC_FLUSH"}),
+         "BrokerGroup.brokerConfig.known", "spec.brokerConfig", "flushDiskTypo is not a RocketMQ broker key"),
+    Case("brokerconfig-known", b("spec.brokerConfig", {"flushDiskType": "SYNC_FLUSH"}), None),
+    Case("controller-even", c("spec.replicas", 2), "ControllerGroup.replicas.odd", "spec.replicas",
+         "2 controllers"),
+    Case("controller-name", c("metadata.name", "-ctl"), "ControllerGroup.name.format", "", "'-ctl'"),
+    Case("controller-ns-replicas", _with(c("spec.standalone", True), "spec.nameServers", {"replicas": 9}),
+         "ControllerGroup.nameServers.replicas", "spec.nameServers.replicas", "9 name servers"),
+    Case("controller-owned", c("spec.controllerConfig", {"controllerDLegerPeers": "x"}),
+         "ControllerGroup.controllerConfig.owned", "spec.controllerConfig", "sets controllerDLegerPeers"),
+    Case("controller-typo", c("spec.controllerConfig", {"scanNotActiveBrokerIntervall": 1000}),
+         "ControllerGroup.controllerConfig.known", "spec.controllerConfig", "scanNotActiveBrokerIntervall"),
+]
