@@ -1,0 +1,239 @@
+"""Stored-message decoder: round trips through the test encoder, compression, hosts, and fuzzing."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import struct
+import zlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketmq_operator.remoting.errors import MessageDecodeError, UnsupportedCompression
+from rocketmq_operator.remoting.message import (
+    BLANK_MAGIC,
+    MAGIC_V1,
+    MAGIC_V2,
+    Message,
+    decode_message,
+    decode_messages,
+    encode_message,
+    offset_msg_id,
+    parse_properties,
+)
+
+
+def sample(**changes: object) -> Message:
+    base = Message(
+        topic="orders",
+        queue_id=3,
+        queue_offset=17,
+        physical_offset=123456,
+        sys_flag=0,
+        born_timestamp=1_700_000_000_000,
+        store_timestamp=1_700_000_000_123,
+        born_host="10.0.0.5:54321",
+        store_host="127.0.0.1:10911",
+        body=b"hello world",
+        properties={"UNIQ_KEY": "ABCDEF", "KEYS": "k1 k2", "TAGS": "tagA", "WAIT": "true"},
+        reconsume_times=2,
+        flag=5,
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_round_trip_v1() -> None:
+    msg = sample()
+    decoded = decode_message(encode_message(msg))
+    assert decoded.magic == MAGIC_V1
+    for name in (
+        "topic",
+        "queue_id",
+        "queue_offset",
+        "physical_offset",
+        "born_timestamp",
+        "store_timestamp",
+        "born_host",
+        "store_host",
+        "body",
+        "reconsume_times",
+        "flag",
+    ):
+        assert getattr(decoded, name) == getattr(msg, name), name
+    assert dict(decoded.properties) == dict(msg.properties)
+    assert decoded.keys == ("k1", "k2") and decoded.tags == "tagA"
+    assert decoded.msg_id == "ABCDEF"
+    assert decoded.offset_msg_id == "7F00000100002A9F000000000001E240"
+    assert decoded.body_crc == zlib.crc32(b"hello world") & 0x7FFFFFFF
+
+
+def test_offset_msg_id_is_store_host_and_offset() -> None:
+    assert offset_msg_id(bytes([127, 0, 0, 1]), 10911, 0) == "7F00000100002A9F0000000000000000"
+    decoded = decode_message(encode_message(sample(properties={})))
+    assert decoded.msg_id == decoded.offset_msg_id
+
+
+def test_v2_topic_and_long_topic_default() -> None:
+    long_topic = "t" * 200
+    data = encode_message(sample(topic=long_topic))
+    assert struct.unpack_from(">i", data, 4)[0] == MAGIC_V2
+    assert decode_message(data).topic == long_topic
+    assert decode_message(encode_message(sample(), version=2)).topic == "orders"
+
+
+def test_ipv6_hosts() -> None:
+    msg = sample(born_host="[::1]:1234", store_host="[fe80::1]:10911")
+    decoded = decode_message(encode_message(msg))
+    assert decoded.born_host == "[::1]:1234" and decoded.store_host == "[fe80::1]:10911"
+    assert decoded.sys_flag & 0x30 == 0x30
+    assert decoded.offset_msg_id.startswith("FE800000000000000000000000000001")
+    assert len(decoded.offset_msg_id) == 56
+
+
+def test_zlib_compressed_body() -> None:
+    body = b"abc" * 1000
+    data = encode_message(sample(body=body), compress=True)
+    decoded = decode_message(data)
+    assert decoded.body == body
+    assert decoded.sys_flag & 0x1 and (decoded.sys_flag & 0x700) >> 8 == 3
+    raw = decode_message(data, decompress=False)
+    assert zlib.decompress(raw.body) == body
+
+
+def test_legacy_zlib_type_zero() -> None:
+    compressed = zlib.compress(b"legacy")
+    data = encode_message(sample(body=compressed, sys_flag=0x1))
+    assert decode_message(data).body == b"legacy"
+
+
+@pytest.mark.parametrize(("kind", "name"), [(1, "LZ4"), (2, "ZSTD"), (5, "UNKNOWN_5")])
+def test_unsupported_compression_names_the_type(kind: int, name: str) -> None:
+    data = encode_message(sample(sys_flag=0x1 | (kind << 8), body=b"\x28\xb5\x2f\xfd garbage"))
+    try:
+        import compression.zstd  # type: ignore[import-not-found]  # noqa: F401
+
+        if name == "ZSTD":
+            with pytest.raises(MessageDecodeError, match="zstd"):
+                decode_message(data)
+            return
+    except ImportError:
+        pass
+    with pytest.raises(UnsupportedCompression, match=name) as info:
+        decode_message(data)
+    assert info.value.compression == name
+    assert decode_message(data, decompress=False).body.endswith(b"garbage")
+
+
+def test_corrupt_and_oversized_zlib() -> None:
+    with pytest.raises(MessageDecodeError, match="zlib body is corrupt"):
+        decode_message(encode_message(sample(body=b"not zlib", sys_flag=0x301)))
+    bomb = zlib.compress(b"\0" * 100_000)
+    with pytest.raises(MessageDecodeError, match="inflates beyond 1000 bytes"):
+        decode_messages(encode_message(sample(body=bomb, sys_flag=0x301)), max_body_size=1000)
+    with pytest.raises(MessageDecodeError, match="truncated"):
+        decode_message(encode_message(sample(body=zlib.compress(b"x" * 100)[:-3], sys_flag=0x301)))
+
+
+def test_several_records_concatenated() -> None:
+    records = [sample(queue_offset=i, body=bytes([i]) * i) for i in range(5)]
+    data = b"".join(encode_message(m) for m in records)
+    decoded = decode_messages(data)
+    assert [m.queue_offset for m in decoded] == [0, 1, 2, 3, 4]
+    assert [m.body for m in decoded] == [m.body for m in records]
+    assert decode_messages(b"") == []
+
+
+def test_properties_parsing_matches_java_split() -> None:
+    assert parse_properties("a\x011\x02b\x012\x02") == {"a": "1", "b": "2"}
+    # Items without exactly one separator, or an empty value, are skipped.
+    assert parse_properties("a\x02b\x01\x02c\x01x\x01y\x02d\x01v") == {"d": "v"}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d[:10], "message #0 at byte 0: total size"),
+        (lambda d: struct.pack(">i", 7) + d[4:], "total size 7"),
+        (lambda d: d[:4] + struct.pack(">i", BLANK_MAGIC) + d[8:], "blank"),
+        (lambda d: d[:4] + struct.pack(">i", 12345) + d[8:], "unknown magic code 12345"),
+        (lambda d: struct.pack(">i", 40) + d[4:40], "field BORNTIMESTAMP needs 8 bytes at offset 40"),
+        (lambda d: d + b"\x00\x00", "message #1 at byte"),
+    ],
+)
+def test_malformed_records(mutate: object, message: str) -> None:
+    data = encode_message(sample())
+    with pytest.raises(MessageDecodeError, match=message):
+        decode_messages(mutate(data))  # type: ignore[operator]
+
+
+def test_negative_properties_length() -> None:
+    data = bytearray(encode_message(sample(properties={})))
+    data[-2:] = struct.pack(">h", -1)
+    with pytest.raises(MessageDecodeError, match="negative properties length"):
+        decode_messages(bytes(data))
+
+
+# ------------------------------------------------------------------------------------------ fuzzing
+
+hosts = st.one_of(
+    st.tuples(st.ip_addresses(v=4), st.integers(0, 65535)).map(lambda t: f"{t[0]}:{t[1]}"),
+    st.tuples(st.ip_addresses(v=6), st.integers(0, 65535)).map(lambda t: f"[{t[0]}]:{t[1]}"),
+)
+prop_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02"), max_size=20
+)
+messages = st.builds(
+    Message,
+    topic=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60),
+    queue_id=st.integers(-(2**31), 2**31 - 1),
+    queue_offset=st.integers(-(2**63), 2**63 - 1),
+    physical_offset=st.integers(-(2**63), 2**63 - 1),
+    sys_flag=st.sampled_from([0, 0x2, 0x4, 0x8, 0x80]),
+    born_timestamp=st.integers(0, 2**62),
+    store_timestamp=st.integers(0, 2**62),
+    born_host=hosts,
+    store_host=hosts,
+    body=st.binary(max_size=300),
+    properties=st.dictionaries(prop_text.filter(bool), prop_text.filter(bool), max_size=5),
+    reconsume_times=st.integers(0, 100),
+    flag=st.integers(-(2**31), 2**31 - 1),
+    prepared_transaction_offset=st.integers(-(2**63), 2**63 - 1),
+)
+
+
+@given(st.lists(messages, min_size=1, max_size=3), st.booleans())
+def test_round_trip_property(msgs: list[Message], compress: bool) -> None:
+    data = b"".join(encode_message(m, compress=compress) for m in msgs)
+    decoded = decode_messages(data)
+    assert len(decoded) == len(msgs)
+    for original, got in zip(msgs, decoded, strict=True):
+        assert got.topic == original.topic and got.body == original.body
+        assert got.born_host == original.born_host and got.store_host == original.store_host
+        assert dict(got.properties) == dict(original.properties)
+        assert (got.queue_offset, got.physical_offset, got.flag) == (
+            original.queue_offset,
+            original.physical_offset,
+            original.flag,
+        )
+
+
+@settings(max_examples=500)
+@given(st.binary(max_size=400))
+def test_arbitrary_bytes_decode_or_message_decode_error(data: bytes) -> None:
+    with contextlib.suppress(MessageDecodeError):
+        decode_messages(data)
+
+
+@settings(max_examples=300)
+@given(messages, st.integers(0, 400), st.binary(min_size=1, max_size=8), st.integers(0, 400))
+def test_mutated_records_decode_or_message_decode_error(
+    msg: Message, at: int, noise: bytes, cut: int
+) -> None:
+    data = bytearray(encode_message(msg, compress=at % 2 == 0))
+    pos = at % len(data)
+    data[pos : pos + len(noise)] = noise
+    for candidate in (bytes(data), bytes(data[: cut % (len(data) + 1)])):
+        with contextlib.suppress(MessageDecodeError):
+            decode_messages(candidate)
