@@ -203,6 +203,7 @@ commands = st.builds(
 )
 
 
+@settings(deadline=None)
 @given(commands, st.sampled_from(list(SerializeType)))
 def test_round_trip_property(cmd: RemotingCommand, kind: SerializeType) -> None:
     decoded = decode_frame(encode_command(cmd, kind))
@@ -218,7 +219,7 @@ def test_round_trip_property(cmd: RemotingCommand, kind: SerializeType) -> None:
     assert decoded.body == cmd.body
 
 
-@settings(max_examples=400)
+@settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=300))
 def test_arbitrary_bytes_decode_or_frame_error(data: bytes) -> None:
     with contextlib.suppress(FrameError):
@@ -228,13 +229,14 @@ def test_arbitrary_bytes_decode_or_frame_error(data: bytes) -> None:
         decoder.feed(data)
 
 
-@settings(max_examples=400)
+@settings(max_examples=200, deadline=None)
 @given(st.integers(0, 255), st.binary(max_size=200), st.binary(max_size=50))
 def test_framed_garbage_headers_decode_or_frame_error(kind: int, header: bytes, body: bytes) -> None:
     with contextlib.suppress(FrameError):
         decode_frame(frame(header, body, kind))
 
 
+@settings(deadline=None)
 @given(st.binary(max_size=60), st.integers(0, 59))
 def test_mutated_valid_frames_decode_or_frame_error(noise: bytes, at: int) -> None:
     for kind in SerializeType:
@@ -246,13 +248,12 @@ def test_mutated_valid_frames_decode_or_frame_error(noise: bytes, at: int) -> No
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | TEXT,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.integers(-99, 999).map(str), inner, max_size=4)
-    ),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.integers(-99, 999).map(str), inner, max_size=4),
     max_leaves=20,
 )
 
 
+@settings(deadline=None)
 @given(json_values)
 def test_fastjson_style_bodies_parse_like_standard_json(value: object) -> None:
     standard = json.dumps(value, ensure_ascii=False)

@@ -101,9 +101,7 @@ async def test_server_closing_mid_frame_fails_all_pending(fake_server: Start) ->
     server = await fake_server(half)
     conn = await Connection.open(server.addr)
     started = time.monotonic()
-    results = await asyncio.gather(
-        *(conn.invoke(req(i), timeout=5) for i in range(3)), return_exceptions=True
-    )
+    results = await asyncio.gather(*(conn.invoke(req(i), timeout=5) for i in range(3)), return_exceptions=True)
     assert time.monotonic() - started < 2
     for result in results:
         assert isinstance(result, RemotingConnectionError)
@@ -179,9 +177,7 @@ async def test_request_handler(fake_server: Start) -> None:
     done = asyncio.Event()
 
     async def server_side(conn: FakeConn) -> None:
-        await conn.send_raw(
-            encode_command(RemotingCommand(code=1008, opaque=5, ext_fields={"masterEpoch": "3"}))
-        )
+        await conn.send_raw(encode_command(RemotingCommand(code=1008, opaque=5, ext_fields={"masterEpoch": "3"})))
         answers.append(await conn.read_request())
         done.set()
         await asyncio.sleep(10)

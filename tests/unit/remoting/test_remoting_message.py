@@ -181,9 +181,7 @@ hosts = st.one_of(
     st.tuples(st.ip_addresses(v=4), st.integers(0, 65535)).map(lambda t: f"{t[0]}:{t[1]}"),
     st.tuples(st.ip_addresses(v=6), st.integers(0, 65535)).map(lambda t: f"[{t[0]}]:{t[1]}"),
 )
-prop_text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02"), max_size=20
-)
+prop_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02"), max_size=20)
 messages = st.builds(
     Message,
     topic=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60),
@@ -203,6 +201,7 @@ messages = st.builds(
 )
 
 
+@settings(deadline=None)
 @given(st.lists(messages, min_size=1, max_size=3), st.booleans())
 def test_round_trip_property(msgs: list[Message], compress: bool) -> None:
     data = b"".join(encode_message(m, compress=compress) for m in msgs)
@@ -219,18 +218,16 @@ def test_round_trip_property(msgs: list[Message], compress: bool) -> None:
         )
 
 
-@settings(max_examples=500)
+@settings(max_examples=250, deadline=None)
 @given(st.binary(max_size=400))
 def test_arbitrary_bytes_decode_or_message_decode_error(data: bytes) -> None:
     with contextlib.suppress(MessageDecodeError):
         decode_messages(data)
 
 
-@settings(max_examples=300)
+@settings(max_examples=120, deadline=None)
 @given(messages, st.integers(0, 400), st.binary(min_size=1, max_size=8), st.integers(0, 400))
-def test_mutated_records_decode_or_message_decode_error(
-    msg: Message, at: int, noise: bytes, cut: int
-) -> None:
+def test_mutated_records_decode_or_message_decode_error(msg: Message, at: int, noise: bytes, cut: int) -> None:
     data = bytearray(encode_message(msg, compress=at % 2 == 0))
     pos = at % len(data)
     data[pos : pos + len(noise)] = noise
