@@ -1,0 +1,98 @@
+#!/bin/sh
+# Entrypoint of the rocketmq-broker and rocketmq-controller images (docs/contracts.md, "Images").
+#
+#   rocketmq-entrypoint.sh <broker|namesrv|controller> [extra arguments for the main class]
+#   ROCKETMQ_ROLE=<role> rocketmq-entrypoint.sh
+#
+# 1. Copies ${ROCKETMQ_CONFIG_DIR}/${POD_NAME}.conf (the ConfigMap, read-only) to
+#    ${ROCKETMQ_DATA_DIR}/conf/${POD_NAME}.conf (the volume, writable: UPDATE_BROKER_CONFIG rewrites the -c file).
+# 2. Brokers: appends brokerIP1=${POD_IP} and brokerIP2=${POD_IP} unless the file already sets them.
+# 3. Execs java with ${JAVA_OPTS}, user.home on the data volume (logs, default stores), rocketmq.home.dir,
+#    the role's logback configuration, the classpath conf/ + lib/*, the role's main class and -c <copied file>.
+#
+# Environment: POD_NAME (default: the host name, which is the pod name in a StatefulSet), POD_IP (brokers),
+# JAVA_OPTS, ROCKETMQ_HOME (/opt/rocketmq), ROCKETMQ_CONFIG_DIR (/etc/rocketmq), ROCKETMQ_DATA_DIR (/data),
+# JAVA (java). Exit codes: 64 usage (unknown or missing role), 66 config file missing, 78 environment incomplete.
+set -eu
+
+PROG=rocketmq-entrypoint
+
+die() {
+    code=$1
+    shift
+    printf '%s: error: %s\n' "$PROG" "$*" >&2
+    exit "$code"
+}
+
+role=${1:-${ROCKETMQ_ROLE:-}}
+if [ "$#" -gt 0 ]; then
+    shift
+fi
+
+case "$role" in
+    broker) main=org.apache.rocketmq.broker.BrokerStartup ;;
+    namesrv) main=org.apache.rocketmq.namesrv.NamesrvStartup ;;
+    controller) main=org.apache.rocketmq.controller.ControllerStartup ;;
+    '') die 64 "no role given; usage: $0 <broker|namesrv|controller> (or set ROCKETMQ_ROLE)" ;;
+    *) die 64 "unknown role '$role'; expected one of: broker, namesrv, controller" ;;
+esac
+
+ROCKETMQ_HOME=${ROCKETMQ_HOME:-/opt/rocketmq}
+export ROCKETMQ_HOME
+config_dir=${ROCKETMQ_CONFIG_DIR:-/etc/rocketmq}
+data_dir=${ROCKETMQ_DATA_DIR:-/data}
+pod_name=${POD_NAME:-$(hostname)}
+[ -n "$pod_name" ] || die 78 "POD_NAME is empty and the host name is unknown"
+
+source_file="$config_dir/$pod_name.conf"
+if [ ! -f "$source_file" ] || [ ! -r "$source_file" ]; then
+    if [ -d "$config_dir" ]; then
+        present=
+        for f in "$config_dir"/*; do
+            if [ -e "$f" ]; then
+                present="$present ${f##*/}"
+            fi
+        done
+        die 66 "config file $source_file not found (POD_NAME=$pod_name); $config_dir contains:${present:- nothing}"
+    fi
+    die 66 "config file $source_file not found (POD_NAME=$pod_name); directory $config_dir does not exist"
+fi
+
+conf_dir="$data_dir/conf"
+config_file="$conf_dir/$pod_name.conf"
+mkdir -p "$conf_dir" || die 78 "cannot create $conf_dir (is ROCKETMQ_DATA_DIR=$data_dir writable?)"
+cp "$source_file" "$config_file.tmp"
+mv -f "$config_file.tmp" "$config_file"
+
+# True when the properties file sets $1 (key=value, key: value or key value; leading blanks allowed).
+has_key() {
+    grep -Eq "^[[:space:]]*$1([[:space:]]*[=:]|[[:space:]])" "$config_file"
+}
+
+if [ "$role" = broker ]; then
+    for key in brokerIP1 brokerIP2; do
+        if ! has_key "$key"; then
+            [ -n "${POD_IP:-}" ] || die 78 "POD_IP is not set and $source_file does not set $key"
+            # Keep the last line intact when the file does not end with a newline.
+            if [ -s "$config_file" ] && [ -n "$(tail -c 1 "$config_file")" ]; then
+                echo >>"$config_file"
+            fi
+            printf '%s=%s\n' "$key" "$POD_IP" >>"$config_file"
+        fi
+    done
+fi
+
+# Relative paths (hs_err files, heap dumps) land on the data volume; the root file system may be read-only.
+cd "$data_dir"
+
+printf '%s: starting %s (%s) with %s\n' "$PROG" "$role" "$main" "$config_file" >&2
+
+# JAVA_OPTS is a rendered, space-separated flag list: split it on blanks, never glob it.
+set -f
+# shellcheck disable=SC2086
+exec "${JAVA:-java}" ${JAVA_OPTS:-} \
+    "-Duser.home=$data_dir" \
+    "-Drocketmq.home.dir=$ROCKETMQ_HOME" \
+    "-Drmq.logback.configurationFile=$ROCKETMQ_HOME/conf/rmq.$role.logback.xml" \
+    -cp "$ROCKETMQ_HOME/conf:$ROCKETMQ_HOME/lib/*" \
+    "$main" -c "$config_file" "$@"
