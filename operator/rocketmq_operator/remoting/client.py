@@ -406,9 +406,7 @@ def parse_ha_status(body: Any) -> HaStatus:
             transferred_byte_in_second=_int(c.get("transferredByteInSecond"), "transferredByteInSecond", 0),
             transfer_from_where=_int(c.get("transferFromWhere"), "transferFromWhere", 0),
         )
-        for c in (
-            _obj(x, "haConnectionInfo") for x in _list(data.get("haConnectionInfo"), "haConnectionInfo")
-        )
+        for c in (_obj(x, "haConnectionInfo") for x in _list(data.get("haConnectionInfo"), "haConnectionInfo"))
     )
     client: HaClient | None = None
     raw_client = data.get("haClientRuntimeInfo")
@@ -425,9 +423,7 @@ def parse_ha_status(body: Any) -> HaStatus:
         )
     return HaStatus(
         master=_bool(data.get("master", False)),
-        master_commit_log_max_offset=_int(
-            data.get("masterCommitLogMaxOffset"), "masterCommitLogMaxOffset", 0
-        ),
+        master_commit_log_max_offset=_int(data.get("masterCommitLogMaxOffset"), "masterCommitLogMaxOffset", 0),
         in_sync_slave_nums=_int(data.get("inSyncSlaveNums"), "inSyncSlaveNums", 0),
         connections=connections,
         client=client,
@@ -599,9 +595,7 @@ class RemotingClient:
 
     # -- namesrv
 
-    async def get_route(
-        self, topic: str, *, namesrv: str | None = None, timeout: float | None = None
-    ) -> TopicRoute:
+    async def get_route(self, topic: str, *, namesrv: str | None = None, timeout: float | None = None) -> TopicRoute:
         """GET_ROUTEINFO_BY_TOPIC (105). TOPIC_NOT_EXIST raises :class:`RemotingError`."""
         _, response = await self._namesrv_call(
             RequestCode.GET_ROUTEINFO_BY_TOPIC,
@@ -611,9 +605,7 @@ class RemotingClient:
         )
         return parse_topic_route(topic, _body_json(response, "GET_ROUTEINFO_BY_TOPIC"))
 
-    async def get_cluster_info(
-        self, *, namesrv: str | None = None, timeout: float | None = None
-    ) -> ClusterInfo:
+    async def get_cluster_info(self, *, namesrv: str | None = None, timeout: float | None = None) -> ClusterInfo:
         """GET_BROKER_CLUSTER_INFO (106)."""
         _, response = await self._namesrv_call(RequestCode.GET_BROKER_CLUSTER_INFO, None, namesrv, timeout)
         return parse_cluster_info(_body_json(response, "GET_BROKER_CLUSTER_INFO"))
@@ -668,14 +660,10 @@ class RemotingClient:
     ) -> dict[str, SyncStateInfo]:
         """CONTROLLER_GET_SYNC_STATE_DATA (1006) for several replica groups in one request (leader only)."""
         body = json.dumps(list(broker_names)).encode()
-        response = await self._call(
-            leader, RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=body, timeout=timeout
-        )
+        response = await self._call(leader, RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=body, timeout=timeout)
         return parse_sync_state_data(_body_json(response, "CONTROLLER_GET_SYNC_STATE_DATA"))
 
-    async def get_replica_info(
-        self, leader: str, broker_name: str, *, timeout: float | None = None
-    ) -> ReplicaInfo:
+    async def get_replica_info(self, leader: str, broker_name: str, *, timeout: float | None = None) -> ReplicaInfo:
         """CONTROLLER_GET_REPLICA_INFO (1004)."""
         response = await self._call(
             leader, RequestCode.CONTROLLER_GET_REPLICA_INFO, _fields(brokerName=broker_name), timeout=timeout
@@ -685,9 +673,7 @@ class RemotingClient:
         set_epoch = 0
         if response.body:
             body = _obj(_body_json(response, "CONTROLLER_GET_REPLICA_INFO"), "SyncStateSet")
-            members = frozenset(
-                _int(i, "syncStateSet member") for i in _list(body.get("syncStateSet"), "syncStateSet")
-            )
+            members = frozenset(_int(i, "syncStateSet member") for i in _list(body.get("syncStateSet"), "syncStateSet"))
             set_epoch = _int(body.get("syncStateSetEpoch"), "syncStateSetEpoch", 0)
         return ReplicaInfo(
             master_broker_id=_opt_int(ext.get("masterBrokerId"), "masterBrokerId"),
@@ -725,13 +711,10 @@ class RemotingClient:
         group_cluster = group_name = None
         if response.body:
             body = _obj(_body_json(response, "CONTROLLER_ELECT_MASTER"), "ElectMasterResponseBody")
-            members = frozenset(
-                _int(i, "syncStateSet member") for i in _list(body.get("syncStateSet"), "syncStateSet")
-            )
+            members = frozenset(_int(i, "syncStateSet member") for i in _list(body.get("syncStateSet"), "syncStateSet"))
             group = _obj(body.get("brokerMemberGroup"), "brokerMemberGroup")
             addrs = {
-                _int(k, "brokerAddrs key"): str(v)
-                for k, v in _obj(group.get("brokerAddrs"), "brokerAddrs").items()
+                _int(k, "brokerAddrs key"): str(v) for k, v in _obj(group.get("brokerAddrs"), "brokerAddrs").items()
             }
             group_cluster = _opt_str(group.get("cluster"))
             group_name = _opt_str(group.get("brokerName"))
@@ -758,9 +741,7 @@ class RemotingClient:
         """GET_BROKER_CONFIG (26): every broker key as strings."""
         return dict((await self.get_broker_config_versioned(addr, timeout=timeout)).config)
 
-    async def get_broker_config_versioned(
-        self, addr: str, *, timeout: float | None = None
-    ) -> BrokerConfigResult:
+    async def get_broker_config_versioned(self, addr: str, *, timeout: float | None = None) -> BrokerConfigResult:
         """GET_BROKER_CONFIG (26) plus the config DataVersion JSON from the response header."""
         response = await self._call(addr, RequestCode.GET_BROKER_CONFIG, timeout=timeout)
         text = response.body.decode("utf-8", errors="replace")
@@ -938,18 +919,14 @@ class RemotingClient:
             messages=messages,
         )
 
-    async def get_min_offset(
-        self, addr: str, topic: str, queue_id: int, *, timeout: float | None = None
-    ) -> int:
+    async def get_min_offset(self, addr: str, topic: str, queue_id: int, *, timeout: float | None = None) -> int:
         """GET_MIN_OFFSET (31): the smallest consume-queue offset still stored."""
         response = await self._call(
             addr, RequestCode.GET_MIN_OFFSET, _fields(topic=topic, queueId=queue_id), timeout=timeout
         )
         return _int(response.ext_fields.get("offset"), "offset")
 
-    async def get_max_offset(
-        self, addr: str, topic: str, queue_id: int, *, timeout: float | None = None
-    ) -> int:
+    async def get_max_offset(self, addr: str, topic: str, queue_id: int, *, timeout: float | None = None) -> int:
         """GET_MAX_OFFSET (30): the next consume-queue offset to be written."""
         response = await self._call(
             addr,

@@ -263,9 +263,7 @@ def decode_payload(payload: bytes) -> RemotingCommand:
     kind = (mark >> 24) & 0xFF
     header_len = mark & _MAX_HEADER_LENGTH
     if header_len > len(payload) - 4:
-        raise FrameError(
-            f"header length {header_len} runs beyond the frame ({len(payload) - 4} bytes after it)"
-        )
+        raise FrameError(f"header length {header_len} runs beyond the frame ({len(payload) - 4} bytes after it)")
     raw = payload[4 : 4 + header_len]
     if kind == SerializeType.JSON:
         cmd = _decode_json_header(raw)

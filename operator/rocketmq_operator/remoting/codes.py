@@ -231,9 +231,7 @@ def put_status(code: int, remark: str | None = None) -> PutStatus:
                 return PutStatus(name, False)
         return PutStatus("SYSTEM_ERROR", False)
     if code == ResponseCode.MESSAGE_ILLEGAL:
-        return PutStatus(
-            "WHEEL_TIMER_MSG_ILLEGAL" if "timer message illegal" in text else "MESSAGE_ILLEGAL", False
-        )
+        return PutStatus("WHEEL_TIMER_MSG_ILLEGAL" if "timer message illegal" in text else "MESSAGE_ILLEGAL", False)
     if code == ResponseCode.SYSTEM_BUSY and "pc_synchronized" in text:
         return PutStatus("OS_PAGE_CACHE_BUSY", False)
     return PutStatus(response_code_name(code), False)

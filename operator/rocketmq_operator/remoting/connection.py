@@ -96,9 +96,7 @@ class Connection:
             async with asyncio.timeout(connect_timeout):
                 reader, writer = await asyncio.open_connection(host, port)
         except TimeoutError:
-            raise RemotingConnectionError(
-                f"connect to {addr} timed out after {connect_timeout:g}s", addr
-            ) from None
+            raise RemotingConnectionError(f"connect to {addr} timed out after {connect_timeout:g}s", addr) from None
         except OSError as exc:
             raise RemotingConnectionError(f"connect to {addr} failed: {exc}", addr) from exc
         return cls(addr, reader, writer, on_request=on_request, max_frame_length=max_frame_length)
@@ -120,19 +118,13 @@ class Connection:
 
     def _check_open(self) -> None:
         if self._closed_reason is not None:
-            raise RemotingConnectionError(
-                f"connection to {self.addr} is closed: {self._closed_reason}", self.addr
-            )
+            raise RemotingConnectionError(f"connection to {self.addr} is closed: {self._closed_reason}", self.addr)
 
-    async def invoke(
-        self, request: RemotingCommand, timeout: float = DEFAULT_REQUEST_TIMEOUT
-    ) -> RemotingCommand:
+    async def invoke(self, request: RemotingCommand, timeout: float = DEFAULT_REQUEST_TIMEOUT) -> RemotingCommand:
         """Send ``request`` (its opaque is replaced) and wait for the matching response."""
         self._check_open()
         opaque = self._next_opaque()
-        command = dataclasses.replace(
-            request, opaque=opaque, flag=request.flag & ~(FLAG_RESPONSE | FLAG_ONEWAY)
-        )
+        command = dataclasses.replace(request, opaque=opaque, flag=request.flag & ~(FLAG_RESPONSE | FLAG_ONEWAY))
         frame = encode_command(command)
         future: asyncio.Future[RemotingCommand] = self._loop.create_future()
         self._pending[opaque] = future
@@ -143,9 +135,7 @@ class Connection:
                 await self._writer.drain()
                 return await future
         except TimeoutError:
-            raise RemotingTimeout(
-                f"{what} timed out after {timeout:g}s (opaque {opaque})", self.addr
-            ) from None
+            raise RemotingTimeout(f"{what} timed out after {timeout:g}s (opaque {opaque})", self.addr) from None
         except RemotingException:
             raise
         except OSError as exc:
@@ -180,9 +170,7 @@ class Connection:
                     head = await self._reader.readexactly(4)
                 except asyncio.IncompleteReadError as exc:
                     if exc.partial:
-                        reason = (
-                            f"peer closed the connection mid-frame ({len(exc.partial)} of 4 length bytes)"
-                        )
+                        reason = f"peer closed the connection mid-frame ({len(exc.partial)} of 4 length bytes)"
                     else:
                         reason = "peer closed the connection"
                     return
@@ -213,9 +201,7 @@ class Connection:
             if future is not None and not future.done():
                 future.set_result(command)
             else:
-                log.debug(
-                    "dropping response with unknown or expired opaque %s from %s", command.opaque, self.addr
-                )
+                log.debug("dropping response with unknown or expired opaque %s from %s", command.opaque, self.addr)
             return
         reply: RemotingCommand | None = None
         if self._on_request is not None:
@@ -243,9 +229,7 @@ class Connection:
         for future in pending.values():
             if not future.done():
                 future.set_exception(
-                    RemotingConnectionError(
-                        f"connection to {self.addr} failed: {self._closed_reason}", self.addr
-                    )
+                    RemotingConnectionError(f"connection to {self.addr} failed: {self._closed_reason}", self.addr)
                 )
         with contextlib.suppress(Exception):
             self._writer.close()
@@ -303,9 +287,7 @@ class ClientPool:
             self._connections[addr] = connection
             return connection
 
-    async def invoke(
-        self, addr: str, request: RemotingCommand, timeout: float | None = None
-    ) -> RemotingCommand:
+    async def invoke(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
         connection = await self.get(addr)
         sent_at = asyncio.get_running_loop().time()
         try:

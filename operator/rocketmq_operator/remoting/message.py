@@ -14,10 +14,11 @@ Contract:
   ``totalSize`` and inside the buffer; anything else raises :class:`MessageDecodeError` naming the
   record index, its offset and the field - never another exception. Magic V1 (``-626843481``) and V2
   (``-626843477``) are accepted; the end-of-file blank magic is refused.
-* Compressed bodies (sysFlag bit 0x1): type ``(sysFlag & 0x700) >> 8``; ZLIB (3, and legacy 0) is
-  inflated (capped at ``max_body_size``); ZSTD (2) is inflated only when the standard library has
-  ``compression.zstd`` (Python >= 3.14); LZ4 (1) and ZSTD otherwise raise
-  :class:`UnsupportedCompression` naming the type. ``decompress=False`` keeps the raw body.
+* Compressed bodies (sysFlag bit 0x1): type ``(sysFlag & 0x700) >> 8``. ZLIB (3, and legacy 0) is
+  inflated with :mod:`zlib`; LZ4 (1) with the pure-Python frame decoder :mod:`.lz4frame`; ZSTD (2) only
+  when the standard library has ``compression.zstd`` (Python >= 3.14), otherwise it raises
+  :class:`UnsupportedCompression` naming the type (as does an unknown type). Inflated bodies are capped
+  at ``max_body_size``. ``decompress=False`` keeps the raw body.
 * ``Message.msg_id`` is the ``UNIQ_KEY`` property when present, otherwise the offset message id
   (uppercase hex of store IP + port + physical offset, as ``MessageDecoder.createMessageId``).
 * :func:`encode_message` writes a record; it exists so tests can round-trip the decoder.
@@ -33,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from . import lz4frame
 from .errors import MessageDecodeError, UnsupportedCompression
 
 MAGIC_V1 = -626843481
@@ -149,18 +151,23 @@ def decompress_body(body: bytes, sys_flag: int, max_body_size: int = MAX_BODY_SI
     name = COMPRESSION_NAMES.get(kind, f"UNKNOWN_{kind}")
     if name == "ZLIB":
         return _inflate_zlib(body, max_body_size)
+    if name == "LZ4":
+        return lz4frame.decompress(body, max_body_size)
     if name == "ZSTD":
         zstd = _zstd_decompressor()
         if zstd is not None:
             try:
-                return zstd(body)
+                out = zstd(body)
             except Exception as exc:  # the module's own ZstdError; keep the contract
                 raise MessageDecodeError(f"zstd body is corrupt: {exc}") from exc
+            if len(out) > max_body_size:
+                raise MessageDecodeError(f"zstd body inflates beyond {max_body_size} bytes")
+            return out
     raise UnsupportedCompression(
         name,
-        f"message body is compressed with {name} (type {kind}); only ZLIB"
-        f"{' and ZSTD' if _zstd_decompressor() else ''} can be decoded with the Python standard library "
-        "- decode with decompress=False to get the raw body",
+        f"message body is compressed with {name} (type {kind}), which this Python cannot decode with its "
+        "standard library (ZLIB and LZ4 always work, ZSTD needs Python >= 3.14) - "
+        "decode with decompress=False to get the raw body",
     )
 
 
@@ -188,9 +195,7 @@ class _Reader:
         return struct.unpack(fmt, self.take(size, field_name))[0]
 
 
-def _decode_one(
-    data: bytes, start: int, index: int, decompress: bool, max_body_size: int
-) -> tuple[Message, int]:
+def _decode_one(data: bytes, start: int, index: int, decompress: bool, max_body_size: int) -> tuple[Message, int]:
     what = f"message #{index} at byte {start}"
     if len(data) - start < 8:
         raise MessageDecodeError(f"{what}: {len(data) - start} trailing bytes are too few for a record")
@@ -257,9 +262,7 @@ def _decode_one(
     return message, start + total
 
 
-def decode_messages(
-    data: bytes, *, decompress: bool = True, max_body_size: int = MAX_BODY_SIZE
-) -> list[Message]:
+def decode_messages(data: bytes, *, decompress: bool = True, max_body_size: int = MAX_BODY_SIZE) -> list[Message]:
     """Decode every record in ``data`` (a PULL_MESSAGE body)."""
     data = bytes(data)
     out: list[Message] = []
@@ -325,9 +328,7 @@ def encode_message(
         born_ip,
         struct.pack(">iq", born_port, message.store_timestamp),
         store_ip,
-        struct.pack(
-            ">iiqi", store_port, message.reconsume_times, message.prepared_transaction_offset, len(body)
-        ),
+        struct.pack(">iiqi", store_port, message.reconsume_times, message.prepared_transaction_offset, len(body)),
         body,
         topic_field,
         struct.pack(">h", len(props)),

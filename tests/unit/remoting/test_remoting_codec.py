@@ -203,7 +203,7 @@ commands = st.builds(
 )
 
 
-@settings(deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(commands, st.sampled_from(list(SerializeType)))
 def test_round_trip_property(cmd: RemotingCommand, kind: SerializeType) -> None:
     decoded = decode_frame(encode_command(cmd, kind))
@@ -253,7 +253,7 @@ json_values = st.recursive(
 )
 
 
-@settings(deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(json_values)
 def test_fastjson_style_bodies_parse_like_standard_json(value: object) -> None:
     standard = json.dumps(value, ensure_ascii=False)
