@@ -1,0 +1,493 @@
+"""The Helm chart and the GitOps example, checked without a cluster.
+
+* charts/rocketmq-operator/crds/ holds byte-identical copies of crds/ (Helm installs them before templates).
+* values.yaml passes values.schema.json, and bad values are refused. The schema is checked with `jsonschema`
+  when it is importable and ALWAYS with the small draft-07 subset validator below (the test also pins that
+  the schema uses no keyword outside that subset, so the fallback never silently ignores a rule).
+* Every YAML file under examples/gitops parses, and the kustomization builds when kubectl is on PATH.
+* When a helm binary is found (PATH or the k8s tools cache), `helm lint --strict` and `helm template` run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "rocketmq-operator"
+GITOPS = ROOT / "examples" / "gitops"
+SCHEMA = json.loads((CHART / "values.schema.json").read_text())
+VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
+
+
+# --- CRDs -------------------------------------------------------------------------------------------------
+
+
+def test_chart_crds_are_copies_of_repo_crds() -> None:
+    repo = {p.name: p.read_bytes() for p in sorted((ROOT / "crds").glob("*.yaml"))}
+    chart = {p.name: p.read_bytes() for p in sorted((CHART / "crds").iterdir())}
+    fix = "fix: cp crds/*.yaml charts/rocketmq-operator/crds/ (and remove files no longer in crds/)"
+    assert repo, "crds/ is empty"
+    assert sorted(chart) == sorted(repo), f"chart crds/ files {sorted(chart)} != crds/ files {sorted(repo)}; {fix}"
+    stale = [name for name in repo if chart[name] != repo[name]]
+    assert not stale, f"charts/rocketmq-operator/crds/ differs from crds/ for {stale}; {fix}"
+
+
+# --- values.schema.json -------------------------------------------------------------------------------------
+
+# Keywords the subset validator implements, and annotation keywords it may ignore.
+CHECKED = {
+    "type",
+    "enum",
+    "const",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "properties",
+    "additionalProperties",
+    "required",
+    "items",
+    "uniqueItems",
+    "minItems",
+    "$ref",
+    "if",
+    "then",
+}
+ANNOTATIONS = {"$schema", "title", "description", "definitions"}
+TYPES: dict[str, Any] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def _resolve(ref: str) -> dict[str, Any]:
+    assert ref.startswith("#/"), ref
+    node: Any = SCHEMA
+    for part in ref[2:].split("/"):
+        node = node[part]
+    return node
+
+
+def subset_errors(value: Any, schema: dict[str, Any], path: str = "") -> list[str]:
+    """Draft-07 validation for the keywords in CHECKED: a list of 'path: problem' strings."""
+    where = path or "(root)"
+    if "$ref" in schema:
+        return subset_errors(value, _resolve(schema["$ref"]), path)
+    errors: list[str] = []
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if not any(TYPES[t](value) for t in types):
+            return [f"{where}: {value!r} is not of type {types}"]
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{where}: {value!r} is not one of {schema['enum']}")
+    if "const" in schema and value != schema["const"]:
+        errors.append(f"{where}: {value!r} is not {schema['const']!r}")
+    if TYPES["number"](value):
+        if "minimum" in schema and value < schema["minimum"]:
+            errors.append(f"{where}: {value} is less than {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            errors.append(f"{where}: {value} is more than {schema['maximum']}")
+    if isinstance(value, str):
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            errors.append(f"{where}: {value!r} is too short")
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            errors.append(f"{where}: {value!r} is too long")
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            errors.append(f"{where}: {value!r} does not match {schema['pattern']}")
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                errors.append(f"{where}: {key!r} is required")
+        for key, item in value.items():
+            sub = f"{path}.{key}" if path else key
+            if key in props:
+                errors.extend(subset_errors(item, props[key], sub))
+            elif schema.get("additionalProperties") is False:
+                errors.append(f"{where}: unknown key {key!r}")
+            elif isinstance(schema.get("additionalProperties"), dict):
+                errors.extend(subset_errors(item, schema["additionalProperties"], sub))
+    if isinstance(value, list):
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            errors.append(f"{where}: needs at least {schema['minItems']} item(s)")
+        if schema.get("uniqueItems") and len({json.dumps(v, sort_keys=True) for v in value}) != len(value):
+            errors.append(f"{where}: items are not unique")
+        if "items" in schema:
+            for i, item in enumerate(value):
+                errors.extend(subset_errors(item, schema["items"], f"{path}[{i}]"))
+    if "if" in schema and not subset_errors(value, schema["if"], path) and "then" in schema:
+        errors.extend(subset_errors(value, schema["then"], path))
+    return errors
+
+
+def schema_errors(values: dict[str, Any]) -> list[str]:
+    """Errors from the subset validator; when `jsonschema` is importable it must agree on valid/invalid."""
+    errors = subset_errors(values, SCHEMA)
+    try:
+        import jsonschema
+    except ImportError:
+        return errors
+    full = [e.message for e in jsonschema.Draft7Validator(SCHEMA).iter_errors(values)]
+    assert bool(full) == bool(errors), f"jsonschema says {full}, the subset validator says {errors}"
+    return errors
+
+
+def _keywords(node: Any, found: set[str], in_properties: bool = False) -> None:
+    if isinstance(node, dict):
+        for key, sub in node.items():
+            if not in_properties:
+                found.add(key)
+            # Under "properties"/"definitions" the keys are names, not keywords.
+            _keywords(sub, found, in_properties=not in_properties and key in ("properties", "definitions"))
+    elif isinstance(node, list):
+        for item in node:
+            _keywords(item, found)
+
+
+def test_schema_uses_only_keywords_the_fallback_checks() -> None:
+    found: set[str] = set()
+    _keywords(SCHEMA, found)
+    assert found - CHECKED - ANNOTATIONS == set(), "extend subset_errors() for these keywords"
+
+
+def _strict_objects(node: Any, path: str = "") -> list[str]:
+    """Paths of object schemas with declared properties but no additionalProperties: false."""
+    bad = []
+    if isinstance(node, dict):
+        if "properties" in node and node.get("additionalProperties") is not False:
+            bad.append(path or "(root)")
+        for key, sub in node.items():
+            if key not in ("if", "then"):  # conditions, not the shape of the values
+                bad.extend(_strict_objects(sub, f"{path}/{key}"))
+    return bad
+
+
+def test_schema_is_strict_at_every_level() -> None:
+    assert SCHEMA["$schema"] == "http://json-schema.org/draft-07/schema#"
+    assert _strict_objects(SCHEMA) == []
+
+
+def test_default_values_pass_the_schema() -> None:
+    assert schema_errors(VALUES) == []
+    # Every key the templates read has a default.
+    for key in ("image", "rbac", "serviceAccount", "peering", "health", "metrics", "watchNamespaces"):
+        assert key in VALUES
+    assert VALUES["rbac"]["scope"] == "cluster"
+    assert VALUES["metrics"]["port"] == 9090 and VALUES["health"]["port"] == 8080
+    assert VALUES["metrics"]["serviceMonitor"]["enabled"] is False
+
+
+def _with(changes: dict[str, Any]) -> dict[str, Any]:
+    """VALUES with dotted-path changes applied (value None deletes the key)."""
+    values = copy.deepcopy(VALUES)
+    for dotted, new in changes.items():
+        *parents, last = dotted.split(".")
+        node = values
+        for part in parents:
+            node = node.setdefault(part, {})
+        if new is None:
+            node.pop(last, None)
+        else:
+            node[last] = new
+    return values
+
+
+GOOD = {
+    "namespace scope": {"rbac.scope": "namespace", "watchNamespaces": ["team-a", "team-b"]},
+    "cluster scope, some namespaces": {"watchNamespaces": ["rocketmq"]},
+    "peering and monitor": {
+        "peering.enabled": True,
+        "metrics.serviceMonitor.enabled": True,
+        "metrics.serviceMonitor.labels": {"release": "prom"},
+    },
+    "pinned image": {"image.tag": "0.1.0", "image.pullPolicy": "Always", "imagePullSecrets": [{"name": "registry"}]},
+    "scheduling": {
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "mq", "effect": "NoSchedule"}],
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "resources": {"requests": {"cpu": 0.5, "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+    },
+    "extras": {"extraArgs": ["--verbose"], "extraEnv": [{"name": "TZ", "value": "UTC"}], "verbose": True},
+}
+
+BAD = {
+    "scope not an enum value": {"rbac.scope": "global"},
+    "scope namespace without namespaces": {"rbac.scope": "namespace", "watchNamespaces": []},
+    "zero replicas": {"replicaCount": 0},
+    "two replicas (kopf has no leader election)": {"replicaCount": 2},
+    "replicas as a string": {"replicaCount": "1"},
+    "replicas as a float": {"replicaCount": 1.5},
+    "image repository not a string": {"image.repository": 5},
+    "image tag not a string": {"image.tag": 1.0},
+    "empty image repository": {"image.repository": ""},
+    "unknown pull policy": {"image.pullPolicy": "Sometimes"},
+    "unknown top-level key": {"replicas": 1},
+    "unknown nested key": {"rbac.clusterWide": True},
+    "unknown metrics key": {"metrics.serviceMonitor.enable": True},
+    "bad namespace name": {"watchNamespaces": ["Team_A"]},
+    "duplicate namespace": {"watchNamespaces": ["a", "a"]},
+    "port out of range": {"metrics.port": 70000},
+    "boolean as string": {"peering.enabled": "yes"},
+    "bad quantity": {"resources.limits": {"memory": "lots"}},
+    "bad interval": {"metrics.serviceMonitor.interval": "30 seconds"},
+    "bad toleration key": {"tolerations": [{"keys": "x"}]},
+    "missing rbac": {"rbac": None},
+}
+
+
+@pytest.mark.parametrize("changes", GOOD.values(), ids=list(GOOD))
+def test_good_values_accepted(changes: dict[str, Any]) -> None:
+    assert schema_errors(_with(changes)) == []
+
+
+@pytest.mark.parametrize("changes", BAD.values(), ids=list(BAD))
+def test_bad_values_refused(changes: dict[str, Any]) -> None:
+    assert schema_errors(_with(changes)), f"the schema accepted {changes}"
+
+
+# --- chart layout -----------------------------------------------------------------------------------------
+
+
+def test_chart_metadata_and_templates() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["apiVersion"] == "v2" and chart["name"] == "rocketmq-operator" and chart["type"] == "application"
+    names = {p.name for p in (CHART / "templates").iterdir()}
+    assert {
+        "deployment.yaml",
+        "rbac.yaml",
+        "serviceaccount.yaml",
+        "metrics-service.yaml",
+        "servicemonitor.yaml",
+        "_helpers.tpl",
+    } <= names
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    flags = set(re.findall(r"^- (--[a-z-]+)$", helpers, re.M))
+    assert flags == {"--namespace", "--all-namespaces", "--liveness", "--metrics-port", "--standalone", "--verbose"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [
+            "run",
+            "--all-namespaces",
+            "--liveness",
+            "http://0.0.0.0:8080/healthz",
+            "--metrics-port",
+            "9090",
+            "--standalone",
+        ],
+        [
+            "run",
+            "--namespace",
+            "a",
+            "--namespace",
+            "b",
+            "--liveness",
+            "http://0.0.0.0:8080/healthz",
+            "--metrics-port",
+            "9090",
+            "--verbose",
+        ],
+    ],
+)
+def test_the_cli_accepts_the_chart_arguments(args: list[str]) -> None:
+    from rocketmq_operator.cli import build_parser
+
+    parsed = build_parser().parse_args(args)
+    assert parsed.liveness == "http://0.0.0.0:8080/healthz" and parsed.metrics_port == 9090
+    assert parsed.all_namespaces or parsed.namespace == ["a", "b"]
+
+
+# --- examples/gitops --------------------------------------------------------------------------------------
+
+
+def _gitops_docs() -> dict[str, list[Any]]:
+    files = sorted([*GITOPS.rglob("*.yaml"), *GITOPS.rglob("*.yml")])
+    assert files, "examples/gitops has no YAML"
+    return {str(p.relative_to(GITOPS)): [d for d in yaml.safe_load_all(p.read_text()) if d] for p in files}
+
+
+def test_gitops_yaml_parses() -> None:
+    for name, docs in _gitops_docs().items():
+        assert docs, f"{name} is empty"
+        for doc in docs:
+            assert isinstance(doc, dict) and "apiVersion" in doc and "kind" in doc, name
+
+
+def test_gitops_kustomization() -> None:
+    kustomization = yaml.safe_load((GITOPS / "kustomization.yaml").read_text())
+    assert kustomization["namespace"] == "rocketmq"
+    resources = kustomization["resources"]
+    assert {
+        "namespace.yaml",
+        "../../crds/brokergroups.yaml",
+        "../../crds/controllergroups.yaml",
+        "../quickstart.yaml",
+    } <= set(resources)
+    for resource in resources:
+        assert (GITOPS / resource).is_file(), resource
+    namespace = yaml.safe_load((GITOPS / "namespace.yaml").read_text())
+    assert namespace["kind"] == "Namespace" and namespace["metadata"]["name"] == "rocketmq"
+
+
+def test_argocd_application() -> None:
+    apps = {d["metadata"]["name"]: d for d in _gitops_docs()["argocd-application.yaml"]}
+    app = apps["rocketmq"]
+    assert app["apiVersion"] == "argoproj.io/v1alpha1" and app["kind"] == "Application"
+    assert app["spec"]["source"]["repoURL"] == "https://example.invalid/your-org/your-gitops-repo.git"
+    assert app["spec"]["source"]["path"] == "examples/gitops"
+    policy = app["spec"]["syncPolicy"]
+    assert policy["automated"] == {"prune": True, "selfHeal": True}
+    assert "ServerSideApply=true" in policy["syncOptions"]
+    assert "ignoreDifferences" not in app["spec"]
+    operator = apps["rocketmq-operator"]["spec"]["source"]
+    assert operator["path"] == "charts/rocketmq-operator" and operator["helm"]["skipCrds"] is True
+
+
+def test_gitops_kustomize_build() -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl not on PATH")
+    proc = subprocess.run(
+        [kubectl, "kustomize", "--load-restrictor", "LoadRestrictionsNone", str(GITOPS)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == [
+        "BrokerGroup",
+        "ControllerGroup",
+        "CustomResourceDefinition",
+        "CustomResourceDefinition",
+        "Namespace",
+    ]
+    for doc in docs:
+        if doc["kind"] in ("BrokerGroup", "ControllerGroup"):
+            assert doc["metadata"]["namespace"] == "rocketmq"
+        else:
+            assert "namespace" not in doc["metadata"]
+        if doc["kind"] == "CustomResourceDefinition":
+            assert doc["metadata"]["annotations"]["argocd.argoproj.io/sync-options"] == "Prune=false"
+            # Apart from the annotation, exactly the repository's CRD.
+            name = doc["spec"]["names"]["plural"]
+            original = yaml.safe_load((ROOT / "crds" / f"{name}.yaml").read_text())
+            del doc["metadata"]["annotations"]
+            assert doc == original
+
+
+# --- helm, when available ---------------------------------------------------------------------------------
+
+
+def _helm() -> str | None:
+    found = shutil.which("helm")
+    if found:
+        return found
+    cache = Path(os.environ.get("ROCKETMQ_OPERATOR_CACHE", Path.home() / ".cache" / "rocketmq-operator"))
+    candidates = sorted(cache.glob("k8s/*/bin/helm"))
+    return str(candidates[-1]) if candidates else None
+
+
+def _template(helm: str, *sets: str) -> subprocess.CompletedProcess[str]:
+    args = [helm, "template", "rel", str(CHART), "--namespace", "ops"]
+    for s in sets:
+        args += ["--set-json", s]
+    return subprocess.run(args, capture_output=True, text=True, timeout=120)
+
+
+def _objects(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    assert proc.returncode == 0, proc.stderr
+    return [d for d in yaml.safe_load_all(proc.stdout) if d]
+
+
+def _container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (deploy,) = [o for o in objects if o["kind"] == "Deployment"]
+    (container,) = deploy["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+@pytest.fixture(scope="module")
+def helm() -> str:
+    found = _helm()
+    if found is None:
+        pytest.skip("no helm binary (PATH or ~/.cache/rocketmq-operator/k8s/*/bin/helm)")
+    return found
+
+
+def test_helm_lint(helm: str) -> None:
+    for sets in ([], ["--set", "rbac.scope=namespace", "--set", "watchNamespaces={a,b}"]):
+        proc = subprocess.run([helm, "lint", "--strict", str(CHART), *sets], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_helm_template_cluster_scope(helm: str) -> None:
+    objects = _objects(_template(helm))
+    kinds = sorted(o["kind"] for o in objects)
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "ServiceAccount"]
+    container = _container(objects)
+    assert container["args"] == [
+        "run",
+        "--all-namespaces",
+        "--liveness",
+        "http://0.0.0.0:8080/healthz",
+        "--metrics-port",
+        "9090",
+        "--standalone",
+    ]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8080}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": 8080}
+    assert {"name": "metrics", "containerPort": 9090, "protocol": "TCP"} in container["ports"]
+    sc = container["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True and sc["capabilities"]["drop"] == ["ALL"]
+    (role,) = [o for o in objects if o["kind"] == "ClusterRole"]
+    resources = {r for rule in role["rules"] for r in rule["resources"]}
+    assert {"namespaces", "customresourcedefinitions", "pods/status", "brokergroups/status"} <= resources
+    assert not any("kopf.dev" in rule["apiGroups"] for rule in role["rules"])
+    assert not any("leases" in rule["resources"] for rule in role["rules"])
+
+
+def test_helm_template_namespace_scope(helm: str) -> None:
+    objects = _objects(
+        _template(
+            helm,
+            'rbac={"create":true,"scope":"namespace","crdAccess":true}',
+            'watchNamespaces=["a","b"]',
+            'peering={"enabled":true}',
+        )
+    )
+    roles = [o for o in objects if o["kind"] == "Role"]
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["a", "b"]
+    assert len([o for o in objects if o["kind"] == "RoleBinding"]) == 2
+    (cluster_role,) = [o for o in objects if o["kind"] == "ClusterRole"]
+    assert [r["resources"] for r in cluster_role["rules"]] == [["customresourcedefinitions"]]
+    assert any(rule["resources"] == ["kopfpeerings"] for rule in roles[0]["rules"])
+    args = _container(objects)["args"]
+    assert args[:5] == ["run", "--namespace", "a", "--namespace", "b"] and "--standalone" not in args
+
+
+def test_helm_refuses_bad_values(helm: str) -> None:
+    for sets in (
+        ['rbac={"create":true,"scope":"global","crdAccess":true}'],
+        ["replicaCount=0"],
+        ['rbac={"create":true,"scope":"namespace","crdAccess":true}'],
+    ):
+        proc = _template(helm, *sets)
+        assert proc.returncode != 0, f"helm accepted {sets}"
