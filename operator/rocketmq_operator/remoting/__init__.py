@@ -3,7 +3,8 @@
 Contract: this package imports nothing outside the Python standard library (checked by
 import-linter). It speaks the TCP remoting protocol of RocketMQ 5.x to name servers, controllers and
 brokers: framing (:mod:`.codec`), codes and send statuses (:mod:`.codes`), connections
-(:mod:`.connection`), stored-message decoding (:mod:`.message`) and typed calls (:mod:`.client`).
+(:mod:`.connection`), stored-message decoding (:mod:`.message`, LZ4 bodies via :mod:`.lz4frame`) and
+typed calls (:mod:`.client`).
 Every deliberate failure is a :class:`RemotingException` (see :mod:`.errors`).
 """
 

@@ -629,7 +629,8 @@ class RemotingClient:
         self, addrs: Sequence[str] | str, *, timeout: float | None = None
     ) -> ControllerMetadata:
         """Ask every controller for metadata; return the leader's own answer if reachable, else the
-        first answer naming a leader. Raises :class:`NoControllerLeader` with each address's error."""
+        first answer naming a leader - either way send leader-only calls to ``.leader_address``.
+        Raises :class:`NoControllerLeader` with each address's error."""
         if isinstance(addrs, str):
             addrs = [a for a in addrs.split(";") if a.strip()]
         if not addrs:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .codes import response_code_name
+
 if TYPE_CHECKING:
     from .codec import RemotingCommand
 
@@ -79,8 +81,6 @@ class RemotingError(RemotingException):
         request: str = "",
         response: RemotingCommand | None = None,
     ) -> None:
-        from .codes import response_code_name
-
         self.code = code
         self.code_name = response_code_name(code)
         self.remark = remark

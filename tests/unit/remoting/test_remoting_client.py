@@ -177,7 +177,7 @@ async def test_controller_calls(fake_server: Start) -> None:
         found = await client.find_controller_leader([dead_addr(), follower.addr, leader.addr])
         assert found.is_leader and found.addr == leader.addr
         found = await client.find_controller_leader(f"{dead_addr()};{follower.addr}")
-        assert found.addr == follower.addr and found.leader_address == leader.addr
+        assert found.addr == follower.addr and found.leader_address == leader.addr and not found.is_leader
         with pytest.raises(NoControllerLeader, match="no controller leader found"):
             await client.find_controller_leader([dead_addr()])
 
