@@ -20,7 +20,8 @@ Contract:
   It builds in a temporary sibling directory and renames it into place, under a file lock: interrupting it
   leaves no half-built distribution, and concurrent callers build once. Raises `DistributionError`.
 * `java_command(role, config_file, ...)` is the full argv for `namesrv`, `broker`, `controller` or `tools`:
-  java, `render.jvm.jvm_options` (heap, direct memory, GC, the JDK 17 module flags), caller extras,
+  java, `render.jvm.jvm_options` (heap, direct memory, GC, the JDK 17 module flags), for servers
+  `-Dtls.server.mode=disabled` unless `tls=True` (see `render.jvm.TLS_DISABLED_FLAGS`), caller extras,
   `-Drocketmq.home.dir`, `-Drmq.logback.configurationFile`, `-Duser.home` (default: the config file's
   directory, so logs and default store paths stay out of `~`), `-cp conf:lib/*`, the main class, `-c <file>`
   for servers, then `args`. It does not build anything.
@@ -42,7 +43,14 @@ from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 
-from rocketmq_operator.render.jvm import JDK17_FLAGS, MAIN_CLASSES, ROLES, jdk17_module_flags, jvm_options
+from rocketmq_operator.render.jvm import (
+    JDK17_FLAGS,
+    MAIN_CLASSES,
+    ROLES,
+    TLS_DISABLED_FLAGS,
+    jdk17_module_flags,
+    jvm_options,
+)
 
 __all__ = [
     "JDK17_FLAGS",
@@ -51,6 +59,7 @@ __all__ = [
     "MARKER",
     "ROCKETMQ_MODULES",
     "ROCKETMQ_VERSION",
+    "TLS_DISABLED_FLAGS",
     "DistributionError",
     "cache_root",
     "dist_dir",
@@ -309,13 +318,15 @@ def java_command(
     user_home: str | os.PathLike[str] | None = None,
     home: str | os.PathLike[str] | None = None,
     version: str = ROCKETMQ_VERSION,
+    tls: bool = False,
 ) -> list[str]:
     """The argv that runs `role` from the distribution `home` (default `dist_dir(version)`).
 
     `config_file` is passed as `-c` (required for namesrv/broker/controller; `tools` takes none and gets its
     sub-command in `args`). `user_home` (default: the config file's directory; for tools the cache
     directory) becomes `-Duser.home`: RocketMQ puts `logs/rocketmqlogs/` and its default store paths there.
-    `extra` are JVM flags appended after the standard ones (later flags win).
+    `extra` are JVM flags appended after the standard ones (later flags win). Unless `tls` is true, server
+    roles get `TLS_DISABLED_FLAGS` (no self-signed-certificate TLS listener: faster start, less memory).
     """
     if role not in ROLES:
         raise ValueError(f"unknown RocketMQ role {role!r}; expected one of {', '.join(ROLES)}")
@@ -333,6 +344,7 @@ def java_command(
     argv = [
         java_executable(),
         *jvm_options(role, heap, direct_memory),
+        *(TLS_DISABLED_FLAGS if not tls and role != "tools" else ()),
         *extra,
         f"-Drocketmq.home.dir={rocketmq_home}",
         f"-Drmq.logback.configurationFile={rocketmq_home / 'conf' / f'rmq.{role}.logback.xml'}",
