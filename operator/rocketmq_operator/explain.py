@@ -60,8 +60,10 @@ def explain_broker_group(bg: BrokerGroup, warnings: list[Problem]) -> str:
 
 def explain_controller_group(cg: ControllerGroup, warnings: list[Problem]) -> str:
     tolerates = (cg.spec.replicas - 1) // 2
-    where = "standalone controllers beside separate name servers" if cg.spec.standalone else (
-        "controllers inside the name servers (enableControllerInNamesrv)"
+    where = (
+        "standalone controllers beside separate name servers"
+        if cg.spec.standalone
+        else ("controllers inside the name servers (enableControllerInNamesrv)")
     )
     lines = [
         f"ControllerGroup {cg.metadata.name} ({cg.spec.replicas} replicas, DLedger Raft quorum)",

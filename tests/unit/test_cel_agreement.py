@@ -11,11 +11,11 @@ from typing import Any
 
 import celpy
 import pytest
-from validation_cases import CASES, Case
 
 from rocketmq_operator.api.crd import all_crds
 from rocketmq_operator.api.rules import Rule, rules_for
 from rocketmq_operator.api.validation import parse_resource
+from validation_cases import CASES, Case
 
 
 def _join(items: Any, sep: Any = "") -> celpy.celtypes.StringType:

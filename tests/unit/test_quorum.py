@@ -7,11 +7,16 @@ import pytest
 from rocketmq_operator.api.models import HAMode
 from rocketmq_operator.quorum import PutOutcome, QuorumParams, calc_need_ack_nums, explain_table, predict_put
 
-OK, TIMEOUT, REFUSED = PutOutcome.PUT_OK, PutOutcome.FLUSH_SLAVE_TIMEOUT, PutOutcome.IN_SYNC_REPLICAS_NOT_ENOUGH
+OK, TIMEOUT, REFUSED = (
+    PutOutcome.PUT_OK,
+    PutOutcome.FLUSH_SLAVE_TIMEOUT,
+    PutOutcome.IN_SYNC_REPLICAS_NOT_ENOUGH,
+)
 
 
-def params(mode: HAMode, total: int, in_sync: int, min_in_sync: int = 1, auto: bool = False,
-           all_ack: bool = False) -> QuorumParams:
+def params(
+    mode: HAMode, total: int, in_sync: int, min_in_sync: int = 1, auto: bool = False, all_ack: bool = False
+) -> QuorumParams:
     return QuorumParams(mode, total, in_sync, min_in_sync, auto, all_ack, 256 * 1024 * 1024)
 
 
@@ -46,14 +51,29 @@ TABLE = [
     # controller allAck: every member of the set; a set of 1 is immediate
     (params(HAMode.CONTROLLER, 3, 2, 1, all_ack=True), 3, 3, None, 3, OK, True),
     (params(HAMode.CONTROLLER, 3, 2, 1, all_ack=True), 1, 1, None, 1, OK, True),
-    (params(HAMode.CONTROLLER, 3, 2, 1, all_ack=True), 2, 3, 2, 3, TIMEOUT, True),  # dead member not yet removed
+    (
+        params(HAMode.CONTROLLER, 3, 2, 1, all_ack=True),
+        2,
+        3,
+        2,
+        3,
+        TIMEOUT,
+        True,
+    ),  # dead member not yet removed
     (params(HAMode.CONTROLLER, 3, 2, 2, all_ack=True), 1, 1, None, 1, REFUSED, False),  # floor still applies
 ]
 
 
 @pytest.mark.parametrize(("p", "alive", "in_sync", "in_sync_alive", "need", "outcome", "stored"), TABLE)
-def test_predict_put(p: QuorumParams, alive: int, in_sync: int, in_sync_alive: int | None, need: int,
-                     outcome: PutOutcome, stored: bool) -> None:
+def test_predict_put(
+    p: QuorumParams,
+    alive: int,
+    in_sync: int,
+    in_sync_alive: int | None,
+    need: int,
+    outcome: PutOutcome,
+    stored: bool,
+) -> None:
     prediction = predict_put(p, alive, in_sync, in_sync_alive)
     assert (prediction.need_acks, prediction.outcome, prediction.stored) == (need, outcome, stored)
 

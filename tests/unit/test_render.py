@@ -44,7 +44,7 @@ def test_render_is_deterministic() -> None:
 def test_crd_files_match_generator() -> None:
     for crd in all_crds():
         path = ROOT / "crds" / crd_file_name(crd)
-        assert path.read_text(encoding="utf-8") == dump_yaml(crd), f"regenerate: rocketmq-operator crds --write crds"
+        assert path.read_text(encoding="utf-8") == dump_yaml(crd), "regenerate: rocketmq-operator crds --write crds"
     assert crds_yaml() == "---\n".join(dump_yaml(c) for c in all_crds())
 
 
@@ -88,7 +88,13 @@ def test_quickstart_controller_mode() -> None:
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["readinessGates"] == [{"conditionType": "rocketmq-operator.dev/in-sync"}]
     java = next(e["value"] for e in pod["containers"][0]["env"] if e["name"] == "JAVA_OPTS")
-    assert "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED" in java and "-Xmx1g" in java
+    assert "-Xmx1g" in java and "-XX:MaxDirectMemorySize=1g" in java
+    ctl = next(o for o in objects if o["kind"] == "StatefulSet" and o["metadata"]["name"] == "rocketmq-ctl")  # type: ignore[index]
+    ctl_env = ctl["spec"]["template"]["spec"]["containers"][0]["env"]  # type: ignore[index]
+    # The controller (hosted by the name server) needs java.lang opened for Hessian on JDK 17.
+    assert "--add-opens=java.base/java.lang=ALL-UNNAMED" in next(
+        e["value"] for e in ctl_env if e["name"] == "JAVA_OPTS"
+    )
     kinds = sorted(str(o["kind"]) for o in objects)
     assert kinds.count("PodDisruptionBudget") == 2
     conn = next(o for o in objects if o["metadata"]["name"] == "rocketmq-ctl-connection")  # type: ignore[index]

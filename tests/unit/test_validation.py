@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from validation_cases import CASES, Case
 
 from rocketmq_operator.api.rules import BROKER_GROUP_RULES, CONTROLLER_GROUP_RULES
 from rocketmq_operator.api.validation import validate_document
+from validation_cases import CASES, Case
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -28,9 +28,19 @@ def test_every_rule_has_a_case() -> None:
     covered = {c.rule_id for c in CASES}
     missing = [r.id for r in (*BROKER_GROUP_RULES, *CONTROLLER_GROUP_RULES) if r.id not in covered]
     # Quantity rules share one implementation; one case per kind of quantity is enough.
-    missing = [m for m in missing if not m.endswith(("jvm.directMemory", "ControllerGroup.storage.size",
-                                                     "ControllerGroup.jvm.heap", "ControllerGroup.version",
-                                                     "ControllerGroup.name.length"))]
+    missing = [
+        m
+        for m in missing
+        if not m.endswith(
+            (
+                "jvm.directMemory",
+                "ControllerGroup.storage.size",
+                "ControllerGroup.jvm.heap",
+                "ControllerGroup.version",
+                "ControllerGroup.name.length",
+            )
+        )
+    ]
     assert not missing
 
 
@@ -78,23 +88,45 @@ def test_shape_errors_name_the_field(spec_patch: dict[str, object], path: str, t
 
 def test_wrong_kind_and_api_version() -> None:
     assert validate_document({"kind": "Pod", "metadata": {"name": "x"}}).errors[0].path == "kind"
-    report = validate_document({"apiVersion": "v1", "kind": "BrokerGroup", "metadata": {"name": "x"},
-                                "spec": {"controllerRef": {"name": "c"}}})
+    report = validate_document(
+        {
+            "apiVersion": "v1",
+            "kind": "BrokerGroup",
+            "metadata": {"name": "x"},
+            "spec": {"controllerRef": {"name": "c"}},
+        }
+    )
     assert report.errors[0].path == "apiVersion"
 
 
 WARNING_CASES = [
     ({"haMode": "controller", "quorum": {"autoDegrade": True}}, "spec.quorum.autoDegrade", "ignored"),
-    ({"haMode": "controller", "quorum": {"maxGapNotInSync": "1Gi"}}, "spec.quorum.maxGapNotInSync", "ignored"),
-    ({"haMode": "sync", "nameServers": ["ns:9876"], "quorum": {"allAckInSyncStateSet": True}},
-     "spec.quorum.allAckInSyncStateSet", "ignored"),
+    (
+        {"haMode": "controller", "quorum": {"maxGapNotInSync": "1Gi"}},
+        "spec.quorum.maxGapNotInSync",
+        "ignored",
+    ),
+    (
+        {"haMode": "sync", "nameServers": ["ns:9876"], "quorum": {"allAckInSyncStateSet": True}},
+        "spec.quorum.allAckInSyncStateSet",
+        "ignored",
+    ),
     ({"quorum": {"inSyncReplicas": 1, "minInSyncReplicas": 1}}, "spec.quorum.inSyncReplicas", "asynchronous"),
-    ({"haMode": "sync", "nameServers": ["ns:9876"], "quorum": {"inSyncReplicas": 1}},
-     "spec.quorum.inSyncReplicas", "asynchronous"),
-    ({"quorum": {"allAckInSyncStateSet": True, "inSyncReplicas": 2}}, "spec.quorum.inSyncReplicas",
-     "allAckInSyncStateSet"),
-    ({"haMode": "async", "nameServers": ["ns:9876"], "quorum": {"inSyncReplicas": 2}},
-     "spec.quorum.inSyncReplicas", "ASYNC_MASTER"),
+    (
+        {"haMode": "sync", "nameServers": ["ns:9876"], "quorum": {"inSyncReplicas": 1}},
+        "spec.quorum.inSyncReplicas",
+        "asynchronous",
+    ),
+    (
+        {"quorum": {"allAckInSyncStateSet": True, "inSyncReplicas": 2}},
+        "spec.quorum.inSyncReplicas",
+        "allAckInSyncStateSet",
+    ),
+    (
+        {"haMode": "async", "nameServers": ["ns:9876"], "quorum": {"inSyncReplicas": 2}},
+        "spec.quorum.inSyncReplicas",
+        "ASYNC_MASTER",
+    ),
     ({"slaveRead": {"memoryRatio": 10}}, "spec.slaveRead.memoryRatio", "enabled is false"),
     ({"failover": {"allowUnclean": True}}, "spec.failover.allowUnclean", "lost"),
 ]
@@ -103,15 +135,23 @@ WARNING_CASES = [
 @pytest.mark.parametrize(("spec_patch", "path", "text"), WARNING_CASES)
 def test_warnings(spec_patch: dict[str, object], path: str, text: str) -> None:
     spec: dict[str, object] = {"controllerRef": {"name": "c"}, **spec_patch}
-    doc = {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "BrokerGroup", "metadata": {"name": "b"},
-           "spec": spec}
+    doc = {
+        "apiVersion": "rocketmq-operator.dev/v1alpha1",
+        "kind": "BrokerGroup",
+        "metadata": {"name": "b"},
+        "spec": spec,
+    }
     report = validate_document(doc)
     assert report.ok, [str(e) for e in report.errors]
     assert any(w.path == path and text in w.message for w in report.warnings), [str(w) for w in report.warnings]
 
 
 def test_no_warning_for_all_ack_with_insync_1() -> None:
-    doc = {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "BrokerGroup", "metadata": {"name": "b"},
-           "spec": {"controllerRef": {"name": "c"}, "quorum": {"allAckInSyncStateSet": True}}}
+    doc = {
+        "apiVersion": "rocketmq-operator.dev/v1alpha1",
+        "kind": "BrokerGroup",
+        "metadata": {"name": "b"},
+        "spec": {"controllerRef": {"name": "c"}, "quorum": {"allAckInSyncStateSet": True}},
+    }
     report = validate_document(doc)
     assert not [w for w in report.warnings if "asynchronous" in w.message]

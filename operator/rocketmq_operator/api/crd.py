@@ -27,7 +27,13 @@ from rocketmq_operator.api.rules import MAX_CONFIG_KEYS, Rule, rules_for
 JSON = dict[str, Any]
 
 # Bounds that keep the CEL cost estimate within the API server's budget.
-_STRING_BOUNDS: dict[str, int] = {"version": 32, "size": 32, "heap": 32, "directMemory": 32, "maxGapNotInSync": 32}
+_STRING_BOUNDS: dict[str, int] = {
+    "version": 32,
+    "size": 32,
+    "heap": 32,
+    "directMemory": 32,
+    "maxGapNotInSync": 32,
+}
 
 
 def _resolve(node: JSON, defs: JSON) -> JSON:
@@ -163,8 +169,15 @@ _CONTROLLER_COLUMNS: list[JSON] = [
 ]
 
 
-def _crd(kind: str, plural: str, short: str, spec: type[BaseModel], status: type[BaseModel],
-         columns: list[JSON], description: str) -> JSON:
+def _crd(
+    kind: str,
+    plural: str,
+    short: str,
+    spec: type[BaseModel],
+    status: type[BaseModel],
+    columns: list[JSON],
+    description: str,
+) -> JSON:
     spec_schema = model_schema(spec)
     spec_schema["default"] = {}
     _bound_config_maps(spec_schema)
@@ -188,7 +201,10 @@ def _crd(kind: str, plural: str, short: str, spec: type[BaseModel], status: type
         "kind": "CustomResourceDefinition",
         "metadata": {
             "name": f"{plural}.{API_GROUP}",
-            "labels": {"app.kubernetes.io/name": "rocketmq-operator", "app.kubernetes.io/part-of": "rocketmq"},
+            "labels": {
+                "app.kubernetes.io/name": "rocketmq-operator",
+                "app.kubernetes.io/part-of": "rocketmq",
+            },
         },
         "spec": {
             "group": API_GROUP,
@@ -217,10 +233,24 @@ def _crd(kind: str, plural: str, short: str, spec: type[BaseModel], status: type
 
 def all_crds() -> list[JSON]:
     return [
-        _crd("BrokerGroup", "brokergroups", "bg", BrokerGroupSpec, BrokerGroupStatus, _BROKER_COLUMNS,
-             "A RocketMQ 5 broker replica group (one brokerName) with quorum-write settings."),
-        _crd("ControllerGroup", "controllergroups", "cg", ControllerGroupSpec, ControllerGroupStatus,
-             _CONTROLLER_COLUMNS, "RocketMQ controllers (DLedger quorum) and the name servers hosted with them."),
+        _crd(
+            "BrokerGroup",
+            "brokergroups",
+            "bg",
+            BrokerGroupSpec,
+            BrokerGroupStatus,
+            _BROKER_COLUMNS,
+            "A RocketMQ 5 broker replica group (one brokerName) with quorum-write settings.",
+        ),
+        _crd(
+            "ControllerGroup",
+            "controllergroups",
+            "cg",
+            ControllerGroupSpec,
+            ControllerGroupStatus,
+            _CONTROLLER_COLUMNS,
+            "RocketMQ controllers (DLedger quorum) and the name servers hosted with them.",
+        ),
     ]
 
 

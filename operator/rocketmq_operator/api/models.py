@@ -18,7 +18,7 @@ API_VERSION = "v1alpha1"
 API_GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
 
 # The RocketMQ release the operator is tested against; a spec without `version` gets it.
-DEFAULT_ROCKETMQ_VERSION = "5.3.3"
+DEFAULT_ROCKETMQ_VERSION = "5.5.0"
 DEFAULT_IMAGE_REPOSITORY = "ghcr.io/rocketmq-operator"
 
 
@@ -125,9 +125,7 @@ class FailoverSpec(Model):
 
 
 class UpgradeSpec(Model):
-    strategy: str = Field(
-        default=UpgradeStrategy.SWITCHOVER.value, description="switchover | restart | supervised"
-    )
+    strategy: str = Field(default=UpgradeStrategy.SWITCHOVER.value, description="switchover | restart | supervised")
 
 
 class ResourceRequirements(Model):
@@ -145,9 +143,7 @@ class BrokerGroupSpec(Model):
     cluster_name: str = Field(default="DefaultCluster", description="brokerClusterName.")
     replicas: int = Field(default=3, description="Brokers in the group (totalReplicas).")
     # Enums are plain strings here so that a bad value reaches the rule with its own message (api.rules).
-    ha_mode: str = Field(
-        default=HAMode.CONTROLLER.value, description="controller | slaveActingMaster | sync | async"
-    )
+    ha_mode: str = Field(default=HAMode.CONTROLLER.value, description="controller | slaveActingMaster | sync | async")
     controller_ref: ControllerRef | None = Field(
         default=None,
         description="The ControllerGroup whose controllers elect masters (controller mode) and whose name "

@@ -214,7 +214,7 @@ def _version_rule(kind: Kind) -> Rule:
         field_path=".version",
         problem="'{value}' is not a RocketMQ 5 release version",
         rule="version is MAJOR.MINOR.PATCH of RocketMQ 5.x",
-        fix="set version to a release such as '5.3.3', or omit it for the operator's default",
+        fix="set version to a release such as '5.5.0', or omit it for the operator's default",
         cel=f"self.version.matches('{VERSION_PATTERN}')",
         valid=lambda r: bool(_re(VERSION_PATTERN).match(r.spec.version)),
         values={"value": Placeholder("self.version", lambda r: r.spec.version)},
@@ -372,8 +372,13 @@ def _broker_rules() -> list[Rule]:
                 "inSync": Placeholder(_CEL_IN_SYNC, _in_sync),
             },
         ),
-        _quantity_rule(k, "quorum.maxGapNotInSync", ".quorum.maxGapNotInSync",
-                       lambda r: r.spec.quorum.max_gap_not_in_sync, "256Mi"),
+        _quantity_rule(
+            k,
+            "quorum.maxGapNotInSync",
+            ".quorum.maxGapNotInSync",
+            lambda r: r.spec.quorum.max_gap_not_in_sync,
+            "256Mi",
+        ),
         _quantity_rule(k, "storage.size", ".storage.size", lambda r: r.spec.storage.size, "10Gi"),
         Rule(
             id="BrokerGroup.storage.reclaimPolicy",
@@ -493,8 +498,7 @@ def _controller_rules() -> list[Rule]:
             problem="{value} name servers is out of range",
             rule="1 <= nameServers.replicas <= 5",
             fix="use 2 or 3 name servers",
-            cel="!has(self.nameServers.replicas) || (self.nameServers.replicas >= 1 && "
-            "self.nameServers.replicas <= 5)",
+            cel="!has(self.nameServers.replicas) || (self.nameServers.replicas >= 1 && self.nameServers.replicas <= 5)",
             valid=lambda r: r.spec.name_servers.replicas is None or 1 <= r.spec.name_servers.replicas <= 5,
             values={"value": Placeholder("self.nameServers.replicas", lambda r: r.spec.name_servers.replicas)},
         ),
@@ -530,8 +534,8 @@ def _controller_rules() -> list[Rule]:
             fix="correct the spelling or remove the key",
             cel=f"!has(self.controllerConfig) || self.controllerConfig.all(k, k in {_cel_list(known_sorted)} || "
             f"k in {_cel_list(owned_sorted)})",
-            valid=lambda r: not _unknown_keys(
-                r.spec.controller_config, CONTROLLER_CONFIG_KEYS, OPERATOR_OWNED_CONTROLLER_KEYS
+            valid=lambda r: (
+                not _unknown_keys(r.spec.controller_config, CONTROLLER_CONFIG_KEYS, OPERATOR_OWNED_CONTROLLER_KEYS)
             ),
             values={
                 "keys": Placeholder(

@@ -163,8 +163,11 @@ def parse_resource(doc: dict[str, Any]) -> tuple[BrokerGroup | ControllerGroup |
     meta = doc.get("metadata")
     if not isinstance(meta, dict) or not meta.get("name"):
         problems.append(
-            Problem("metadata.name", "is required; rule: every resource has a name; fix: set metadata.name",
-                    "shape.name")
+            Problem(
+                "metadata.name",
+                "is required; rule: every resource has a name; fix: set metadata.name",
+                "shape.name",
+            )
         )
         return None, problems
     model = KINDS[str(kind)]
@@ -238,57 +241,105 @@ def broker_group_warnings(bg: BrokerGroup) -> list[Problem]:
         w.append(Problem(path, f"ignored in haMode {mode.value}: {why}", "warn.ignored"))
 
     if q.auto_degrade and mode is not HAMode.SLAVE_ACTING_MASTER:
-        ignored("spec.quorum.autoDegrade", "enableAutoInSyncReplicas only works with slaveActingMaster"
-                + (" (controller mode degrades only through allAckInSyncStateSet)" if mode is HAMode.CONTROLLER
-                   else ""))
+        ignored(
+            "spec.quorum.autoDegrade",
+            "enableAutoInSyncReplicas only works with slaveActingMaster"
+            + (" (controller mode degrades only through allAckInSyncStateSet)" if mode is HAMode.CONTROLLER else ""),
+        )
     if q.max_gap_not_in_sync is not None and mode is not HAMode.SLAVE_ACTING_MASTER:
-        ignored("spec.quorum.maxGapNotInSync", "haMaxGapNotInSync is read only by the slave-acting-master "
-                "pre-check" + (" (the SyncStateSet decides in controller mode)" if mode is HAMode.CONTROLLER else ""))
+        ignored(
+            "spec.quorum.maxGapNotInSync",
+            "haMaxGapNotInSync is read only by the slave-acting-master "
+            "pre-check" + (" (the SyncStateSet decides in controller mode)" if mode is HAMode.CONTROLLER else ""),
+        )
     if q.all_ack_in_sync_state_set is not None and q.all_ack_in_sync_state_set and mode is not HAMode.CONTROLLER:
         ignored("spec.quorum.allAckInSyncStateSet", "there is no SyncStateSet outside controller mode")
     if mode is HAMode.CONTROLLER and q.all_ack_in_sync_state_set and q.in_sync_replicas is not None:
-        w.append(Problem("spec.quorum.inSyncReplicas", "ignored because allAckInSyncStateSet is true: every "
-                         "SyncStateSet member must ack instead", "warn.ignored"))
+        w.append(
+            Problem(
+                "spec.quorum.inSyncReplicas",
+                "ignored because allAckInSyncStateSet is true: every SyncStateSet member must ack instead",
+                "warn.ignored",
+            )
+        )
     if mode in (HAMode.SYNC, HAMode.ASYNC) and q.min_in_sync_replicas is not None:
         ignored("spec.quorum.minInSyncReplicas", "only slaveActingMaster and controller modes check it")
     if mode is HAMode.ASYNC and q.in_sync_replicas is not None:
         ignored("spec.quorum.inSyncReplicas", "an ASYNC_MASTER never waits for slave acks")
-    if mode is HAMode.SLAVE_ACTING_MASTER and q.auto_degrade and q.min_in_sync_replicas is not None \
-            and q.in_sync_replicas is not None and q.min_in_sync_replicas == q.in_sync_replicas:
-        w.append(Problem("spec.quorum.autoDegrade", "has no effect: minInSyncReplicas equals inSyncReplicas, so "
-                         "the ack count cannot degrade", "warn.noop"))
+    if (
+        mode is HAMode.SLAVE_ACTING_MASTER
+        and q.auto_degrade
+        and q.min_in_sync_replicas is not None
+        and q.in_sync_replicas is not None
+        and q.min_in_sync_replicas == q.in_sync_replicas
+    ):
+        w.append(
+            Problem(
+                "spec.quorum.autoDegrade",
+                "has no effect: minInSyncReplicas equals inSyncReplicas, so the ack count cannot degrade",
+                "warn.noop",
+            )
+        )
     in_sync = q.in_sync_replicas if q.in_sync_replicas is not None else s.replicas // 2 + 1
     waits = mode in (HAMode.SYNC, HAMode.SLAVE_ACTING_MASTER) or (
         mode is HAMode.CONTROLLER and not q.all_ack_in_sync_state_set
     )
     if waits and in_sync == 1 and s.replicas > 1:
-        w.append(Problem("spec.quorum.inSyncReplicas", "is 1: a put is acknowledged by the master alone and "
-                         "replication is asynchronous (RocketMQ returns PUT_OK before any slave has the message); "
-                         "set it to 2 or more for quorum writes", "warn.async-trap"))
+        w.append(
+            Problem(
+                "spec.quorum.inSyncReplicas",
+                "is 1: a put is acknowledged by the master alone and "
+                "replication is asynchronous (RocketMQ returns PUT_OK before any slave has the message); "
+                "set it to 2 or more for quorum writes",
+                "warn.async-trap",
+            )
+        )
     if s.slave_read.memory_ratio is not None and not s.slave_read.enabled:
         ignored("spec.slaveRead.memoryRatio", "slaveRead.enabled is false, so consumers are never sent to slaves")
     if s.failover.allow_unclean:
         if mode is HAMode.CONTROLLER:
-            w.append(Problem("spec.failover.allowUnclean", "is true: a replica outside the SyncStateSet may be made "
-                             "master and acknowledged messages can be lost", "warn.unclean"))
+            w.append(
+                Problem(
+                    "spec.failover.allowUnclean",
+                    "is true: a replica outside the SyncStateSet may be made "
+                    "master and acknowledged messages can be lost",
+                    "warn.unclean",
+                )
+            )
         else:
             ignored("spec.failover.allowUnclean", "the operator elects only in controller mode")
     if s.replicas == 1:
         w.append(Problem("spec.replicas", "is 1: there is no replica to fail over to", "warn.single"))
     if mode is not HAMode.CONTROLLER and s.upgrade.strategy == "switchover":
-        w.append(Problem("spec.upgrade.strategy", f"switchover needs controller elections; in haMode {mode.value} "
-                         "an upgrade restarts the master in place (writes pause)", "warn.switchover"))
+        w.append(
+            Problem(
+                "spec.upgrade.strategy",
+                f"switchover needs controller elections; in haMode {mode.value} "
+                "an upgrade restarts the master in place (writes pause)",
+                "warn.switchover",
+            )
+        )
     return w
 
 
 def controller_group_warnings(cg: ControllerGroup) -> list[Problem]:
     w: list[Problem] = []
     if cg.spec.name_servers.replicas is not None and not cg.spec.standalone:
-        w.append(Problem("spec.nameServers.replicas", "ignored: name servers run inside the controllers unless "
-                         "standalone is true", "warn.ignored"))
+        w.append(
+            Problem(
+                "spec.nameServers.replicas",
+                "ignored: name servers run inside the controllers unless standalone is true",
+                "warn.ignored",
+            )
+        )
     if cg.spec.replicas == 1:
-        w.append(Problem("spec.replicas", "is 1: no controller failover (brokers keep serving while it is down, "
-                         "but no master can be elected)", "warn.single"))
+        w.append(
+            Problem(
+                "spec.replicas",
+                "is 1: no controller failover (brokers keep serving while it is down, but no master can be elected)",
+                "warn.single",
+            )
+        )
     return w
 
 

@@ -103,8 +103,8 @@ def broker_config(bg: BrokerGroup, ordinal: int, placement: BrokerPlacement) -> 
         conf["accessMessageInMemoryMaxRatio"] = str(spec.slave_read.memory_ratio)
     for key, value in placement.platform_defaults.items():
         conf.setdefault(key, value)
-    for key, value in spec.broker_config.items():
-        conf[key] = _text(value)
+    for key, user_value in spec.broker_config.items():
+        conf[key] = _text(user_value)
     return conf
 
 
@@ -133,8 +133,8 @@ def controller_config(cg: ControllerGroup, ordinal: int, placement: ControllerPl
     )
     for key, value in placement.platform_defaults.items():
         conf.setdefault(key, value)
-    for key, value in cg.spec.controller_config.items():
-        conf[key] = _text(value)
+    for key, user_value in cg.spec.controller_config.items():
+        conf[key] = _text(user_value)
     return conf
 
 
@@ -146,7 +146,11 @@ def _namesrv_keys() -> dict[str, str]:
 def namesrv_config(cg: ControllerGroup, ordinal: int, placement: ControllerPlacement) -> dict[str, str]:
     """Config of a standalone name server (standalone: true)."""
     where = placement.name_server_replicas[ordinal]
-    conf = {"listenPort": str(where.listen_port), **_namesrv_keys(), "kvConfigPath": f"{where.store_root}/kvConfig.json"}
+    conf = {
+        "listenPort": str(where.listen_port),
+        **_namesrv_keys(),
+        "kvConfigPath": f"{where.store_root}/kvConfig.json",
+    }
     for key, value in cg.spec.controller_config.items():
         conf[key] = _text(value)
     return conf

@@ -294,8 +294,15 @@ def _statefulset(
     }
 
 
-def _service(name: str, namespace: str, component: str, group: str, ports: list[JSON], headless: bool,
-             extra_selector: dict[str, str] | None = None) -> JSON:
+def _service(
+    name: str,
+    namespace: str,
+    component: str,
+    group: str,
+    ports: list[JSON],
+    headless: bool,
+    extra_selector: dict[str, str] | None = None,
+) -> JSON:
     spec: JSON = {
         "selector": {**selector(group, component), **(extra_selector or {})},
         "ports": [{"name": p["name"], "port": p["containerPort"], "targetPort": p["name"]} for p in ports],
@@ -446,8 +453,9 @@ def render_controller_group(cg: ControllerGroup) -> list[JSON]:
             ports=ctl_ports,
             probe_port=CONTROLLER_PORT if standalone else NAMESRV_PORT,
             config_map=f"{name}-config",
-            config_digest=config_hash({k: v for k, v in files.items() if k.startswith(f"{name}-") and
-                                       not k.startswith(f"{name}-namesrv-")}),
+            config_digest=config_hash(
+                {k: v for k, v in files.items() if k.startswith(f"{name}-") and not k.startswith(f"{name}-namesrv-")}
+            ),
             **common,  # type: ignore[arg-type]
         )
     )
@@ -455,8 +463,7 @@ def render_controller_group(cg: ControllerGroup) -> list[JSON]:
     if standalone:
         ns_name = f"{name}-namesrv"
         ns_java = [*jvm_options("namesrv", heap, cg.spec.jvm.direct_memory), *cg.spec.jvm.extra_options]
-        objects.append(_service(f"{ns_name}-headless", namespace, "namesrv", name, CONTROLLER_PORTS[:1],
-                                headless=True))
+        objects.append(_service(f"{ns_name}-headless", namespace, "namesrv", name, CONTROLLER_PORTS[:1], headless=True))
         objects.append(_service(name, namespace, "namesrv", name, CONTROLLER_PORTS[:1], headless=False))
         ns_sts = _statefulset(
             name=ns_name,
@@ -479,9 +486,7 @@ def render_controller_group(cg: ControllerGroup) -> list[JSON]:
 
 def render_all(resources: list[BrokerGroup | ControllerGroup]) -> list[JSON]:
     """Every object for a set of manifests; BrokerGroups find their ControllerGroup among them."""
-    controllers = {
-        (namespace_of(r), r.metadata.name): r for r in resources if isinstance(r, ControllerGroup)
-    }
+    controllers = {(namespace_of(r), r.metadata.name): r for r in resources if isinstance(r, ControllerGroup)}
     out: list[JSON] = []
     for r in resources:
         if isinstance(r, ControllerGroup):

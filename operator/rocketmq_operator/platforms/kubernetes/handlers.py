@@ -1,0 +1,79 @@
+"""Kopf handler registration on a fresh registry (no import-time side effects, no global registry)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from rocketmq_operator.api.models import API_GROUP, API_VERSION
+from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
+from rocketmq_operator.platforms.kubernetes.reconcile import Outcome, reconcile
+
+RESYNC_SECONDS = 30.0
+KINDS = ("brokergroups", "controllergroups")
+
+
+def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.startup(registry=registry)
+    async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+        settings.posting.level = logging.INFO
+        settings.persistence.finalizer = "rocketmq-operator.dev/finalizer"
+        settings.watching.server_timeout = 300
+        memo.kube = await KubeClient.from_kopf_login()
+        memo.metrics = OperatorMetrics()
+        if metrics_port:
+            memo.metrics.serve(metrics_port)
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+        kube = getattr(memo, "kube", None)
+        if kube is not None:
+            await kube.close()
+
+    @kopf.on.probe(id="api", registry=registry)
+    async def probe_api(memo: kopf.Memo, **_: Any) -> bool:
+        return getattr(memo, "kube", None) is not None
+
+    async def run_pass(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, trigger: str) -> None:
+        raw: dict[str, Any] = dict(body)
+        metrics: OperatorMetrics = memo.metrics
+        kind = raw.get("kind", "?")
+        try:
+            outcome: Outcome = await reconcile(memo.kube, raw)
+        except Exception:
+            metrics.reconcile_errors.labels(kind=kind).inc()
+            raise
+        metrics.reconcile_seconds.labels(kind=kind).observe(outcome.seconds)
+        if outcome.applied:
+            logger.info("%s: applied %s", trigger, ", ".join(outcome.applied))
+            kopf.info(body, reason="Applied", message=", ".join(outcome.applied))
+        if outcome.blocked_reason:
+            logger.warning("%s: %s", outcome.blocked_reason, outcome.blocked_message)
+
+    for plural in KINDS:
+
+        @kopf.on.create(API_GROUP, API_VERSION, plural, registry=registry, id=f"{plural}-create")
+        @kopf.on.update(API_GROUP, API_VERSION, plural, registry=registry, id=f"{plural}-update", field="spec")
+        async def on_change(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+            await run_pass(body, memo, logger, "change")
+
+        # Level-based: also the resume after an operator restart and the repair of deleted objects.
+        @kopf.timer(
+            API_GROUP,
+            API_VERSION,
+            plural,
+            registry=registry,
+            id=f"{plural}-resync",
+            interval=RESYNC_SECONDS,
+            initial_delay=1.0,
+            idle=None,
+        )
+        async def resync(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+            await run_pass(body, memo, logger, "resync")
+
+    return registry

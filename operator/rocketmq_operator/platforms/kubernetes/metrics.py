@@ -1,0 +1,37 @@
+"""Prometheus metrics of the operator, on their own registry (one per operator instance, not global)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+
+class OperatorMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.reconcile_seconds = Histogram(
+            "rocketmq_operator_reconcile_seconds",
+            "Duration of one reconcile pass",
+            ["kind"],
+            registry=self.registry,
+        )
+        self.reconcile_errors = Counter(
+            "rocketmq_operator_reconcile_errors_total",
+            "Reconcile passes that raised",
+            ["kind"],
+            registry=self.registry,
+        )
+        self.master_changes = Counter(
+            "rocketmq_operator_master_changes_total",
+            "Master changes observed",
+            ["namespace", "group"],
+            registry=self.registry,
+        )
+        self.sync_state_set_size = Gauge(
+            "rocketmq_operator_sync_state_set_size",
+            "SyncStateSet members",
+            ["namespace", "group"],
+            registry=self.registry,
+        )
+
+    def serve(self, port: int) -> None:
+        start_http_server(port, registry=self.registry)

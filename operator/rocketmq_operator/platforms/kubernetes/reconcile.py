@@ -1,0 +1,180 @@
+"""The reconcile pipeline for one BrokerGroup or ControllerGroup, in ordered, guarded steps.
+
+validate → resolve references → render → apply what differs → status. Each step either continues or stops
+with a condition that says why (a blocked reconcile is a state in status, never an exception loop). Nothing is
+remembered between calls: what was applied is read back from the objects' hash annotation, so a restarted
+operator resumes from the cluster alone, and a resync with nothing to change makes no API write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
+from rocketmq_operator.api.validation import validate_document
+from rocketmq_operator.plan.conditions import same_conditions, set_condition
+from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.render.kubernetes import render_broker_group, render_controller_group
+
+JSON = dict[str, Any]
+ANNOTATION_APPLIED_HASH = "rocketmq-operator.dev/applied-hash"
+
+
+@dataclass
+class Outcome:
+    applied: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    blocked_reason: str | None = None
+    blocked_message: str = ""
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def object_hash(obj: JSON) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:20]
+
+
+def with_ownership(obj: JSON, owner: JSON) -> JSON:
+    """Owner reference (garbage collection on delete) and the hash of what we rendered."""
+    out: JSON = json.loads(json.dumps(obj))
+    meta = out["metadata"]
+    meta.setdefault("annotations", {})[ANNOTATION_APPLIED_HASH] = object_hash(obj)
+    meta["ownerReferences"] = [
+        {
+            "apiVersion": owner["apiVersion"],
+            "kind": owner["kind"],
+            "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    return out
+
+
+def _clean_body(body: JSON) -> JSON:
+    return {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "metadata": {
+            k: v for k, v in (body.get("metadata") or {}).items() if k in ("name", "namespace", "labels", "annotations")
+        },
+        "spec": body.get("spec") or {},
+    }
+
+
+async def apply_objects(kube: KubeClient, objects: list[JSON], owner: JSON, outcome: Outcome) -> None:
+    for obj in objects:
+        meta = obj["metadata"]
+        current = await kube.get(obj["kind"], meta["namespace"], meta["name"])
+        wanted_hash = object_hash(obj)
+        current_hash = ((current or {}).get("metadata", {}).get("annotations") or {}).get(ANNOTATION_APPLIED_HASH)
+        if current is not None and current_hash == wanted_hash:
+            outcome.unchanged += 1
+            continue
+        await kube.apply(with_ownership(obj, owner))
+        outcome.applied.append(f"{obj['kind']}/{meta['name']}")
+
+
+async def reconcile(kube: KubeClient, body: JSON) -> Outcome:
+    """One pass for either kind. `body` is the custom resource as read from the API."""
+    started = time.monotonic()
+    outcome = Outcome()
+    report = validate_document(_clean_body(body))
+    namespace = body["metadata"]["namespace"]
+    if not report.ok or report.resource is None:
+        outcome.blocked_reason = "InvalidSpec"
+        outcome.blocked_message = "; ".join(str(p) for p in report.errors)
+    else:
+        resource = report.resource
+        resource.metadata.namespace = namespace
+        outcome.warnings = [str(w) for w in report.warnings]
+        objects: list[JSON] | None = None
+        if isinstance(resource, ControllerGroup):
+            objects = render_controller_group(resource)
+        elif isinstance(resource, BrokerGroup):
+            objects = await _render_broker(kube, resource, namespace, outcome)
+        if objects is not None:
+            await apply_objects(kube, objects, body, outcome)
+    outcome.seconds = time.monotonic() - started
+    await write_status(kube, body, outcome)
+    return outcome
+
+
+async def _render_broker(kube: KubeClient, bg: BrokerGroup, namespace: str, outcome: Outcome) -> list[JSON] | None:
+    cg: ControllerGroup | None = None
+    if bg.spec.controller_ref is not None:
+        ref = bg.spec.controller_ref.name
+        raw = await kube.get("ControllerGroup", namespace, ref)
+        if raw is None:
+            outcome.blocked_reason = "ControllerGroupNotFound"
+            outcome.blocked_message = (
+                f"spec.controllerRef.name: ControllerGroup '{ref}' does not exist in namespace {namespace}; "
+                "fix: create it, or correct the name"
+            )
+            return None
+        ref_report = validate_document(_clean_body(raw))
+        if ref_report.resource is None or not isinstance(ref_report.resource, ControllerGroup):
+            outcome.blocked_reason = "ControllerGroupInvalid"
+            outcome.blocked_message = f"ControllerGroup '{ref}' is invalid; fix it first"
+            return None
+        cg = ref_report.resource
+        cg.metadata.namespace = namespace
+    return render_broker_group(bg, cg)
+
+
+def desired_status(body: JSON, outcome: Outcome, now: str) -> JSON:
+    status = dict(body.get("status") or {})
+    generation = body["metadata"].get("generation")
+    conditions = list(status.get("conditions") or [])
+    if outcome.blocked_reason:
+        conditions = set_condition(
+            conditions,
+            "Reconciled",
+            "False",
+            outcome.blocked_reason,
+            outcome.blocked_message,
+            now,
+            generation,
+        )
+        conditions = set_condition(
+            conditions, "Ready", "False", outcome.blocked_reason, outcome.blocked_message, now, generation
+        )
+    else:
+        message = "objects match the spec" if not outcome.applied else "applied " + ", ".join(outcome.applied)
+        if outcome.warnings:
+            message += "; warnings: " + "; ".join(outcome.warnings)
+        old = next((c for c in conditions if c.get("type") == "Reconciled"), None)
+        if old is not None and old.get("status") == "True" and not outcome.applied:
+            message = str(old.get("message", message))  # a no-op pass must not rewrite status
+        conditions = set_condition(conditions, "Reconciled", "True", "Applied", message, now, generation)
+        if not any(c.get("type") == "Ready" for c in conditions) or outcome.applied:
+            conditions = set_condition(
+                conditions,
+                "Ready",
+                "Unknown",
+                "WaitingForReplicas",
+                "objects applied; replica state is observed separately",
+                now,
+                generation,
+            )
+    return {"observedGeneration": generation, "conditions": conditions}
+
+
+async def write_status(kube: KubeClient, body: JSON, outcome: Outcome) -> None:
+    current = body.get("status") or {}
+    wanted = desired_status(body, outcome, now_iso())
+    if current.get("observedGeneration") == wanted["observedGeneration"] and same_conditions(
+        current.get("conditions") or [], wanted["conditions"]
+    ):
+        return
+    await kube.patch_status(body["kind"], body["metadata"]["namespace"], body["metadata"]["name"], wanted)
