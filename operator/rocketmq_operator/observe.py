@@ -1,0 +1,190 @@
+"""Observe broker groups: one `GroupState` per group from the controller leader and the brokers themselves.
+
+Contract: `observe_groups` never raises for an unreachable controller or broker; what could not be read is
+recorded (`controller_error`, `ReplicaObservation.reachable=False`) so decisions can deny on uncertainty.
+It sends one batched SyncStateSet request (CONTROLLER_GET_SYNC_STATE_DATA) for every group of a controller
+quorum. Remember (facts §9.4) the controller's set lags the master's by one ALTER round trip, and its `alive`
+flags are the leader's own heartbeat table: both are reported as read, with the time they were read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rocketmq_operator.remoting import RemotingClient, RemotingException, SyncStateInfo
+
+OBSERVE_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True)
+class ReplicaEndpoint:
+    """What the platform knows of a replica: its name (pod or local replica) and broker address."""
+
+    name: str
+    address: str  # host:listenPort, as the broker registers it
+
+
+@dataclass(frozen=True)
+class ReplicaObservation:
+    name: str
+    address: str
+    reachable: bool
+    broker_id: int | None = None  # the controller-assigned id (controller mode) or the configured id
+    controller_alive: bool | None = None
+    is_master: bool | None = None
+    max_offset: int | None = None
+    version: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupState:
+    group: str
+    observed_at: float  # time.time() when the observation finished
+    controller_mode: bool
+    controller_reachable: bool = False
+    controller_leader: str | None = None
+    controller_error: str | None = None
+    master_broker_id: int | None = None
+    master_address: str | None = None
+    master_epoch: int | None = None
+    sync_state_set: tuple[int, ...] = ()
+    sync_state_set_epoch: int | None = None
+    replicas: tuple[ReplicaObservation, ...] = field(default_factory=tuple)
+    # classic modes: slaves the master counts as in sync (HA connections within haMaxGapNotInSync)
+    classic_in_sync_addresses: tuple[str, ...] = ()
+
+    def replica_by_id(self, broker_id: int) -> ReplicaObservation | None:
+        return next((r for r in self.replicas if r.broker_id == broker_id), None)
+
+    @property
+    def master(self) -> ReplicaObservation | None:
+        if self.master_address:
+            found = next((r for r in self.replicas if r.address == self.master_address), None)
+            if found is not None:
+                return found
+        return next((r for r in self.replicas if r.is_master and r.reachable), None)
+
+
+async def _observe_replica(client: RemotingClient, ep: ReplicaEndpoint) -> ReplicaObservation:
+    try:
+        info = await client.get_runtime_info(ep.address, timeout=OBSERVE_TIMEOUT_S)
+        ha = await client.get_ha_status(ep.address, timeout=OBSERVE_TIMEOUT_S)
+    except (RemotingException, OSError) as exc:
+        return ReplicaObservation(ep.name, ep.address, reachable=False, error=str(exc) or type(exc).__name__)
+    max_offset = info.get("commitLogMaxOffset")
+    return ReplicaObservation(
+        ep.name,
+        ep.address,
+        reachable=True,
+        is_master=ha.master,
+        max_offset=int(max_offset) if max_offset and max_offset.lstrip("-").isdigit() else None,
+        version=info.get("brokerVersionDesc"),
+    )
+
+
+async def _classic_in_sync(client: RemotingClient, master: ReplicaObservation | None) -> tuple[str, ...]:
+    if master is None or not master.reachable:
+        return ()
+    try:
+        ha = await client.get_ha_status(master.address, timeout=OBSERVE_TIMEOUT_S)
+    except (RemotingException, OSError):
+        return ()
+    # HA connections are reported by the slave's client port, not its broker address: count them only.
+    return tuple(c.addr for c in ha.connections if c.in_sync)
+
+
+def _merge(
+    group: str,
+    endpoints: Sequence[ReplicaEndpoint],
+    observed: Sequence[ReplicaObservation],
+    sync: SyncStateInfo | None,
+    controller_mode: bool,
+    leader: str | None,
+    controller_error: str | None,
+) -> GroupState:
+    ids: dict[str, tuple[int, bool]] = {}
+    if sync is not None:
+        for ident in (*sync.in_sync_replicas, *sync.not_in_sync_replicas):
+            ids[ident.broker_address] = (ident.broker_id, ident.alive)
+    replicas = []
+    for obs in observed:
+        broker_id, alive = ids.get(obs.address, (None, None))
+        replicas.append(
+            ReplicaObservation(
+                obs.name,
+                obs.address,
+                obs.reachable,
+                broker_id=broker_id,
+                controller_alive=alive,
+                is_master=obs.is_master,
+                max_offset=obs.max_offset,
+                version=obs.version,
+                error=obs.error,
+            )
+        )
+    if not controller_mode:
+        # Classic modes: ids are fixed by ordinal (brokerId = ordinal); the master is ordinal 0.
+        replicas = [ReplicaObservation(**{**r.__dict__, "broker_id": i}) for i, r in enumerate(replicas)]
+    state = GroupState(
+        group=group,
+        observed_at=time.time(),
+        controller_mode=controller_mode,
+        controller_reachable=sync is not None,
+        controller_leader=leader,
+        controller_error=controller_error,
+        replicas=tuple(replicas),
+    )
+    if sync is not None:
+        state = GroupState(
+            **{
+                **state.__dict__,
+                "master_broker_id": sync.master_broker_id,
+                "master_address": sync.master_address,
+                "master_epoch": sync.master_epoch,
+                "sync_state_set": tuple(sorted(i.broker_id for i in sync.in_sync_replicas)),
+                "sync_state_set_epoch": sync.sync_state_set_epoch,
+            }
+        )
+    elif not controller_mode and replicas and replicas[0].reachable:
+        state = GroupState(**{**state.__dict__, "master_broker_id": 0, "master_address": replicas[0].address})
+    return state
+
+
+async def observe_groups(
+    client: RemotingClient,
+    controllers: Sequence[str],
+    groups: Mapping[str, Sequence[ReplicaEndpoint]],
+    controller_mode: Mapping[str, bool] | None = None,
+) -> dict[str, GroupState]:
+    """Observe every group; controller-mode groups share one leader lookup and one SyncStateSet request."""
+    modes = {g: (controller_mode or {}).get(g, bool(controllers)) for g in groups}
+    leader: str | None = None
+    controller_error: str | None = None
+    sync: dict[str, SyncStateInfo] = {}
+    wanted = [g for g in groups if modes[g]]
+    if wanted:
+        try:
+            meta = await client.find_controller_leader(list(controllers), timeout=OBSERVE_TIMEOUT_S)
+            leader = meta.leader_address
+            if leader is None:
+                raise RemotingException("no controller leader")
+            sync = await client.get_sync_state_data(leader, wanted, timeout=OBSERVE_TIMEOUT_S)
+        except (RemotingException, OSError) as exc:
+            controller_error = f"controller quorum unreadable: {exc or type(exc).__name__}"
+            sync = {}
+    names = list(groups)
+    observed = await asyncio.gather(
+        *(asyncio.gather(*(_observe_replica(client, ep) for ep in groups[g])) for g in names)
+    )
+    out: dict[str, GroupState] = {}
+    for group, obs in zip(names, observed, strict=True):
+        state = _merge(group, groups[group], obs, sync.get(group), modes[group], leader, controller_error)
+        if not modes[group]:
+            in_sync = await _classic_in_sync(client, state.master)
+            state = GroupState(**{**state.__dict__, "classic_in_sync_addresses": in_sync})
+        out[group] = state
+    return out

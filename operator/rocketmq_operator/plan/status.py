@@ -1,0 +1,232 @@
+"""Turn an observed group state into the BrokerGroup status both platforms show. Pure: time is an argument.
+
+Truthful by construction: `needAcks`/`writable` come from `quorum.predict_put` on what was observed; a
+controller quorum that could not be read is a condition (`ControllerUnavailable`), never a guess; a
+`{deadMaster}` SyncStateSet (facts §9.5) is `NoEligibleMaster` with what the user can do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from rocketmq_operator.api.models import (
+    BrokerGroupSpec,
+    BrokerGroupStatus,
+    Condition,
+    HAMode,
+    MasterChange,
+    MasterStatus,
+    ReplicaStatus,
+    SyncStateSetStatus,
+)
+from rocketmq_operator.quorum import effective_quorum, predict_put
+
+HISTORY_LIMIT = 10
+
+
+class ReplicaView(Protocol):
+    name: str
+    address: str
+    reachable: bool
+    broker_id: int | None
+    controller_alive: bool | None
+    is_master: bool | None
+    max_offset: int | None
+    version: str | None
+
+
+class GroupView(Protocol):
+    """The parts of `observe.GroupState` this module reads (kept structural so the core needs no I/O layer)."""
+
+    controller_mode: bool
+    controller_reachable: bool
+    controller_error: str | None
+    master_broker_id: int | None
+    master_address: str | None
+    master_epoch: int | None
+    sync_state_set: tuple[int, ...]
+    sync_state_set_epoch: int | None
+    classic_in_sync_addresses: tuple[str, ...]
+
+    @property
+    def replicas(self) -> Sequence[ReplicaView]: ...
+
+
+@dataclass(frozen=True)
+class Counts:
+    alive: int
+    in_sync: int
+    master_alive: bool
+
+
+def _master_view(state: GroupView) -> ReplicaView | None:
+    if state.master_address:
+        return next((r for r in state.replicas if r.address == state.master_address), None)
+    return None
+
+
+def counts(spec: BrokerGroupSpec, state: GroupView) -> Counts:
+    master = _master_view(state)
+    master_alive = master is not None and master.reachable
+    alive = sum(1 for r in state.replicas if r.reachable)
+    if HAMode(spec.ha_mode) is HAMode.CONTROLLER:
+        in_sync = len(state.sync_state_set)
+    else:
+        in_sync = 1 + len(state.classic_in_sync_addresses) if master_alive else 0
+    return Counts(alive=alive, in_sync=in_sync, master_alive=master_alive)
+
+
+def build_broker_status(
+    spec: BrokerGroupSpec,
+    state: GroupView,
+    previous: BrokerGroupStatus | None,
+    now: str,
+    generation: int | None = None,
+) -> BrokerGroupStatus:
+    params = effective_quorum(spec)
+    mode = params.mode
+    c = counts(spec, state)
+    master = _master_view(state)
+    controller_down = mode is HAMode.CONTROLLER and not state.controller_reachable
+    prev = previous or BrokerGroupStatus()
+
+    master_status = prev.master
+    sss_status = prev.sync_state_set
+    if not controller_down:
+        master_status = MasterStatus(
+            broker_id=state.master_broker_id,
+            replica=master.name if master else None,
+            address=state.master_address,
+            epoch=state.master_epoch,
+        )
+        if mode is HAMode.CONTROLLER:
+            sss_status = SyncStateSetStatus(members=list(state.sync_state_set), epoch=state.sync_state_set_epoch)
+
+    master_offset = master.max_offset if master is not None else None
+    replicas: list[ReplicaStatus] = []
+    for r in state.replicas:
+        is_master = r.address == state.master_address and state.master_address is not None
+        in_sync = (r.broker_id in state.sync_state_set) if mode is HAMode.CONTROLLER else is_master
+        lag = None
+        if master_offset is not None and r.max_offset is not None:
+            lag = max(0, master_offset - r.max_offset)
+        replicas.append(
+            ReplicaStatus(
+                name=r.name,
+                broker_id=r.broker_id,
+                role="master" if is_master else ("slave" if r.reachable else "unknown"),
+                alive=r.reachable,
+                in_sync=bool(in_sync and r.reachable),
+                max_offset=r.max_offset,
+                lag_bytes=lag,
+                version=r.version,
+                address=r.address,
+            )
+        )
+
+    prediction = predict_put(params, c.alive, max(c.in_sync, 1), master_alive=c.master_alive)
+    writable = prediction.stored and c.master_alive
+    one_less = predict_put(params, max(c.alive - 1, 0), max(c.in_sync - 1, 1), master_alive=c.alive > 1)
+
+    conds: list[tuple[str, str, str, str]] = []
+    if mode is HAMode.CONTROLLER:
+        conds.append(
+            ("ControllerUnavailable", "True", "ControllerQuorumUnreadable", state.controller_error or "")
+            if controller_down
+            else ("ControllerUnavailable", "False", "ControllerReachable", "the controller leader answered")
+        )
+    no_master = state.master_broker_id is None or not c.master_alive
+    eligible = [
+        r for r in state.replicas if r.reachable and r.broker_id in state.sync_state_set and not controller_down
+    ]
+    if mode is HAMode.CONTROLLER and not controller_down and no_master and not eligible:
+        conds.append(
+            (
+                "NoEligibleMaster",
+                "True",
+                "NoAliveSyncStateSetMember",
+                f"no alive member of the SyncStateSet {list(state.sync_state_set)} can be elected; "
+                "bring a member back (its data is the newest), or set spec.failover.allowUnclean: true "
+                "to accept losing acknowledged messages",
+            )
+        )
+    else:
+        conds.append(("NoEligibleMaster", "False", "EligibleMasterExists", ""))
+    conds.append(
+        ("Available", "True", "Writable", f"a put needs {prediction.need_acks} ack(s): {prediction.outcome.value}")
+        if writable
+        else ("Available", "False", prediction.outcome.value, prediction.why)
+    )
+    degraded = c.in_sync < params.in_sync_replicas
+    conds.append(
+        ("Degraded", "True", "FewerInSync", f"{c.in_sync} in sync, inSyncReplicas is {params.in_sync_replicas}")
+        if degraded
+        else ("Degraded", "False", "InSync", f"{c.in_sync} in sync")
+    )
+    at_risk = writable and not one_less.stored
+    conds.append(
+        ("QuorumAtRisk", "True", "OneLossBlocksWrites", f"losing one more replica gives {one_less.outcome.value}")
+        if at_risk
+        else ("QuorumAtRisk", "False", "Tolerates", "")
+    )
+    all_good = c.master_alive and c.alive == spec.replicas and c.in_sync == spec.replicas and not controller_down
+    conds.append(
+        ("Ready", "True", "AllReplicasInSync", f"{c.alive}/{spec.replicas} alive and in sync")
+        if all_good
+        else ("Ready", "False", "NotAllInSync", f"{c.alive}/{spec.replicas} alive, {c.in_sync} in sync")
+    )
+
+    conditions = merge_conditions(prev.conditions, conds, now, generation)
+    history = list(prev.history)
+    if (
+        not controller_down
+        and prev.master is not None
+        and (prev.master.broker_id, prev.master.epoch) != (state.master_broker_id, state.master_epoch)
+        and state.master_broker_id is not None
+        and prev.master.epoch is not None
+    ):
+        history.append(
+            MasterChange(
+                time=now,
+                from_broker_id=prev.master.broker_id,
+                to_broker_id=state.master_broker_id,
+                epoch=state.master_epoch,
+                reason="elected by the RocketMQ controller",
+            )
+        )
+        history = history[-HISTORY_LIMIT:]
+    return BrokerGroupStatus(
+        observed_generation=generation if generation is not None else prev.observed_generation,
+        conditions=conditions,
+        master=master_status,
+        sync_state_set=sss_status,
+        replicas=replicas,
+        need_acks=prediction.need_acks,
+        writable=writable,
+        history=history,
+        phase="Ready" if all_good else ("Available" if writable else "Unavailable"),
+    )
+
+
+def merge_conditions(
+    previous: Sequence[Condition], wanted: Sequence[tuple[str, str, str, str]], now: str, generation: int | None
+) -> list[Condition]:
+    """New conditions; lastTransitionTime moves only when a condition's status flips."""
+    old = {c.type: c for c in previous}
+    out: list[Condition] = []
+    for type_, status, reason, message in wanted:
+        before = old.get(type_)
+        since = before.last_transition_time if before is not None and before.status == status else now
+        out.append(
+            Condition(
+                type=type_,
+                status=status,
+                reason=reason,
+                message=message,
+                last_transition_time=since,
+                observed_generation=generation,
+            )
+        )
+    return out
