@@ -64,15 +64,21 @@ class Counts:
 def _master_view(state: GroupView) -> ReplicaView | None:
     if state.master_address:
         return next((r for r in state.replicas if r.address == state.master_address), None)
+    if state.controller_mode and not state.controller_reachable:
+        # The data plane outlives the controller: the broker that says it is master still serves.
+        return next((r for r in state.replicas if r.reachable and r.is_master), None)
     return None
 
 
-def counts(spec: BrokerGroupSpec, state: GroupView) -> Counts:
+def counts(spec: BrokerGroupSpec, state: GroupView, previous: BrokerGroupStatus | None = None) -> Counts:
     master = _master_view(state)
     master_alive = master is not None and master.reachable
     alive = sum(1 for r in state.replicas if r.reachable)
     if HAMode(spec.ha_mode) is HAMode.CONTROLLER:
         in_sync = len(state.sync_state_set)
+        if not state.controller_reachable and previous is not None and previous.sync_state_set is not None:
+            # Without the controller the master cannot shrink its set (facts §3.3): the last known set holds.
+            in_sync = len(previous.sync_state_set.members)
     else:
         in_sync = 1 + len(state.classic_in_sync_addresses) if master_alive else 0
     return Counts(alive=alive, in_sync=in_sync, master_alive=master_alive)
@@ -87,7 +93,7 @@ def build_broker_status(
 ) -> BrokerGroupStatus:
     params = effective_quorum(spec)
     mode = params.mode
-    c = counts(spec, state)
+    c = counts(spec, state, previous)
     master = _master_view(state)
     controller_down = mode is HAMode.CONTROLLER and not state.controller_reachable
     prev = previous or BrokerGroupStatus()
