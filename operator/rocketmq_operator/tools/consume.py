@@ -1,0 +1,431 @@
+"""Consumer tool: read every queue of a topic once, count, find duplicates, digest (a read tool).
+
+Contract:
+
+* Queues: every readable queue-data entry of the route, queue ids ``0 .. readQueueNums-1`` of each broker
+  group. Each queue starts at the master's min offset (``start="earliest"``, GET_MIN_OFFSET) or max offset
+  (``"latest"``), falling back to the lowest-id replica when the route has no master.
+* Pulls (PULL_MESSAGE with the SUBSCRIPTION bit, ``batch_size`` at a time) go to the master with
+  ``read_from="master"``. With ``"auto"`` each queue follows the broker's ``suggest_which_broker_id``: the
+  suggested id is looked up in the route's ``brokerAddrs``; when that id is not present the master is used
+  (and the lowest id present when there is no master). FOUND advances to ``next_begin_offset``;
+  NO_MATCHED_MSG skips ahead; NO_NEW_MSG marks the queue caught up and polls again after ``poll_interval``;
+  RETRY (e.g. a slave sending a caught-up consumer back) pulls again; OFFSET_ILLEGAL restarts the queue from
+  the min offset (re-reading shows up as duplicates). A failed pull (connection, timeout, refusal such as
+  SYSTEM_BUSY from a slave without ``slaveReadEnable``) is counted in ``errors``, sends the queue back to
+  the master, refreshes the route and retries after a back-off.
+* The run stops when ``max_messages`` messages were read, or when no new message arrived for
+  ``idle_timeout`` seconds and every queue is caught up (reached its max offset) or is failing.
+* Message identity is its ``KEYS`` property (keys joined by a space); messages without keys use their
+  ``msg_id`` and are counted in ``without_key``. ``duplicates`` = ``count - unique`` (deliveries of a key
+  already seen). ``digest`` is the :mod:`.digest` of the distinct (key, body) pairs read, comparable with the
+  producer's ``acknowledged_digest``. ``body_mismatches`` counts messages whose body is not
+  ``body_for(key, len(body))`` (meaningful for topics written by the produce tool).
+* Consumer offsets are not committed unless ``commit=True``: then, at the end, each queue's next offset is
+  written to its master with UPDATE_CONSUMER_OFFSET for ``group``.
+* :meth:`ConsumeReport.to_json` is the CLI's ``--json`` document: ``count``, ``unique``, ``duplicates``,
+  ``digest``, ``per_queue`` (``"<brokerName>:<queueId>"`` -> counts and offsets), ``served_by``
+  (``"<brokerName>/<brokerId>"`` -> messages), ``elapsed_s`` and the other fields of the report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from rocketmq_operator.remoting import (
+    Message,
+    PullResult,
+    RemotingClient,
+    RemotingConnectionError,
+    RemotingError,
+    RemotingException,
+    RemotingTimeout,
+    TopicRoute,
+)
+
+from .digest import Digest, body_matches
+from .routing import RouteClient, ToolError, TopicRouter, broker_address, is_topic_not_exist
+
+DEFAULT_CONSUMER_GROUP = "rocketmq-operator-consume"
+DEFAULT_IDLE_TIMEOUT_S = 3.0
+DEFAULT_BATCH = 32
+ERROR_BACKOFF_S = 0.2
+
+Start = Literal["earliest", "latest"]
+ReadFrom = Literal["auto", "master"]
+
+
+class ConsumeClient(RouteClient, Protocol):
+    async def pull(
+        self,
+        addr: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_nums: int = ...,
+        consumer_group: str = ...,
+        *,
+        timeout: float | None = None,
+    ) -> PullResult: ...
+
+    async def get_min_offset(self, addr: str, topic: str, queue_id: int, *, timeout: float | None = None) -> int: ...
+
+    async def get_max_offset(self, addr: str, topic: str, queue_id: int, *, timeout: float | None = None) -> int: ...
+
+    async def update_consumer_offset(
+        self, addr: str, consumer_group: str, topic: str, queue_id: int, offset: int, *, timeout: float | None = None
+    ) -> None: ...
+
+
+def error_kind(exc: BaseException) -> str:
+    if isinstance(exc, RemotingTimeout):
+        return "TIMEOUT"
+    if isinstance(exc, RemotingConnectionError):
+        return "CONNECTION_ERROR"
+    if isinstance(exc, RemotingError):
+        return exc.code_name
+    return "BAD_RESPONSE"
+
+
+def message_identity(message: Message) -> tuple[str, bool]:
+    """(identity, has_key): the KEYS joined by a space, else the message id."""
+    keys = message.keys
+    if keys:
+        return " ".join(keys), True
+    return message.msg_id or message.offset_msg_id, False
+
+
+@dataclass(slots=True)
+class QueueProgress:
+    broker_name: str
+    queue_id: int
+    start_offset: int | None = None
+    next_offset: int | None = None
+    max_offset: int | None = None
+    count: int = 0
+    caught_up: bool = False
+    failing: bool = False
+    offset_resets: int = 0
+    errors: int = 0
+    suggested_id: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.broker_name}:{self.queue_id}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "start_offset": self.start_offset,
+            "next_offset": self.next_offset,
+            "max_offset": self.max_offset,
+            "caught_up": self.caught_up,
+            "offset_resets": self.offset_resets,
+            "errors": self.errors,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeReport:
+    topic: str
+    count: int
+    unique: int
+    duplicates: int
+    digest: str
+    per_queue: dict[str, QueueProgress]
+    served_by: dict[str, int]
+    elapsed_s: float
+    without_key: int = 0
+    body_mismatches: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    committed: bool = False
+    keys: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "count": self.count,
+            "unique": self.unique,
+            "duplicates": self.duplicates,
+            "digest": self.digest,
+            "per_queue": {name: q.to_json() for name, q in sorted(self.per_queue.items())},
+            "served_by": dict(sorted(self.served_by.items())),
+            "elapsed_s": self.elapsed_s,
+            "without_key": self.without_key,
+            "body_mismatches": self.body_mismatches,
+            "errors": dict(sorted(self.errors.items())),
+            "committed": self.committed,
+        }
+
+
+class _Run:
+    """Shared state of one consume run."""
+
+    def __init__(
+        self,
+        client: ConsumeClient,
+        router: TopicRouter,
+        *,
+        group: str,
+        start: Start,
+        read_from: ReadFrom,
+        max_messages: int | None,
+        batch_size: int,
+        timeout: float,
+        poll_interval: float,
+    ) -> None:
+        self.client = client
+        self.router = router
+        self.topic = router.topic
+        self.group = group
+        self.start = start
+        self.read_from = read_from
+        self.max_messages = max_messages
+        self.batch_size = batch_size
+        self.timeout = timeout
+        self.poll_interval = poll_interval
+        self.count = 0
+        self.without_key = 0
+        self.body_mismatches = 0
+        self.seen: set[str] = set()
+        self.digest = Digest()
+        self.served_by: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.last_message = time.monotonic()
+        self.done = asyncio.Event()
+
+    def target(self, queue: QueueProgress, wanted_id: int) -> tuple[str, int] | None:
+        return broker_address(self.router.broker(queue.broker_name), wanted_id)
+
+    def _accept(self, queue: QueueProgress, message: Message, served: str) -> None:
+        identity, has_key = message_identity(message)
+        self.count += 1
+        queue.count += 1
+        self.served_by[served] += 1
+        if not has_key:
+            self.without_key += 1
+        elif not body_matches(identity, message.body):
+            self.body_mismatches += 1
+        self.seen.add(identity)
+        self.digest.add(identity, message.body)
+
+    async def _fail(self, queue: QueueProgress, exc: RemotingException) -> None:
+        self.errors[error_kind(exc)] += 1
+        queue.errors += 1
+        queue.failing = True
+        queue.suggested_id = 0
+        await self.router.refresh(self.router.generation)
+        await asyncio.sleep(ERROR_BACKOFF_S)
+
+    async def _initial_offset(self, queue: QueueProgress) -> bool:
+        target = self.target(queue, 0)
+        if target is None:
+            queue.failing = True
+            await asyncio.sleep(ERROR_BACKOFF_S)
+            await self.router.refresh(self.router.generation)
+            return False
+        addr = target[0]
+        try:
+            if self.start == "earliest":
+                offset = await self.client.get_min_offset(addr, self.topic, queue.queue_id, timeout=self.timeout)
+            else:
+                offset = await self.client.get_max_offset(addr, self.topic, queue.queue_id, timeout=self.timeout)
+        except RemotingException as exc:
+            await self._fail(queue, exc)
+            return False
+        queue.start_offset = queue.next_offset = offset
+        return True
+
+    async def _min_offset(self, queue: QueueProgress, fallback: int) -> int:
+        target = self.target(queue, 0)
+        if target is not None:
+            try:
+                return await self.client.get_min_offset(target[0], self.topic, queue.queue_id, timeout=self.timeout)
+            except RemotingException as exc:
+                self.errors[error_kind(exc)] += 1
+        return fallback
+
+    async def read(self, queue: QueueProgress) -> None:
+        while not self.done.is_set():
+            if queue.next_offset is None and not await self._initial_offset(queue):
+                continue
+            offset = queue.next_offset
+            assert offset is not None
+            wanted = queue.suggested_id if self.read_from == "auto" else 0
+            target = self.target(queue, wanted)
+            if target is None:
+                queue.failing = True
+                self.errors["NO_ROUTE"] += 1
+                await asyncio.sleep(ERROR_BACKOFF_S)
+                await self.router.refresh(self.router.generation)
+                continue
+            addr, broker_id = target
+            try:
+                result = await self.client.pull(
+                    addr, self.topic, queue.queue_id, offset, self.batch_size, self.group, timeout=self.timeout
+                )
+            except RemotingException as exc:
+                await self._fail(queue, exc)
+                continue
+            queue.failing = False
+            queue.max_offset = result.max_offset
+            if self.read_from == "auto":
+                queue.suggested_id = result.suggest_which_broker_id
+            if result.status == "FOUND":
+                served = f"{queue.broker_name}/{broker_id}"
+                next_offset = result.next_begin_offset
+                for message in result.messages:
+                    self._accept(queue, message, served)
+                    if self.max_messages is not None and self.count >= self.max_messages:
+                        next_offset = message.queue_offset + 1
+                        self.done.set()
+                        break
+                queue.next_offset = next_offset
+                queue.caught_up = queue.next_offset >= result.max_offset
+                if result.messages:
+                    self.last_message = time.monotonic()
+            elif result.status == "NO_NEW_MSG":
+                queue.caught_up = True
+                await asyncio.sleep(self.poll_interval)
+            elif result.status == "NO_MATCHED_MSG":
+                queue.next_offset = result.next_begin_offset
+            elif result.status == "OFFSET_ILLEGAL":
+                queue.offset_resets += 1
+                queue.next_offset = await self._min_offset(queue, result.min_offset)
+                queue.suggested_id = 0
+            else:  # RETRY
+                await asyncio.sleep(0 if broker_id != queue.suggested_id else self.poll_interval)
+
+    def idle(self, queues: Sequence[QueueProgress], idle_timeout: float) -> bool:
+        if time.monotonic() - self.last_message < idle_timeout:
+            return False
+        return all(q.caught_up or q.failing for q in queues)
+
+
+def _queues(route: TopicRoute) -> list[QueueProgress]:
+    out: list[QueueProgress] = []
+    for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
+        if qd.readable:
+            out.extend(QueueProgress(qd.broker_name, i) for i in range(qd.read_queue_nums))
+    return out
+
+
+async def consume(
+    namesrv: str | Sequence[str] | None,
+    topic: str,
+    *,
+    start: Start = "earliest",
+    group: str = DEFAULT_CONSUMER_GROUP,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S,
+    max_messages: int | None = None,
+    read_from: ReadFrom = "auto",
+    commit: bool = False,
+    timeout: float = 3.0,
+    batch_size: int = DEFAULT_BATCH,
+    poll_interval: float = 0.1,
+    client: ConsumeClient | None = None,
+) -> ConsumeReport:
+    """Read ``topic`` from every queue until idle (or ``max_messages``) and report what was read."""
+    if start not in ("earliest", "latest"):
+        raise ToolError(f"--from must be earliest or latest, got {start!r}")
+    if read_from not in ("auto", "master"):
+        raise ToolError(f"--read-from must be auto or master, got {read_from!r}")
+    if idle_timeout < 0 or timeout <= 0 or batch_size < 1 or poll_interval < 0:
+        raise ToolError("idle timeout and poll interval must be >= 0, timeout > 0 and batch size >= 1")
+    if max_messages is not None and max_messages < 0:
+        raise ToolError(f"--max-messages must be >= 0, got {max_messages}")
+    own: RemotingClient | None = None
+    if client is None:
+        if not namesrv:
+            raise ToolError("no name server address given (--namesrv host:port[;host:port])")
+        own = RemotingClient(namesrv, connect_timeout=timeout, request_timeout=timeout)
+        client = own
+    t0 = time.perf_counter()
+    try:
+        try:
+            route = await client.get_route(topic, timeout=timeout)
+        except RemotingException as exc:
+            if is_topic_not_exist(exc):
+                raise ToolError(f"topic {topic!r} does not exist") from exc
+            raise ToolError(f"route lookup for topic {topic!r} failed: {exc}") from exc
+        router = TopicRouter(client, topic, timeout=timeout, route=route)
+        run = _Run(
+            client,
+            router,
+            group=group,
+            start=start,
+            read_from=read_from,
+            max_messages=max_messages,
+            batch_size=batch_size,
+            timeout=timeout,
+            poll_interval=poll_interval,
+        )
+        queues = _queues(route)
+        if max_messages == 0:
+            run.done.set()
+        tasks = [asyncio.create_task(run.read(q), name=f"consume-{q.name}") for q in queues]
+        try:
+            while not run.done.is_set():
+                if any(t.done() for t in tasks):
+                    break
+                if run.idle(queues, idle_timeout):
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(run.done.wait(), timeout=min(0.05, max(poll_interval, 0.001)))
+        finally:
+            run.done.set()
+            for task in tasks:
+                task.cancel()
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+        for outcome in results:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+                raise outcome
+        committed = False
+        if commit:
+            committed = await _commit(run, queues)
+        elapsed = time.perf_counter() - t0
+    finally:
+        if own is not None:
+            await own.close()
+    return ConsumeReport(
+        topic=topic,
+        count=run.count,
+        unique=len(run.seen),
+        duplicates=run.count - len(run.seen),
+        digest=run.digest.hexdigest(),
+        per_queue={q.name: q for q in queues},
+        served_by=dict(run.served_by),
+        elapsed_s=round(elapsed, 3),
+        without_key=run.without_key,
+        body_mismatches=run.body_mismatches,
+        errors=dict(run.errors),
+        committed=committed,
+        keys=frozenset(run.seen),
+    )
+
+
+async def _commit(run: _Run, queues: Sequence[QueueProgress]) -> bool:
+    ok = True
+    for queue in queues:
+        if queue.next_offset is None:
+            continue
+        broker = run.router.broker(queue.broker_name)
+        master = broker.master_addr if broker is not None else None
+        if master is None:
+            run.errors["COMMIT_NO_MASTER"] += 1
+            ok = False
+            continue
+        try:
+            await run.client.update_consumer_offset(
+                master, run.group, run.topic, queue.queue_id, queue.next_offset, timeout=run.timeout
+            )
+        except RemotingException as exc:
+            run.errors[f"COMMIT_{error_kind(exc)}"] += 1
+            ok = False
+    return ok

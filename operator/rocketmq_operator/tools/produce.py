@@ -1,0 +1,573 @@
+"""Producer tool: send N keyed messages (or a steady stream) with Java-producer-like retries, and report.
+
+Contract:
+
+* Message ``seq`` has key ``key_prefix + str(seq)`` (sent as the ``KEYS`` property) and body
+  ``digest.body_for(key, size)``. The default prefix is random per run (``rmqop-<8 hex>-``).
+* Queue choice: round-robin over the writable queues of master brokers (:mod:`.routing`), sent with
+  SEND_MESSAGE_V2 through ``client.send`` to the master's address.
+* Retries (like ``DefaultMQProducer`` with ``retryTimesWhenSendFailed=retries``): at most ``1 + retries``
+  attempts per message, each with its own ``timeout``. An attempt is retried - on a queue of another broker
+  when there is one, otherwise on the next queue, after a route refresh - when it ends in a connection
+  error, a timeout, no writable queue in the route, or one of :data:`RETRYABLE_CODES` (the Java client's
+  ``retryResponseCodes``: SYSTEM_ERROR 1, which includes IN_SYNC_REPLICAS_NOT_ENOUGH, SYSTEM_BUSY 2,
+  SERVICE_NOT_AVAILABLE 14, NO_PERMISSION 16, TOPIC_NOT_EXIST 17, NO_BUYER_ID 204, NOT_IN_CURRENT_UNIT 205).
+  A stored status (PUT_OK, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE) is final and never
+  retried; any other status or exception fails the message at once. A timed-out attempt may still have been
+  stored, so a retry after it can duplicate a message, exactly as with the Java client.
+* A message is *acknowledged* when its final status is a stored one. Failure names are the status name
+  (``codes.put_status``: ``IN_SYNC_REPLICAS_NOT_ENOUGH``, ``SYSTEM_BUSY``, ...) or one of the exception kinds
+  ``TIMEOUT``, ``CONNECTION_ERROR``, ``NO_ROUTE``, ``BAD_RESPONSE``.
+* :func:`produce` returns a :class:`ProduceReport` (``to_json()`` is the CLI's ``--json`` document):
+  ``statuses`` counts the final status (or failure kind) of every message, ``failures`` those of the
+  messages that finally failed, ``attempt_failures`` every failed attempt. ``latency_ms`` is per acknowledged
+  message, end to end including retries. ``elapsed_s`` runs from the first send to the last answer (topic
+  setup excluded); ``msgs_per_s`` is acknowledged / elapsed. ``digest`` and ``acknowledged_digest`` are the
+  same value, the :mod:`.digest` of the acknowledged messages (compare it with the consumer's ``digest``);
+  ``sent_digest`` covers every message attempted.
+* :class:`SteadyProducer` sends at a fixed rate (at most ``max_in_flight`` sends outstanding; after a stall it
+  resumes the rate without a burst) until stopped, and records per message the wall-clock start and end,
+  the final status and the attempts (:class:`SendRecord`). :func:`recovery_windows` computes OpenChaos's
+  client-visible unavailability windows from such records.
+* Passing ``client`` uses (and does not close) that client; otherwise a :class:`RemotingClient` is made for
+  ``namesrv`` and closed. Setup problems raise :class:`ToolError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import secrets
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Protocol
+
+from rocketmq_operator.remoting import (
+    RemotingClient,
+    RemotingConnectionError,
+    RemotingException,
+    RemotingTimeout,
+    ResponseCode,
+    SendResult,
+)
+
+from .digest import Digest, body_for
+from .routing import DEFAULT_ROUTE_REFRESH_S, RouteClient, ToolError, TopicRouter, ensure_topic
+from .stats import latency_summary
+
+DEFAULT_PRODUCER_GROUP = "rocketmq-operator-produce"
+DEFAULT_SIZE = 1024
+DEFAULT_CONCURRENCY = 8
+DEFAULT_TIMEOUT_S = 3.0
+DEFAULT_RETRIES = 2
+
+RETRYABLE_CODES: frozenset[int] = frozenset(
+    {
+        ResponseCode.SYSTEM_ERROR,
+        ResponseCode.SYSTEM_BUSY,
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        ResponseCode.NO_PERMISSION,
+        ResponseCode.TOPIC_NOT_EXIST,
+        ResponseCode.NO_BUYER_ID,
+        ResponseCode.NOT_IN_CURRENT_UNIT,
+    }
+)
+STORED_STATUSES: frozenset[str] = frozenset(
+    {"PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}
+)
+
+KIND_TIMEOUT = "TIMEOUT"
+KIND_CONNECTION = "CONNECTION_ERROR"
+KIND_NO_ROUTE = "NO_ROUTE"
+KIND_BAD_RESPONSE = "BAD_RESPONSE"
+
+
+class Decision(enum.Enum):
+    ACK = "ack"
+    RETRY = "retry"
+    FAIL = "fail"
+
+
+def classify_result(result: SendResult) -> Decision:
+    """What a producer does with a broker answer: stored -> ACK, retryable code -> RETRY, else FAIL."""
+    if result.stored:
+        return Decision.ACK
+    if result.code in RETRYABLE_CODES:
+        return Decision.RETRY
+    return Decision.FAIL
+
+
+def classify_exception(exc: BaseException) -> tuple[str, Decision]:
+    """Failure kind and decision for an exception raised by a send attempt."""
+    if isinstance(exc, RemotingTimeout):
+        return KIND_TIMEOUT, Decision.RETRY
+    if isinstance(exc, RemotingConnectionError):
+        return KIND_CONNECTION, Decision.RETRY
+    return KIND_BAD_RESPONSE, Decision.FAIL
+
+
+class ProduceClient(RouteClient, Protocol):
+    async def send(
+        self,
+        addr: str,
+        topic: str,
+        body: bytes,
+        queue_id: int,
+        *,
+        keys: str | None = None,
+        producer_group: str = ...,
+        broker_name: str | None = None,
+        timeout: float | None = None,
+    ) -> SendResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SendRecord:
+    """The outcome of one message (all attempts)."""
+
+    seq: int
+    key: str
+    start: float
+    """Wall-clock (epoch seconds) when the first attempt started."""
+    end: float
+    """Wall-clock when the final answer (or failure) arrived."""
+    latency_ms: float
+    status: str
+    """Final status name (``PUT_OK``, ``FLUSH_SLAVE_TIMEOUT``, ...) or failure kind."""
+    stored: bool
+    attempts: int
+    attempt_failures: tuple[str, ...] = ()
+    broker_name: str | None = None
+    queue_id: int | None = None
+    queue_offset: int = -1
+    error: str | None = None
+    body: bytes = field(default=b"", repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """Acknowledged: the final status says the broker stored the message."""
+        return self.stored
+
+
+class Sender:
+    """Sends one message with retries over a shared :class:`TopicRouter`."""
+
+    def __init__(
+        self,
+        client: ProduceClient,
+        router: TopicRouter,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        retries: int = DEFAULT_RETRIES,
+        producer_group: str = DEFAULT_PRODUCER_GROUP,
+    ) -> None:
+        self.client = client
+        self.router = router
+        self.timeout = timeout
+        self.retries = retries
+        self.producer_group = producer_group
+
+    async def send(self, seq: int, key: str, body: bytes) -> SendRecord:
+        wall_start = time.time()
+        t0 = time.perf_counter()
+        failures: list[str] = []
+        avoid: str | None = None
+        status = KIND_NO_ROUTE
+        error: str | None = None
+        broker_name: str | None = None
+        queue_id: int | None = None
+
+        def record(stored: bool, offset: int = -1) -> SendRecord:
+            return SendRecord(
+                seq=seq,
+                key=key,
+                start=wall_start,
+                end=time.time(),
+                latency_ms=(time.perf_counter() - t0) * 1000.0,
+                status=status,
+                stored=stored,
+                attempts=attempt,
+                attempt_failures=tuple(failures),
+                broker_name=broker_name,
+                queue_id=queue_id,
+                queue_offset=offset,
+                error=error,
+                body=body,
+            )
+
+        attempt = 0
+        while attempt <= self.retries:
+            attempt += 1
+            queue, generation = await self.router.pick(avoid)
+            if queue is None:
+                await self.router.refresh(generation)
+                queue, generation = await self.router.pick(avoid)
+            if queue is None:
+                status = KIND_NO_ROUTE
+                error = self.router.last_error or f"no writable queue of a master for topic {self.router.topic!r}"
+                failures.append(status)
+                continue
+            broker_name, queue_id = queue.broker_name, queue.queue_id
+            try:
+                result = await self.client.send(
+                    queue.addr,
+                    self.router.topic,
+                    body,
+                    queue.queue_id,
+                    keys=key,
+                    producer_group=self.producer_group,
+                    broker_name=queue.broker_name,
+                    timeout=self.timeout,
+                )
+            except RemotingException as exc:
+                status, decision = classify_exception(exc)
+                error = f"{queue.broker_name}@{queue.addr}: {exc}"
+            else:
+                status = result.status
+                decision = classify_result(result)
+                if decision is Decision.ACK:
+                    error = None
+                    return record(True, result.queue_offset)
+                error = f"{queue.broker_name}@{queue.addr}: {result.status} ({result.code}): {result.remark or ''}"
+            failures.append(status)
+            if decision is Decision.FAIL:
+                break
+            avoid = queue.broker_name
+            await self.router.refresh(generation)
+        return record(False)
+
+
+def default_key_prefix() -> str:
+    return f"rmqop-{secrets.token_hex(4)}-"
+
+
+def message_key(prefix: str, seq: int) -> str:
+    return f"{prefix}{seq}"
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceReport:
+    topic: str
+    key_prefix: str
+    size: int
+    sent: int
+    acknowledged: int
+    statuses: dict[str, int]
+    failures: dict[str, int]
+    attempt_failures: dict[str, int]
+    latency_ms: dict[str, float | None]
+    elapsed_s: float
+    msgs_per_s: float
+    acknowledged_digest: str
+    sent_digest: str
+    records: tuple[SendRecord, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def digest(self) -> str:
+        """The digest of the acknowledged messages (same as ``acknowledged_digest``)."""
+        return self.acknowledged_digest
+
+    @property
+    def ok(self) -> bool:
+        return self.acknowledged == self.sent
+
+    @classmethod
+    def from_records(
+        cls,
+        topic: str,
+        key_prefix: str,
+        size: int,
+        records: Iterable[SendRecord],
+        elapsed_s: float,
+        *,
+        keep_records: bool = True,
+    ) -> ProduceReport:
+        done = sorted(records, key=lambda r: r.seq)
+        acked = [r for r in done if r.ok]
+        statuses = Counter(r.status for r in done)
+        failures = Counter(r.status for r in done if not r.ok)
+        attempt_failures = Counter(kind for r in done for kind in r.attempt_failures)
+        elapsed = max(elapsed_s, 0.0)
+        return cls(
+            topic=topic,
+            key_prefix=key_prefix,
+            size=size,
+            sent=len(done),
+            acknowledged=len(acked),
+            statuses=dict(sorted(statuses.items())),
+            failures=dict(sorted(failures.items())),
+            attempt_failures=dict(sorted(attempt_failures.items())),
+            latency_ms=latency_summary([r.latency_ms for r in acked]),
+            elapsed_s=round(elapsed, 3),
+            msgs_per_s=round(len(acked) / elapsed, 1) if elapsed > 0 else 0.0,
+            acknowledged_digest=Digest((r.key, r.body) for r in acked).hexdigest(),
+            sent_digest=Digest((r.key, r.body) for r in done).hexdigest(),
+            records=tuple(done) if keep_records else (),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "key_prefix": self.key_prefix,
+            "size": self.size,
+            "sent": self.sent,
+            "acknowledged": self.acknowledged,
+            "statuses": dict(self.statuses),
+            "failures": dict(self.failures),
+            "attempt_failures": dict(self.attempt_failures),
+            "latency_ms": dict(self.latency_ms),
+            "elapsed_s": self.elapsed_s,
+            "msgs_per_s": self.msgs_per_s,
+            "digest": self.digest,
+            "acknowledged_digest": self.acknowledged_digest,
+            "sent_digest": self.sent_digest,
+        }
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ToolError(message)
+
+
+def _check_common(size: int, timeout: float, retries: int) -> None:
+    _check(size >= 0, f"--size must be >= 0, got {size}")
+    _check(timeout > 0, f"--timeout must be > 0, got {timeout}")
+    _check(retries >= 0, f"--retries must be >= 0, got {retries}")
+
+
+def _own_client(namesrv: str | Sequence[str] | None, timeout: float) -> RemotingClient:
+    if not namesrv:
+        raise ToolError("no name server address given (--namesrv host:port[;host:port])")
+    client = RemotingClient(namesrv, connect_timeout=timeout, request_timeout=timeout)
+    if not client.namesrv_addrs:
+        raise ToolError("no name server address given (--namesrv host:port[;host:port])")
+    return client
+
+
+async def produce(
+    namesrv: str | Sequence[str] | None,
+    topic: str,
+    count: int,
+    *,
+    size: int = DEFAULT_SIZE,
+    rate: float = 0.0,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    key_prefix: str | None = None,
+    create_topic: bool = True,
+    cluster: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    retries: int = DEFAULT_RETRIES,
+    producer_group: str = DEFAULT_PRODUCER_GROUP,
+    route_refresh_s: float = DEFAULT_ROUTE_REFRESH_S,
+    keep_records: bool = True,
+    client: ProduceClient | None = None,
+) -> ProduceReport:
+    """Send ``count`` messages of ``size`` bytes to ``topic`` (``rate`` msgs/s overall, 0 = unlimited, with
+    ``concurrency`` sends in flight) and report what the brokers answered."""
+    _check(count >= 0, f"--count must be >= 0, got {count}")
+    _check(concurrency >= 1, f"--concurrency must be >= 1, got {concurrency}")
+    _check(rate >= 0, f"--rate must be >= 0, got {rate}")
+    _check_common(size, timeout, retries)
+    prefix = default_key_prefix() if key_prefix is None else key_prefix
+    own = client is None
+    active: ProduceClient = _own_client(namesrv, timeout) if client is None else client
+    try:
+        route = await ensure_topic(active, topic, create=create_topic, cluster=cluster, timeout=timeout)
+        router = TopicRouter(active, topic, timeout=timeout, refresh_interval=route_refresh_s, route=route)
+        sender = Sender(active, router, timeout=timeout, retries=retries, producer_group=producer_group)
+        records: list[SendRecord] = []
+        sequence = iter(range(count))
+        t0 = time.perf_counter()
+
+        async def worker() -> None:
+            for seq in sequence:
+                if rate > 0:
+                    delay = t0 + seq / rate - time.perf_counter()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                key = message_key(prefix, seq)
+                records.append(await sender.send(seq, key, body_for(key, size)))
+
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, max(count, 1)))))
+        elapsed = time.perf_counter() - t0
+    finally:
+        if own and isinstance(active, RemotingClient):
+            await active.close()
+    return ProduceReport.from_records(topic, prefix, size, records, elapsed, keep_records=keep_records)
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryWindow:
+    """One client-visible unavailability window (OpenChaos ``RecoveryChecker``)."""
+
+    start: float
+    """Start of the first failed send of the window (its response time minus its latency)."""
+    end: float | None
+    """Response time of the next successful send; ``None`` if none followed."""
+    failed: int
+
+    @property
+    def recovery_s(self) -> float | None:
+        return None if self.end is None else self.end - self.start
+
+
+def recovery_windows(records: Iterable[SendRecord], gap_s: float = 2.0) -> list[RecoveryWindow]:
+    """OpenChaos's recovery windows over ``records`` taken in response order: a window opens at the start of
+    the first failed (not acknowledged) send and closes at the end of the next acknowledged one. Failures
+    answered less than ``gap_s`` after the previous window closed do not open a new window."""
+    windows: list[RecoveryWindow] = []
+    opened: float | None = None
+    failed = 0
+    last_close = float("-inf")
+    for rec in sorted(records, key=lambda r: r.end):
+        if rec.ok:
+            if opened is not None:
+                windows.append(RecoveryWindow(opened, rec.end, failed))
+                last_close = rec.end
+                opened, failed = None, 0
+        elif opened is not None:
+            failed += 1
+        elif rec.end - last_close >= gap_s:
+            opened, failed = rec.start, 1
+    if opened is not None:
+        windows.append(RecoveryWindow(opened, None, failed))
+    return windows
+
+
+class SteadyProducer:
+    """Send at a fixed rate until stopped, recording every message. Use ``async with`` or start/stop."""
+
+    def __init__(
+        self,
+        topic: str,
+        rate: float,
+        *,
+        namesrv: str | Sequence[str] | None = None,
+        client: ProduceClient | None = None,
+        size: int = DEFAULT_SIZE,
+        key_prefix: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        retries: int = DEFAULT_RETRIES,
+        max_in_flight: int = 64,
+        create_topic: bool = True,
+        cluster: str | None = None,
+        producer_group: str = DEFAULT_PRODUCER_GROUP,
+        route_refresh_s: float = DEFAULT_ROUTE_REFRESH_S,
+    ) -> None:
+        _check(rate > 0, f"rate must be > 0, got {rate}")
+        _check(max_in_flight >= 1, f"max_in_flight must be >= 1, got {max_in_flight}")
+        _check_common(size, timeout, retries)
+        self.topic = topic
+        self.rate = rate
+        self.size = size
+        self.key_prefix = default_key_prefix() if key_prefix is None else key_prefix
+        self.timeout = timeout
+        self.retries = retries
+        self.max_in_flight = max_in_flight
+        self.create_topic = create_topic
+        self.cluster = cluster
+        self.producer_group = producer_group
+        self.route_refresh_s = route_refresh_s
+        self._namesrv = namesrv
+        self._client = client
+        self._own: RemotingClient | None = None
+        self._records: list[SendRecord] = []
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._started_at = 0.0
+        self._elapsed = 0.0
+        self._stopped = False
+
+    @property
+    def records(self) -> tuple[SendRecord, ...]:
+        """Completed messages so far, by sequence number."""
+        return tuple(sorted(self._records, key=lambda r: r.seq))
+
+    @property
+    def running(self) -> bool:
+        return self._loop_task is not None and not self._stopped
+
+    async def start(self) -> None:
+        if self._loop_task is not None:
+            raise RuntimeError("SteadyProducer already started")
+        if self._client is None:
+            self._own = _own_client(self._namesrv, self.timeout)
+            self._client = self._own
+        client = self._client
+        try:
+            route = await ensure_topic(
+                client, self.topic, create=self.create_topic, cluster=self.cluster, timeout=self.timeout
+            )
+        except BaseException:
+            await self._close_own()
+            raise
+        router = TopicRouter(
+            client, self.topic, timeout=self.timeout, refresh_interval=self.route_refresh_s, route=route
+        )
+        sender = Sender(client, router, timeout=self.timeout, retries=self.retries, producer_group=self.producer_group)
+        self._started_at = time.perf_counter()
+        self._loop_task = asyncio.create_task(self._run(sender), name=f"steady-producer-{self.topic}")
+
+    async def _run(self, sender: Sender) -> None:
+        period = 1.0 / self.rate
+        slots = asyncio.Semaphore(self.max_in_flight)
+        next_at = time.perf_counter()
+        seq = 0
+        while True:
+            delay = next_at - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await slots.acquire()
+            key = message_key(self.key_prefix, seq)
+            task = asyncio.create_task(self._one(sender, slots, seq, key))
+            self._in_flight.add(task)
+            task.add_done_callback(self._in_flight.discard)
+            seq += 1
+            next_at += period
+            now = time.perf_counter()
+            if next_at < now - period:
+                next_at = now
+
+    async def _one(self, sender: Sender, slots: asyncio.Semaphore, seq: int, key: str) -> None:
+        try:
+            self._records.append(await sender.send(seq, key, body_for(key, self.size)))
+        finally:
+            slots.release()
+
+    async def stop(self) -> tuple[SendRecord, ...]:
+        """Stop sending, wait for the sends in flight, close an own client; returns :attr:`records`."""
+        if self._loop_task is not None and not self._stopped:
+            self._stopped = True
+            self._loop_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop_task
+            if self._in_flight:
+                await asyncio.gather(*self._in_flight, return_exceptions=True)
+            self._elapsed = time.perf_counter() - self._started_at
+            await self._close_own()
+        return self.records
+
+    async def _close_own(self) -> None:
+        if self._own is not None:
+            await self._own.close()
+            self._own = None
+
+    def report(self) -> ProduceReport:
+        elapsed = self._elapsed if self._stopped else time.perf_counter() - self._started_at
+        return ProduceReport.from_records(self.topic, self.key_prefix, self.size, self._records, elapsed)
+
+    def recovery_windows(self, gap_s: float = 2.0) -> list[RecoveryWindow]:
+        return recovery_windows(self._records, gap_s)
+
+    async def __aenter__(self) -> SteadyProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
