@@ -1,0 +1,185 @@
+"""Failover and switchover decisions: plain observed facts in, ordered actions (or a refusal) out.
+
+RocketMQ's controller elects masters itself; the operator acts only where the controller cannot see a problem:
+a master whose process is not serving while the controller still names it (stuck, suspended, isolated).
+Safety rules (operator-anchors §c; CloudNativePG lost writes by promoting before fencing):
+
+* deny on uncertainty: an unreadable controller or a stale observation never leads to an action;
+* fence first (the old master stops taking writes), then elect; never the other way round;
+* elect only an alive SyncStateSet member, unless `failover.allowUnclean`, and then loudly: the decision names
+  the chosen replica, its offset and how many bytes acknowledged to clients may be lost;
+* a planned switchover goes only to an alive in-sync member, and elects only once the target has every byte the
+  fenced master had (the write pause is measured by the executor from fence to new master).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class ActionKind(StrEnum):
+    FENCE = "Fence"  # stop the old master taking writes (write permission off, or stop its process)
+    WAIT_CATCH_UP = "WaitCatchUp"  # until the target's offset reaches the fenced master's
+    ELECT = "Elect"  # ask the controller leader to elect (designated broker id)
+    UNFENCE = "Unfence"  # restore write permission on the old master (now a slave)
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: ActionKind
+    broker_id: int
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ReplicaFacts:
+    broker_id: int
+    alive: bool  # its process answers (pod serving / local process up)
+    max_offset: int | None
+
+
+@dataclass(frozen=True)
+class GroupFacts:
+    now: float
+    observed_at: float
+    controller_reachable: bool
+    master_broker_id: int | None
+    sync_state_set: tuple[int, ...]
+    replicas: Mapping[int, ReplicaFacts]
+    master_not_serving_since: float | None = None  # when the named master was first seen not serving
+
+
+@dataclass(frozen=True)
+class Decision:
+    actions: tuple[Action, ...] = ()
+    reason: str = ""  # a CamelCase reason for conditions and Events
+    message: str = ""
+    unclean: bool = False
+    refused: bool = False
+    may_lose_bytes: int | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _uncertain(facts: GroupFacts, stale_after_s: float) -> Decision | None:
+    if not facts.controller_reachable:
+        return Decision(
+            refused=True,
+            reason="ControllerUnavailable",
+            message="the controller quorum is unreadable: no failover or switchover while the state is unknown",
+        )
+    age = facts.now - facts.observed_at
+    if age > stale_after_s:
+        return Decision(
+            refused=True,
+            reason="StaleObservation",
+            message=f"the last observation is {age:.1f}s old (limit {stale_after_s:.1f}s): deciding nothing",
+        )
+    return None
+
+
+def _best(candidates: list[ReplicaFacts]) -> ReplicaFacts:
+    # Highest offset first (least data behind), then lowest id for determinism.
+    return sorted(candidates, key=lambda r: (-(r.max_offset or -1), r.broker_id))[0]
+
+
+def plan_failover(
+    facts: GroupFacts, *, allow_unclean: bool, grace_s: float = 5.0, stale_after_s: float = 10.0
+) -> Decision:
+    """What to do about the current master, if anything."""
+    doubt = _uncertain(facts, stale_after_s)
+    if doubt is not None:
+        return doubt
+    master = facts.replicas.get(facts.master_broker_id) if facts.master_broker_id is not None else None
+    if master is not None and master.alive:
+        return Decision(reason="MasterServing", message=f"broker {master.broker_id} is master and serving")
+    if master is not None:
+        since = facts.master_not_serving_since
+        waited = 0.0 if since is None else facts.now - since
+        if waited < grace_s:
+            return Decision(
+                reason="WaitingForController",
+                message=f"master {master.broker_id} is not serving for {waited:.1f}s; the controller gets "
+                f"{grace_s:.1f}s to elect before the operator acts",
+            )
+    members = [
+        facts.replicas[i]
+        for i in facts.sync_state_set
+        if i in facts.replicas and facts.replicas[i].alive and i != facts.master_broker_id
+    ]
+    fence = (Action(ActionKind.FENCE, master.broker_id, "stop the not-serving master"),) if master else ()
+    if members:
+        target = _best(members)
+        return Decision(
+            actions=(*fence, Action(ActionKind.ELECT, target.broker_id, "alive SyncStateSet member")),
+            reason="FailoverToInSyncMember",
+            message=f"master {facts.master_broker_id} is not serving; electing broker {target.broker_id} "
+            f"from the SyncStateSet {list(facts.sync_state_set)}",
+        )
+    others = [r for r in facts.replicas.values() if r.alive and r.broker_id != facts.master_broker_id]
+    if not others:
+        return Decision(refused=True, reason="NoReplicaAlive", message="no replica is alive: nothing can be elected")
+    if not allow_unclean:
+        return Decision(
+            refused=True,
+            reason="NoEligibleMaster",
+            message=f"no alive member of the SyncStateSet {list(facts.sync_state_set)}; refusing an unclean "
+            "election (acknowledged messages could be lost); bring a member back, or set "
+            "spec.failover.allowUnclean: true",
+        )
+    target = _best(others)
+    known = [r.max_offset for r in facts.replicas.values() if r.max_offset is not None]
+    lost = (max(known) - (target.max_offset or 0)) if known else None
+    return Decision(
+        actions=(*fence, Action(ActionKind.ELECT, target.broker_id, "UNCLEAN: outside the SyncStateSet")),
+        reason="UncleanFailover",
+        message=f"UNCLEAN election of broker {target.broker_id} (offset {target.max_offset}) outside the "
+        f"SyncStateSet {list(facts.sync_state_set)}: up to {lost if lost is not None else 'an unknown number of'} "
+        "bytes acknowledged to producers may be lost (spec.failover.allowUnclean is true)",
+        unclean=True,
+        may_lose_bytes=lost,
+    )
+
+
+def plan_switchover(facts: GroupFacts, target_id: int, *, stale_after_s: float = 10.0) -> Decision:
+    """A planned master move to `target_id`: fence, wait for catch-up, elect, unfence the old master."""
+    doubt = _uncertain(facts, stale_after_s)
+    if doubt is not None:
+        return doubt
+    ids = sorted(facts.replicas)
+    target = facts.replicas.get(target_id)
+    if target is None:
+        return Decision(
+            refused=True,
+            reason="UnknownBroker",
+            message=f"--to {target_id}: no replica has broker id {target_id}; the group's ids are {ids}",
+        )
+    if facts.master_broker_id == target_id:
+        return Decision(refused=True, reason="AlreadyMaster", message=f"broker {target_id} is already the master")
+    if facts.master_broker_id is None or facts.master_broker_id not in facts.replicas:
+        return Decision(
+            refused=True,
+            reason="NoMaster",
+            message="the group has no master to switch over from; the controller elects one on its own",
+        )
+    if not target.alive:
+        return Decision(refused=True, reason="TargetNotAlive", message=f"broker {target_id} is not alive")
+    if target_id not in facts.sync_state_set:
+        return Decision(
+            refused=True,
+            reason="TargetNotInSync",
+            message=f"broker {target_id} is not in the SyncStateSet {list(facts.sync_state_set)}: a switchover "
+            "goes only to an in-sync member (it would lose messages); wait until it catches up",
+        )
+    old = facts.master_broker_id
+    return Decision(
+        actions=(
+            Action(ActionKind.FENCE, old, "write permission off on the current master"),
+            Action(ActionKind.WAIT_CATCH_UP, target_id, "until it has every byte the fenced master has"),
+            Action(ActionKind.ELECT, target_id, "designated election by the controller"),
+            Action(ActionKind.UNFENCE, old, "restore write permission (it is a slave now)"),
+        ),
+        reason="Switchover",
+        message=f"switching the master from broker {old} to broker {target_id}",
+    )

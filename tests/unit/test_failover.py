@@ -1,0 +1,130 @@
+"""Failover and switchover decisions, table-driven, refusals included."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketmq_operator.plan.failover import ActionKind, GroupFacts, ReplicaFacts, plan_failover, plan_switchover
+
+
+def facts(
+    master: int | None = 1,
+    sss: tuple[int, ...] = (1, 2, 3),
+    alive: tuple[int, ...] = (1, 2, 3),
+    offsets: dict[int, int] | None = None,
+    controller: bool = True,
+    age: float = 0.0,
+    not_serving_for: float | None = None,
+) -> GroupFacts:
+    offsets = offsets or {1: 300, 2: 300, 3: 200}
+    return GroupFacts(
+        now=100.0,
+        observed_at=100.0 - age,
+        controller_reachable=controller,
+        master_broker_id=master,
+        sync_state_set=sss,
+        replicas={i: ReplicaFacts(i, i in alive, offsets.get(i)) for i in (1, 2, 3)},
+        master_not_serving_since=None if not_serving_for is None else 100.0 - not_serving_for,
+    )
+
+
+def kinds(decision: object) -> list[tuple[str, int]]:
+    return [(a.kind.value, a.broker_id) for a in decision.actions]  # type: ignore[attr-defined]
+
+
+FAILOVER = [
+    ("serving-master", facts(), False, [], "MasterServing", False),
+    ("controller-down", facts(alive=(2, 3), controller=False), False, [], "ControllerUnavailable", True),
+    ("stale", facts(alive=(2, 3), age=30), False, [], "StaleObservation", True),
+    ("within-grace", facts(alive=(2, 3), not_serving_for=1), False, [], "WaitingForController", False),
+    (
+        "stuck-master",
+        facts(alive=(2, 3), not_serving_for=10),
+        False,
+        [("Fence", 1), ("Elect", 2)],
+        "FailoverToInSyncMember",
+        False,
+    ),
+    (
+        "best-offset-wins",
+        facts(alive=(2, 3), offsets={2: 100, 3: 300}, not_serving_for=10),
+        False,
+        [("Fence", 1), ("Elect", 3)],
+        "FailoverToInSyncMember",
+        False,
+    ),
+    (
+        "dead-master-alone-refused",
+        facts(sss=(1,), alive=(2, 3), not_serving_for=10),
+        False,
+        [],
+        "NoEligibleMaster",
+        True,
+    ),
+    (
+        "dead-master-alone-unclean",
+        facts(sss=(1,), alive=(2, 3), not_serving_for=10),
+        True,
+        [("Fence", 1), ("Elect", 2)],
+        "UncleanFailover",
+        False,
+    ),
+    ("nobody-alive", facts(sss=(1,), alive=(), not_serving_for=10), True, [], "NoReplicaAlive", True),
+    (
+        "no-master-member-alive",
+        facts(master=None, sss=(2,), alive=(2, 3)),
+        False,
+        [("Elect", 2)],
+        "FailoverToInSyncMember",
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case_id", "f", "unclean", "actions", "reason", "refused"), FAILOVER, ids=[c[0] for c in FAILOVER]
+)
+def test_plan_failover(
+    case_id: str, f: GroupFacts, unclean: bool, actions: list[tuple[str, int]], reason: str, refused: bool
+) -> None:
+    d = plan_failover(f, allow_unclean=unclean)
+    assert (kinds(d), d.reason, d.refused) == (actions, reason, refused)
+
+
+def test_unclean_is_loud() -> None:
+    d = plan_failover(
+        facts(sss=(1,), alive=(2, 3), offsets={1: 500, 2: 300, 3: 100}, not_serving_for=10), allow_unclean=True
+    )
+    assert d.unclean and d.may_lose_bytes == 200 and "UNCLEAN" in d.message and "may be lost" in d.message
+
+
+SWITCHOVER = [
+    ("ok", facts(), 2, [("Fence", 1), ("WaitCatchUp", 2), ("Elect", 2), ("Unfence", 1)], "Switchover", False),
+    ("non-member", facts(sss=(1, 2)), 3, [], "TargetNotInSync", True),
+    ("dead-target", facts(alive=(1, 3)), 2, [], "TargetNotAlive", True),
+    ("unknown", facts(), 7, [], "UnknownBroker", True),
+    ("already", facts(), 1, [], "AlreadyMaster", True),
+    ("controller-down", facts(controller=False), 2, [], "ControllerUnavailable", True),
+    ("no-master", facts(master=None), 2, [], "NoMaster", True),
+]
+
+
+@pytest.mark.parametrize(
+    ("case_id", "f", "target", "actions", "reason", "refused"), SWITCHOVER, ids=[c[0] for c in SWITCHOVER]
+)
+def test_plan_switchover(
+    case_id: str, f: GroupFacts, target: int, actions: list[tuple[str, int]], reason: str, refused: bool
+) -> None:
+    d = plan_switchover(f, target)
+    assert (kinds(d), d.reason, d.refused) == (actions, reason, refused)
+    if refused:
+        assert d.message
+
+
+def test_switchover_refusal_names_the_set() -> None:
+    d = plan_switchover(facts(sss=(1, 2)), 3)
+    assert "not in the SyncStateSet [1, 2]" in d.message
+
+
+def test_action_kinds_are_strings() -> None:
+    assert ActionKind.FENCE == "Fence"
