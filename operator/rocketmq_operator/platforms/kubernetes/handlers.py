@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import kopf
@@ -12,7 +13,8 @@ from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.reconcile import Outcome, reconcile
 
-RESYNC_SECONDS = 30.0
+# Level-based resync period; tests shorten it to watch several no-op passes.
+RESYNC_SECONDS = float(os.environ.get("ROCKETMQ_OPERATOR_RESYNC_SECONDS", "30"))
 KINDS = ("brokergroups", "controllergroups")
 
 
@@ -43,11 +45,15 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         raw: dict[str, Any] = dict(body)
         metrics: OperatorMetrics = memo.metrics
         kind = raw.get("kind", "?")
+        kube = memo.kube
+        writes_before = kube.writes
         try:
-            outcome: Outcome = await reconcile(memo.kube, raw)
+            outcome: Outcome = await reconcile(kube, raw)
         except Exception:
             metrics.reconcile_errors.labels(kind=kind).inc()
             raise
+        finally:
+            metrics.api_writes.labels(kind=kind).inc(kube.writes - writes_before)
         metrics.reconcile_seconds.labels(kind=kind).observe(outcome.seconds)
         if outcome.applied:
             logger.info("%s: applied %s", trigger, ", ".join(outcome.applied))

@@ -20,6 +20,10 @@ class OperatorMetrics:
             ["kind"],
             registry=self.registry,
         )
+        self.api_writes = Counter(
+            "rocketmq_operator_api_writes_total", "Writes the reconciler sent to the Kubernetes API", ["kind"],
+            registry=self.registry,
+        )
         self.master_changes = Counter(
             "rocketmq_operator_master_changes_total",
             "Master changes observed",

@@ -1,0 +1,397 @@
+"""The operator, CRDs, chart and GitOps example against a real kube-apiserver + kube-controller-manager.
+
+No kubelet runs, so pods stay Pending; everything the operator and the controllers do with objects is real:
+CEL validation at apply time, server-side apply, status subresources, garbage collection, PVC retention.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rocketmq_operator.api.crd import dump_yaml
+from rocketmq_operator.api.rules import rules_for
+from rocketmq_operator.api.validation import parse_resource, validate_file
+from rocketmq_operator.render.kubernetes import render_all
+from validation_cases import CASES
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "examples" / "quickstart.yaml"
+RESYNC_S = 2.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def crds(k8s_cluster: Any) -> Any:
+    k8s_cluster.kubectl("apply", "--server-side", "-f", ROOT / "crds")
+    for name in ("brokergroups.rocketmq-operator.dev", "controllergroups.rocketmq-operator.dev"):
+        k8s_cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+    return k8s_cluster
+
+
+class Operator:
+    def __init__(self, cluster: Any, namespaces: list[str]) -> None:
+        self.cluster = cluster
+        self.namespaces = namespaces
+        self.metrics_port = _free_port()
+        self.liveness_port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = Path(cluster.state_dir) / f"operator-{'-'.join(namespaces)}.log"
+
+    def start(self) -> None:
+        env = {**self.cluster.env, "ROCKETMQ_OPERATOR_RESYNC_SECONDS": str(RESYNC_S)}
+        argv = [
+            sys.executable,
+            "-m",
+            "rocketmq_operator.cli",
+            "run",
+            "--standalone",
+            "--liveness",
+            f"http://127.0.0.1:{self.liveness_port}/healthz",
+            "--metrics-port",
+            str(self.metrics_port),
+        ]
+        for ns in self.namespaces:
+            argv += ["--namespace", ns]
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+        self.cluster.wait_for("operator liveness", self._alive, timeout=60)
+
+    def _alive(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"operator exited: {self.log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.liveness_port}/healthz", timeout=1) as r:
+                return bool(r.status == 200)
+        except OSError:
+            return False
+
+    def writes(self) -> float:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2) as r:
+            text = r.read().decode()
+        return sum(
+            float(line.split()[-1])
+            for line in text.splitlines()
+            if line.startswith("rocketmq_operator_api_writes_total{")
+        )
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def namespaces(crds: Any) -> list[str]:
+    names = ["rmq-a", "rmq-b"]
+    for ns in names:
+        crds.kubectl("create", "namespace", ns, check=False)
+    return names
+
+
+@pytest.fixture(scope="module")
+def operator(crds: Any, namespaces: list[str]) -> Iterator[Operator]:
+    op = Operator(crds, namespaces)
+    op.start()
+    yield op
+    op.stop()
+
+
+def _get(cluster: Any, kind: str, name: str, ns: str) -> dict[str, Any] | None:
+    res = cluster.kubectl("get", kind, name, "-n", ns, "-o", "json", check=False)
+    return json.loads(res.stdout) if res.returncode == 0 else None
+
+
+def _subset(want: Any, have: Any, path: str = "") -> list[str]:
+    """Where `want` (rendered) is not contained in `have` (live, with server defaults)."""
+    if isinstance(want, dict):
+        if not isinstance(have, dict):
+            return [f"{path}: not an object"]
+        out: list[str] = []
+        for k, v in want.items():
+            if k not in have:
+                out.append(f"{path}.{k}: missing")
+            else:
+                out.extend(_subset(v, have[k], f"{path}.{k}"))
+        return out
+    if isinstance(want, list):
+        if not isinstance(have, list) or len(want) != len(have):
+            return [f"{path}: list differs"]
+        return [d for i, (w, h) in enumerate(zip(want, have, strict=True)) for d in _subset(w, h, f"{path}[{i}]")]
+    if str(want) != str(have):
+        return [f"{path}: {want!r} != {have!r}"]
+    return []
+
+
+def _rendered_for(ns: str) -> list[dict[str, Any]]:
+    resources = [r.resource for r in validate_file(QUICKSTART) if r.resource is not None]
+    for r in resources:
+        r.metadata.namespace = ns
+    return render_all(resources)
+
+
+def _apply_quickstart(cluster: Any, ns: str) -> None:
+    cluster.kubectl("apply", "--server-side", "-n", ns, "-f", QUICKSTART)
+
+
+def test_invalid_cases_refused_by_api_server_with_cli_message(crds: Any) -> None:
+    refused = 0
+    for case in CASES:
+        res = crds.kubectl(
+            "apply", "--dry-run=server", "-n", "default", "-f", "-", input=yaml.safe_dump(case.doc), check=False
+        )
+        if case.rule_id is None:
+            assert res.returncode == 0, (case.id, res.stderr)
+            continue
+        assert res.returncode != 0, f"{case.id}: the API server accepted it"
+        resource, _ = parse_resource(case.doc)
+        assert resource is not None
+        rule = next(r for r in rules_for(resource.kind) if r.id == case.rule_id)
+        message = rule.python_message(resource, with_hint=False)
+        assert message in res.stderr, (case.id, message, res.stderr)
+        if rule.path:
+            assert rule.path in res.stderr, (case.id, rule.path, res.stderr)
+        refused += 1
+    assert refused >= 25
+
+
+def test_min_above_in_sync_refused_naming_the_field(crds: Any) -> None:
+    doc = yaml.safe_load(QUICKSTART.read_text().split("---")[1])
+    doc["spec"]["quorum"]["minInSyncReplicas"] = 3
+    res = crds.kubectl("apply", "-n", "default", "-f", "-", input=yaml.safe_dump(doc), check=False)
+    assert res.returncode != 0 and "spec.quorum.minInSyncReplicas" in res.stderr
+
+
+def test_objects_equal_render_and_statefulset_is_on_delete(operator: Operator) -> None:
+    cluster, ns = operator.cluster, "rmq-a"
+    _apply_quickstart(cluster, ns)
+    rendered = _rendered_for(ns)
+    cluster.wait_for(
+        "every rendered object",
+        lambda: all(_get(cluster, o["kind"], o["metadata"]["name"], ns) is not None for o in rendered),
+        timeout=90,
+    )
+    for obj in rendered:
+        live = _get(cluster, obj["kind"], obj["metadata"]["name"], ns)
+        assert live is not None
+        assert not _subset(
+            obj["spec"] if "spec" in obj else obj["data"], live["spec"] if "spec" in obj else live["data"]
+        ), obj["metadata"]["name"]
+        owners = live["metadata"].get("ownerReferences", [])
+        assert owners and owners[0]["controller"] is True
+    sts = _get(cluster, "statefulset", "broker-a", ns)
+    assert sts is not None and sts["spec"]["updateStrategy"]["type"] == "OnDelete"
+    conf = _get(cluster, "configmap", "broker-a-config", ns)
+    assert conf is not None
+    text = conf["data"]["broker-a-0.conf"]
+    assert "inSyncReplicas=2" in text and "minInSyncReplicas=2" in text and "enableControllerMode=true" in text
+
+
+def test_status_written_and_printer_columns(operator: Operator) -> None:
+    cluster, ns = operator.cluster, "rmq-a"
+    _apply_quickstart(cluster, ns)
+    cluster.wait_for(
+        "observedGeneration",
+        lambda: (
+            (_get(cluster, "brokergroup", "broker-a", ns) or {}).get("status", {}).get("observedGeneration") is not None
+        ),
+    )
+    bg = _get(cluster, "brokergroup", "broker-a", ns)
+    assert bg is not None
+    reconciled = next(c for c in bg["status"]["conditions"] if c["type"] == "Reconciled")
+    assert reconciled["status"] == "True"
+    # Every status field the later issues fill survives the schema (nothing pruned).
+    full = {
+        "status": {
+            "master": {"brokerId": 1, "replica": "broker-a-0", "address": "10.0.0.1:10911", "epoch": 3},
+            "syncStateSet": {"members": [1, 2], "epoch": 4},
+            "needAcks": 2,
+            "writable": True,
+            "replicas": [
+                {
+                    "name": "broker-a-0",
+                    "brokerId": 1,
+                    "role": "master",
+                    "alive": True,
+                    "inSync": True,
+                    "maxOffset": 10,
+                    "lagBytes": 0,
+                }
+            ],
+            "history": [
+                {"time": "2026-01-01T00:00:00Z", "fromBrokerId": 2, "toBrokerId": 1, "epoch": 3, "reason": "test"}
+            ],
+        }
+    }
+    cluster.kubectl(
+        "patch", "brokergroup", "broker-a", "-n", ns, "--subresource=status", "--type=merge", "-p", json.dumps(full)
+    )
+    bg = _get(cluster, "brokergroup", "broker-a", ns)
+    assert bg is not None
+    for key in ("master", "syncStateSet", "needAcks", "writable", "replicas", "history"):
+        assert bg["status"][key] == full["status"][key], key
+    table = cluster.kubectl("get", "brokergroups", "-n", ns).stdout
+    for column in ("MODE", "REPLICAS", "MASTER", "SYNCSTATESET", "NEEDACKS", "WRITABLE", "READY"):
+        assert column in table
+    assert "broker-a-0" in table and "controller" in table
+
+
+def test_spec_change_updates_objects_and_resync_writes_nothing(operator: Operator) -> None:
+    cluster, ns = operator.cluster, "rmq-a"
+    _apply_quickstart(cluster, ns)
+    cluster.wait_for("config", lambda: _get(cluster, "configmap", "broker-a-config", ns) is not None, timeout=60)
+    cluster.kubectl(
+        "patch",
+        "brokergroup",
+        "broker-a",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"quorum": {"inSyncReplicas": 3, "minInSyncReplicas": 2}}}),
+    )
+    cluster.wait_for(
+        "inSyncReplicas=3 in the ConfigMap",
+        lambda: (
+            "inSyncReplicas=3"
+            in ((_get(cluster, "configmap", "broker-a-config", ns) or {}).get("data", {}).get("broker-a-0.conf", ""))
+        ),
+        timeout=60,
+    )
+    cluster.kubectl(
+        "patch",
+        "brokergroup",
+        "broker-a",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"quorum": {"inSyncReplicas": 2, "minInSyncReplicas": 2}}}),
+    )
+    cluster.wait_for(
+        "back to inSyncReplicas=2",
+        lambda: (
+            "inSyncReplicas=2"
+            in ((_get(cluster, "configmap", "broker-a-config", ns) or {}).get("data", {}).get("broker-a-0.conf", ""))
+        ),
+        timeout=60,
+    )
+    time.sleep(RESYNC_S * 2)  # let the last status write settle
+    before = operator.writes()
+    time.sleep(RESYNC_S * 4)  # several resync passes
+    assert operator.writes() == before, "a resync with nothing to change wrote to the API"
+
+
+def test_deleted_child_is_repaired(operator: Operator) -> None:
+    cluster, ns = operator.cluster, "rmq-a"
+    _apply_quickstart(cluster, ns)
+    cluster.wait_for("pdb", lambda: _get(cluster, "pdb", "broker-a", ns) is not None, timeout=60)
+    cluster.kubectl("delete", "pdb", "broker-a", "-n", ns)
+    cluster.wait_for("pdb repaired", lambda: _get(cluster, "pdb", "broker-a", ns) is not None, timeout=60)
+
+
+def test_two_namespaces_do_not_interfere_and_delete_honours_reclaim(operator: Operator) -> None:
+    cluster = operator.cluster
+    _apply_quickstart(cluster, "rmq-a")
+    text = QUICKSTART.read_text().replace("size: 10Gi", "size: 10Gi\n    reclaimPolicy: Delete")
+    cluster.kubectl("apply", "--server-side", "-n", "rmq-b", "-f", "-", input=text)
+    for ns in ("rmq-a", "rmq-b"):
+        cluster.wait_for(
+            f"sts in {ns}", lambda ns=ns: _get(cluster, "statefulset", "broker-a", ns) is not None, timeout=60
+        )
+
+    # The StatefulSet controller creates the PVCs (no kubelet needed for that).
+    def pvcs(ns: str) -> list[str]:
+        out = cluster.kubectl("get", "pvc", "-n", ns, "-o", "name", check=False).stdout
+        return [line for line in out.splitlines() if "broker-a" in line]
+
+    cluster.wait_for("PVCs in rmq-b", lambda: len(pvcs("rmq-b")) == 3, timeout=90)
+    cluster.wait_for("PVCs in rmq-a", lambda: len(pvcs("rmq-a")) == 3, timeout=90)
+    cluster.kubectl("delete", "brokergroup", "broker-a", "-n", "rmq-b", "--wait=true", "--timeout=60s")
+    cluster.wait_for(
+        "rmq-b children collected",
+        lambda: (
+            _get(cluster, "statefulset", "broker-a", "rmq-b") is None
+            and _get(cluster, "configmap", "broker-a-config", "rmq-b") is None
+        ),
+        timeout=90,
+    )
+    cluster.wait_for("rmq-b PVCs deleted (reclaimPolicy Delete)", lambda: not pvcs("rmq-b"), timeout=90)
+    # The other namespace is untouched.
+    assert _get(cluster, "statefulset", "broker-a", "rmq-a") is not None
+    assert len(pvcs("rmq-a")) == 3
+    # Retain: deleting keeps the PVCs.
+    cluster.kubectl("delete", "brokergroup", "broker-a", "-n", "rmq-a", "--wait=true", "--timeout=60s")
+    cluster.wait_for(
+        "rmq-a sts collected", lambda: _get(cluster, "statefulset", "broker-a", "rmq-a") is None, timeout=90
+    )
+    time.sleep(3)
+    assert len(pvcs("rmq-a")) == 3
+
+
+def test_restarted_operator_converges(operator: Operator) -> None:
+    cluster, ns = operator.cluster, "rmq-a"
+    _apply_quickstart(cluster, ns)
+    cluster.wait_for("sts", lambda: _get(cluster, "statefulset", "broker-a", ns) is not None, timeout=60)
+    operator.stop()
+    cluster.kubectl(
+        "patch",
+        "brokergroup",
+        "broker-a",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"jvm": {"heap": "2Gi"}}}),
+    )
+    operator.start()
+
+    def heap() -> str:
+        sts = _get(cluster, "statefulset", "broker-a", ns) or {}
+        env = sts.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])[0].get("env", [])
+        return next((e.get("value", "") for e in env if e["name"] == "JAVA_OPTS"), "")
+
+    cluster.wait_for("heap 2g after restart", lambda: "-Xmx2g" in heap(), timeout=60)
+
+
+def test_chart_lints_templates_and_applies(crds: Any) -> None:
+    chart = ROOT / "charts" / "rocketmq-operator"
+    crds.helm("lint", "--strict", chart)
+    out = crds.helm("template", "rmq", chart, "--namespace", "rocketmq-system").stdout
+    crds.kubectl("create", "namespace", "rocketmq-system", check=False)
+    crds.kubectl("apply", "--dry-run=server", "-n", "rocketmq-system", "-f", "-", input=out)
+    bad = crds.helm("template", "rmq", chart, "--set", "rbac.scope=everything", check=False)
+    assert bad.returncode != 0 and "scope" in bad.stderr
+
+
+def test_gitops_kustomization_applies(crds: Any) -> None:
+    out = crds.kubectl("kustomize", "--load-restrictor", "LoadRestrictionsNone", ROOT / "examples" / "gitops").stdout
+    assert "BrokerGroup" in out
+    crds.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=out)
+
+
+def test_render_output_applies(crds: Any) -> None:
+    resources = [r.resource for r in validate_file(QUICKSTART) if r.resource is not None]
+    text = "---\n".join(dump_yaml(o) for o in render_all(resources))
+    crds.kubectl("apply", "--dry-run=server", "-f", "-", input=text)
