@@ -281,11 +281,12 @@ class _Run:
                 served = f"{queue.broker_name}/{broker_id}"
                 next_offset = result.next_begin_offset
                 for message in result.messages:
+                    if self.done.is_set():  # max_messages reached (possibly by another queue)
+                        next_offset = message.queue_offset
+                        break
                     self._accept(queue, message, served)
                     if self.max_messages is not None and self.count >= self.max_messages:
-                        next_offset = message.queue_offset + 1
                         self.done.set()
-                        break
                 queue.next_offset = next_offset
                 queue.caught_up = queue.next_offset >= result.max_offset
                 if result.messages:
