@@ -15,7 +15,8 @@ Contract:
   SYSTEM_BUSY from a slave without ``slaveReadEnable``) is counted in ``errors``, sends the queue back to
   the master, refreshes the route and retries after a back-off.
 * The run stops when ``max_messages`` messages were read, or when no new message arrived for
-  ``idle_timeout`` seconds and every queue is caught up (reached its max offset) or is failing.
+  ``idle_timeout`` seconds and every queue is caught up (reached its max offset) or has been failing for
+  ``idle_timeout`` seconds without a successful pull in between.
 * Message identity is its ``KEYS`` property (keys joined by a space); messages without keys use their
   ``msg_id`` and are counted in ``without_key``. ``duplicates`` = ``count - unique`` (deliveries of a key
   already seen). ``digest`` is the :mod:`.digest` of the distinct (key, body) pairs read, comparable with the
@@ -110,7 +111,7 @@ class QueueProgress:
     max_offset: int | None = None
     count: int = 0
     caught_up: bool = False
-    failing: bool = False
+    failing_since: float | None = None
     offset_resets: int = 0
     errors: int = 0
     suggested_id: int = 0
@@ -119,6 +120,10 @@ class QueueProgress:
     def name(self) -> str:
         return f"{self.broker_name}:{self.queue_id}"
 
+    def mark_failing(self) -> None:
+        if self.failing_since is None:
+            self.failing_since = time.monotonic()
+
     def to_json(self) -> dict[str, Any]:
         return {
             "count": self.count,
@@ -126,6 +131,7 @@ class QueueProgress:
             "next_offset": self.next_offset,
             "max_offset": self.max_offset,
             "caught_up": self.caught_up,
+            "failing": self.failing_since is not None,
             "offset_resets": self.offset_resets,
             "errors": self.errors,
         }
@@ -218,7 +224,7 @@ class _Run:
     async def _fail(self, queue: QueueProgress, exc: RemotingException) -> None:
         self.errors[error_kind(exc)] += 1
         queue.errors += 1
-        queue.failing = True
+        queue.mark_failing()
         queue.suggested_id = 0
         await self.router.refresh(self.router.generation)
         await asyncio.sleep(ERROR_BACKOFF_S)
@@ -226,7 +232,8 @@ class _Run:
     async def _initial_offset(self, queue: QueueProgress) -> bool:
         target = self.target(queue, 0)
         if target is None:
-            queue.failing = True
+            queue.mark_failing()
+            self.errors["NO_ROUTE"] += 1
             await asyncio.sleep(ERROR_BACKOFF_S)
             await self.router.refresh(self.router.generation)
             return False
@@ -260,7 +267,7 @@ class _Run:
             wanted = queue.suggested_id if self.read_from == "auto" else 0
             target = self.target(queue, wanted)
             if target is None:
-                queue.failing = True
+                queue.mark_failing()
                 self.errors["NO_ROUTE"] += 1
                 await asyncio.sleep(ERROR_BACKOFF_S)
                 await self.router.refresh(self.router.generation)
@@ -273,7 +280,7 @@ class _Run:
             except RemotingException as exc:
                 await self._fail(queue, exc)
                 continue
-            queue.failing = False
+            queue.failing_since = None
             queue.max_offset = result.max_offset
             if self.read_from == "auto":
                 queue.suggested_id = result.suggest_which_broker_id
@@ -304,9 +311,12 @@ class _Run:
                 await asyncio.sleep(0 if broker_id != queue.suggested_id else self.poll_interval)
 
     def idle(self, queues: Sequence[QueueProgress], idle_timeout: float) -> bool:
-        if time.monotonic() - self.last_message < idle_timeout:
+        now = time.monotonic()
+        if now - self.last_message < idle_timeout:
             return False
-        return all(q.caught_up or q.failing for q in queues)
+        return all(
+            q.caught_up or (q.failing_since is not None and now - q.failing_since >= idle_timeout) for q in queues
+        )
 
 
 def _queues(route: TopicRoute) -> list[QueueProgress]:

@@ -1,0 +1,128 @@
+"""Writable queues, round-robin selection, route refresh and topic creation."""
+
+from __future__ import annotations
+
+import pytest
+from tools_fakes import FakeClient, make_route
+
+from rocketmq_operator.remoting import BrokerData, ClusterInfo, QueueData, TopicRoute
+from rocketmq_operator.tools import QueueSelector, ToolError, TopicRouter, WriteQueue, ensure_topic, writable_queues
+from rocketmq_operator.tools.routing import broker_address
+
+
+def test_writable_queues_only_writable_masters_sorted() -> None:
+    route = TopicRoute(
+        "t",
+        (
+            QueueData("b", 4, 2, 6),
+            QueueData("a", 4, 3, 6),
+            QueueData("ro", 4, 4, 4),  # read-only
+            QueueData("nomaster", 4, 4, 6),
+        ),
+        (
+            BrokerData("c", "a", {0: "a0", 1: "a1"}),
+            BrokerData("c", "b", {0: "b0"}),
+            BrokerData("c", "ro", {0: "r0"}),
+            BrokerData("c", "nomaster", {2: "n2"}),
+        ),
+    )
+    assert writable_queues(route) == (
+        WriteQueue("a", 0, "a0"),
+        WriteQueue("a", 1, "a0"),
+        WriteQueue("a", 2, "a0"),
+        WriteQueue("b", 0, "b0"),
+        WriteQueue("b", 1, "b0"),
+    )
+    assert writable_queues(None) == ()
+
+
+def test_round_robin_covers_every_queue_evenly() -> None:
+    queues = writable_queues(make_route("t", {"a": {0: "a0"}, "b": {0: "b0"}}, queues=3))
+    selector = QueueSelector()
+    picks = [selector.select(queues) for _ in range(12)]
+    assert picks[:6] == list(queues) and picks[6:] == list(queues)
+
+
+def test_retry_avoids_failed_broker_when_possible() -> None:
+    queues = writable_queues(make_route("t", {"a": {0: "a0"}, "b": {0: "b0"}}, queues=2))
+    selector = QueueSelector()
+    for _ in range(8):
+        pick = selector.select(queues, avoid_broker="a")
+        assert pick is not None and pick.broker_name == "b"
+    single = writable_queues(make_route("t", {"a": {0: "a0"}}, queues=4))
+    selector = QueueSelector()
+    first = selector.select(single)
+    second = selector.select(single, avoid_broker="a")
+    assert first is not None and second is not None and first.queue_id != second.queue_id
+    assert QueueSelector().select(()) is None
+
+
+def test_broker_address_fallbacks() -> None:
+    broker = BrokerData("c", "a", {0: "m", 3: "s3"})
+    assert broker_address(broker, 3) == ("s3", 3)
+    assert broker_address(broker, 1) == ("m", 0)
+    assert broker_address(BrokerData("c", "a", {4: "s4", 2: "s2"}), 1) == ("s2", 2)
+    assert broker_address(None, 0) is None and broker_address(BrokerData("c", "a", {}), 0) is None
+
+
+async def test_router_refresh_coalesces_and_keeps_route_on_failure() -> None:
+    route = make_route("t", {"a": {0: "a0"}})
+    client = FakeClient(routes={"t": route})
+    router = TopicRouter(client, "t", route=route)
+    seen = router.generation
+    assert await router.refresh(seen)
+    assert client.route_lookups == 1 and router.generation == seen + 1
+    assert await router.refresh(seen)  # someone already refreshed since `seen`
+    assert client.route_lookups == 1
+    client.route_errors = 1
+    assert await router.refresh(router.generation)  # failed, old route kept
+    assert router.lookup_failures == 1 and router.route is route and router.last_error
+
+
+async def test_router_periodic_refresh() -> None:
+    client = FakeClient(routes={"t": make_route("t", {"a": {0: "a0"}})})
+    router = TopicRouter(client, "t", refresh_interval=0.0)
+    queue, _ = await router.pick()
+    assert queue is not None and client.route_lookups == 1
+
+
+def _cluster(*clusters: tuple[str, dict[str, dict[int, str]]]) -> ClusterInfo:
+    brokers = {name: BrokerData(c, name, addrs) for c, group in clusters for name, addrs in group.items()}
+    return ClusterInfo(brokers, {c: tuple(sorted(group)) for c, group in clusters})
+
+
+async def test_ensure_topic_existing_topic_is_not_created() -> None:
+    route = make_route("t", {"a": {0: "a0"}})
+    client = FakeClient(routes={"t": route}, cluster=_cluster(("c1", {"a": {0: "a0"}})))
+    assert await ensure_topic(client, "t") is route
+    assert client.created == []
+
+
+async def test_ensure_topic_creates_on_every_master_of_the_only_cluster() -> None:
+    client = FakeClient(cluster=_cluster(("c1", {"a": {0: "a0", 1: "a1"}, "b": {0: "b0"}, "x": {1: "x1"}})))
+    route = await ensure_topic(client, "t", poll_s=0.0)
+    assert sorted(client.created) == [("a0", "t", 4, 4), ("b0", "t", 4, 4)]
+    assert {q.broker_name for q in writable_queues(route)} == {"a", "b"}
+
+
+async def test_ensure_topic_cluster_choice() -> None:
+    info = _cluster(("c1", {"a": {0: "a0"}}), ("c2", {"b": {0: "b0"}}))
+    with pytest.raises(ToolError, match=r"2 clusters.*--cluster"):
+        await ensure_topic(FakeClient(cluster=info), "t")
+    with pytest.raises(ToolError, match="cluster 'nope' unknown"):
+        await ensure_topic(FakeClient(cluster=info), "t", cluster="nope")
+    client = FakeClient(cluster=info)
+    await ensure_topic(client, "t", cluster="c2", poll_s=0.0)
+    assert client.created == [("b0", "t", 4, 4)]
+
+
+async def test_ensure_topic_errors() -> None:
+    with pytest.raises(ToolError, match="does not exist"):
+        await ensure_topic(FakeClient(cluster=_cluster(("c1", {"a": {0: "a0"}}))), "t", create=False)
+    with pytest.raises(ToolError, match="route lookup"):
+        await ensure_topic(FakeClient(route_errors=1), "t")
+    with pytest.raises(ToolError, match="no master"):
+        await ensure_topic(FakeClient(cluster=_cluster(("c1", {"a": {1: "a1"}}))), "t")
+    down = FakeClient(cluster=_cluster(("c1", {"a": {0: "a0"}})), down={"a0"})
+    with pytest.raises(ToolError, match="creating topic"):
+        await ensure_topic(down, "t")
