@@ -1,0 +1,518 @@
+"""What `local up|down|kill|start|status|dist-path` do; `cli` only parses arguments and calls these.
+
+Contract:
+
+* Every function takes the resolved state directory and returns the process exit code: 0 done, 1 failed or
+  refused (printed as `error: ...` on stderr), 2 invalid manifests (one `path: message` line per problem on
+  stdout, like `rocketmq-operator validate`). Progress goes to stdout, warnings to stderr.
+* `up`: validate (the operator's own validation) → refuse a different manifest while one runs or while its
+  data is kept → ensure the distribution and java → reuse the ports in state.json when all are still free, else
+  allocate (`ports.allocate`, seeded by the state directory) → render every config into `conf/` → write
+  `manifest.yaml` and `state.json` → start the supervisor in its own session → return once every process has
+  been started (`--wait`: once every group is ready, see `group_ready`). The same manifest again while it runs
+  prints "already running" and succeeds.
+* `down`: SIGTERM to the supervisor, which stops everything; then any process whose command line names this
+  state directory's `data/` (or the supervisor of this directory) is signalled by pid, TERM then KILL.
+  `--purge` also removes what the platform wrote (`layout.StateLayout.owned`), nothing else.
+* `kill`/`start` are requests to the running supervisor (`commands`), so it knows not to restart a replica
+  killed with `--no-restart` and that a SIGSTOPped one is suspended, not dead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
+from rocketmq_operator.api.validation import ManifestError, validate_cross_references, validate_file
+from rocketmq_operator.platforms.local import commands
+from rocketmq_operator.platforms.local.distribution import (
+    ROCKETMQ_VERSION,
+    DistributionError,
+    ensure_distribution,
+    java_executable,
+)
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.placement import (
+    PlacementError,
+    build_state,
+    check_names,
+    manifest_digest,
+    port_needs,
+    render_configs,
+)
+from rocketmq_operator.platforms.local.ports import PortError, all_free, allocate, port_answers, port_is_free, seed_for
+from rocketmq_operator.platforms.local.state import (
+    RUNNING,
+    LocalState,
+    StateError,
+    SupervisorInfo,
+    argv_of,
+    cmdline,
+    read_state,
+    write_state,
+)
+from rocketmq_operator.platforms.local.status import collect, render_table, supervisor_running
+from rocketmq_operator.platforms.local.supervisor import GRACE_S
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INVALID = 2
+
+STARTED_TIMEOUT_S = 120.0
+DOWN_TIMEOUT_S = 2 * GRACE_S + 30.0
+SUPERVISOR_MODULE = "rocketmq_operator.platforms.local.supervisor"
+
+Out = Callable[[str], object]
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _stdout(text: str) -> None:
+    print(text, flush=True)
+
+
+class LocalError(RuntimeError):
+    """A refusal or failure explained in one line."""
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def validate(files: Sequence[str]) -> tuple[list[BrokerGroup | ControllerGroup], list[str], list[str]]:
+    """Resources, error lines and warning lines, exactly as `rocketmq-operator validate` reports them."""
+    reports = []
+    for path in files:
+        reports.extend(validate_file(path))
+    errors = [r.prefixed(p) for r in reports for p in r.errors]
+    warnings = [r.prefixed(p) for r in reports for p in r.warnings]
+    resources = [r.resource for r in reports if r.resource is not None]
+    errors.extend(str(p) for p in validate_cross_references(resources))
+    return resources, errors, warnings
+
+
+def _try_read(layout: StateLayout) -> LocalState | None:
+    if not layout.state_file.exists():
+        return None
+    return read_state(layout.state_file)
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])
+
+
+def _our_pids(layout: StateLayout) -> list[int]:
+    """Live processes that belong to this state directory: its supervisor and its java processes."""
+    root = str(layout.root)
+    data_marker = str(layout.data_root) + os.sep
+    me = os.getpid()
+    out: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        args = argv_of(int(entry))
+        if not args:
+            continue
+        is_supervisor = SUPERVISOR_MODULE in args and any(
+            a == "--state-dir" and b == root for a, b in itertools.pairwise(args)
+        )
+        if is_supervisor or any(data_marker in a for a in args):
+            out.append(int(entry))
+    return out
+
+
+def _wait_gone(pids: Sequence[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    left = list(pids)
+    while left and time.monotonic() < deadline:
+        left = [p for p in left if _alive(p)]
+        if left:
+            time.sleep(0.1)
+    return left
+
+
+def _alive(pid: int) -> bool:
+    line = cmdline(pid)
+    if line is None:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+        return stat.rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def stop_leftovers(layout: StateLayout, grace: float = GRACE_S, out: Out = _stdout) -> int:
+    """TERM (and CONT), then KILL, every process of this state directory still alive; how many there were."""
+    pids = _our_pids(layout)
+    if not pids:
+        return 0
+    out(f"stopping {len(pids)} leftover process(es) of {layout.root}: {', '.join(map(str, pids))}")
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+        _signal(pid, signal.SIGCONT)
+    for pid in _wait_gone(pids, grace):
+        _signal(pid, signal.SIGKILL)
+    _wait_gone(pids, 10.0)
+    return len(pids)
+
+
+def java_available() -> bool:
+    exe = java_executable()
+    return Path(exe).is_file() or shutil.which(exe) is not None
+
+
+# ---------------------------------------------------------------------------------------------- up
+
+
+def group_ready(group: dict[str, Any]) -> bool:
+    """Controller mode: a live master and a SyncStateSet of every replica; classic modes: every broker answers."""
+    replicas = group.get("replicas") or []
+    if not replicas or not all(r.get("alive") for r in replicas):
+        return False
+    sss = group.get("syncStateSet")
+    master = group.get("master") or {}
+    if sss is not None:
+        return master.get("brokerId") is not None and len(sss.get("members") or []) == len(replicas)
+    return True
+
+
+def progress_line(group: dict[str, Any]) -> str:
+    replicas = group.get("replicas") or []
+    alive = sum(1 for r in replicas if r.get("alive"))
+    master = group.get("master") or {}
+    text = f"{group['name']}: {alive}/{len(replicas)} brokers answer"
+    if master.get("brokerId") is not None:
+        text += f", master {master.get('replica') or master.get('address')} (id {master['brokerId']}, "
+        text += f"epoch {master.get('epoch')})"
+    else:
+        text += ", no master yet"
+    sss = group.get("syncStateSet")
+    if sss is not None:
+        text += f", SyncStateSet {sss.get('members')} ({len(sss.get('members') or [])}/{len(replicas)})"
+    restarts = sum(int(r.get("restarts") or 0) for r in replicas)
+    if restarts:
+        text += f", {restarts} restart(s)"
+    return text
+
+
+async def wait_ready(layout: StateLayout, timeout: float, out: Out = _stdout) -> int:
+    started = time.monotonic()
+    last: dict[str, str] = {}
+    doc: dict[str, Any] | None = None
+    while True:
+        state = read_state(layout.state_file)
+        if not supervisor_running(state):
+            _stderr(f"error: the supervisor is not running; see {layout.supervisor_log}")
+            return EXIT_FAILED
+        doc = await collect(state, layout)
+        phase0 = [r for r in state.replicas if r.phase == 0 and r.desired == RUNNING]
+        answers = await asyncio.gather(*(port_answers(f"127.0.0.1:{p}") for r in phase0 for p in r.ports.values()))
+        elapsed = time.monotonic() - started
+        for group in doc["groups"]:
+            line = progress_line(group)
+            if last.get(group["name"]) != line:
+                out(f"[{elapsed:6.1f}s] {line}")
+                last[group["name"]] = line
+        if all(answers) and all(group_ready(g) for g in doc["groups"]):
+            out(f"ready after {elapsed:.1f}s")
+            return EXIT_OK
+        if elapsed > timeout:
+            out(render_table(doc))
+            _stderr(f"error: not ready after {timeout:g}s; process output is in {layout.logs_dir}")
+            return EXIT_FAILED
+        await asyncio.sleep(1.0)
+
+
+def _spawn_supervisor(layout: StateLayout) -> subprocess.Popen[bytes]:
+    with layout.supervisor_log.open("ab") as handle:
+        return subprocess.Popen(
+            [sys.executable, "-m", SUPERVISOR_MODULE, "--state-dir", str(layout.root)],
+            cwd=layout.root,
+            stdin=subprocess.DEVNULL,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def _wait_started(layout: StateLayout, proc: subprocess.Popen[bytes]) -> LocalState:
+    deadline = time.monotonic() + STARTED_TIMEOUT_S
+    while time.monotonic() < deadline:
+        code = proc.poll()
+        if code is not None:
+            raise LocalError(f"the supervisor exited ({code}):\n{_tail(layout.supervisor_log)}")
+        try:
+            state = read_state(layout.state_file)
+        except StateError:
+            state = None
+        if (
+            state is not None
+            and state.supervisor.pid == proc.pid
+            and all(r.pid is not None for r in state.replicas if r.desired == RUNNING)
+        ):
+            return state
+        time.sleep(0.1)
+    raise LocalError(f"not every process started within {STARTED_TIMEOUT_S:g}s; see {layout.supervisor_log}")
+
+
+def up(
+    files: Sequence[str],
+    state_dir: Path,
+    *,
+    wait: bool = False,
+    timeout: float = 180.0,
+    out: Out = _stdout,
+) -> int:
+    layout = StateLayout(state_dir)
+    try:
+        resources, errors, warnings = validate(files)
+    except ManifestError as exc:
+        _stderr(f"error: {exc}")
+        return EXIT_INVALID
+    for w in warnings:
+        _stderr(f"warning: {w}")
+    if errors:
+        for e in errors:
+            out(e)
+        return EXIT_INVALID
+    try:
+        check_names(resources)
+        return _up(resources, files, layout, wait=wait, timeout=timeout, out=out)
+    except PlacementError as exc:
+        out(str(exc))
+        return EXIT_INVALID
+    except (LocalError, StateError, DistributionError, PortError, commands.CommandError) as exc:
+        _stderr(f"error: {exc}")
+        return EXIT_FAILED
+
+
+def _up(
+    resources: list[BrokerGroup | ControllerGroup],
+    files: Sequence[str],
+    layout: StateLayout,
+    *,
+    wait: bool,
+    timeout: float,
+    out: Out,
+) -> int:
+    digest = manifest_digest(resources)
+    existing = _try_read(layout)
+    down_hint = f"rocketmq-operator local down --state-dir {layout.root}"
+    if existing is not None:
+        if supervisor_running(existing):
+            if existing.manifest_digest != digest:
+                raise LocalError(
+                    f"{layout.root} already runs other manifests ({', '.join(existing.files)}); "
+                    f"fix: `{down_hint}` first, or use another --state-dir"
+                )
+            out(f"already running in {layout.root} (supervisor pid {existing.supervisor.pid}); nothing to do")
+            return asyncio.run(wait_ready(layout, timeout, out)) if wait else EXIT_OK
+        if existing.manifest_digest != digest:
+            raise LocalError(
+                f"{layout.root} holds the data of other manifests ({', '.join(existing.files)}); "
+                f"fix: `{down_hint} --purge` to drop it, or use another --state-dir"
+            )
+    stop_leftovers(layout, out=out)  # a supervisor killed -9 leaves its java processes behind
+
+    home = ensure_distribution(log=_stderr)
+    if not java_available():
+        raise LocalError("no java: install a JDK 17 (java on PATH) or set JAVA_HOME")
+
+    needs = port_needs(resources)
+    if existing is not None and all_free(needs, existing.ports(), port_is_free):
+        ports = {n.key: existing.ports()[n.key] for n in needs}
+    else:
+        ports = allocate(needs, seed_for(str(layout.root)), port_is_free)
+
+    state = build_state(
+        resources,
+        ports,
+        layout,
+        files=[str(Path(f).resolve()) if f != "-" else "-" for f in files],
+        distribution=str(home),
+        rocketmq_version=ROCKETMQ_VERSION,
+    )
+    layout.ensure()
+    for name, text in render_configs(resources, ports, layout).items():
+        layout.config(name).write_text(text, encoding="utf-8")
+    layout.manifest.write_text(
+        yaml.safe_dump_all(state.resources, sort_keys=False, default_flow_style=False), encoding="utf-8"
+    )
+    for stale in layout.commands_dir.iterdir():
+        stale.unlink(missing_ok=True)
+    state.supervisor = SupervisorInfo()
+    write_state(layout.state_file, state)
+
+    began = time.monotonic()
+    proc = _spawn_supervisor(layout)
+    started = _wait_started(layout, proc)
+    out(f"started {len(started.replicas)} processes in {time.monotonic() - began:.1f}s (supervisor pid {proc.pid})")
+    for r in started.replicas:
+        ports_text = " ".join(f"{k}=127.0.0.1:{v}" for k, v in r.ports.items())
+        out(f"  {r.name:<24} {r.role:<10} pid {r.pid}  {ports_text}")
+    out(f"nameServers {';'.join(started.name_servers)}  controllers {';'.join(started.controllers) or '-'}")
+    out(f"logs in {layout.logs_dir}; `rocketmq-operator local status --state-dir {layout.root}`")
+    if wait:
+        return asyncio.run(wait_ready(layout, timeout, out))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- down
+
+
+def down(state_dir: Path, *, purge: bool = False, out: Out = _stdout) -> int:
+    layout = StateLayout(state_dir)
+    try:
+        state = _try_read(layout)
+    except StateError as exc:
+        _stderr(f"warning: {exc}; stopping whatever runs from {layout.root}")
+        state = None
+    if state is not None and supervisor_running(state):
+        pid = state.supervisor.pid
+        assert pid is not None
+        out(f"stopping the supervisor (pid {pid}) and its processes ...")
+        began = time.monotonic()
+        _signal(pid, signal.SIGTERM)
+        if _wait_gone([pid], DOWN_TIMEOUT_S):
+            _stderr(f"warning: the supervisor did not exit within {DOWN_TIMEOUT_S:g}s: SIGKILL")
+            _signal(pid, signal.SIGKILL)
+            _wait_gone([pid], 10.0)
+        out(f"stopped in {time.monotonic() - began:.1f}s")
+    leftovers = stop_leftovers(layout, out=out)
+    if state is not None and not purge:
+        with contextlib.suppress(StateError):
+            state = read_state(layout.state_file)  # the supervisor's last word
+        for r in state.replicas:
+            r.pid = None
+            r.suspended = False
+            r.next_start_at = None
+        state.supervisor = SupervisorInfo()
+        write_state(layout.state_file, state)
+    if purge:
+        for path in layout.owned():
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            layout.root.rmdir()
+        out(f"purged {layout.root}")
+    elif state is None and not leftovers:
+        out(f"nothing runs from {layout.root}")
+    elif state is not None:
+        out(f"data kept in {layout.data_root} (`local up` again resumes it; `local down --purge` drops it)")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- kill / start
+
+
+def _request(layout: StateLayout, op: str, **arguments: Any) -> dict[str, Any]:
+    state = read_state(layout.state_file)
+    if not supervisor_running(state):
+        raise LocalError(f"no supervisor runs for {layout.root}; fix: `rocketmq-operator local up` first")
+    return asyncio.run(
+        commands.send_request(layout.commands_dir, op, alive=lambda: supervisor_running(state), **arguments)
+    )
+
+
+def kill(state_dir: Path, replica: str, *, sig: str = "KILL", no_restart: bool = False, out: Out = _stdout) -> int:
+    layout = StateLayout(state_dir)
+    try:
+        answer = _request(layout, "signal", replica=replica, signal=sig.upper(), noRestart=no_restart)
+    except (LocalError, StateError, commands.CommandError) as exc:
+        _stderr(f"error: {exc}")
+        return EXIT_FAILED
+    if not answer.get("ok"):
+        _stderr(f"error: {answer.get('message')}")
+        return EXIT_FAILED
+    text = str(answer.get("message"))
+    if answer.get("pid"):
+        text += f" (pid {answer['pid']})"
+    if sig.upper() in ("KILL", "TERM"):
+        text += (
+            f"; it stays down until `rocketmq-operator local start {replica}`"
+            if no_restart
+            else "; the supervisor restarts it after a back-off"
+        )
+    elif sig.upper() == "STOP":
+        text += f"; resume it with `--signal CONT` or `local start {replica}`"
+    out(text)
+    return EXIT_OK
+
+
+def start(state_dir: Path, replica: str, *, out: Out = _stdout) -> int:
+    layout = StateLayout(state_dir)
+    try:
+        answer = _request(layout, "start", replica=replica)
+    except (LocalError, StateError, commands.CommandError) as exc:
+        _stderr(f"error: {exc}")
+        return EXIT_FAILED
+    if not answer.get("ok"):
+        _stderr(f"error: {answer.get('message')}")
+        return EXIT_FAILED
+    out(str(answer.get("message")) + (f" (pid {answer['pid']})" if answer.get("pid") else ""))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- status
+
+
+def status(state_dir: Path, *, as_json: bool = False, watch: float | None = None, out: Out = _stdout) -> int:
+    from rocketmq_operator.platforms.local.status import dumps
+
+    layout = StateLayout(state_dir)
+    try:
+        while True:
+            try:
+                state = read_state(layout.state_file)
+            except StateError as exc:
+                _stderr(f"error: nothing to show for {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`")
+                return EXIT_FAILED
+            doc = asyncio.run(collect(state, layout))
+            if as_json:
+                out(dumps(doc, compact=watch is not None))
+            else:
+                if watch is not None:
+                    out(f"--- {doc['observedAt']}")
+                out(render_table(doc))
+            if watch is None:
+                return EXIT_OK
+            time.sleep(max(watch, 0.2))
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def dist_path(out: Out = _stdout) -> int:
+    try:
+        home = ensure_distribution(log=_stderr)
+    except DistributionError as exc:
+        _stderr(f"error: {exc}")
+        return EXIT_FAILED
+    out(str(home))
+    return EXIT_OK

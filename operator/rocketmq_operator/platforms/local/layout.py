@@ -1,0 +1,120 @@
+"""Where the local platform keeps things: the state directory and the paths inside it.
+
+Contract:
+
+* `resolve_state_dir(arg, env, cwd)`: `--state-dir` wins, then `$ROCKETMQ_OPERATOR_STATE`, then
+  `.local-state/` in the working directory. Always absolute (resolved), so the path the supervisor, the java
+  processes and later commands see is the same whatever directory they run from.
+* `StateLayout(root)` names every path; nothing here creates or reads files except `ensure()` (mkdir).
+
+Layout of a state directory::
+
+    state.json            desired state, ports, pids, restart counts (written atomically; see `state`)
+    manifest.yaml         the validated resources that were brought up
+    supervisor.log        the supervisor's own log
+    conf/<replica>.conf   rendered configs (what a ConfigMap holds on Kubernetes)
+    data/<replica>/       one "volume" per replica: store, controller Raft log, conf/<replica>.conf (the copy
+                          the process reads and RocketMQ may rewrite), logs/rocketmqlogs/ (user.home)
+    logs/<replica>.log    stdout+stderr of the java process, appended across restarts
+    status/<group>.json   the previous BrokerGroupStatus (history and lastTransitionTime survive commands)
+    commands/             CLI → supervisor requests (<id>.json) and replies (<id>.reply)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+STATE_ENV = "ROCKETMQ_OPERATOR_STATE"
+DEFAULT_STATE_DIR = ".local-state"
+
+
+def resolve_state_dir(
+    arg: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> Path:
+    environ = os.environ if env is None else env
+    base = Path(cwd) if cwd is not None else Path.cwd()
+    if arg:
+        chosen = Path(arg)
+    elif environ.get(STATE_ENV):
+        chosen = Path(environ[STATE_ENV])
+    else:
+        chosen = Path(DEFAULT_STATE_DIR)
+    chosen = chosen.expanduser()
+    if not chosen.is_absolute():
+        chosen = base / chosen
+    return chosen.resolve()
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    root: Path
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifest.yaml"
+
+    @property
+    def supervisor_log(self) -> Path:
+        return self.root / "supervisor.log"
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.root / "conf"
+
+    @property
+    def data_root(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def status_dir(self) -> Path:
+        return self.root / "status"
+
+    @property
+    def commands_dir(self) -> Path:
+        return self.root / "commands"
+
+    def config(self, replica: str) -> Path:
+        return self.conf_dir / f"{replica}.conf"
+
+    def data(self, replica: str) -> Path:
+        return self.data_root / replica
+
+    def run_config(self, replica: str) -> Path:
+        """The copy of the config the process is started with (RocketMQ may rewrite it at runtime)."""
+        return self.data(replica) / "conf" / f"{replica}.conf"
+
+    def log(self, replica: str) -> Path:
+        return self.logs_dir / f"{replica}.log"
+
+    def status(self, group: str) -> Path:
+        return self.status_dir / f"{group}.json"
+
+    # Everything `local down --purge` removes; the directory itself goes only if nothing else is left in it.
+    def owned(self) -> tuple[Path, ...]:
+        return (
+            self.state_file,
+            self.manifest,
+            self.supervisor_log,
+            self.conf_dir,
+            self.data_root,
+            self.logs_dir,
+            self.status_dir,
+            self.commands_dir,
+        )
+
+    def ensure(self) -> None:
+        for path in (self.root, self.conf_dir, self.data_root, self.logs_dir, self.status_dir, self.commands_dir):
+            path.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,372 @@
+"""The local placement: the same renderers as Kubernetes, with 127.0.0.1 addresses, local ports and paths.
+
+Contract:
+
+* `port_needs(resources)` lists the ports a set of resources needs (see `ports.PortNeed`), keyed
+  `<replica>.<port>`: `namesrv` and `controller` (the DLedger peer port) for ControllerGroup replicas,
+  `listen` for brokers (which also occupy listen-2 and listen+1).
+* `controller_placement` / `broker_placement` build `render.config` placements from an allocation; configs
+  are then rendered by `render.config.controller_config`, `namesrv_config` and `broker_config` unchanged. The
+  platform defaults only shrink the footprint (facts §6 "Shrinking a local test"); the user's
+  `brokerConfig`/`controllerConfig` keys still win, as on Kubernetes.
+* `build_state(...)` is the whole desired state (`state.LocalState` without pids): every process, its
+  rendered config text, its java argv (`distribution.java_command`, small heaps, TLS off), its paths.
+  It does no I/O besides what `java_command` does to name the java executable.
+* Replica names are those of the pods: `<BrokerGroup>-<ordinal>`, `<ControllerGroup>-<ordinal>` and, for
+  standalone name servers, `<ControllerGroup>-namesrv-<ordinal>`.
+* Raises `PlacementError` for manifests the local platform cannot run (a controllerRef to a ControllerGroup
+  that is not among the files, clashing names).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, HAMode
+from rocketmq_operator.platforms.local.distribution import java_command
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.ports import BROKER_OFFSETS, SINGLE, PortNeed
+from rocketmq_operator.platforms.local.state import GroupInfo, LocalState, ReplicaProcess
+from rocketmq_operator.render.config import (
+    BrokerPlacement,
+    ControllerPlacement,
+    ReplicaPlacement,
+    broker_config,
+    controller_config,
+    namesrv_config,
+    properties_text,
+)
+
+LOCALHOST = "127.0.0.1"
+
+# Heaps on this machine (the spec's jvm.heap is sized for a pod; spec.jvm.extraOptions are still appended).
+BROKER_HEAP = "256m"
+BROKER_DIRECT_MEMORY = "256m"
+NAMESRV_WITH_CONTROLLER_HEAP = "192m"
+CONTROLLER_HEAP = "128m"
+NAMESRV_HEAP = "128m"
+
+BROKER_PLATFORM_DEFAULTS: Mapping[str, str] = {
+    "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
+    "mappedFileSizeConsumeQueue": str(30_000 * 20),  # a multiple of the 20-byte entry
+    "messageIndexEnable": "false",  # an index file is ~400 MB
+    "timerWheelEnable": "false",  # the timer wheel maps ~37 MiB plus as much direct memory
+    "diskMaxUsedSpaceRatio": "95",
+}
+CONTROLLER_PLATFORM_DEFAULTS: Mapping[str, str] = {
+    "mappedFileSize": str(8 * 1024 * 1024),  # DLedger entry files (default 1 GiB)
+}
+
+Resource = BrokerGroup | ControllerGroup
+
+HEADER = "Rendered by rocketmq-operator local for {kind} {name}; edit the manifest, not this."
+
+
+class PlacementError(ValueError):
+    """The manifests cannot be run by the local platform as they are."""
+
+
+@dataclass(frozen=True)
+class _Process:
+    name: str
+    role: str
+    group: str
+    kind: str
+    ordinal: int
+    phase: int
+    ports: dict[str, int]
+    address: str
+    conf: dict[str, str]
+    heap: str
+    direct_memory: str | None
+    extra: tuple[str, ...]
+
+
+def _controller_names(cg: ControllerGroup) -> list[str]:
+    return [f"{cg.metadata.name}-{i}" for i in range(cg.spec.replicas)]
+
+
+def _namesrv_names(cg: ControllerGroup) -> list[str]:
+    if not cg.spec.standalone:
+        return []
+    count = cg.spec.name_servers.replicas or cg.spec.replicas
+    return [f"{cg.metadata.name}-namesrv-{i}" for i in range(count)]
+
+
+def _broker_names(bg: BrokerGroup) -> list[str]:
+    return [f"{bg.metadata.name}-{i}" for i in range(bg.spec.replicas)]
+
+
+def _controllers(resources: Sequence[Resource]) -> list[ControllerGroup]:
+    return [r for r in resources if isinstance(r, ControllerGroup)]
+
+
+def _brokers(resources: Sequence[Resource]) -> list[BrokerGroup]:
+    return [r for r in resources if isinstance(r, BrokerGroup)]
+
+
+def port_needs(resources: Sequence[Resource]) -> list[PortNeed]:
+    needs: list[PortNeed] = []
+    for cg in _controllers(resources):
+        for name in _controller_names(cg):
+            if not cg.spec.standalone:
+                needs.append(PortNeed(f"{name}.namesrv", SINGLE))
+            needs.append(PortNeed(f"{name}.controller", SINGLE))
+        needs.extend(PortNeed(f"{name}.namesrv", SINGLE) for name in _namesrv_names(cg))
+    for bg in _brokers(resources):
+        needs.extend(PortNeed(f"{name}.listen", BROKER_OFFSETS) for name in _broker_names(bg))
+    return needs
+
+
+def _addr(port: int) -> str:
+    return f"{LOCALHOST}:{port}"
+
+
+def controller_endpoints(cg: ControllerGroup, ports: Mapping[str, int]) -> tuple[list[str], list[str]]:
+    """(name servers, controllers) of a ControllerGroup as `127.0.0.1:port` lists."""
+    controllers = [_addr(ports[f"{n}.controller"]) for n in _controller_names(cg)]
+    if cg.spec.standalone:
+        name_servers = [_addr(ports[f"{n}.namesrv"]) for n in _namesrv_names(cg)]
+    else:
+        name_servers = [_addr(ports[f"{n}.namesrv"]) for n in _controller_names(cg)]
+    return name_servers, controllers
+
+
+def controller_placement(cg: ControllerGroup, ports: Mapping[str, int], layout: StateLayout) -> ControllerPlacement:
+    _, peers = controller_endpoints(cg, ports)
+    key = "controller" if cg.spec.standalone else "namesrv"
+    replicas = [ReplicaPlacement(ports[f"{n}.{key}"], str(layout.data(n)), LOCALHOST) for n in _controller_names(cg)]
+    name_servers = [ReplicaPlacement(ports[f"{n}.namesrv"], str(layout.data(n)), LOCALHOST) for n in _namesrv_names(cg)]
+    return ControllerPlacement(
+        peers=peers,
+        replicas=replicas,
+        name_server_replicas=name_servers,
+        platform_defaults=dict(CONTROLLER_PLATFORM_DEFAULTS),
+    )
+
+
+def find_controller_group(bg: BrokerGroup, resources: Sequence[Resource]) -> ControllerGroup | None:
+    if bg.spec.controller_ref is None:
+        return None
+    for cg in _controllers(resources):
+        if cg.metadata.name == bg.spec.controller_ref.name and cg.metadata.namespace == bg.metadata.namespace:
+            return cg
+    return None
+
+
+def broker_placement(
+    bg: BrokerGroup, cg: ControllerGroup | None, ports: Mapping[str, int], layout: StateLayout
+) -> BrokerPlacement:
+    controllers: list[str] = []
+    if bg.spec.name_servers:
+        name_servers = list(bg.spec.name_servers)
+        if cg is not None:
+            _, controllers = controller_endpoints(cg, ports)
+    elif cg is not None:
+        name_servers, controllers = controller_endpoints(cg, ports)
+    else:
+        ref = bg.spec.controller_ref.name if bg.spec.controller_ref else ""
+        raise PlacementError(
+            f"BrokerGroup/{bg.metadata.name}: spec.controllerRef.name '{ref}' is not a ControllerGroup in these "
+            "manifests; the local platform runs only what it is given; fix: add the ControllerGroup's file "
+            "with another -f, or set spec.nameServers"
+        )
+    if HAMode(bg.spec.ha_mode) is HAMode.CONTROLLER and not controllers:
+        raise PlacementError(
+            f"BrokerGroup/{bg.metadata.name}: controller mode needs the ControllerGroup "
+            f"'{bg.spec.controller_ref.name if bg.spec.controller_ref else ''}' among the files; fix: add it with -f"
+        )
+    replicas = [
+        ReplicaPlacement(ports[f"{n}.listen"], str(layout.data(n) / "store"), LOCALHOST) for n in _broker_names(bg)
+    ]
+    return BrokerPlacement(
+        name_servers=name_servers,
+        controllers=controllers,
+        replicas=replicas,
+        platform_defaults=dict(BROKER_PLATFORM_DEFAULTS),
+    )
+
+
+def manifest_digest(resources: Sequence[Resource]) -> str:
+    """Digest of what the resources mean (not of the file text): same digest ⇔ same groups."""
+    dumped = sorted(
+        (r.model_dump(mode="json", by_alias=True, exclude={"status"}) for r in resources),
+        key=lambda d: (str(d.get("kind")), json.dumps(d.get("metadata"), sort_keys=True)),
+    )
+    return hashlib.sha256(json.dumps(dumped, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def check_names(resources: Sequence[Resource]) -> None:
+    seen: dict[tuple[str, str], int] = {}
+    owners: dict[str, str] = {}
+    for r in resources:
+        key = (r.kind, r.metadata.name)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > 1:
+            raise PlacementError(f"{r.kind}/{r.metadata.name} is given twice; fix: keep one of them")
+        names = _controller_names(r) + _namesrv_names(r) if isinstance(r, ControllerGroup) else _broker_names(r)
+        for name in names:
+            if name in owners:
+                raise PlacementError(
+                    f"{r.kind}/{r.metadata.name}: process name '{name}' clashes with {owners[name]}; "
+                    "fix: rename one of the groups"
+                )
+            owners[name] = f"{r.kind}/{r.metadata.name}"
+    if not _controllers(resources) and not _brokers(resources):
+        raise PlacementError("no BrokerGroup or ControllerGroup in the files")
+
+
+def _processes(resources: Sequence[Resource], ports: Mapping[str, int], layout: StateLayout) -> list[_Process]:
+    out: list[_Process] = []
+    for cg in _controllers(resources):
+        placement = controller_placement(cg, ports, layout)
+        name = cg.metadata.name
+        extra = tuple(cg.spec.jvm.extra_options)
+        for i, replica in enumerate(_controller_names(cg)):
+            conf = controller_config(cg, i, placement)
+            if cg.spec.standalone:
+                port = ports[f"{replica}.controller"]
+                out.append(
+                    _Process(
+                        replica, "controller", name, "ControllerGroup", i, 0, {"controller": port}, _addr(port),
+                        conf, CONTROLLER_HEAP, None, extra,
+                    )
+                )  # fmt: skip
+            else:
+                ns_port, ctl_port = ports[f"{replica}.namesrv"], ports[f"{replica}.controller"]
+                out.append(
+                    _Process(
+                        replica, "namesrv", name, "ControllerGroup", i, 0,
+                        {"namesrv": ns_port, "controller": ctl_port}, _addr(ns_port),
+                        conf, NAMESRV_WITH_CONTROLLER_HEAP, None, extra,
+                    )
+                )  # fmt: skip
+        for j, replica in enumerate(_namesrv_names(cg)):
+            port = ports[f"{replica}.namesrv"]
+            conf = namesrv_config(cg, j, placement)
+            out.append(
+                _Process(
+                    replica, "namesrv", name, "ControllerGroup", j, 0, {"namesrv": port}, _addr(port),
+                    conf, NAMESRV_HEAP, None, extra,
+                )
+            )  # fmt: skip
+    for bg in _brokers(resources):
+        ref = find_controller_group(bg, resources)
+        bplacement = broker_placement(bg, ref, ports, layout)
+        extra = tuple(bg.spec.jvm.extra_options)
+        for i, replica in enumerate(_broker_names(bg)):
+            port = ports[f"{replica}.listen"]
+            conf = broker_config(bg, i, bplacement)
+            out.append(
+                _Process(
+                    replica, "broker", bg.metadata.name, "BrokerGroup", i, 1,
+                    {"listen": port, "vip": port - 2, "ha": port + 1}, _addr(port),
+                    conf, BROKER_HEAP, BROKER_DIRECT_MEMORY, extra,
+                )
+            )  # fmt: skip
+    return out
+
+
+def _groups(resources: Sequence[Resource], ports: Mapping[str, int]) -> list[GroupInfo]:
+    groups: list[GroupInfo] = []
+    for cg in _controllers(resources):
+        name_servers, controllers = controller_endpoints(cg, ports)
+        groups.append(
+            GroupInfo(
+                name=cg.metadata.name,
+                kind="ControllerGroup",
+                replicas=_controller_names(cg) + _namesrv_names(cg),
+                name_servers=name_servers,
+                controllers=controllers,
+            )
+        )
+    for bg in _brokers(resources):
+        ref = find_controller_group(bg, resources)
+        name_servers, controllers = controller_endpoints(ref, ports) if ref is not None else ([], [])
+        groups.append(
+            GroupInfo(
+                name=bg.metadata.name,
+                kind="BrokerGroup",
+                replicas=_broker_names(bg),
+                name_servers=list(bg.spec.name_servers) or name_servers,
+                controllers=controllers,
+                controller_group=ref.metadata.name if ref is not None else None,
+                controller_mode=HAMode(bg.spec.ha_mode) is HAMode.CONTROLLER,
+            )
+        )
+    return groups
+
+
+def render_configs(resources: Sequence[Resource], ports: Mapping[str, int], layout: StateLayout) -> dict[str, str]:
+    """Config file text per process name (what `local up` writes to conf/<replica>.conf)."""
+    return {
+        p.name: properties_text(p.conf, HEADER.format(kind=p.kind, name=p.group))
+        for p in _processes(resources, ports, layout)
+    }
+
+
+def build_state(
+    resources: Sequence[Resource],
+    ports: Mapping[str, int],
+    layout: StateLayout,
+    *,
+    files: Sequence[str],
+    distribution: str,
+    rocketmq_version: str,
+) -> LocalState:
+    check_names(resources)
+    replicas: list[ReplicaProcess] = []
+    for p in _processes(resources, ports, layout):
+        run_config = layout.run_config(p.name)
+        argv = java_command(
+            p.role,
+            run_config,
+            heap=p.heap,
+            direct_memory=p.direct_memory,
+            extra=p.extra,
+            user_home=layout.data(p.name),
+            home=distribution,
+        )
+        replicas.append(
+            ReplicaProcess(
+                name=p.name,
+                role=p.role,
+                group=p.group,
+                kind=p.kind,
+                ordinal=p.ordinal,
+                phase=p.phase,
+                address=p.address,
+                ports=dict(p.ports),
+                argv=argv,
+                config=str(layout.config(p.name)),
+                run_config=str(run_config),
+                data_dir=str(layout.data(p.name)),
+                log=str(layout.log(p.name)),
+            )
+        )
+    dumped: list[dict[str, Any]] = [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in resources]
+    return LocalState(
+        state_dir=str(layout.root),
+        manifest_digest=manifest_digest(resources),
+        files=list(files),
+        resources=dumped,
+        rocketmq_version=rocketmq_version,
+        distribution=distribution,
+        groups=_groups(resources, ports),
+        replicas=replicas,
+    )
+
+
+def load_resources(state: LocalState) -> list[Resource]:
+    """The typed resources recorded in a state (for status: the BrokerGroup specs)."""
+    out: list[Resource] = []
+    for doc in state.resources:
+        if doc.get("kind") == "BrokerGroup":
+            out.append(BrokerGroup.model_validate(doc))
+        elif doc.get("kind") == "ControllerGroup":
+            out.append(ControllerGroup.model_validate(doc))
+    return out

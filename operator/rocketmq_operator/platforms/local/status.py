@@ -1,0 +1,215 @@
+"""`local status`: observe the groups of a state directory and describe them like the operator does.
+
+Contract:
+
+* `collect(state, layout)` observes every BrokerGroup through `observe.observe_groups` (controller calls go to
+  the DLedger peer ports, broker calls to each listenPort), builds each group's status with
+  `plan.status.build_broker_status`, persisting it in `status/<group>.json` so that `history` and condition
+  `lastTransitionTime`s carry over from one command to the next, and returns a JSON-ready document:
+  `stateDir`, `supervisor` {pid, running, phase}, `nameServers`, `controllers` (`host:port`), `processes`
+  (every supervised process: name, role, group, pid, running, desired, restarts, suspended, address, log) and
+  `groups`: per BrokerGroup the `BrokerGroupStatus` dumped by alias (camelCase) plus `name`, `nameServers`,
+  `controllers`, and per replica the local `pid`, `restarts`, `desired`, `suspended`.
+* `render_table(doc)` is the human form: one row per broker replica (group, replica, brokerId, role, alive,
+  inSync, maxOffset, pid), then per group a line with needAcks/writable and every problem condition that is
+  True, then the name-server/controller processes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from pydantic import ValidationError
+
+from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus
+from rocketmq_operator.observe import GroupState, ReplicaEndpoint, observe_groups
+from rocketmq_operator.plan.status import GroupView, build_broker_status
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.placement import load_resources
+from rocketmq_operator.platforms.local.state import LocalState, pid_alive, write_json_atomic
+from rocketmq_operator.remoting import RemotingClient
+
+# Conditions whose True status is a problem worth a line in the human output.
+PROBLEM_CONDITIONS = ("ControllerUnavailable", "NoEligibleMaster", "Degraded", "QuorumAtRisk")
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def supervisor_running(state: LocalState) -> bool:
+    return pid_alive(state.supervisor.pid, state.state_dir)
+
+
+def _previous(layout: StateLayout, group: str) -> BrokerGroupStatus | None:
+    path = layout.status(group)
+    try:
+        return BrokerGroupStatus.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValidationError, ValueError):
+        return None
+
+
+async def observe(state: LocalState) -> dict[str, GroupState]:
+    """One GroupState per BrokerGroup; groups sharing a ControllerGroup share one controller round trip."""
+    brokers = [g for g in state.groups if g.kind == "BrokerGroup"]
+    by_controllers: dict[tuple[str, ...], list[str]] = {}
+    for g in brokers:
+        by_controllers.setdefault(tuple(g.controllers), []).append(g.name)
+    out: dict[str, GroupState] = {}
+    async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=2.0) as client:
+        for controllers, names in by_controllers.items():
+            endpoints: dict[str, Sequence[ReplicaEndpoint]] = {}
+            modes: dict[str, bool] = {}
+            for name in names:
+                info = state.group(name)
+                assert info is not None
+                endpoints[name] = [
+                    ReplicaEndpoint(r, rp.address) for r in info.replicas if (rp := state.replica(r)) is not None
+                ]
+                modes[name] = info.controller_mode
+            out.update(await observe_groups(client, list(controllers), endpoints, controller_mode=modes))
+    return out
+
+
+def _process_doc(state: LocalState) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": r.name,
+            "role": r.role,
+            "group": r.group,
+            "pid": r.pid,
+            "running": pid_alive(r.pid, r.run_config),
+            "desired": r.desired,
+            "restarts": r.restarts,
+            "suspended": r.suspended,
+            "address": r.address,
+            "ports": r.ports,
+            "lastExitCode": r.last_exit_code,
+            "log": r.log,
+        }
+        for r in state.replicas
+    ]
+
+
+async def collect(state: LocalState, layout: StateLayout, *, persist: bool = True) -> dict[str, Any]:
+    specs = {r.metadata.name: r for r in load_resources(state) if isinstance(r, BrokerGroup)}
+    observed = await observe(state)
+    now = now_iso()
+    groups: list[dict[str, Any]] = []
+    for info in state.groups:
+        if info.kind != "BrokerGroup" or info.name not in observed or info.name not in specs:
+            continue
+        bg = specs[info.name]
+        previous = _previous(layout, info.name)
+        # GroupView declares settable attributes; the frozen GroupState has the same fields read-only.
+        view = cast(GroupView, observed[info.name])
+        status = build_broker_status(bg.spec, view, previous, now)
+        if persist:
+            write_json_atomic(layout.status(info.name), status.model_dump(mode="json", by_alias=True))
+        doc: dict[str, Any] = {"name": info.name, **status.model_dump(mode="json", by_alias=True)}
+        doc["nameServers"] = info.name_servers
+        doc["controllers"] = info.controllers
+        for replica in doc["replicas"]:
+            rp = state.replica(replica["name"])
+            if rp is None:
+                continue
+            replica["pid"] = rp.pid if pid_alive(rp.pid, rp.run_config) else None
+            replica["restarts"] = rp.restarts
+            replica["desired"] = rp.desired
+            replica["suspended"] = rp.suspended
+        groups.append(doc)
+    return {
+        "stateDir": state.state_dir,
+        "observedAt": now,
+        "supervisor": {
+            "pid": state.supervisor.pid,
+            "running": supervisor_running(state),
+            "phase": state.supervisor.phase,
+        },
+        "nameServers": state.name_servers,
+        "controllers": state.controllers,
+        "processes": _process_doc(state),
+        "groups": groups,
+    }
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    lines: list[str] = []
+    sup = doc["supervisor"]
+    lines.append(
+        f"state {doc['stateDir']}  supervisor "
+        + (f"pid {sup['pid']} ({sup['phase']})" if sup["running"] else "not running")
+    )
+    name_servers = ";".join(doc["nameServers"]) or "-"
+    lines.append(f"nameServers {name_servers}  controllers {';'.join(doc['controllers']) or '-'}")
+    rows = [["GROUP", "REPLICA", "BROKERID", "ROLE", "ALIVE", "INSYNC", "MAXOFFSET", "PID", "RESTARTS"]]
+    for g in doc["groups"]:
+        for r in g["replicas"]:
+            role = r["role"]
+            if r.get("suspended"):
+                role += " (stopped)"
+            elif r.get("desired") == "stopped":
+                role += " (down)"
+            rows.append(
+                [
+                    g["name"],
+                    r["name"],
+                    _cell(r.get("brokerId")),
+                    role,
+                    _cell(r.get("alive")),
+                    _cell(r.get("inSync")),
+                    _cell(r.get("maxOffset")),
+                    _cell(r.get("pid")),
+                    _cell(r.get("restarts")),
+                ]
+            )
+    if len(rows) > 1:
+        lines.extend(_table(rows))
+    for g in doc["groups"]:
+        master = g.get("master") or {}
+        sss = g.get("syncStateSet") or {}
+        text = (
+            f"{g['name']}: needAcks={_cell(g.get('needAcks'))} writable={_cell(g.get('writable'))} "
+            f"master={_cell(master.get('replica'))} (id {_cell(master.get('brokerId'))}, epoch "
+            f"{_cell(master.get('epoch'))})"
+        )
+        if sss:
+            text += f" syncStateSet={sss.get('members')} (epoch {_cell(sss.get('epoch'))})"
+        lines.append(text)
+        for c in g.get("conditions", []):
+            problem = (c["type"] in PROBLEM_CONDITIONS and c["status"] == "True") or (
+                c["type"] == "Available" and c["status"] == "False"
+            )
+            if problem:
+                lines.append(f"  {c['type']}: {c.get('reason', '')}: {c.get('message', '')}".rstrip(": "))
+    procs = [p for p in doc["processes"] if p["role"] != "broker"]
+    if procs:
+        rows = [["PROCESS", "ROLE", "ADDRESS", "RUNNING", "PID", "RESTARTS"]]
+        for p in procs:
+            address = ";".join(f"{k} 127.0.0.1:{v}" for k, v in p["ports"].items())
+            running = "stopped" if p["suspended"] else _cell(p["running"])
+            rows.append([p["name"], p["role"], address, running, _cell(p["pid"]), _cell(p["restarts"])])
+        lines.extend(_table(rows))
+    return "\n".join(lines)
+
+
+def dumps(doc: dict[str, Any], *, compact: bool = False) -> str:
+    if compact:
+        return json.dumps(doc, separators=(",", ":"))
+    return json.dumps(doc, indent=2)

@@ -1,0 +1,376 @@
+"""The supervisor: one detached process per state directory that runs the java processes like pods.
+
+Run as `python -m rocketmq_operator.platforms.local.supervisor --state-dir DIR` (`local up` does that, in a new
+session, with stdout/stderr in `<state>/supervisor.log`).
+
+Contract:
+
+* Reads `state.json` once at start and is then its only writer (atomic writes, after every change).
+* Start order: every phase-0 process (name servers, controllers) first; brokers (phase 1) once every phase-0
+  port answers on 127.0.0.1, or after `GATE_TIMEOUT_S` whatever happens (brokers retry their controllers).
+* Each start copies the rendered `conf/<replica>.conf` to `data/<replica>/conf/<replica>.conf` (as the image
+  entrypoint copies the ConfigMap to the volume), appends a header to `logs/<replica>.log` and runs the
+  recorded argv there, in `data/<replica>/`.
+* A process that exits while its desired state is `running` is started again after `backoff.BackoffPolicy`
+  (1 s doubling to 10 s, reset after 60 s of running). A stopped (SIGSTOP) process has not exited and is left
+  alone. Desired state `stopped` (`local kill --no-restart`) keeps it down until a `start` request.
+* Requests (`commands`): `signal` and `start`, answered in order every tick (`TICK_S`).
+* SIGTERM/SIGINT/SIGHUP: stop brokers, then name servers/controllers: SIGTERM (plus SIGCONT for suspended
+  ones), SIGKILL after `GRACE_S`; record that nothing runs; exit 0. A second signal skips the grace period.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from rocketmq_operator.platforms.local import commands
+from rocketmq_operator.platforms.local.backoff import DEFAULT_BACKOFF, BackoffPolicy
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.ports import port_answers
+from rocketmq_operator.platforms.local.state import (
+    EXITED,
+    RUNNING,
+    STARTING,
+    STOPPED,
+    STOPPING,
+    SUPERVISING,
+    LocalState,
+    ReplicaProcess,
+    SupervisorInfo,
+    pid_alive,
+    read_state,
+    write_state,
+)
+
+TICK_S = 0.1
+GATE_TIMEOUT_S = 60.0
+# Brokers measured 7-12 s from SIGTERM to exit (docs/notes/local-start.md); a SIGKILL before that makes the
+# next start recover the commitlog as after a crash.
+GRACE_S = 15.0
+STALE_REPLY_S = 300.0
+
+log = logging.getLogger("rocketmq_operator.local.supervisor")
+
+SIGNALS: dict[str, signal.Signals] = {
+    "KILL": signal.SIGKILL,
+    "TERM": signal.SIGTERM,
+    "STOP": signal.SIGSTOP,
+    "CONT": signal.SIGCONT,
+}
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Supervisor:
+    def __init__(self, layout: StateLayout, policy: BackoffPolicy = DEFAULT_BACKOFF) -> None:
+        self.layout = layout
+        self.policy = policy
+        self.state: LocalState = read_state(layout.state_file)
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.stop_requested = asyncio.Event()
+        self.signals_received = 0
+        self.gate_open = False
+        self.dirty = True
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def save(self) -> None:
+        self.state.updated_at = time.time()
+        write_state(self.layout.state_file, self.state)
+        self.dirty = False
+
+    def _on_signal(self, signum: int) -> None:
+        self.signals_received += 1
+        log.info("received %s (%d)", signal.Signals(signum).name, self.signals_received)
+        self.stop_requested.set()
+
+    def _kill_leftovers(self) -> None:
+        """Processes of a previous supervisor that died without stopping them: a clean slate."""
+        for r in self.state.replicas:
+            if r.pid is not None and pid_alive(r.pid, r.run_config):
+                log.warning("killing leftover %s (pid %d) from an earlier supervisor", r.name, r.pid)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(r.pid, signal.SIGKILL)
+            r.pid = None
+            r.suspended = False
+
+    # ------------------------------------------------------------------ processes
+
+    def _start(self, r: ReplicaProcess, now: float) -> None:
+        data = Path(r.data_dir)
+        run_config = Path(r.run_config)
+        run_config.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(r.config, run_config)
+        log_path = Path(r.log)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        handle: IO[bytes]
+        with log_path.open("ab") as handle:
+            attempt = r.starts + 1
+            handle.write(f"\n=== {_iso(now)} rocketmq-operator local: start #{attempt} of {r.name}\n".encode())
+            handle.flush()
+            try:
+                proc = subprocess.Popen(
+                    r.argv,
+                    cwd=data,
+                    stdin=subprocess.DEVNULL,
+                    stdout=handle,
+                    stderr=subprocess.STDOUT,
+                    close_fds=True,
+                )
+            except OSError as exc:
+                handle.write(f"=== cannot start: {exc}\n".encode())
+                log.error("cannot start %s: %s", r.name, exc)
+                r.last_exit_code = 127
+                r.last_exit_at = now
+                r.failures = self.policy.failures_after_exit(r.failures, 0.0)
+                r.next_start_at = now + self.policy.delay(r.failures)
+                self.dirty = True
+                return
+        self.procs[r.name] = proc
+        if r.starts > 0:
+            r.restarts += 1
+        r.starts += 1
+        r.pid = proc.pid
+        r.started_at = now
+        r.next_start_at = None
+        r.suspended = False
+        self.dirty = True
+        log.info("started %s (pid %d)", r.name, proc.pid)
+
+    def _reap(self, now: float) -> None:
+        for name, proc in list(self.procs.items()):
+            code = proc.poll()
+            if code is None:
+                continue
+            del self.procs[name]
+            r = self.state.replica(name)
+            if r is None:
+                continue
+            uptime = now - (r.started_at or now)
+            r.pid = None
+            r.suspended = False
+            r.last_exit_code = code
+            r.last_exit_at = now
+            if r.desired == RUNNING and not self.stop_requested.is_set():
+                r.failures = self.policy.failures_after_exit(r.failures, uptime)
+                delay = self.policy.delay(r.failures)
+                r.next_start_at = now + delay
+                log.info("%s exited (%s) after %.1fs; restart in %.0fs", name, _exit_text(code), uptime, delay)
+            else:
+                r.next_start_at = None
+                log.info("%s exited (%s); desired state %s", name, _exit_text(code), r.desired)
+            self.dirty = True
+
+    def _start_due(self, now: float) -> None:
+        for r in self.state.replicas:
+            if r.desired != RUNNING or r.pid is not None or r.next_start_at is None:
+                continue
+            if r.phase > 0 and not self.gate_open:
+                continue
+            if r.next_start_at <= now:
+                self._start(r, now)
+
+    async def _phase0_ready(self) -> bool:
+        wanted = [
+            f"127.0.0.1:{port}"
+            for r in self.state.replicas
+            if r.phase == 0 and r.desired == RUNNING
+            for port in r.ports.values()
+        ]
+        if not wanted:
+            return True
+        answers = await asyncio.gather(*(port_answers(a) for a in wanted))
+        return all(answers)
+
+    # ------------------------------------------------------------------ requests
+
+    def _handle(self, body: dict[str, Any], now: float) -> dict[str, Any]:
+        op = body.get("op")
+        name = str(body.get("replica", ""))
+        r = self.state.replica(name)
+        if r is None:
+            known = ", ".join(x.name for x in self.state.replicas)
+            return {"ok": False, "message": f"no replica '{name}'; replicas: {known}"}
+        if op == "signal":
+            return self._signal(r, str(body.get("signal", "KILL")).upper(), bool(body.get("noRestart")), now)
+        if op == "start":
+            return self._start_request(r, now)
+        return {"ok": False, "message": f"unknown request {op!r}"}
+
+    def _signal(self, r: ReplicaProcess, sig_name: str, no_restart: bool, now: float) -> dict[str, Any]:
+        sig = SIGNALS.get(sig_name)
+        if sig is None:
+            return {"ok": False, "message": f"signal {sig_name} is not one of {', '.join(SIGNALS)}"}
+        if no_restart and r.desired != STOPPED:
+            r.desired = STOPPED
+            r.next_start_at = None
+            self.dirty = True
+        proc = self.procs.get(r.name)
+        if proc is None or proc.poll() is not None:
+            if no_restart:
+                return {"ok": True, "message": f"{r.name} is not running; it stays down", "pid": None}
+            return {"ok": False, "message": f"{r.name} is not running (desired state {r.desired})", "pid": None}
+        proc.send_signal(sig)
+        if sig is signal.SIGSTOP:
+            r.suspended = True
+        elif sig is signal.SIGCONT:
+            r.suspended = False
+        elif r.suspended:
+            proc.send_signal(signal.SIGCONT)  # a stopped process must run to act on TERM (KILL works anyway)
+        self.dirty = True
+        log.info("sent SIG%s to %s (pid %d)%s", sig_name, r.name, proc.pid, " (no restart)" if no_restart else "")
+        return {"ok": True, "message": f"sent SIG{sig_name} to {r.name}", "pid": proc.pid, "desired": r.desired}
+
+    def _start_request(self, r: ReplicaProcess, now: float) -> dict[str, Any]:
+        proc = self.procs.get(r.name)
+        r.desired = RUNNING
+        self.dirty = True
+        if proc is not None and proc.poll() is None:
+            if r.suspended:
+                proc.send_signal(signal.SIGCONT)
+                r.suspended = False
+                return {"ok": True, "message": f"{r.name} resumed (SIGCONT)", "pid": proc.pid}
+            return {"ok": True, "message": f"{r.name} is already running", "pid": proc.pid}
+        r.failures = 0
+        r.next_start_at = now
+        self._start(r, now)
+        if r.pid is None:
+            return {"ok": False, "message": f"{r.name} could not be started; see {r.log}", "pid": None}
+        return {"ok": True, "message": f"started {r.name}", "pid": r.pid}
+
+    def _handle_requests(self, now: float) -> None:
+        directory = self.layout.commands_dir
+        for ident, body in commands.pending(directory):
+            try:
+                answer = self._handle(body, now)
+            except Exception as exc:  # a bad request must not take the supervisor down
+                log.exception("request %s failed", ident)
+                answer = {"ok": False, "message": f"request failed: {exc}"}
+            commands.reply(directory, ident, answer)
+        for path in directory.glob(f"*{commands.REPLY_SUFFIX}"):
+            try:
+                if now - path.stat().st_mtime > STALE_REPLY_S:
+                    path.unlink(missing_ok=True)
+            except OSError:
+                pass
+
+    # ------------------------------------------------------------------ main loop
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, self._on_signal, sig)
+        now = time.time()
+        self.state.supervisor = SupervisorInfo(pid=os.getpid(), phase=STARTING, started_at=now)
+        self._kill_leftovers()
+        for r in self.state.replicas:
+            r.failures = 0
+            r.next_start_at = now if r.desired == RUNNING else None
+        self.layout.ensure()
+        self.save()
+        log.info("supervising %d processes in %s", len(self.state.replicas), self.layout.root)
+        gate_deadline = time.monotonic() + GATE_TIMEOUT_S
+        while not self.stop_requested.is_set():
+            now = time.time()
+            self._reap(now)
+            self._handle_requests(now)
+            if not self.gate_open and (await self._phase0_ready() or time.monotonic() > gate_deadline):
+                self.gate_open = True
+                log.info("name servers and controllers answer: starting brokers")
+            self._start_due(now)
+            if self.gate_open and self.state.supervisor.phase == STARTING:
+                self.state.supervisor.phase = SUPERVISING
+                self.dirty = True
+            if self.dirty:
+                self.save()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop_requested.wait(), TICK_S)
+        await self.shutdown()
+        return 0
+
+    async def shutdown(self) -> None:
+        self.state.supervisor.phase = STOPPING
+        self.save()
+        for phase in sorted({r.phase for r in self.state.replicas}, reverse=True):
+            await self._stop_phase(phase)
+        for r in self.state.replicas:
+            r.pid = None
+            r.suspended = False
+            r.next_start_at = None
+        for ident, _ in commands.pending(self.layout.commands_dir):
+            commands.reply(self.layout.commands_dir, ident, {"ok": False, "message": "the supervisor is stopping"})
+        self.state.supervisor = SupervisorInfo(pid=None, phase=EXITED, started_at=None)
+        self.save()
+        log.info("stopped")
+
+    async def _stop_phase(self, phase: int) -> None:
+        names = [r.name for r in self.state.replicas if r.phase == phase and r.name in self.procs]
+        if not names:
+            return
+        signals_before = self.signals_received
+        for name in names:
+            proc = self.procs[name]
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.send_signal(signal.SIGCONT)
+        log.info("sent SIGTERM to %s", ", ".join(names))
+        deadline = time.monotonic() + GRACE_S
+        while time.monotonic() < deadline and self.signals_received <= max(signals_before, 1):
+            self._reap(time.time())
+            if not any(n in self.procs for n in names):
+                break
+            if self.dirty:
+                self.save()
+            await asyncio.sleep(TICK_S)
+        for name in names:
+            left = self.procs.get(name)
+            if left is not None and left.poll() is None:
+                log.warning("%s did not exit after SIGTERM: SIGKILL", name)
+                left.kill()
+        for name in names:
+            left = self.procs.get(name)
+            if left is not None:
+                left.wait()
+        self._reap(time.time())
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rocketmq_operator.platforms.local.supervisor")
+    parser.add_argument("--state-dir", required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    layout = StateLayout(Path(args.state_dir).resolve())
+    supervisor = Supervisor(layout)
+    return asyncio.run(supervisor.run())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
