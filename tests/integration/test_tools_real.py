@@ -293,7 +293,6 @@ async def test_in_sync_replicas_not_enough_is_retried_then_failed(cluster: Clust
     assert refused.failures == {"IN_SYNC_REPLICAS_NOT_ENOUGH": 5}
     assert refused.attempt_failures == {"IN_SYNC_REPLICAS_NOT_ENOUGH": 10}
     assert refused.acknowledged_digest == "0" * 64 and refused.sent_digest != "0" * 64
-    # Retried on another queue: the two attempts of each message went to different queues is not visible in the
-    # report, but the stored state is: nothing was appended.
+    # Nothing of the refused messages was appended: only the first message is there.
     read = await consume(cluster.namesrv, topic, idle_timeout=0.3)
     assert read.count == 1 and read.digest == first.digest

@@ -57,9 +57,22 @@ class Digest:
         for key, body in pairs:
             self.add(key, body)
 
+    @classmethod
+    def of_digests(cls, items: Iterable[int]) -> Digest:
+        """A digest from precomputed :func:`message_digest` values."""
+        out = cls()
+        for item in items:
+            out.add_digest(item)
+        return out
+
     def add(self, key: str, body: bytes) -> bool:
         """Add one pair; ``False`` if that exact pair was already added (the digest is unchanged)."""
-        item = message_digest(key, body)
+        return self.add_digest(message_digest(key, body))
+
+    def add_digest(self, item: int) -> bool:
+        """Add one pair given as its :func:`message_digest`."""
+        if not 0 <= item < DIGEST_MODULUS:
+            raise ValueError("a message digest is an integer in [0, 2^256)")
         if item in self._pairs:
             return False
         self._pairs.add(item)

@@ -55,7 +55,7 @@ from rocketmq_operator.remoting import (
     SendResult,
 )
 
-from .digest import Digest, body_for
+from .digest import Digest, body_for, message_digest
 from .routing import DEFAULT_ROUTE_REFRESH_S, RouteClient, ToolError, TopicRouter, ensure_topic
 from .stats import latency_summary
 
@@ -145,7 +145,8 @@ class SendRecord:
     queue_id: int | None = None
     queue_offset: int = -1
     error: str | None = None
-    body: bytes = field(default=b"", repr=False)
+    digest: int = field(default=0, repr=False)
+    """``digest.message_digest(key, body)`` (the body itself is not kept)."""
 
     @property
     def ok(self) -> bool:
@@ -173,6 +174,7 @@ class Sender:
 
     async def send(self, seq: int, key: str, body: bytes) -> SendRecord:
         wall_start = time.time()
+        pair_digest = message_digest(key, body)
         t0 = time.perf_counter()
         failures: list[str] = []
         avoid: str | None = None
@@ -196,7 +198,7 @@ class Sender:
                 queue_id=queue_id,
                 queue_offset=offset,
                 error=error,
-                body=body,
+                digest=pair_digest,
             )
 
         attempt = 0
@@ -304,8 +306,8 @@ class ProduceReport:
             latency_ms=latency_summary([r.latency_ms for r in acked]),
             elapsed_s=round(elapsed, 3),
             msgs_per_s=round(len(acked) / elapsed, 1) if elapsed > 0 else 0.0,
-            acknowledged_digest=Digest((r.key, r.body) for r in acked).hexdigest(),
-            sent_digest=Digest((r.key, r.body) for r in done).hexdigest(),
+            acknowledged_digest=Digest.of_digests(r.digest for r in acked).hexdigest(),
+            sent_digest=Digest.of_digests(r.digest for r in done).hexdigest(),
             records=tuple(done) if keep_records else (),
         )
 

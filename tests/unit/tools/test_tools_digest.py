@@ -23,6 +23,11 @@ def test_definition_is_sum_mod_2_256_of_sha256() -> None:
     assert message_digest("k1", b"a") == int(hashlib.sha256(b"k1\x00a").hexdigest(), 16)
 
 
+def test_precomputed_digests_give_the_same_value() -> None:
+    items = [(f"k{i}", body_for(f"k{i}", 5)) for i in range(20)]
+    assert Digest.of_digests(message_digest(k, b) for k, b in items) == Digest(items)
+
+
 def test_empty_digest_is_zeros() -> None:
     assert Digest().hexdigest() == "0" * 64 and len(Digest()) == 0
 
