@@ -112,11 +112,13 @@ class Target:
     ldflags: tuple[str, ...]
 
 
-def targets(v: Versions) -> list[Target]:
+def targets(v: Versions, dated: bool = True) -> list[Target]:
+    """What to build. ``dated=False`` skips looking up the release date (enough for staleness checks)."""
     major, minor = v.kubernetes.lstrip("v").split(".")[:2]
-    build_date = _release_time("k8s.io/kubernetes", v.kubernetes)
+    build_date = _release_time("k8s.io/kubernetes", v.kubernetes) if dated else ""
     # hack/lib/version.sh stamps both packages. The git commit is not served by the module proxy,
     # so gitCommit/gitTreeState keep their defaults, as upstream does when KUBE_GIT_COMMIT is unset.
+    # buildDate is the release tag's time from the proxy, so rebuilds are reproducible.
     kube_ld = []
     for key, val in (
         ("gitVersion", v.kubernetes),
@@ -126,11 +128,10 @@ def targets(v: Versions) -> list[Target]:
     ):
         for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
             kube_ld.append(f"-X={pkg}.{key}={val}")
-    helm_ld = (
-        f"-X=helm.sh/helm/v4/internal/version.version={v.helm}",
-        "-X=helm.sh/helm/v4/internal/version.gitTreeState=clean",
-    )
-    etcd_ld = (f"-X=go.etcd.io/etcd/api/v3/version.GitSHA={v.etcd}",)
+    # helm's Makefile stamps internal/version.version; without it `helm version` says "v4.3".
+    helm_ld = (f"-X=helm.sh/helm/v4/internal/version.version={v.helm}",)
+    # etcd's version is a constant in go.etcd.io/etcd/api/v3/version; only GitSHA stays "Not provided".
+    etcd_ld: tuple[str, ...] = ()
     kube = tuple(kube_ld)
     return [
         Target("kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", TOOLS_DIR, KUBE_TAGS, kube),
@@ -196,19 +197,23 @@ def _up_to_date(out: Path, t: Target) -> bool:
         data = json.loads(stamp.read_text())
     except ValueError:
         return False
-    return data.get("pins") == _cheap_key(t) and data.get("ldflags") == list(t.ldflags)
+    return data.get("pins") == _cheap_key(t) and _comparable(data.get("ldflags", [])) == _comparable(t.ldflags)
+
+
+def _comparable(ldflags: list[str] | tuple[str, ...]) -> list[str]:
+    return [f for f in ldflags if ".buildDate=" not in f]
 
 
 def build(parallel: int = 2, quiet: bool = False) -> Path:
     v = Versions.load()
     out = bin_dir(v)
-    ts = targets(v)
-    if all(_up_to_date(out, t) for t in ts):
+    if all(_up_to_date(out, t) for t in targets(v, dated=False)):
         if not quiet:
             print(f"k8s tools up to date in {out}")
         return out
     with _lock(out.parent / ".build.lock"):
         out.mkdir(parents=True, exist_ok=True)
+        ts = targets(v)
         env = build_env()
         go_version = _go_version(env)
         for t in ts:
@@ -226,9 +231,7 @@ def build(parallel: int = 2, quiet: bool = False) -> Path:
                 subprocess.run(cmd, cwd=t.module_dir, env=env, check=True)
                 os.replace(tmp / t.name, out / t.name)
             except subprocess.CalledProcessError as exc:
-                raise SystemExit(
-                    f"build of {t.name} failed (exit {exc.returncode}): {' '.join(cmd)}"
-                ) from exc
+                raise SystemExit(f"build of {t.name} failed (exit {exc.returncode}): {' '.join(cmd)}") from exc
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
             _stamp(out, t.name).write_text(
