@@ -261,6 +261,8 @@ class Supervisor:
             except Exception as exc:  # a bad request must not take the supervisor down
                 log.exception("request %s failed", ident)
                 answer = {"ok": False, "message": f"request failed: {exc}"}
+            if self.dirty:
+                self.save()  # a client that reads state.json after the reply sees the change
             commands.reply(directory, ident, answer)
         for path in directory.glob(f"*{commands.REPLY_SUFFIX}"):
             try:
