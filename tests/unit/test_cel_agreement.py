@@ -18,13 +18,26 @@ from rocketmq_operator.api.validation import parse_resource
 from validation_cases import CASES, Case
 
 
-def _join(items: Any, sep: Any = "") -> celpy.celtypes.StringType:
-    return celpy.celtypes.StringType(str(sep).join(str(i) for i in items))
+def _format(template: Any, args: Any) -> celpy.celtypes.StringType:
+    """Kubernetes' strings-extension `format` for the `%s` and `%%` verbs the rules use."""
+    out, values = "", iter(args)
+    parts = str(template).split("%%")
+    rendered = []
+    for part in parts:
+        pieces = part.split("%s")
+        text = pieces[0]
+        for piece in pieces[1:]:
+            value = next(values)
+            text += ("true" if value else "false") if isinstance(value, bool) else str(value)
+            text += piece
+        rendered.append(text)
+    out = "%".join(rendered)
+    return celpy.celtypes.StringType(out)
 
 
 def _evaluate(expr: str, scope_obj: dict[str, Any]) -> Any:
     env = celpy.Environment()
-    program = env.program(env.compile(expr), functions={"join": _join})
+    program = env.program(env.compile(expr), functions={"format": _format})
     return program.evaluate({"self": celpy.json_to_cel(scope_obj)})
 
 
@@ -50,8 +63,8 @@ def _python_verdicts(doc: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for rule in rules_for(resource.kind):
         if not rule.valid(resource):
-            # The did-you-mean / use-this-field hint is Python-only (CEL cannot compute it).
-            out[rule.id] = rule.python_message(resource, with_hint=False)
+            # The did-you-mean hint and map-key names are Python-only (CEL cannot afford them).
+            out[rule.id] = rule.python_message(resource, with_hint=False, as_api_server=True)
     return out
 
 

@@ -72,6 +72,11 @@ def test_owned_key_names_spec_field() -> None:
         ({"replicas": "three"}, "spec.replicas", "'three' is not a whole number"),
         ({"quorum": {"inSyncReplica": 2}}, "spec.quorum.inSyncReplica", "unknown field 'inSyncReplica'"),
         ({"storage": "10Gi"}, "spec.storage", "is not a mapping"),
+        (
+            {"brokerConfig": {"messageIndexEnable": False}},
+            "spec.brokerConfig",
+            'quote it, e.g. messageIndexEnable: "false"',
+        ),
     ],
 )
 def test_shape_errors_name_the_field(spec_patch: dict[str, object], path: str, text: str) -> None:

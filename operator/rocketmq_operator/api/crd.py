@@ -179,7 +179,6 @@ def _crd(
     description: str,
 ) -> JSON:
     spec_schema = model_schema(spec)
-    spec_schema["default"] = {}
     _bound_config_maps(spec_schema)
     rules = rules_for("BrokerGroup" if kind == "BrokerGroup" else "ControllerGroup")
     spec_schema["x-kubernetes-validations"] = _cel_validations(rules, "spec")
@@ -194,6 +193,7 @@ def _crd(
             "spec": spec_schema,
             "status": status_schema,
         },
+        "required": ["spec"],
         "x-kubernetes-validations": _cel_validations(rules, ""),
     }
     return {

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 API_GROUP = "rocketmq-operator.dev"
@@ -133,7 +133,22 @@ class ResourceRequirements(Model):
     limits: dict[str, str | int] = Field(default_factory=dict)
 
 
-BrokerConfigValue = str | int | float | bool
+# RocketMQ reads every value as text; the CRD types values as int-or-string (CEL needs a typed map), so booleans
+# and fractions are written quoted ("true", "0.5"). A YAML `true` is refused here with that fix, not coerced.
+BrokerConfigValue = str | int
+
+
+def _scalar_config(values: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(values, dict):
+        return values
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            shown = str(value).lower() if isinstance(value, bool) else str(value)
+            raise ValueError(
+                f"{key}: {value!r} is not a string or an integer; RocketMQ reads config values as text; "
+                f'fix: quote it, e.g. {key}: "{shown}"'
+            )
+    return values
 
 
 class BrokerGroupSpec(Model):
@@ -162,6 +177,9 @@ class BrokerGroupSpec(Model):
         default_factory=dict, description="Extra broker.conf keys (validated against RocketMQ's real keys)."
     )
     failover: FailoverSpec = Field(default_factory=FailoverSpec)
+
+    _broker_config_scalars = field_validator("broker_config", mode="before")(_scalar_config)
+
     upgrade: UpgradeSpec = Field(default_factory=UpgradeSpec)
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[dict[str, Any]] = Field(default_factory=list)
@@ -194,6 +212,8 @@ class ControllerGroupSpec(Model):
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[dict[str, Any]] = Field(default_factory=list)
     affinity: dict[str, Any] = Field(default_factory=dict)
+
+    _controller_config_scalars = field_validator("controller_config", mode="before")(_scalar_config)
 
 
 # --- status (one model for both platforms) ---
@@ -268,7 +288,7 @@ class BrokerGroup(Model):
     api_version: str = API_GROUP_VERSION
     kind: Literal["BrokerGroup"] = "BrokerGroup"
     metadata: ObjectMeta
-    spec: BrokerGroupSpec = Field(default_factory=BrokerGroupSpec)
+    spec: BrokerGroupSpec
     status: BrokerGroupStatus | None = None
 
 
@@ -276,7 +296,7 @@ class ControllerGroup(Model):
     api_version: str = API_GROUP_VERSION
     kind: Literal["ControllerGroup"] = "ControllerGroup"
     metadata: ObjectMeta
-    spec: ControllerGroupSpec = Field(default_factory=ControllerGroupSpec)
+    spec: ControllerGroupSpec
     status: ControllerGroupStatus | None = None
 
 

@@ -81,10 +81,15 @@ OPERATOR_OWNED_CONTROLLER_KEYS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Placeholder:
-    """A value shown in a message: a CEL expression for the API server, a function for Python."""
+    """A value shown in a message: a CEL expression for the API server, a function for Python.
 
-    cel: str
+    `cel` None means the API server cannot afford to compute it (CEL's cost estimate treats map keys as
+    unbounded strings); its message then says `cel_text` where the CLI names the value.
+    """
+
+    cel: str | None
     python: Callable[[Any], object]
+    cel_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,8 +114,12 @@ class Rule:
     def template(self) -> str:
         return f"{self.problem}; rule: {self.rule}; fix: {self.fix}"
 
-    def python_message(self, resource: Any, with_hint: bool = True) -> str:
-        values = {name: _show(ph.python(resource)) for name, ph in self.values.items()}
+    def python_message(self, resource: Any, with_hint: bool = True, as_api_server: bool = False) -> str:
+        """The CLI's message; `as_api_server` gives what the CRD's CEL rule says for the same input."""
+        values = {
+            name: (ph.cel_text if as_api_server and ph.cel is None else _show(ph.python(resource)))
+            for name, ph in self.values.items()
+        }
         text = self.template().format(**values)
         if with_hint and self.hint is not None:
             extra = self.hint(resource)
@@ -119,14 +128,22 @@ class Rule:
         return text
 
     def cel_message_expression(self) -> str:
-        """The same template as a CEL string expression."""
-        parts: list[str] = []
+        """The same template as one CEL `format` call (string concatenation of converted ints is priced as
+        unbounded by the API server's cost estimator; `format` is not)."""
+        fmt = ""
+        args: list[str] = []
         for literal, name, _, _ in _FORMATTER.parse(self.template()):
-            if literal:
-                parts.append(_cel_string(literal))
+            fmt += literal.replace("%", "%%")
             if name:
-                parts.append(f"string({self.values[name].cel})")
-        return " + ".join(parts)
+                ph = self.values[name]
+                if ph.cel is None:
+                    fmt += ph.cel_text.replace("%", "%%")
+                else:
+                    fmt += "%s"
+                    args.append(ph.cel)
+        if not args:
+            return _cel_string(fmt.replace("%%", "%"))
+        return f"{_cel_string(fmt)}.format([{', '.join(args)}])"
 
 
 import string as _string  # noqa: E402  (kept next to its single use)
@@ -187,7 +204,7 @@ def _name_rules(kind: Kind) -> list[Rule]:
             problem="metadata.name '{name}' is not a DNS label",
             rule="lower-case letters, digits and '-', starting with a letter and ending with a letter or digit",
             fix="rename the resource, e.g. 'broker-a'",
-            cel=f"self.metadata.name.matches('{NAME_PATTERN}')",
+            cel=f"self.metadata.name.matches({_cel_string(NAME_PATTERN)})",
             valid=lambda r: bool(_re(NAME_PATTERN).match(r.metadata.name)),
             values={"name": Placeholder("self.metadata.name", lambda r: r.metadata.name)},
         ),
@@ -215,7 +232,7 @@ def _version_rule(kind: Kind) -> Rule:
         problem="'{value}' is not a RocketMQ 5 release version",
         rule="version is MAJOR.MINOR.PATCH of RocketMQ 5.x",
         fix="set version to a release such as '5.5.0', or omit it for the operator's default",
-        cel=f"self.version.matches('{VERSION_PATTERN}')",
+        cel=f"self.version.matches({_cel_string(VERSION_PATTERN)})",
         valid=lambda r: bool(_re(VERSION_PATTERN).match(r.spec.version)),
         values={"value": Placeholder("self.version", lambda r: r.spec.version)},
     )
@@ -233,7 +250,7 @@ def _quantity_rule(kind: Kind, rid: str, field_path: str, get: Callable[[Any], s
         problem="'{value}' is not a quantity",
         rule="a size such as 512Mi, 2Gi or 1073741824 (binary suffixes Ki Mi Gi Ti; decimal k M G T)",
         fix=f"write it like '{example}'",
-        cel=f"!({guards}) || self.{'.'.join(steps)}.matches('{QUANTITY_PATTERN}')",
+        cel=f"!({guards}) || self.{'.'.join(steps)}.matches({_cel_string(QUANTITY_PATTERN)})",
         valid=lambda r: get(r) is None or is_quantity(str(get(r))),
         values={"value": Placeholder(f"self.{'.'.join(steps)}", lambda r: get(r))},
     )
@@ -315,7 +332,7 @@ def _broker_rules() -> list[Rule]:
             problem="name server addresses must be host:port",
             rule="each entry of nameServers is host:port",
             fix="write entries like 'rocketmq-ns-0.rocketmq-ns-headless:9876'",
-            cel=f"!has(self.nameServers) || self.nameServers.all(a, a.matches('{HOST_PORT_PATTERN}'))",
+            cel=f"!has(self.nameServers) || self.nameServers.all(a, a.matches({_cel_string(HOST_PORT_PATTERN)}))",
             valid=lambda r: all(_re(HOST_PORT_PATTERN).match(a) for a in r.spec.name_servers),
         ),
         Rule(
@@ -431,8 +448,9 @@ def _broker_rules() -> list[Rule]:
             valid=lambda r: not [key for key in r.spec.broker_config if key in OPERATOR_OWNED_BROKER_KEYS],
             values={
                 "keys": Placeholder(
-                    f"self.brokerConfig.filter(k, k in {_cel_list(owned_sorted)}).join(', ')",
+                    None,
                     lambda r: ", ".join(key for key in r.spec.broker_config if key in OPERATOR_OWNED_BROKER_KEYS),
+                    "a key",
                 )
             },
             hint=lambda r: "; ".join(
@@ -455,11 +473,11 @@ def _broker_rules() -> list[Rule]:
             valid=lambda r: not _unknown_keys(r.spec.broker_config, BROKER_CONFIG_KEYS, OPERATOR_OWNED_BROKER_KEYS),
             values={
                 "keys": Placeholder(
-                    f"self.brokerConfig.filter(k, !(k in {_cel_list(known_sorted)}) && "
-                    f"!(k in {_cel_list(owned_sorted)})).join(', ')",
+                    None,
                     lambda r: ", ".join(
                         _unknown_keys(r.spec.broker_config, BROKER_CONFIG_KEYS, OPERATOR_OWNED_BROKER_KEYS)
                     ),
+                    "a key",
                 )
             },
             hint=lambda r: "; ".join(
@@ -516,10 +534,11 @@ def _controller_rules() -> list[Rule]:
             valid=lambda r: not [key for key in r.spec.controller_config if key in OPERATOR_OWNED_CONTROLLER_KEYS],
             values={
                 "keys": Placeholder(
-                    f"self.controllerConfig.filter(k, k in {_cel_list(owned_sorted)}).join(', ')",
+                    None,
                     lambda r: ", ".join(
                         key for key in r.spec.controller_config if key in OPERATOR_OWNED_CONTROLLER_KEYS
                     ),
+                    "a key",
                 )
             },
         ),
@@ -539,11 +558,11 @@ def _controller_rules() -> list[Rule]:
             ),
             values={
                 "keys": Placeholder(
-                    f"self.controllerConfig.filter(k, !(k in {_cel_list(known_sorted)}) && "
-                    f"!(k in {_cel_list(owned_sorted)})).join(', ')",
+                    None,
                     lambda r: ", ".join(
                         _unknown_keys(r.spec.controller_config, CONTROLLER_CONFIG_KEYS, OPERATOR_OWNED_CONTROLLER_KEYS)
                     ),
+                    "a key",
                 )
             },
             hint=lambda r: "; ".join(

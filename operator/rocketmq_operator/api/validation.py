@@ -129,6 +129,8 @@ def _shape_problem(doc: dict[str, Any], err: Any) -> Problem:
             f"{API_GROUP} schema; fix: check the spelling (`rocketmq-operator crds` shows the schema)",
             "shape.unknown-field",
         )
+    if etype == "value_error":
+        return Problem(path, str(err.get("msg", "")).removeprefix("Value error, "), "shape.value")
     if etype == "missing":
         return Problem(path, "is required; rule: this field must be set; fix: add it", "shape.missing")
     expected, fix = _PYDANTIC_TYPE_FIX.get(etype, (err.get("msg", "a valid value"), "correct the value"))

@@ -31,6 +31,11 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         if metrics_port:
             memo.metrics.serve(metrics_port)
 
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        # Our own registry has none of kopf's default login handlers: in-cluster first, then kubeconfig.
+        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
     @kopf.on.cleanup(registry=registry)
     async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         kube = getattr(memo, "kube", None)

@@ -33,7 +33,13 @@ _KINDS: dict[str, tuple[str, str, bool]] = {
 
 
 def _as_bytes(data: str | bytes) -> bytes:
-    return data.encode() if isinstance(data, str) else data
+    """PEM bytes from kubeconfig data, which arrives base64-encoded (kubeconfig's `*-data` fields)."""
+    raw = data.encode() if isinstance(data, str) else data
+    if raw.lstrip().startswith(b"-----BEGIN"):
+        return raw
+    import base64
+
+    return base64.b64decode(raw)
 
 
 class KubeError(RuntimeError):
@@ -78,7 +84,7 @@ class KubeClient:
         if info.ca_path:
             ctx.load_verify_locations(cafile=info.ca_path)
         elif info.ca_data:
-            ctx.load_verify_locations(cadata=info.ca_data.decode() if isinstance(info.ca_data, bytes) else info.ca_data)
+            ctx.load_verify_locations(cadata=_as_bytes(info.ca_data).decode())
         cert_path, key_path = info.certificate_path, info.private_key_path
         if info.certificate_data and info.private_key_data:
             # ssl wants files; kopf does the same dance for data-embedded kubeconfigs.

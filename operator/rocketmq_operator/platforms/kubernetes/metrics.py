@@ -21,7 +21,9 @@ class OperatorMetrics:
             registry=self.registry,
         )
         self.api_writes = Counter(
-            "rocketmq_operator_api_writes_total", "Writes the reconciler sent to the Kubernetes API", ["kind"],
+            "rocketmq_operator_api_writes_total",
+            "Writes the reconciler sent to the Kubernetes API",
+            ["kind"],
             registry=self.registry,
         )
         self.master_changes = Counter(
