@@ -158,7 +158,12 @@ def _register_optional(sub: Any) -> None:
     """Subcommands contributed by other modules (local platform, clients, benchmarks) when present."""
     import importlib
 
-    for module in ("rocketmq_operator.platforms.local.cli", "rocketmq_operator.tools.cli"):
+    for module in (
+        "rocketmq_operator.platforms.local.cli",
+        "rocketmq_operator.tools.cli",
+        "rocketmq_operator.spark.cli",
+        "rocketmq_operator.bench.cli",
+    ):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
