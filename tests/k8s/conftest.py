@@ -89,16 +89,21 @@ def _unavailable(reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def k8s_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[K8sCluster]:
+    failure = ""
     try:
         bin_dir = harness.build_tools.build(quiet=True)
     except (SystemExit, OSError, subprocess.CalledProcessError) as exc:
-        _unavailable(f"building the Kubernetes binaries failed: {exc}")
+        failure = f"building the Kubernetes binaries (make k8s-tools) failed: {exc}"
+    if failure:
+        _unavailable(failure)
     state = tmp_path_factory.mktemp("k8s-cluster").resolve()
     try:
         cluster = harness.up(state, bin_dir=bin_dir, quiet=True)
     except harness.HarnessError as exc:
+        failure = f"starting the local control plane failed: {exc}"
+    if failure:
         harness.down(state, quiet=True)
-        pytest.fail(f"starting the local control plane failed: {exc}", pytrace=False)
+        pytest.fail(failure, pytrace=False)
     # If pytest dies without teardown, the watchdog stops the cluster once this process is gone.
     watchdog = subprocess.Popen(
         [
