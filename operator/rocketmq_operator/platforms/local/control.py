@@ -119,7 +119,7 @@ def _tail(path: Path, lines: int = 20) -> str:
     return "\n".join(text[-lines:])
 
 
-def _our_pids(layout: StateLayout) -> list[int]:
+def our_pids(layout: StateLayout) -> list[int]:
     """Live processes that belong to this state directory: its supervisor and its java processes."""
     root = str(layout.root)
     data_marker = str(layout.data_root) + os.sep
@@ -167,7 +167,7 @@ def _signal(pid: int, sig: signal.Signals) -> None:
 
 def stop_leftovers(layout: StateLayout, grace: float = GRACE_S, out: Out = _stdout) -> int:
     """TERM (and CONT), then KILL, every process of this state directory still alive; how many there were."""
-    pids = _our_pids(layout)
+    pids = our_pids(layout)
     if not pids:
         return 0
     out(f"stopping {len(pids)} leftover process(es) of {layout.root}: {', '.join(map(str, pids))}")
