@@ -6,7 +6,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install run test lint typecheck unit crds-check clean
+.PHONY: install run test lint typecheck prepare clean
+
+include mk/k8s.mk
 
 install: $(STAMP)
 
@@ -29,8 +31,13 @@ typecheck: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: install lint typecheck
-	$(BIN)/python -m pytest -q
+# The real parts tests need, fetched and built once and cached under ~/.cache/rocketmq-operator:
+# RocketMQ jars from Maven Central, and kube-apiserver/etcd/kubectl/helm from the Go module proxy.
+prepare: install k8s-tools
+	$(BIN)/rocketmq-operator local dist-path >/dev/null
+
+test: install lint typecheck prepare
+	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
