@@ -72,3 +72,14 @@ def test_state_dir_from_environment(
     monkeypatch.setenv("ROCKETMQ_OPERATOR_STATE", str(tmp_path / "from-env"))
     assert main(["local", "status"]) == 1
     assert str(tmp_path / "from-env") in capsys.readouterr().err
+
+
+def test_state_dir_lock_is_exclusive(tmp_path: Path) -> None:
+    from rocketmq_operator.platforms.local.control import LocalError, locked
+    from rocketmq_operator.platforms.local.layout import StateLayout
+
+    layout = StateLayout(tmp_path / "s")
+    with locked(layout), pytest.raises(LocalError, match="another `local up` or `local down`"), locked(layout):
+        pass
+    with locked(layout):  # released
+        pass

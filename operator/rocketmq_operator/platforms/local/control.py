@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import itertools
 import os
 import shutil
@@ -29,7 +30,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,21 @@ def stop_leftovers(layout: StateLayout, grace: float = GRACE_S, out: Out = _stdo
     return len(pids)
 
 
+@contextlib.contextmanager
+def locked(layout: StateLayout) -> Iterator[None]:
+    """Exclusive use of the state directory by one `local up`/`local down` at a time."""
+    layout.root.mkdir(parents=True, exist_ok=True)
+    with layout.lock_file.open("a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LocalError(f"another `local up` or `local down` is working on {layout.root}; wait for it") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def java_available() -> bool:
     exe = java_executable()
     return Path(exe).is_file() or shutil.which(exe) is not None
@@ -302,7 +318,11 @@ def up(
         return EXIT_INVALID
     try:
         check_names(resources)
-        return _up(resources, files, layout, wait=wait, timeout=timeout, out=out)
+        with locked(layout):
+            code = _up(resources, files, layout, out=out)
+        if code == EXIT_OK and wait:
+            return asyncio.run(wait_ready(layout, timeout, out))
+        return code
     except PlacementError as exc:
         out(str(exc))
         return EXIT_INVALID
@@ -316,8 +336,6 @@ def _up(
     files: Sequence[str],
     layout: StateLayout,
     *,
-    wait: bool,
-    timeout: float,
     out: Out,
 ) -> int:
     digest = manifest_digest(resources)
@@ -331,7 +349,7 @@ def _up(
                     f"fix: `{down_hint}` first, or use another --state-dir"
                 )
             out(f"already running in {layout.root} (supervisor pid {existing.supervisor.pid}); nothing to do")
-            return asyncio.run(wait_ready(layout, timeout, out)) if wait else EXIT_OK
+            return EXIT_OK
         if existing.manifest_digest != digest:
             raise LocalError(
                 f"{layout.root} holds the data of other manifests ({', '.join(existing.files)}); "
@@ -377,8 +395,6 @@ def _up(
         out(f"  {r.name:<24} {r.role:<10} pid {r.pid}  {ports_text}")
     out(f"nameServers {';'.join(started.name_servers)}  controllers {';'.join(started.controllers) or '-'}")
     out(f"logs in {layout.logs_dir}; `rocketmq-operator local status --state-dir {layout.root}`")
-    if wait:
-        return asyncio.run(wait_ready(layout, timeout, out))
     return EXIT_OK
 
 
@@ -387,6 +403,18 @@ def _up(
 
 def down(state_dir: Path, *, purge: bool = False, out: Out = _stdout) -> int:
     layout = StateLayout(state_dir)
+    if not layout.root.is_dir():
+        out(f"nothing runs from {layout.root}")
+        return EXIT_OK
+    try:
+        with locked(layout):
+            return _down(layout, purge=purge, out=out)
+    except LocalError as exc:
+        _stderr(f"error: {exc}")
+        return EXIT_FAILED
+
+
+def _down(layout: StateLayout, *, purge: bool, out: Out) -> int:
     try:
         state = _try_read(layout)
     except StateError as exc:

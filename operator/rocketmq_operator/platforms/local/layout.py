@@ -18,6 +18,7 @@ Layout of a state directory::
     logs/<replica>.log    stdout+stderr of the java process, appended across restarts
     status/<group>.json   the previous BrokerGroupStatus (history and lastTransitionTime survive commands)
     commands/             CLI → supervisor requests (<id>.json) and replies (<id>.reply)
+    .lock                 held (flock) by `local up` and `local down` while they work
 """
 
 from __future__ import annotations
@@ -86,6 +87,10 @@ class StateLayout:
     def commands_dir(self) -> Path:
         return self.root / "commands"
 
+    @property
+    def lock_file(self) -> Path:
+        return self.root / ".lock"
+
     def config(self, replica: str) -> Path:
         return self.conf_dir / f"{replica}.conf"
 
@@ -113,6 +118,7 @@ class StateLayout:
             self.logs_dir,
             self.status_dir,
             self.commands_dir,
+            self.lock_file,
         )
 
     def ensure(self) -> None:
