@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,10 @@ def test_pid_alive_checks_the_command_line(tmp_path: Path) -> None:
     marker = str(tmp_path / "marker-arg")
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
     try:
+        # Right after exec the kernel may not have published the new argv yet (/proc/<pid>/cmdline is empty).
+        deadline = time.monotonic() + 5
+        while not argv_of(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert pid_alive(proc.pid, marker)
         assert not pid_alive(proc.pid, str(tmp_path / "someone-else"))
         assert (argv_of(proc.pid) or [])[-1] == marker
