@@ -610,6 +610,17 @@ class RemotingClient:
         _, response = await self._namesrv_call(RequestCode.GET_BROKER_CLUSTER_INFO, None, namesrv, timeout)
         return parse_cluster_info(_body_json(response, "GET_BROKER_CLUSTER_INFO"))
 
+    async def get_all_topics(self, *, namesrv: str | None = None, timeout: float | None = None) -> tuple[str, ...]:
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic name namesrv knows, sorted. The list also holds
+        system topics (``TBW102``, ``RMQ_SYS_*``, ``%RETRY%...``) and, as namesrv registers them, cluster and
+        broker names. A name server with ``enableAllTopicList=false`` answers SYSTEM_ERROR
+        (:class:`RemotingError`)."""
+        _, response = await self._namesrv_call(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, None, namesrv, timeout)
+        if not response.body:
+            return ()
+        body = _obj(_body_json(response, "GET_ALL_TOPIC_LIST_FROM_NAMESERVER"), "TopicList")
+        return tuple(sorted({str(t) for t in _list(body.get("topicList"), "topicList")}))
+
     # -- controller
 
     async def get_controller_metadata(self, addr: str, *, timeout: float | None = None) -> ControllerMetadata:
@@ -933,6 +944,20 @@ class RemotingClient:
             addr,
             RequestCode.GET_MAX_OFFSET,
             _fields(topic=topic, queueId=queue_id, committed=True),
+            timeout=timeout,
+        )
+        return _int(response.ext_fields.get("offset"), "offset")
+
+    async def search_offset(
+        self, addr: str, topic: str, queue_id: int, timestamp_ms: int, *, timeout: float | None = None
+    ) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP (29): the consume-queue offset of the first message stored at or after
+        ``timestamp_ms`` (the broker's default lower boundary). A timestamp later than every stored message
+        gives the queue's max offset; an earlier one gives its min offset."""
+        response = await self._call(
+            addr,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+            _fields(topic=topic, queueId=queue_id, timestamp=int(timestamp_ms)),
             timeout=timeout,
         )
         return _int(response.ext_fields.get("offset"), "offset")

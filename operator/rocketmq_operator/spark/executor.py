@@ -1,0 +1,421 @@
+"""Executor side of the ``rocketmq`` Spark source: read one offset range with pulls, yield Arrow record batches.
+
+Contract (:func:`read_partition`, called from Spark's synchronous ``read(partition)``):
+
+* One asyncio event loop and one :class:`RemotingClient` per partition read, both closed when the iterator
+  ends or is abandoned. The route comes from namesrv (refreshed after any failed pull).
+* Start: the master's min offset is fetched first. Below it, a range flagged ``from_earliest`` silently
+  starts at the min offset; otherwise ``failOnDataLoss=true`` raises :class:`DataLossError` naming topic,
+  queue, wanted offset and min offset, and ``false`` logs a warning and skips to the min offset. A gap found
+  later (a pull whose first message is past the offset asked for, or OFFSET_ILLEGAL below the min offset) is
+  handled the same way.
+* Pulls: PULL_MESSAGE (no consumer offset commit) of ``min(pullBatchSize, end - offset)`` messages.
+  ``readFrom=auto``: the first pull goes to the master, every later one to the broker id the previous answer
+  suggested (``suggestWhichBrokerId``), looked up in the route's ``brokerAddrs`` as the Java client does:
+  that id, else id+1 (for a slave id), else the master (else the lowest id present). ``readFrom=master``:
+  always the master. ``servedByBrokerId`` is the id the message was pulled from.
+* Exactly the messages ``start <= queueOffset < end`` are produced, in offset order, each once. FOUND
+  advances past the last message; NO_MATCHED_MSG advances to ``nextBeginOffset``; RETRY (a slave sending the
+  reader back) pulls again where suggested; NO_NEW_MSG and OFFSET_ILLEGAL above the data go back to the master
+  and retry - the planned end is committed data, so it must arrive. Connection errors and timeouts retry with
+  back-off on the master. Without progress for ``pullTimeoutMs`` the read fails with
+  :class:`RocketMQSourceError`.
+* Record batches follow :func:`.schema.arrow_schema` exactly; at most :data:`BATCH_ROWS` rows or about
+  :data:`BATCH_BYTES` of bodies each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rocketmq_operator.remoting import (
+    BrokerData,
+    Message,
+    PullResult,
+    RemotingClient,
+    RemotingError,
+    RemotingException,
+    ResponseCode,
+    TopicRoute,
+)
+
+from .errors import DataLossError, RocketMQSourceError
+from .options import ReadFrom, SourceOptions
+from .planning import OffsetRange
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+log = logging.getLogger("rocketmq_operator.spark")
+
+BATCH_ROWS = 8192
+BATCH_BYTES = 16 * 1024 * 1024
+BACKOFF_START_S = 0.05
+BACKOFF_MAX_S = 2.0
+POLL_S = 0.05
+
+
+class PullClient(Protocol):
+    async def get_route(
+        self, topic: str, *, namesrv: str | None = None, timeout: float | None = None
+    ) -> TopicRoute: ...
+
+    async def get_min_offset(self, addr: str, topic: str, queue_id: int, *, timeout: float | None = None) -> int: ...
+
+    async def pull(
+        self,
+        addr: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_nums: int = ...,
+        consumer_group: str = ...,
+        *,
+        timeout: float | None = None,
+    ) -> PullResult: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSettings:
+    """What an executor needs from the options (small and picklable)."""
+
+    name_servers: tuple[str, ...]
+    read_from: ReadFrom = "auto"
+    fail_on_data_loss: bool = True
+    include_properties: bool = True
+    consumer_group: str = "spark-rocketmq-source"
+    pull_batch_size: int = 32
+    pull_timeout_ms: int = 120_000
+    request_timeout_ms: int = 10_000
+
+    @classmethod
+    def of(cls, opts: SourceOptions) -> ReadSettings:
+        return cls(
+            name_servers=opts.name_servers,
+            read_from=opts.read_from,
+            fail_on_data_loss=opts.fail_on_data_loss,
+            include_properties=opts.include_properties,
+            consumer_group=opts.consumer_group,
+            pull_batch_size=opts.pull_batch_size,
+            pull_timeout_ms=opts.pull_timeout_ms,
+            request_timeout_ms=opts.request_timeout_ms,
+        )
+
+    @property
+    def timeout(self) -> float:
+        return self.request_timeout_ms / 1000.0
+
+
+def pick_broker(broker: BrokerData | None, wanted_id: int) -> tuple[str, int] | None:
+    """(address, id) to pull from for a suggested id (``MQClientInstance.findBrokerAddressInSubscribe``)."""
+    if broker is None or not broker.broker_addrs:
+        return None
+    addrs = broker.broker_addrs
+    if wanted_id in addrs:
+        return addrs[wanted_id], wanted_id
+    if wanted_id != 0 and wanted_id + 1 in addrs:
+        return addrs[wanted_id + 1], wanted_id + 1
+    if 0 in addrs:
+        return addrs[0], 0
+    first = min(addrs)
+    return addrs[first], first
+
+
+class _QueueReader:
+    """Pulls one range; yields (messages, served broker id) per successful pull."""
+
+    def __init__(self, client: PullClient, rng: OffsetRange, settings: ReadSettings) -> None:
+        self.client = client
+        self.rng = rng
+        self.queue = rng.queue
+        self.s = settings
+        self.route: TopicRoute | None = None
+        self.backoff = BACKOFF_START_S
+        self.last_progress = time.monotonic()
+        self.last_problem = "no answer yet"
+
+    async def _refresh_route(self) -> None:
+        try:
+            self.route = await self.client.get_route(self.queue.topic, timeout=self.s.timeout)
+        except RemotingError as exc:
+            if exc.code == ResponseCode.TOPIC_NOT_EXIST:
+                self._data_loss(f"topic {self.queue.topic!r} no longer exists", skip_to=None)
+                raise _QueueGone from exc
+            self.last_problem = f"route lookup: {exc}"
+        except RemotingException as exc:
+            self.last_problem = f"route lookup: {exc}"
+
+    def _broker(self) -> BrokerData | None:
+        return self.route.broker(self.queue.broker_name) if self.route is not None else None
+
+    def _data_loss(self, detail: str, skip_to: int | None) -> None:
+        where = f"topic {self.queue.topic!r} queue {self.queue.key}"
+        if self.s.fail_on_data_loss:
+            raise DataLossError(
+                f"{where}: {detail}; some messages of the planned range [{self.rng.start}, {self.rng.end}) can no "
+                "longer be read. Set failOnDataLoss=false to skip them (with a warning) and continue."
+            )
+        action = f"skipping to offset {skip_to}" if skip_to is not None else "skipping the queue"
+        log.warning("rocketmq source: %s: %s; failOnDataLoss=false, %s", where, detail, action)
+
+    def _check_deadline(self) -> None:
+        waited = time.monotonic() - self.last_progress
+        if waited * 1000.0 > self.s.pull_timeout_ms:
+            raise RocketMQSourceError(
+                f"topic {self.queue.topic!r} queue {self.queue.key}: no progress for {waited:.0f}s reading "
+                f"[{self.rng.start}, {self.rng.end}) (pullTimeoutMs={self.s.pull_timeout_ms}); last problem: "
+                f"{self.last_problem}"
+            )
+
+    async def _pause(self) -> None:
+        await asyncio.sleep(self.backoff)
+        self.backoff = min(BACKOFF_MAX_S, self.backoff * 2)
+
+    async def _min_offset(self) -> int:
+        while True:
+            self._check_deadline()
+            target = pick_broker(self._broker(), 0)
+            if target is not None:
+                try:
+                    return await self.client.get_min_offset(
+                        target[0], self.queue.topic, self.queue.queue_id, timeout=self.s.timeout
+                    )
+                except RemotingException as exc:
+                    self.last_problem = f"min offset from {target[0]}: {exc}"
+            else:
+                self.last_problem = f"broker group {self.queue.broker_name} is not in the route"
+            await self._pause()
+            await self._refresh_route()
+
+    def _start_offset(self, min_offset: int) -> int:
+        offset = self.rng.start
+        if offset < min_offset:
+            if not self.rng.from_earliest:
+                self._data_loss(
+                    f"offset {offset} is below the broker's min offset {min_offset} (messages {offset}.."
+                    f"{min_offset - 1} were deleted, e.g. by retention)",
+                    skip_to=min_offset,
+                )
+            offset = min_offset
+        return offset
+
+    async def messages(self) -> AsyncGenerator[tuple[Sequence[Message], int], None]:
+        try:
+            await self._refresh_route()
+            offset = self._start_offset(await self._min_offset())
+        except _QueueGone:
+            return
+        end = self.rng.end
+        wanted = 0
+        while offset < end:
+            self._check_deadline()
+            target = pick_broker(self._broker(), wanted if self.s.read_from == "auto" else 0)
+            if target is None:
+                self.last_problem = f"broker group {self.queue.broker_name} is not in the route"
+                wanted = 0
+                await self._pause()
+                try:
+                    await self._refresh_route()
+                except _QueueGone:
+                    return
+                continue
+            addr, broker_id = target
+            try:
+                result = await self.client.pull(
+                    addr,
+                    self.queue.topic,
+                    self.queue.queue_id,
+                    offset,
+                    min(self.s.pull_batch_size, end - offset),
+                    self.s.consumer_group,
+                    timeout=self.s.timeout,
+                )
+            except RemotingException as exc:
+                self.last_problem = f"pull from {addr} (id {broker_id}): {exc}"
+                wanted = 0
+                await self._pause()
+                try:
+                    await self._refresh_route()
+                except _QueueGone:
+                    return
+                continue
+            suggested = result.suggest_which_broker_id if self.s.read_from == "auto" else 0
+            if result.status == "FOUND":
+                found = [m for m in result.messages if offset <= m.queue_offset < end]
+                if found and found[0].queue_offset > offset:
+                    self._data_loss(
+                        f"offsets {offset}..{found[0].queue_offset - 1} are missing (the broker's min offset is "
+                        f"{result.min_offset})",
+                        skip_to=found[0].queue_offset,
+                    )
+                if found:
+                    yield found, broker_id
+                    offset = found[-1].queue_offset + 1
+                    self._progress()
+                elif result.next_begin_offset > offset:
+                    offset = min(result.next_begin_offset, end)
+                    self._progress()
+                else:
+                    self.last_problem = f"{addr} (id {broker_id}) answered FOUND without messages at {offset}"
+                    await self._pause()
+                wanted = suggested
+            elif result.status == "NO_MATCHED_MSG" and result.next_begin_offset > offset:
+                offset = min(result.next_begin_offset, end)
+                self._progress()
+                wanted = suggested
+            elif result.status == "OFFSET_ILLEGAL" and offset < result.min_offset:
+                self._data_loss(
+                    f"offset {offset} is below the broker's min offset {result.min_offset} (deleted, e.g. by "
+                    "retention, while reading)",
+                    skip_to=result.min_offset,
+                )
+                offset = min(result.min_offset, end)
+                self._progress()
+                wanted = 0
+            elif result.status == "RETRY" and (suggested != broker_id or broker_id != 0):
+                # A slave sending us elsewhere (usually back to the master): follow at once.
+                self.last_problem = f"{addr} (id {broker_id}) answered {result.remark or 'RETRY'}"
+                wanted = suggested if suggested != broker_id else 0
+                await asyncio.sleep(0)
+            else:
+                # NO_NEW_MSG / OFFSET_ILLEGAL above the data / RETRY from the master: the planned end is
+                # committed data on the master, so wait for it there.
+                self.last_problem = (
+                    f"{addr} (id {broker_id}) answered {result.status} at offset {offset} "
+                    f"(its max offset {result.max_offset}, planned end {end})"
+                )
+                wanted = 0
+                await asyncio.sleep(POLL_S)
+
+    def _progress(self) -> None:
+        self.last_progress = time.monotonic()
+        self.backoff = BACKOFF_START_S
+
+
+class _QueueGone(Exception):
+    """The topic disappeared and failOnDataLoss=false: nothing more to read from this queue."""
+
+
+def read_range(
+    client: PullClient, rng: OffsetRange, settings: ReadSettings
+) -> AsyncGenerator[tuple[Sequence[Message], int], None]:
+    """The messages of ``rng`` as (messages of one pull, broker id that served them)."""
+    return _QueueReader(client, rng, settings).messages()
+
+
+class BatchBuilder:
+    """Collects messages of one queue into Arrow record batches."""
+
+    def __init__(self, broker_name: str, include_properties: bool) -> None:
+        from .schema import arrow_schema
+
+        self.schema = arrow_schema()
+        self.broker_name = broker_name
+        self.include_properties = include_properties
+        self._reset()
+
+    def _reset(self) -> None:
+        self.topic: list[str] = []
+        self.queue_id: list[int] = []
+        self.queue_offset: list[int] = []
+        self.msg_id: list[str] = []
+        self.keys: list[str | None] = []
+        self.tags: list[str | None] = []
+        self.body: list[bytes] = []
+        self.born: list[int] = []
+        self.stored: list[int] = []
+        self.properties: list[list[tuple[str, str]] | None] = []
+        self.served: list[int] = []
+        self.bytes = 0
+
+    @property
+    def rows(self) -> int:
+        return len(self.queue_offset)
+
+    @property
+    def full(self) -> bool:
+        return self.rows >= BATCH_ROWS or self.bytes >= BATCH_BYTES
+
+    def add(self, message: Message, served_by: int) -> None:
+        self.topic.append(message.topic)
+        self.queue_id.append(message.queue_id)
+        self.queue_offset.append(message.queue_offset)
+        self.msg_id.append(message.msg_id or message.offset_msg_id)
+        keys = message.keys
+        self.keys.append(" ".join(keys) if keys else None)
+        self.tags.append(message.tags)
+        self.body.append(message.body)
+        self.born.append(message.born_timestamp * 1000)
+        self.stored.append(message.store_timestamp * 1000)
+        self.properties.append(list(message.properties.items()) if self.include_properties else None)
+        self.served.append(served_by)
+        self.bytes += len(message.body)
+
+    def flush(self) -> pa.RecordBatch:
+        import pyarrow as pa
+
+        n = self.rows
+        s = self.schema
+        arrays: list[Any] = [
+            pa.array(self.topic, s.field("topic").type),
+            pa.array([self.broker_name] * n, s.field("brokerName").type),
+            pa.array(self.queue_id, s.field("queueId").type),
+            pa.array(self.queue_offset, s.field("queueOffset").type),
+            pa.array(self.msg_id, s.field("msgId").type),
+            pa.array(self.keys, s.field("keys").type),
+            pa.array(self.tags, s.field("tags").type),
+            pa.array(self.body, s.field("body").type),
+            pa.array(self.born, s.field("bornTimestamp").type),
+            pa.array(self.stored, s.field("storeTimestamp").type),
+            pa.array(self.properties, s.field("properties").type),
+            pa.array(self.served, s.field("servedByBrokerId").type),
+        ]
+        batch = pa.RecordBatch.from_arrays(arrays, schema=s)
+        self._reset()
+        return batch
+
+
+def read_partition(
+    rng: OffsetRange | None,
+    settings: ReadSettings,
+    *,
+    client_factory: Callable[[], PullClient] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Synchronous iterator of record batches for one partition (``None``: an empty plan, nothing to read)."""
+    if rng is None or rng.size <= 0:
+        return
+    loop = asyncio.new_event_loop()
+    client: PullClient
+    if client_factory is not None:
+        client = client_factory()
+    else:
+        client = RemotingClient(
+            settings.name_servers, connect_timeout=settings.timeout, request_timeout=settings.timeout
+        )
+    stream = read_range(client, rng, settings)
+    builder = BatchBuilder(rng.queue.broker_name, settings.include_properties)
+    try:
+        while True:
+            try:
+                messages, served_by = loop.run_until_complete(anext(stream))
+            except StopAsyncIteration:
+                break
+            for message in messages:
+                builder.add(message, served_by)
+            if builder.full:
+                yield builder.flush()
+        if builder.rows:
+            yield builder.flush()
+    finally:
+        try:
+            loop.run_until_complete(stream.aclose())
+            loop.run_until_complete(client.close())
+        finally:
+            loop.close()
