@@ -19,9 +19,8 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 run: install
-	$(BIN)/rocketmq-operator validate examples/quickstart.yaml
-	$(BIN)/rocketmq-operator explain examples/quickstart.yaml
-	$(BIN)/rocketmq-operator render examples/quickstart.yaml | head -n 60
+	$(BIN)/rocketmq-operator local dist-path >/dev/null
+	scripts/run-demo.sh
 
 lint: install
 	$(BIN)/ruff check operator tests
