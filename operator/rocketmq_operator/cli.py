@@ -161,7 +161,6 @@ def _register_optional(sub: Any) -> None:
     for module in (
         "rocketmq_operator.platforms.local.cli",
         "rocketmq_operator.tools.cli",
-        "rocketmq_operator.spark.cli",
         "rocketmq_operator.bench.cli",
     ):
         try:

@@ -27,29 +27,45 @@ HISTORY_LIMIT = 10
 
 
 class ReplicaView(Protocol):
-    name: str
-    address: str
-    reachable: bool
-    broker_id: int | None
-    controller_alive: bool | None
-    is_master: bool | None
-    max_offset: int | None
-    version: str | None
+    """The parts of `observe.ReplicaObservation` this module reads (read-only)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def reachable(self) -> bool: ...
+    @property
+    def broker_id(self) -> int | None: ...
+    @property
+    def is_master(self) -> bool | None: ...
+    @property
+    def max_offset(self) -> int | None: ...
+    @property
+    def version(self) -> str | None: ...
 
 
 class GroupView(Protocol):
-    """The parts of `observe.GroupState` this module reads (kept structural so the core needs no I/O layer)."""
+    """The parts of `observe.GroupState` this module reads (structural, so the core needs no I/O layer)."""
 
-    controller_mode: bool
-    controller_reachable: bool
-    controller_error: str | None
-    master_broker_id: int | None
-    master_address: str | None
-    master_epoch: int | None
-    sync_state_set: tuple[int, ...]
-    sync_state_set_epoch: int | None
-    classic_in_sync_addresses: tuple[str, ...]
-
+    @property
+    def controller_mode(self) -> bool: ...
+    @property
+    def controller_reachable(self) -> bool: ...
+    @property
+    def controller_error(self) -> str | None: ...
+    @property
+    def master_broker_id(self) -> int | None: ...
+    @property
+    def master_address(self) -> str | None: ...
+    @property
+    def master_epoch(self) -> int | None: ...
+    @property
+    def sync_state_set(self) -> tuple[int, ...]: ...
+    @property
+    def sync_state_set_epoch(self) -> int | None: ...
+    @property
+    def classic_in_sync_addresses(self) -> tuple[str, ...]: ...
     @property
     def replicas(self) -> Sequence[ReplicaView]: ...
 

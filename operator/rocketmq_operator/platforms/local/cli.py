@@ -43,6 +43,12 @@ def cmd_start(args: argparse.Namespace) -> int:
     return control.start(resolve_state_dir(args.state_dir), args.replica)
 
 
+def cmd_switchover(args: argparse.Namespace) -> int:
+    from rocketmq_operator.platforms.local.switchover import cmd_switchover as run
+
+    return run(resolve_state_dir(args.state_dir), args.group, args.to, args.json)
+
+
 def cmd_dist_path(args: argparse.Namespace) -> int:
     del args
     return control.dist_path()
@@ -95,3 +101,13 @@ def register(sub: Any) -> None:
 
     p = lsub.add_parser("dist-path", help="print the RocketMQ distribution directory (built first if missing)")
     p.set_defaults(func=cmd_dist_path)
+
+    p = sub.add_parser(
+        "switchover",
+        help="move a local group's master to an alive in-sync replica (fence, catch up, elect, unfence)",
+    )
+    p.add_argument("group", metavar="GROUP")
+    p.add_argument("--to", type=int, required=True, metavar="BROKER_ID", help="the controller-assigned broker id")
+    p.add_argument("--json", action="store_true")
+    _state_dir_arg(p)
+    p.set_defaults(func=cmd_switchover)

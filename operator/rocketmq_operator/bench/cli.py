@@ -1,0 +1,43 @@
+"""`rocketmq-operator bench …` subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+
+def cmd_failover(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.failover import run_bench
+
+    state_dir = Path(args.state_dir or ".bench-state/failover").resolve()
+    doc = asyncio.run(run_bench(args.files, state_dir, args.trials, args.rate, args.observe_interval, args.keep))
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(json.dumps({k: v for k, v in doc.items() if k != "per_trial"}, indent=2))
+    return 0 if doc["lost"] == 0 else 1
+
+
+def register(sub: Any) -> None:
+    bench = sub.add_parser("bench", help="benchmarks that print JSON (failover, spark)")
+    bsub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    p = bsub.add_parser("failover", help="SIGKILL the master N times under load on the local platform")
+    p.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--rate", type=float, default=200.0, help="producer messages per second")
+    p.add_argument("--observe-interval", type=float, default=0.25, help="status poll interval, seconds")
+    p.add_argument("--state-dir", help="default: .bench-state/failover")
+    p.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
+    p.add_argument("--json", action="store_true", help="include every trial")
+    p.set_defaults(func=cmd_failover)
+    try:
+        spark_cli = importlib.import_module("rocketmq_operator.spark.cli")
+    except ModuleNotFoundError:
+        return
+    register_bench = getattr(spark_cli, "register_bench", None)
+    if register_bench is not None:
+        register_bench(bsub)

@@ -1,0 +1,69 @@
+"""`rocketmq-operator switchover GROUP --to BROKER_ID` on the local platform.
+
+Reads the group's endpoints from the state directory and runs `operations.switchover` (the same
+fence → catch-up → designated election → unfence sequence the Kubernetes platform uses). A refusal (target not
+alive or not in the SyncStateSet, controller unreadable, …) exits 2 with the reason and what to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from rocketmq_operator.api.models import BrokerGroup
+from rocketmq_operator.observe import ReplicaEndpoint
+from rocketmq_operator.operations import OperationRefused, OperationReport, switchover
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.placement import load_resources
+from rocketmq_operator.platforms.local.state import LocalState, StateError, read_state
+from rocketmq_operator.remoting import RemotingClient
+
+EXIT_OK, EXIT_REFUSED = 0, 2
+
+
+def group_endpoints(state: LocalState, group: str) -> tuple[str, list[str], list[ReplicaEndpoint]]:
+    """(clusterName, controller addresses, replica endpoints) of a BrokerGroup in a state directory."""
+    info = state.group(group)
+    names = [g.name for g in state.groups if g.kind == "BrokerGroup"]
+    if info is None or info.kind != "BrokerGroup":
+        raise OperationRefused(f"{group!r} is not a BrokerGroup of this local cluster; groups: {', '.join(names)}")
+    if not info.controller_mode:
+        raise OperationRefused(f"{group}: switchover needs haMode controller (elections by the RocketMQ controller)")
+    bg = next(r for r in load_resources(state) if isinstance(r, BrokerGroup) and r.metadata.name == group)
+    endpoints = [ReplicaEndpoint(r, rp.address) for r in info.replicas if (rp := state.replica(r)) is not None]
+    return bg.spec.cluster_name, list(info.controllers), endpoints
+
+
+async def run_switchover(state: LocalState, group: str, target: int) -> OperationReport:
+    cluster, controllers, endpoints = group_endpoints(state, group)
+    async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=3.0) as client:
+        return await switchover(client, controllers, cluster, group, endpoints, target)
+
+
+def cmd_switchover(state_dir: Path, group: str, target: int, as_json: bool) -> int:
+    layout = StateLayout(state_dir)
+    try:
+        state = read_state(layout.state_file)
+        report = asyncio.run(run_switchover(state, group, target))
+    except StateError as exc:
+        print(f"error: no local cluster at {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`")
+        return EXIT_REFUSED
+    except OperationRefused as exc:
+        print(f"error: {exc}")
+        return EXIT_REFUSED
+    doc = {
+        "group": group,
+        "newMaster": report.new_master,
+        "epoch": report.epoch,
+        "writePauseSeconds": None if report.write_pause_s is None else round(report.write_pause_s, 3),
+        "steps": report.steps,
+    }
+    if as_json:
+        print(json.dumps(doc, indent=2))
+    else:
+        for step in report.steps:
+            print(f"  {step}")
+        pause = doc["writePauseSeconds"]
+        print(f"{group}: master is now broker {report.new_master} (epoch {report.epoch}); write pause {pause}s")
+    return EXIT_OK
