@@ -55,7 +55,11 @@ class Operator:
         self.log = Path(cluster.state_dir) / f"operator-{'-'.join(namespaces)}.log"
 
     def start(self) -> None:
-        env = {**self.cluster.env, "ROCKETMQ_OPERATOR_RESYNC_SECONDS": str(RESYNC_S)}
+        env = {
+            **self.cluster.env,
+            "ROCKETMQ_OPERATOR_RESYNC_SECONDS": str(RESYNC_S),
+            "ROCKETMQ_OPERATOR_OBSERVE_SECONDS": "1",
+        }
         argv = [
             sys.executable,
             "-m",
@@ -301,6 +305,24 @@ def test_spec_change_updates_objects_and_resync_writes_nothing(operator: Operato
     before = operator.writes()
     time.sleep(RESYNC_S * 4)  # several resync passes
     assert operator.writes() == before, "a resync with nothing to change wrote to the API"
+
+
+def test_observer_reports_unreachable_controller_truthfully(operator: Operator) -> None:
+    """No kubelet: no broker or controller runs. The observer must say so, never invent a master."""
+    cluster, ns = operator.cluster, "rmq-a"
+    _apply_quickstart(cluster, ns)
+
+    def conditions() -> dict[str, str]:
+        bg = _get(cluster, "brokergroup", "broker-a", ns) or {}
+        return {c["type"]: c["status"] for c in bg.get("status", {}).get("conditions", [])}
+
+    cluster.wait_for("ControllerUnavailable", lambda: conditions().get("ControllerUnavailable") == "True", timeout=60)
+    conds = conditions()
+    assert conds.get("Available") == "False" and conds.get("Reconciled") == "True"
+    bg = _get(cluster, "brokergroup", "broker-a", ns)
+    assert bg is not None and bg["status"].get("writable") is False
+    master_svc = _get(cluster, "service", "broker-a-master", ns)
+    assert master_svc is not None and master_svc["spec"]["selector"]["rocketmq-operator.dev/role"] == "master"
 
 
 def test_deleted_child_is_repaired(operator: Operator) -> None:

@@ -199,6 +199,8 @@ async def run_bench(
         "sent": report.sent,
         "acknowledged": report.acknowledged,
         "consumed": got.count,
+        "statuses": report.statuses,
+        "failures": report.failures,
         "lost": lost,
         "rto_s": {"p50": percentile(rto, 0.5), "p99": percentile(rto, 0.99), "max": max(rto, default=None)},
         "pause_s": {"p50": percentile(pause, 0.5), "p99": percentile(pause, 0.99), "max": max(pause, default=None)},

@@ -143,6 +143,8 @@ class Connection:
             raise RemotingConnectionError(f"{what} failed: {exc}", self.addr) from exc
         finally:
             self._pending.pop(opaque, None)
+            if future.done() and not future.cancelled():
+                future.exception()  # a shutdown may have failed it after we stopped waiting: mark it seen
 
     async def invoke_oneway(self, request: RemotingCommand, timeout: float = DEFAULT_REQUEST_TIMEOUT) -> None:
         """Send ``request`` with the oneway flag; no response is expected."""

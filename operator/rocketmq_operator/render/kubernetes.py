@@ -363,6 +363,16 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None) -> list[JSO
         _config_map(f"{name}-config", namespace, "broker", name, files),
         _service(f"{name}-headless", namespace, "broker", name, BROKER_PORTS, headless=True),
         _service(name, namespace, "broker", name, BROKER_PORTS[:1], headless=False),
+        # Follows the master: the operator labels pods with their role from the controller's SyncStateSet.
+        _service(
+            f"{name}-master",
+            namespace,
+            "broker",
+            name,
+            BROKER_PORTS[:1],
+            headless=False,
+            extra_selector={LABEL_ROLE: "master"},
+        ),
         _statefulset(
             name=name,
             namespace=namespace,

@@ -11,10 +11,14 @@ import kopf
 from rocketmq_operator.api.models import API_GROUP, API_VERSION
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
+from rocketmq_operator.platforms.kubernetes.observer import observe_pass
 from rocketmq_operator.platforms.kubernetes.reconcile import Outcome, reconcile
+from rocketmq_operator.remoting import RemotingClient
 
 # Level-based resync period; tests shorten it to watch several no-op passes.
 RESYNC_SECONDS = float(os.environ.get("ROCKETMQ_OPERATOR_RESYNC_SECONDS", "30"))
+# How often each BrokerGroup's SyncStateSet, master and replicas are observed.
+OBSERVE_SECONDS = float(os.environ.get("ROCKETMQ_OPERATOR_OBSERVE_SECONDS", "2"))
 KINDS = ("brokergroups", "controllergroups")
 
 
@@ -27,6 +31,7 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         settings.persistence.finalizer = "rocketmq-operator.dev/finalizer"
         settings.watching.server_timeout = 300
         memo.kube = await KubeClient.from_kopf_login()
+        memo.remoting = RemotingClient(connect_timeout=1.0, request_timeout=2.0)
         memo.metrics = OperatorMetrics()
         if metrics_port:
             memo.metrics.serve(metrics_port)
@@ -41,6 +46,9 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         kube = getattr(memo, "kube", None)
         if kube is not None:
             await kube.close()
+        remoting = getattr(memo, "remoting", None)
+        if remoting is not None:
+            await remoting.close()
 
     @kopf.on.probe(id="api", registry=registry)
     async def probe_api(memo: kopf.Memo, **_: Any) -> bool:
@@ -86,5 +94,25 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         )
         async def resync(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
             await run_pass(body, memo, logger, "resync")
+
+    @kopf.timer(
+        API_GROUP,
+        API_VERSION,
+        "brokergroups",
+        registry=registry,
+        id="brokergroups-observe",
+        interval=OBSERVE_SECONDS,
+        initial_delay=2.0,
+        idle=None,
+    )
+    async def observe(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+        # memo is per resource (kopf copies the operator's memo): the failover grace clock lives there.
+        if "failover" not in memo:
+            memo["failover"] = {}
+        before = memo.kube.writes
+        try:
+            await observe_pass(memo.kube, memo.remoting, memo.metrics, body, memo["failover"], logger)
+        finally:
+            memo.metrics.api_writes.labels(kind="observer").inc(memo.kube.writes - before)
 
     return registry

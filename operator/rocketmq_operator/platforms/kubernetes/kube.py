@@ -158,6 +158,22 @@ class KubeClient:
     async def delete(self, kind: str, namespace: str | None, name: str) -> None:
         await self._request("DELETE", object_path(kind, namespace, name))
 
+    async def patch(self, kind: str, namespace: str, name: str, patch: JSON) -> JSON:
+        result = await self._request(
+            "PATCH", object_path(kind, namespace, name), body=patch, content_type="application/merge-patch+json"
+        )
+        return result or {}
+
+    async def patch_strategic(self, kind: str, namespace: str, name: str, patch: JSON, sub: str | None = None) -> JSON:
+        """Strategic merge patch (core kinds): lists such as status.conditions merge by their key."""
+        result = await self._request(
+            "PATCH",
+            object_path(kind, namespace, name, sub),
+            body=patch,
+            content_type="application/strategic-merge-patch+json",
+        )
+        return result or {}
+
     async def patch_status(self, kind: str, namespace: str, name: str, status: JSON) -> JSON:
         result = await self._request(
             "PATCH",

@@ -39,5 +39,18 @@ class OperatorMetrics:
             registry=self.registry,
         )
 
+        labels = ["namespace", "group"]
+        self.in_sync = Gauge("rocketmq_operator_in_sync_replicas", "Replicas in sync", labels, registry=self.registry)
+        self.need_acks = Gauge("rocketmq_operator_need_acks", "Acks a put needs now", labels, registry=self.registry)
+        self.writable = Gauge(
+            "rocketmq_operator_writable", "1 if a put would be stored now", labels, registry=self.registry
+        )
+        self.lag_bytes = Gauge(
+            "rocketmq_operator_replica_lag_bytes",
+            "Bytes behind the master",
+            [*labels, "replica"],
+            registry=self.registry,
+        )
+
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)

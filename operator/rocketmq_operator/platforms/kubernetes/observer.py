@@ -1,0 +1,184 @@
+"""The Kubernetes observer: SyncStateSet-driven status, pod roles, the in-sync readiness gate, Events, metrics,
+and the failover policy — one pass per BrokerGroup, run by a kopf timer.
+
+Each pass: list the group's pods → observe (controller leader + brokers) → `plan.status` → write only what
+changed (status, pod labels, pod readiness conditions) → one Event per master change → `plan.failover`, whose
+actions are carried out only when the decision is certain (fence first, then elect). Everything is derived again
+from the cluster and the brokers; the only in-memory fact is when a named master was first seen not serving
+(losing it on restart only restarts the grace period).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import kopf
+
+from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ControllerGroup, HAMode
+from rocketmq_operator.api.validation import validate_document
+from rocketmq_operator.observe import ReplicaEndpoint, observe_groups
+from rocketmq_operator.operations import PERM_READ, facts_from_state
+from rocketmq_operator.plan.failover import ActionKind, GroupFacts, plan_failover
+from rocketmq_operator.plan.status import build_broker_status
+from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
+from rocketmq_operator.platforms.kubernetes.reconcile import now_iso
+from rocketmq_operator.remoting import RemotingClient, RemotingException
+from rocketmq_operator.render.config import BROKER_PORT
+from rocketmq_operator.render.kubernetes import (
+    LABEL_BROKER_ID,
+    LABEL_GROUP,
+    LABEL_ROLE,
+    READINESS_GATE_IN_SYNC,
+    controller_addresses,
+)
+
+JSON = dict[str, Any]
+
+
+def _status_doc(status: BrokerGroupStatus) -> JSON:
+    return status.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _same_status(current: JSON, wanted: JSON) -> bool:
+    keys = ("master", "syncStateSet", "replicas", "needAcks", "writable", "history", "phase")
+    if any(current.get(k) != wanted.get(k) for k in keys):
+        return False
+    old = {c.get("type"): (c.get("status"), c.get("reason"), c.get("message")) for c in current.get("conditions", [])}
+    new = {c.get("type"): (c.get("status"), c.get("reason"), c.get("message")) for c in wanted.get("conditions", [])}
+    return all(old.get(k) == v for k, v in new.items())
+
+
+async def observe_pass(
+    kube: KubeClient,
+    client: RemotingClient,
+    metrics: OperatorMetrics,
+    resource: kopf.Body,
+    memory: dict[str, float],
+    logger: Any,
+) -> None:
+    body: JSON = dict(resource)
+    report = validate_document({k: body.get(k) for k in ("apiVersion", "kind", "metadata", "spec")})
+    bg = report.resource
+    if not isinstance(bg, BrokerGroup):
+        return  # the reconciler already reports an invalid spec
+    ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    pods = await kube.list("Pod", ns, f"{LABEL_GROUP}={name},app.kubernetes.io/component=broker")
+    endpoints = [
+        ReplicaEndpoint(p["metadata"]["name"], f"{p['status']['podIP']}:{BROKER_PORT}")
+        for p in sorted(pods, key=lambda p: str(p["metadata"]["name"]))
+        if (p.get("status") or {}).get("podIP")
+    ]
+    controllers: list[str] = []
+    controller_mode = HAMode(bg.spec.ha_mode) is HAMode.CONTROLLER
+    if bg.spec.controller_ref is not None:
+        raw = await kube.get("ControllerGroup", ns, bg.spec.controller_ref.name)
+        cg_report = validate_document(raw) if raw else None
+        if cg_report is not None and isinstance(cg_report.resource, ControllerGroup):
+            cg = cg_report.resource
+            cg.metadata.namespace = ns
+            controllers = controller_addresses(cg, ns)
+    states = await observe_groups(client, controllers, {name: endpoints}, {name: controller_mode})
+    state = states[name]
+    previous_doc = body.get("status") or {}
+    try:
+        previous = BrokerGroupStatus.model_validate(previous_doc)
+    except ValueError:
+        previous = None
+    status = build_broker_status(bg.spec, state, previous, now_iso(), body["metadata"].get("generation"))
+    wanted = _status_doc(status)
+    if not _same_status(previous_doc, wanted):
+        # Keep the reconciler's conditions (Reconciled) next to the observer's.
+        observer_types = {c["type"] for c in wanted.get("conditions", [])}
+        kept = [c for c in previous_doc.get("conditions", []) if c.get("type") not in observer_types]
+        wanted["conditions"] = kept + wanted.get("conditions", [])
+        wanted["observedGeneration"] = previous_doc.get("observedGeneration")
+        await kube.patch_status("BrokerGroup", ns, name, wanted)
+    _metrics(metrics, ns, name, status)
+    if previous is not None and len(status.history) > len(previous.history):
+        change = status.history[-1]
+        metrics.master_changes.labels(namespace=ns, group=name).inc()
+        kopf.event(
+            resource,
+            type="Normal",
+            reason="MasterChanged",
+            message=f"master {change.from_broker_id} -> {change.to_broker_id} (epoch {change.epoch}): {change.reason}",
+        )
+    await _sync_pods(kube, ns, pods, status)
+    if controller_mode:
+        await _failover(kube, client, bg, resource, state, memory, logger)
+
+
+def _metrics(metrics: OperatorMetrics, ns: str, name: str, status: BrokerGroupStatus) -> None:
+    members = status.sync_state_set.members if status.sync_state_set else []
+    metrics.sync_state_set_size.labels(namespace=ns, group=name).set(len(members))
+    metrics.in_sync.labels(namespace=ns, group=name).set(sum(1 for r in status.replicas if r.in_sync))
+    metrics.need_acks.labels(namespace=ns, group=name).set(status.need_acks or 0)
+    metrics.writable.labels(namespace=ns, group=name).set(1 if status.writable else 0)
+    for r in status.replicas:
+        if r.lag_bytes is not None:
+            metrics.lag_bytes.labels(namespace=ns, group=name, replica=r.name).set(r.lag_bytes)
+
+
+async def _sync_pods(kube: KubeClient, ns: str, pods: list[JSON], status: BrokerGroupStatus) -> None:
+    by_name = {r.name: r for r in status.replicas}
+    for pod in pods:
+        pod_name = pod["metadata"]["name"]
+        replica = by_name.get(pod_name)
+        if replica is None:
+            continue
+        labels = pod["metadata"].get("labels") or {}
+        want = {LABEL_ROLE: replica.role, LABEL_BROKER_ID: "" if replica.broker_id is None else str(replica.broker_id)}
+        if any(labels.get(k) != v for k, v in want.items()):
+            await kube.patch("Pod", ns, pod_name, {"metadata": {"labels": want}})
+        in_sync = "True" if (replica.in_sync or replica.role == "master") and replica.alive else "False"
+        current = next(
+            (c for c in (pod.get("status") or {}).get("conditions", []) if c.get("type") == READINESS_GATE_IN_SYNC),
+            None,
+        )
+        if current is None or current.get("status") != in_sync:
+            condition = {
+                "type": READINESS_GATE_IN_SYNC,
+                "status": in_sync,
+                "lastTransitionTime": now_iso(),
+                "reason": "InSyncStateSet" if in_sync == "True" else "NotInSyncStateSet",
+            }
+            await kube.patch_strategic("Pod", ns, pod_name, {"status": {"conditions": [condition]}}, "status")
+
+
+async def _failover(
+    kube: KubeClient,
+    client: RemotingClient,
+    bg: BrokerGroup,
+    resource: kopf.Body,
+    state: Any,
+    memory: dict[str, float],
+    logger: Any,
+) -> None:
+    facts = facts_from_state(state)
+    master = facts.replicas.get(facts.master_broker_id) if facts.master_broker_id is not None else None
+    if master is not None and not master.alive:
+        memory.setdefault("master_not_serving_since", time.time())
+    else:
+        memory.pop("master_not_serving_since", None)
+    facts = GroupFacts(**{**facts.__dict__, "master_not_serving_since": memory.get("master_not_serving_since")})
+    decision = plan_failover(facts, allow_unclean=bg.spec.failover.allow_unclean)
+    if decision.refused and decision.reason not in ("ControllerUnavailable",):
+        logger.warning("failover refused: %s", decision.message)
+    if not decision.actions:
+        return
+    if decision.unclean:
+        kopf.event(resource, type="Warning", reason="UncleanFailover", message=decision.message)
+    leader = state.controller_leader
+    for action in decision.actions:
+        replica = state.replica_by_id(action.broker_id)
+        if action.kind is ActionKind.FENCE and replica is not None:
+            try:
+                await client.update_broker_config(replica.address, {"brokerPermission": str(PERM_READ)}, timeout=1.0)
+            except (RemotingException, OSError):
+                # Not answering at all is the stuck case: delete the pod so it cannot take writes any more.
+                await kube.delete("Pod", resource["metadata"]["namespace"], replica.name)
+        elif action.kind is ActionKind.ELECT and leader is not None:
+            await client.elect_master(leader, bg.spec.cluster_name, bg.metadata.name, action.broker_id, designate=True)
+            kopf.event(resource, type="Normal", reason="FailoverElected", message=decision.message)
