@@ -17,8 +17,10 @@ Contract (:func:`read_partition`, called from Spark's synchronous ``read(partiti
 * Exactly the messages ``start <= queueOffset < end`` are produced, in offset order, each once. FOUND
   advances past the last message; NO_MATCHED_MSG advances to ``nextBeginOffset``; RETRY (a slave sending the
   reader back) pulls again where suggested; NO_NEW_MSG and OFFSET_ILLEGAL above the data go back to the master
-  and retry - the planned end is committed data, so it must arrive. Connection errors and timeouts retry with
-  back-off on the master. Without progress for ``pullTimeoutMs`` the read fails with
+  and retry - the planned end is committed data, so it must arrive. A failed pull from a slave (connection,
+  timeout, or a refusal such as TOPIC_NOT_EXIST while the slave has not yet synced a new topic) sends the
+  reader to the master for :data:`SLAVE_COOLDOWN_S`; failures on the master retry with back-off and a fresh
+  route. Without progress for ``pullTimeoutMs`` the read fails with
   :class:`RocketMQSourceError`.
 * Record batches follow :func:`.schema.arrow_schema` exactly; at most :data:`BATCH_ROWS` rows or about
   :data:`BATCH_BYTES` of bodies each.
@@ -58,6 +60,9 @@ BATCH_BYTES = 16 * 1024 * 1024
 BACKOFF_START_S = 0.05
 BACKOFF_MAX_S = 2.0
 POLL_S = 0.05
+SLAVE_COOLDOWN_S = 3.0
+"""After a failed pull from a slave (e.g. TOPIC_NOT_EXIST: slaves learn new topics from the master a few
+seconds late), pull from the master for this long before following suggestions again."""
 
 
 class PullClient(Protocol):
@@ -140,6 +145,7 @@ class _QueueReader:
         self.backoff = BACKOFF_START_S
         self.last_progress = time.monotonic()
         self.last_problem = "no answer yet"
+        self.slave_cooldown_until = 0.0
 
     async def _refresh_route(self) -> None:
         try:
@@ -216,7 +222,9 @@ class _QueueReader:
         wanted = 0
         while offset < end:
             self._check_deadline()
-            target = pick_broker(self._broker(), wanted if self.s.read_from == "auto" else 0)
+            if self.s.read_from != "auto" or time.monotonic() < self.slave_cooldown_until:
+                wanted = 0
+            target = pick_broker(self._broker(), wanted)
             if target is None:
                 self.last_problem = f"broker group {self.queue.broker_name} is not in the route"
                 wanted = 0
@@ -240,6 +248,10 @@ class _QueueReader:
             except RemotingException as exc:
                 self.last_problem = f"pull from {addr} (id {broker_id}): {exc}"
                 wanted = 0
+                if broker_id != 0:
+                    log.info("rocketmq source: %s; reading from the master for a while", self.last_problem)
+                    self.slave_cooldown_until = time.monotonic() + SLAVE_COOLDOWN_S
+                    continue
                 await self._pause()
                 try:
                     await self._refresh_route()
