@@ -72,15 +72,20 @@ class GroupState:
 async def _observe_replica(client: RemotingClient, ep: ReplicaEndpoint) -> ReplicaObservation:
     try:
         info = await client.get_runtime_info(ep.address, timeout=OBSERVE_TIMEOUT_S)
-        ha = await client.get_ha_status(ep.address, timeout=OBSERVE_TIMEOUT_S)
     except (RemotingException, OSError) as exc:
         return ReplicaObservation(ep.name, ep.address, reachable=False, error=str(exc) or type(exc).__name__)
+    is_master: bool | None = None
+    try:
+        # A broker that has no role yet (controller mode, no master elected) answers runtime info but not this.
+        is_master = (await client.get_ha_status(ep.address, timeout=OBSERVE_TIMEOUT_S)).master
+    except (RemotingException, OSError):
+        pass
     max_offset = info.get("commitLogMaxOffset")
     return ReplicaObservation(
         ep.name,
         ep.address,
         reachable=True,
-        is_master=ha.master,
+        is_master=is_master,
         max_offset=int(max_offset) if max_offset and max_offset.lstrip("-").isdigit() else None,
         version=info.get("brokerVersionDesc"),
     )

@@ -163,8 +163,6 @@ def plan_switchover(facts: GroupFacts, target_id: int, *, stale_after_s: float =
             reason="NoMaster",
             message="the group has no master to switch over from; the controller elects one on its own",
         )
-    if not target.alive:
-        return Decision(refused=True, reason="TargetNotAlive", message=f"broker {target_id} is not alive")
     if target_id not in facts.sync_state_set:
         return Decision(
             refused=True,
@@ -172,6 +170,8 @@ def plan_switchover(facts: GroupFacts, target_id: int, *, stale_after_s: float =
             message=f"broker {target_id} is not in the SyncStateSet {list(facts.sync_state_set)}: a switchover "
             "goes only to an in-sync member (it would lose messages); wait until it catches up",
         )
+    if not target.alive:
+        return Decision(refused=True, reason="TargetNotAlive", message=f"broker {target_id} is not alive")
     old = facts.master_broker_id
     return Decision(
         actions=(

@@ -1,0 +1,166 @@
+"""Failover, controller outage and switchover on real brokers (local platform), as the status reports them.
+
+- master killed → status master, roles and history follow;
+- controller quorum down → the data plane keeps serving, status says ControllerUnavailable, nothing disruptive;
+- a {deadMaster} SyncStateSet → NoEligibleMaster, and the failover policy refuses an unclean election;
+- switchover: to a non-member refused with a clear message; to an in-sync member moves the master.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocketmq_operator.operations import facts_from_state
+from rocketmq_operator.plan.failover import plan_failover
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.state import read_state
+from rocketmq_operator.platforms.local.status import observe
+from rocketmq_operator.remoting import RemotingClient
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "examples" / "quickstart.yaml"
+GROUP = "broker-a"
+
+
+def _conditions(g: dict[str, Any]) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in g.get("conditions", [])}
+
+
+def _healthy(cluster: Any) -> dict[str, Any]:
+    def ok(doc: dict[str, Any]) -> bool:
+        g = cluster.group(GROUP, doc)
+        return len((g.get("syncStateSet") or {}).get("members") or []) == 3 and all(r["alive"] for r in g["replicas"])
+
+    cluster.wait_for("a healthy group", ok, timeout=150)
+    return dict(cluster.group(GROUP))
+
+
+def _switchover(cluster: Any, target: int) -> subprocess.CompletedProcess[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "rocketmq_operator.cli",
+        "switchover",
+        GROUP,
+        "--to",
+        str(target),
+        "--json",
+        "--state-dir",
+        str(cluster.state_dir),
+    ]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_failover_switchover_and_refusals(local_platform: Any) -> None:
+    with local_platform.up(QUICKSTART, name="failover") as cluster:
+        g = _healthy(cluster)
+        old = g["master"]
+
+        # 1. Planned switchover to an in-sync slave.
+        target = next(r["brokerId"] for r in g["replicas"] if r["role"] == "slave")
+        res = _switchover(cluster, target)
+        assert res.returncode == 0, res.stdout + res.stderr
+        report = json.loads(res.stdout)
+        assert report["newMaster"] == target and report["writePauseSeconds"] is not None
+        cluster.wait_for("switched master", lambda d: cluster.group(GROUP, d)["master"]["brokerId"] == target)
+
+        # 2. SIGKILL the master: the controller elects, status/roles/history follow.
+        g = _healthy(cluster)
+        master = g["master"]
+        cluster.cli("kill", master["replica"], "--signal", "KILL")
+        doc = cluster.wait_for(
+            "a new master in status",
+            lambda d: cluster.group(GROUP, d)["master"]["brokerId"] not in (None, master["brokerId"]),
+            timeout=60,
+        )
+        g = cluster.group(GROUP, doc)
+        roles = {r["brokerId"]: r["role"] for r in g["replicas"] if r["alive"]}
+        assert roles[g["master"]["brokerId"]] == "master"
+        assert g["history"] and g["history"][-1]["fromBrokerId"] == master["brokerId"]
+        assert g["history"][-1]["toBrokerId"] == g["master"]["brokerId"]
+        assert g["master"]["epoch"] > old["epoch"]
+
+        # 3. Switchover to a non-member is refused with the reason.
+        g = _healthy(cluster)
+        slave = next(r for r in g["replicas"] if r["role"] == "slave")
+        cluster.cli("kill", slave["name"], "--signal", "KILL", "--no-restart")
+        cluster.wait_for(
+            "slave out of the SyncStateSet",
+            lambda d: slave["brokerId"] not in cluster.group(GROUP, d)["syncStateSet"]["members"],
+        )
+        res = _switchover(cluster, slave["brokerId"])
+        assert res.returncode == 2
+        assert f"broker {slave['brokerId']} is not in the SyncStateSet" in res.stdout
+        cluster.cli("start", slave["name"])
+
+        # 4. Controller quorum down: writes keep flowing, status says so, the master is not touched.
+        g = _healthy(cluster)
+        master_before = g["master"]["brokerId"]
+        controller = next(p["name"] for p in cluster.status()["processes"] if p["group"] != GROUP)
+        cluster.cli("kill", controller, "--signal", "KILL", "--no-restart")
+        doc = cluster.wait_for(
+            "ControllerUnavailable",
+            lambda d: _conditions(cluster.group(GROUP, d)).get("ControllerUnavailable") == "True",
+        )
+        assert cluster.group(GROUP, doc)["master"]["brokerId"] == master_before
+        # The name server lived in the killed process too: talk to the master directly, as a connected
+        # producer with a cached route does.
+        state = read_state(StateLayout(cluster.state_dir).state_file)
+        master_addr = next(
+            r.address for r in state.replicas if r.name == cluster.group(GROUP, doc)["master"]["replica"]
+        )
+
+        async def send_direct() -> str:
+            async with RemotingClient() as client:
+                await client.create_topic(master_addr, "q-ctl-down", 4, 4)
+                result = await client.send(master_addr, "q-ctl-down", b"still serving", 0)
+                return result.status
+
+        assert asyncio.run(send_direct()) == "PUT_OK"
+        states = asyncio.run(observe(state))
+        decision = plan_failover(facts_from_state(states[GROUP]), allow_unclean=False)
+        assert decision.refused and decision.reason == "ControllerUnavailable" and not decision.actions
+        cluster.cli("start", controller)
+
+
+def test_dead_master_alone_is_no_eligible_master_and_unclean_is_refused(local_platform: Any) -> None:
+    with local_platform.up(QUICKSTART, name="dead-master") as cluster:
+        g = _healthy(cluster)
+        master = g["master"]
+        for r in g["replicas"]:
+            if r["role"] == "slave":
+                cluster.cli("kill", r["name"], "--signal", "KILL", "--no-restart")
+        cluster.wait_for(
+            "SyncStateSet = {master}",
+            lambda d: cluster.group(GROUP, d)["syncStateSet"]["members"] == [master["brokerId"]],
+        )
+        cluster.cli("kill", master["replica"], "--signal", "KILL", "--no-restart")
+        for r in g["replicas"]:
+            if r["role"] == "slave":
+                cluster.cli("start", r["name"])
+        doc = cluster.wait_for(
+            "slaves back, NoEligibleMaster",
+            lambda d: (
+                _conditions(cluster.group(GROUP, d)).get("NoEligibleMaster") == "True"
+                and sum(r["alive"] for r in cluster.group(GROUP, d)["replicas"]) == 2
+            ),
+            timeout=120,
+        )
+        g = cluster.group(GROUP, doc)
+        assert g["writable"] is False
+        state = read_state(StateLayout(cluster.state_dir).state_file)
+        states = asyncio.run(observe(state))
+        facts = facts_from_state(states[GROUP])
+        refused = plan_failover(facts, allow_unclean=False, grace_s=0.0)
+        assert refused.refused and refused.reason == "NoEligibleMaster" and "allowUnclean" in refused.message
+        allowed = plan_failover(facts, allow_unclean=True, grace_s=0.0)
+        assert allowed.unclean and "UNCLEAN" in allowed.message
