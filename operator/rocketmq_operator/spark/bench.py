@@ -16,7 +16,8 @@ Contract (:func:`run_bench`):
 
 The JSON document has at least ``spark_msgs_per_s``, ``raw_msgs_per_s``, ``ratio`` (Spark / raw),
 ``count_ok``, plus ``spark_mb_per_s``/``raw_mb_per_s`` (bodies only, MB = 10^6 bytes), counts, elapsed
-times, digests, the produce rate and the machine (``nproc``, memory GiB, CPU model). pyspark is imported only
+times, digests, the produce rate and the machine (``nproc``, memory GiB, CPU model, 1-minute load average
+when the run ended: other work on the machine skews the numbers). pyspark is imported only
 inside :func:`spark_read`.
 """
 
@@ -60,6 +61,7 @@ def machine_info() -> dict[str, Any]:
         "mem_total_gib": mem_gib,
         "cpu_model": model or platform.processor() or None,
         "python": platform.python_version(),
+        "load_avg_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
     }
 
 
