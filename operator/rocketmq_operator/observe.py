@@ -10,6 +10,7 @@ flags are the leader's own heartbeat table: both are reported as read, with the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -75,11 +76,9 @@ async def _observe_replica(client: RemotingClient, ep: ReplicaEndpoint) -> Repli
     except (RemotingException, OSError) as exc:
         return ReplicaObservation(ep.name, ep.address, reachable=False, error=str(exc) or type(exc).__name__)
     is_master: bool | None = None
-    try:
-        # A broker that has no role yet (controller mode, no master elected) answers runtime info but not this.
+    # A broker that has no role yet (controller mode, no master elected) answers runtime info but not this.
+    with contextlib.suppress(RemotingException, OSError):
         is_master = (await client.get_ha_status(ep.address, timeout=OBSERVE_TIMEOUT_S)).master
-    except (RemotingException, OSError):
-        pass
     max_offset = info.get("commitLogMaxOffset")
     return ReplicaObservation(
         ep.name,

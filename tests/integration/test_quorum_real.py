@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.api.validation import validate_file
 from rocketmq_operator.platforms.local import distribution
 from rocketmq_operator.quorum import PutOutcome, QuorumParams, effective_quorum, predict_put
+from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.tools.consume import ConsumeReport, consume
 from rocketmq_operator.tools.produce import ProduceReport, produce
 
@@ -59,6 +61,18 @@ def _wait_healthy(cluster: Any, group: str, members: int) -> dict[str, Any]:
         )
 
     cluster.wait_for(f"{group} healthy", ok, timeout=120)
+
+    async def registered() -> bool:
+        async with RemotingClient(_namesrv(cluster).split(";")) as client:
+            info = await client.get_cluster_info()
+        data = info.broker_addr_table.get(group)
+        return data is not None and 0 in data.broker_addrs
+
+    # Producers find the master through the name server: wait until it has registered there too.
+    deadline = time.monotonic() + 60
+    while not asyncio.run(registered()):
+        assert time.monotonic() < deadline, f"{group}: no master registered with the name server in 60s"
+        time.sleep(0.5)
     return dict(cluster.group(group))
 
 

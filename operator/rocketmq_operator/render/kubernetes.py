@@ -12,6 +12,7 @@ from typing import Any
 from rocketmq_operator.api.models import (
     DEFAULT_IMAGE_REPOSITORY,
     BrokerGroup,
+    HAMode,
     ControllerGroup,
     ResourceRequirements,
 )
@@ -227,6 +228,7 @@ def _statefulset(
     affinity: dict[str, Any],
     readiness_gate: bool,
     priority_class: str | None = None,
+    ordered: bool = False,
 ) -> JSON:
     pod_sc, container_sc = _security_context()
     container: JSON = {
@@ -277,7 +279,8 @@ def _statefulset(
         "spec": {
             "serviceName": f"{name}-headless",
             "replicas": replicas,
-            "podManagementPolicy": "Parallel",
+            # Ordered for classic modes: the configured master (ordinal 0) must be online before its slaves.
+            "podManagementPolicy": "OrderedReady" if ordered else "Parallel",
             # The operator restarts pods itself, in an order that keeps the quorum (never the StatefulSet).
             "updateStrategy": {"type": "OnDelete"},
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": reclaim_policy, "whenScaled": "Retain"},
@@ -395,6 +398,7 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None) -> list[JSO
             affinity=bg.spec.affinity,
             readiness_gate=True,
             priority_class=bg.spec.priority_class_name,
+            ordered=bg.spec.ha_mode != HAMode.CONTROLLER.value,
         ),
         _pdb(name, namespace, "broker", name),
     ]

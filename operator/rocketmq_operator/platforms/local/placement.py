@@ -86,6 +86,15 @@ class _Process:
     extra: tuple[str, ...]
 
 
+def _broker_phase(bg: BrokerGroup, ordinal: int) -> int:
+    """Start order: name servers and controllers (0), then brokers (1); in the classic modes the configured
+    master (ordinal 0) comes before its slaves (2), so a slave never registers first and acts as master while
+    the real master is still coming online (slave-acting-master's pre-online then stalls)."""
+    if bg.spec.ha_mode == HAMode.CONTROLLER.value or ordinal == 0:
+        return 1
+    return 2
+
+
 def _controller_names(cg: ControllerGroup) -> list[str]:
     return [f"{cg.metadata.name}-{i}" for i in range(cg.spec.replicas)]
 
@@ -263,7 +272,7 @@ def _processes(resources: Sequence[Resource], ports: Mapping[str, int], layout: 
             conf = broker_config(bg, i, bplacement)
             out.append(
                 _Process(
-                    replica, "broker", bg.metadata.name, "BrokerGroup", i, 1,
+                    replica, "broker", bg.metadata.name, "BrokerGroup", i, _broker_phase(bg, i),
                     {"listen": port, "vip": port - 2, "ha": port + 1}, _addr(port),
                     conf, BROKER_HEAP, BROKER_DIRECT_MEMORY, extra,
                 )

@@ -84,7 +84,8 @@ class Supervisor:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.stop_requested = asyncio.Event()
         self.signals_received = 0
-        self.gate_open = False
+        self.gate_open = False  # phase-1 processes may start
+        self.open_phase = 0  # the highest start phase allowed so far
         self.dirty = True
 
     # ------------------------------------------------------------------ bookkeeping
@@ -180,16 +181,20 @@ class Supervisor:
         for r in self.state.replicas:
             if r.desired != RUNNING or r.pid is not None or r.next_start_at is None:
                 continue
-            if r.phase > 0 and not self.gate_open:
+            if r.phase > self.open_phase:
                 continue
             if r.next_start_at <= now:
                 self._start(r, now)
 
     async def _phase0_ready(self) -> bool:
+        return await self._phases_ready(0)
+
+    async def _phases_ready(self, upto: int) -> bool:
+        """Every process of phases ≤ `upto` that should run answers on its ports."""
         wanted = [
             f"127.0.0.1:{port}"
             for r in self.state.replicas
-            if r.phase == 0 and r.desired == RUNNING
+            if r.phase <= upto and r.desired == RUNNING
             for port in r.ports.values()
         ]
         if not wanted:
@@ -293,7 +298,16 @@ class Supervisor:
             self._handle_requests(now)
             if not self.gate_open and (await self._phase0_ready() or time.monotonic() > gate_deadline):
                 self.gate_open = True
+                self.open_phase = 1
                 log.info("name servers and controllers answer: starting brokers")
+            last_phase = max((r.phase for r in self.state.replicas), default=0)
+            if (
+                self.gate_open
+                and self.open_phase < last_phase
+                and (await self._phases_ready(self.open_phase) or time.monotonic() > gate_deadline)
+            ):
+                self.open_phase += 1
+                log.info("start phase %d open", self.open_phase)
             self._start_due(now)
             if self.gate_open and self.state.supervisor.phase == STARTING:
                 self.state.supervisor.phase = SUPERVISING
