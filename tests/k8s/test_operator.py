@@ -325,6 +325,29 @@ def test_observer_reports_unreachable_controller_truthfully(operator: Operator) 
     assert master_svc is not None and master_svc["spec"]["selector"]["rocketmq-operator.dev/role"] == "master"
 
 
+def test_switchover_annotation_is_refused_without_controller_and_cleared(operator: Operator) -> None:
+    cluster, ns = operator.cluster, "rmq-a"
+    _apply_quickstart(cluster, ns)
+    cluster.kubectl(
+        "annotate", "--overwrite", "brokergroup", "broker-a", "-n", ns, "rocketmq-operator.dev/switchover-to=2"
+    )
+
+    def switchover() -> dict[str, Any] | None:
+        bg = _get(cluster, "brokergroup", "broker-a", ns) or {}
+        return next((c for c in bg.get("status", {}).get("conditions", []) if c["type"] == "Switchover"), None)
+
+    cluster.wait_for("Switchover condition", lambda: switchover() is not None, timeout=60)
+    cond = switchover()
+    assert cond is not None and cond["status"] == "False" and "controller quorum is unreadable" in cond["message"]
+    cluster.wait_for(
+        "annotation cleared",
+        lambda: (
+            "rocketmq-operator.dev/switchover-to"
+            not in ((_get(cluster, "brokergroup", "broker-a", ns) or {}).get("metadata", {}).get("annotations") or {})
+        ),
+    )
+
+
 def test_deleted_child_is_repaired(operator: Operator) -> None:
     cluster, ns = operator.cluster, "rmq-a"
     _apply_quickstart(cluster, ns)

@@ -12,8 +12,8 @@ from typing import Any
 from rocketmq_operator.api.models import (
     DEFAULT_IMAGE_REPOSITORY,
     BrokerGroup,
-    HAMode,
     ControllerGroup,
+    HAMode,
     ResourceRequirements,
 )
 from rocketmq_operator.render.config import (

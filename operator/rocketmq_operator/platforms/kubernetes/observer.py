@@ -18,7 +18,7 @@ import kopf
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ControllerGroup, HAMode
 from rocketmq_operator.api.validation import validate_document
 from rocketmq_operator.observe import ReplicaEndpoint, observe_groups
-from rocketmq_operator.operations import PERM_READ, facts_from_state
+from rocketmq_operator.operations import PERM_READ, OperationRefused, facts_from_state, switchover
 from rocketmq_operator.plan.failover import ActionKind, GroupFacts, plan_failover
 from rocketmq_operator.plan.status import build_broker_status
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
@@ -35,6 +35,9 @@ from rocketmq_operator.render.kubernetes import (
 )
 
 JSON = dict[str, Any]
+# GitOps-friendly planned switchover: set this annotation to a broker id; the operator clears it when done
+# and records the outcome as the `Switchover` condition (and an Event).
+ANNOTATION_SWITCHOVER_TO = "rocketmq-operator.dev/switchover-to"
 
 
 def _status_doc(status: BrokerGroupStatus) -> JSON:
@@ -106,8 +109,58 @@ async def observe_pass(
             message=f"master {change.from_broker_id} -> {change.to_broker_id} (epoch {change.epoch}): {change.reason}",
         )
     await _sync_pods(kube, ns, pods, status)
-    if controller_mode:
+    wanted_target = (body["metadata"].get("annotations") or {}).get(ANNOTATION_SWITCHOVER_TO)
+    if controller_mode and wanted_target is not None:
+        await _switchover(kube, client, bg, resource, controllers, endpoints, wanted_target)
+    elif controller_mode:
         await _failover(kube, client, bg, resource, state, memory, logger)
+
+
+async def _switchover(
+    kube: KubeClient,
+    client: RemotingClient,
+    bg: BrokerGroup,
+    resource: kopf.Body,
+    controllers: list[str],
+    endpoints: list[ReplicaEndpoint],
+    wanted: str,
+) -> None:
+    ns, name = resource["metadata"]["namespace"], resource["metadata"]["name"]
+    if not wanted.strip().isdigit():
+        ok, reason, message = (
+            False,
+            "InvalidTarget",
+            (
+                f"annotation {ANNOTATION_SWITCHOVER_TO}={wanted!r}: not a broker id; fix: set it to the id of an "
+                "in-sync replica (status.syncStateSet.members)"
+            ),
+        )
+    else:
+        try:
+            report = await switchover(client, controllers, bg.spec.cluster_name, name, endpoints, int(wanted))
+            pause = report.write_pause_s
+            ok, reason, message = (
+                True,
+                "Switched",
+                (
+                    f"master is now broker {report.new_master} (epoch {report.epoch}); write pause "
+                    f"{'unknown' if pause is None else f'{pause:.3f}s'}"
+                ),
+            )
+        except OperationRefused as exc:
+            ok, reason, message = False, "Refused", str(exc)
+    kopf.event(resource, type="Normal" if ok else "Warning", reason=f"Switchover{reason}", message=message)
+    condition = {
+        "type": "Switchover",
+        "status": "True" if ok else "False",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": now_iso(),
+    }
+    others = [c for c in (resource.get("status") or {}).get("conditions", []) if c.get("type") != "Switchover"]
+    await kube.patch_status("BrokerGroup", ns, name, {"conditions": [*others, condition]})
+    # Cleared when done, so the desired state in Git can drop it and a re-apply does not switch again.
+    await kube.patch("BrokerGroup", ns, name, {"metadata": {"annotations": {ANNOTATION_SWITCHOVER_TO: None}}})
 
 
 def _metrics(metrics: OperatorMetrics, ns: str, name: str, status: BrokerGroupStatus) -> None:
