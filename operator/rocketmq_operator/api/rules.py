@@ -267,13 +267,63 @@ def _re(pattern: str) -> Any:
     return _RE_CACHE[pattern]
 
 
+def _config_key_rules(
+    kind: Kind,
+    field: str,
+    get: Callable[[Any], dict[str, object]],
+    known: frozenset[str],
+    owned: dict[str, str],
+    what: str,
+    classes: str,
+    see: str,
+) -> list[Rule]:
+    """The two rules of an extra-config map: no operator-owned keys, and only keys RocketMQ really reads."""
+    known_sorted, owned_sorted = sorted(known), sorted(owned)
+    guard = f"!has(self.{field}) || self.{field}.all(k, "
+
+    def owned_keys(r: Any) -> list[str]:
+        return [key for key in get(r) if key in owned]
+
+    def unknown(r: Any) -> list[str]:
+        return _unknown_keys(get(r), known, owned)
+
+    return [
+        Rule(
+            id=f"{kind}.{field}.owned",
+            kind=kind,
+            scope="spec",
+            field_path=f".{field}",
+            problem="sets {keys}, which the operator renders from the spec",
+            rule=f"{field} may not set keys the operator owns",
+            fix=f"remove those keys and use the spec fields instead{see}",
+            cel=f"{guard}!(k in {_cel_list(owned_sorted)}))",
+            valid=lambda r: not owned_keys(r),
+            values={"keys": Placeholder(None, lambda r: ", ".join(owned_keys(r)), "a key")},
+            hint=lambda r: "; ".join(f"{key} → {owned[key]}" for key in owned_keys(r)),
+        ),
+        Rule(
+            id=f"{kind}.{field}.known",
+            kind=kind,
+            scope="spec",
+            field_path=f".{field}",
+            problem="{keys} is not " + what,
+            rule=f"{field} keys must be {classes} (RocketMQ silently ignores unknown keys)",
+            fix="correct the spelling or remove the key",
+            cel=f"{guard}k in {_cel_list(known_sorted)} || k in {_cel_list(owned_sorted)})",
+            valid=lambda r: not unknown(r),
+            values={"keys": Placeholder(None, lambda r: ", ".join(unknown(r)), "a key")},
+            hint=lambda r: "; ".join(
+                f"{key}: {hint}" for key in unknown(r) if (hint := _did_you_mean(key, known_sorted))
+            ),
+        ),
+    ]
+
+
 def _broker_rules() -> list[Rule]:
     k: Kind = "BrokerGroup"
     modes = [m.value for m in HAMode]
     strategies = [s.value for s in UpgradeStrategy]
     policies = [p.value for p in ReclaimPolicy]
-    known_sorted = sorted(BROKER_CONFIG_KEYS)
-    owned_sorted = sorted(OPERATOR_OWNED_BROKER_KEYS)
     return [
         *_name_rules(k),
         _version_rule(k),
@@ -436,63 +486,21 @@ def _broker_rules() -> list[Rule]:
             valid=lambda r: r.spec.upgrade.strategy in strategies,
             values={"value": Placeholder("self.upgrade.strategy", lambda r: r.spec.upgrade.strategy)},
         ),
-        Rule(
-            id="BrokerGroup.brokerConfig.owned",
-            kind=k,
-            scope="spec",
-            field_path=".brokerConfig",
-            problem="sets {keys}, which the operator renders from the spec",
-            rule="brokerConfig may not set keys the operator owns",
-            fix="remove those keys and use the spec fields instead (see `rocketmq-operator explain`)",
-            cel=f"!has(self.brokerConfig) || self.brokerConfig.all(k, !(k in {_cel_list(owned_sorted)}))",
-            valid=lambda r: not [key for key in r.spec.broker_config if key in OPERATOR_OWNED_BROKER_KEYS],
-            values={
-                "keys": Placeholder(
-                    None,
-                    lambda r: ", ".join(key for key in r.spec.broker_config if key in OPERATOR_OWNED_BROKER_KEYS),
-                    "a key",
-                )
-            },
-            hint=lambda r: "; ".join(
-                f"{key} → {OPERATOR_OWNED_BROKER_KEYS[key]}"
-                for key in r.spec.broker_config
-                if key in OPERATOR_OWNED_BROKER_KEYS
-            ),
-        ),
-        Rule(
-            id="BrokerGroup.brokerConfig.known",
-            kind=k,
-            scope="spec",
-            field_path=".brokerConfig",
-            problem="{keys} is not a RocketMQ broker key",
-            rule="brokerConfig keys must be BrokerConfig, MessageStoreConfig or NettyServerConfig keys "
-            "(RocketMQ silently ignores unknown keys)",
-            fix="correct the spelling or remove the key",
-            cel=f"!has(self.brokerConfig) || self.brokerConfig.all(k, k in {_cel_list(known_sorted)} || "
-            f"k in {_cel_list(owned_sorted)})",
-            valid=lambda r: not _unknown_keys(r.spec.broker_config, BROKER_CONFIG_KEYS, OPERATOR_OWNED_BROKER_KEYS),
-            values={
-                "keys": Placeholder(
-                    None,
-                    lambda r: ", ".join(
-                        _unknown_keys(r.spec.broker_config, BROKER_CONFIG_KEYS, OPERATOR_OWNED_BROKER_KEYS)
-                    ),
-                    "a key",
-                )
-            },
-            hint=lambda r: "; ".join(
-                f"{key}: {hint}"
-                for key in _unknown_keys(r.spec.broker_config, BROKER_CONFIG_KEYS, OPERATOR_OWNED_BROKER_KEYS)
-                if (hint := _did_you_mean(key, known_sorted))
-            ),
+        *_config_key_rules(
+            k,
+            "brokerConfig",
+            lambda r: r.spec.broker_config,
+            BROKER_CONFIG_KEYS,
+            OPERATOR_OWNED_BROKER_KEYS,
+            "a RocketMQ broker key",
+            "BrokerConfig, MessageStoreConfig or NettyServerConfig keys",
+            " (see `rocketmq-operator explain`)",
         ),
     ]
 
 
 def _controller_rules() -> list[Rule]:
     k: Kind = "ControllerGroup"
-    known_sorted = sorted(CONTROLLER_CONFIG_KEYS)
-    owned_sorted = sorted(OPERATOR_OWNED_CONTROLLER_KEYS)
     return [
         *_name_rules(k),
         _version_rule(k),
@@ -522,56 +530,15 @@ def _controller_rules() -> list[Rule]:
         ),
         _quantity_rule(k, "storage.size", ".storage.size", lambda r: r.spec.storage.size, "1Gi"),
         _quantity_rule(k, "jvm.heap", ".jvm.heap", lambda r: r.spec.jvm.heap, "512Mi"),
-        Rule(
-            id="ControllerGroup.controllerConfig.owned",
-            kind=k,
-            scope="spec",
-            field_path=".controllerConfig",
-            problem="sets {keys}, which the operator renders from the spec",
-            rule="controllerConfig may not set keys the operator owns",
-            fix="remove those keys and use the spec fields instead",
-            cel=f"!has(self.controllerConfig) || self.controllerConfig.all(k, !(k in {_cel_list(owned_sorted)}))",
-            valid=lambda r: not [key for key in r.spec.controller_config if key in OPERATOR_OWNED_CONTROLLER_KEYS],
-            values={
-                "keys": Placeholder(
-                    None,
-                    lambda r: ", ".join(
-                        key for key in r.spec.controller_config if key in OPERATOR_OWNED_CONTROLLER_KEYS
-                    ),
-                    "a key",
-                )
-            },
-        ),
-        Rule(
-            id="ControllerGroup.controllerConfig.known",
-            kind=k,
-            scope="spec",
-            field_path=".controllerConfig",
-            problem="{keys} is not a RocketMQ controller or name-server key",
-            rule="controllerConfig keys must be ControllerConfig, NamesrvConfig or NettyServerConfig keys "
-            "(RocketMQ silently ignores unknown keys)",
-            fix="correct the spelling or remove the key",
-            cel=f"!has(self.controllerConfig) || self.controllerConfig.all(k, k in {_cel_list(known_sorted)} || "
-            f"k in {_cel_list(owned_sorted)})",
-            valid=lambda r: (
-                not _unknown_keys(r.spec.controller_config, CONTROLLER_CONFIG_KEYS, OPERATOR_OWNED_CONTROLLER_KEYS)
-            ),
-            values={
-                "keys": Placeholder(
-                    None,
-                    lambda r: ", ".join(
-                        _unknown_keys(r.spec.controller_config, CONTROLLER_CONFIG_KEYS, OPERATOR_OWNED_CONTROLLER_KEYS)
-                    ),
-                    "a key",
-                )
-            },
-            hint=lambda r: "; ".join(
-                f"{key}: {hint}"
-                for key in _unknown_keys(
-                    r.spec.controller_config, CONTROLLER_CONFIG_KEYS, OPERATOR_OWNED_CONTROLLER_KEYS
-                )
-                if (hint := _did_you_mean(key, known_sorted))
-            ),
+        *_config_key_rules(
+            k,
+            "controllerConfig",
+            lambda r: r.spec.controller_config,
+            CONTROLLER_CONFIG_KEYS,
+            OPERATOR_OWNED_CONTROLLER_KEYS,
+            "a RocketMQ controller or name-server key",
+            "ControllerConfig, NamesrvConfig or NettyServerConfig keys",
+            "",
         ),
     ]
 
