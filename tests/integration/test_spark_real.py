@@ -37,7 +37,7 @@ from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.tools import ProduceReport, produce
 from rocketmq_operator.tools.digest import Digest
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(600)]
 
 CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 GROUP = "spark-it-bg"
