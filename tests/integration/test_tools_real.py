@@ -73,7 +73,8 @@ async def test_produce_then_consume_all_exactly_once(cluster: Any) -> None:
     assert report.ok, report.to_json()
     assert report.sent == report.acknowledged == 500
     assert report.statuses == {"PUT_OK": 500}
-    assert report.failures == {} and report.attempt_failures == {}
+    # A loaded broker may answer SYSTEM_BUSY and the send is retried (as the Java producer does); nothing else.
+    assert report.failures == {} and set(report.attempt_failures) <= {"SYSTEM_BUSY"}
     assert report.digest == report.acknowledged_digest == report.sent_digest
     assert {r.queue_id for r in report.records} == {0, 1, 2, 3}  # created 4/4, round-robin
     print(f"\nproduce 500 x 1 KiB: {report.msgs_per_s} msgs/s, latency {report.latency_ms}")
