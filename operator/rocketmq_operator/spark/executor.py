@@ -45,6 +45,7 @@ from rocketmq_operator.remoting import (
     ResponseCode,
     TopicRoute,
 )
+from rocketmq_operator.tools.routing import broker_address
 
 from .errors import DataLossError, RocketMQSourceError
 from .options import ReadFrom, SourceOptions
@@ -119,18 +120,8 @@ class ReadSettings:
 
 
 def pick_broker(broker: BrokerData | None, wanted_id: int) -> tuple[str, int] | None:
-    """(address, id) to pull from for a suggested id (``MQClientInstance.findBrokerAddressInSubscribe``)."""
-    if broker is None or not broker.broker_addrs:
-        return None
-    addrs = broker.broker_addrs
-    if wanted_id in addrs:
-        return addrs[wanted_id], wanted_id
-    if wanted_id != 0 and wanted_id + 1 in addrs:
-        return addrs[wanted_id + 1], wanted_id + 1
-    if 0 in addrs:
-        return addrs[0], 0
-    first = min(addrs)
-    return addrs[first], first
+    """(address, id) to pull from for a suggested id: the same lookup as the consume tool."""
+    return broker_address(broker, wanted_id)
 
 
 class _QueueReader:

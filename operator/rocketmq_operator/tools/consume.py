@@ -7,8 +7,8 @@ Contract:
   (``"latest"``), falling back to the lowest-id replica when the route has no master.
 * Pulls (PULL_MESSAGE with the SUBSCRIPTION bit, ``batch_size`` at a time) go to the master with
   ``read_from="master"``. With ``"auto"`` each queue follows the broker's ``suggest_which_broker_id``: the
-  suggested id is looked up in the route's ``brokerAddrs``; when that id is not present the master is used
-  (and the lowest id present when there is no master). FOUND advances to ``next_begin_offset``;
+  suggested id is looked up in the route's ``brokerAddrs`` (exact id, then id+1, as the Java client does);
+  else the master is used (and the lowest id present when there is no master). FOUND advances to ``next_begin_offset``;
   NO_MATCHED_MSG skips ahead; NO_NEW_MSG marks the queue caught up and polls again after ``poll_interval``;
   RETRY (e.g. a slave sending a caught-up consumer back) pulls again; OFFSET_ILLEGAL restarts the queue from
   the min offset (re-reading shows up as duplicates). A failed pull (connection, timeout, refusal such as

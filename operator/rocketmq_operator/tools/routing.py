@@ -101,12 +101,16 @@ class QueueSelector:
 
 
 def broker_address(broker: BrokerData | None, wanted_id: int) -> tuple[str, int] | None:
-    """The address for ``wanted_id`` in ``broker``; else the master; else the lowest id present."""
+    """(address, id) to pull from for a suggested broker id, as the Java client looks it up
+    (``MQClientInstance.findBrokerAddressInSubscribe``): the exact id; for a slave id, id+1 (controller-mode ids
+    are shifted: the master shows as 0 and keeps its own id out of the route); else the master; else the lowest."""
     if broker is None or not broker.broker_addrs:
         return None
     addrs = broker.broker_addrs
     if wanted_id in addrs:
         return addrs[wanted_id], wanted_id
+    if wanted_id != 0 and wanted_id + 1 in addrs:
+        return addrs[wanted_id + 1], wanted_id + 1
     if 0 in addrs:
         return addrs[0], 0
     first = min(addrs)
