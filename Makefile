@@ -34,6 +34,7 @@ typecheck: install
 # RocketMQ jars from Maven Central, and kube-apiserver/etcd/kubectl/helm from the Go module proxy.
 prepare: install k8s-tools
 	$(BIN)/rocketmq-operator local dist-path >/dev/null
+	@command -v shellcheck >/dev/null || { apt-get update -qq && apt-get install -y -qq shellcheck >/dev/null; }
 
 test: install lint typecheck prepare
 	$(BIN)/python -m pytest -q -p no:cacheprovider
