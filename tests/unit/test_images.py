@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sys
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
