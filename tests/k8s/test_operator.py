@@ -272,46 +272,25 @@ def test_status_written_and_printer_columns(operator: Operator) -> None:
     assert "broker-a-0" in table and "controller" in table
 
 
+def _set_in_sync_and_wait(cluster: Any, ns: str, in_sync: int) -> None:
+    patch = {"spec": {"quorum": {"inSyncReplicas": in_sync, "minInSyncReplicas": 2}}}
+    cluster.kubectl("patch", "brokergroup", "broker-a", "-n", ns, "--type=merge", "-p", json.dumps(patch))
+
+    def rendered() -> str:
+        cm = _get(cluster, "configmap", "broker-a-config", ns) or {}
+        return str(cm.get("data", {}).get("broker-a-0.conf", ""))
+
+    cluster.wait_for(
+        f"inSyncReplicas={in_sync} in the ConfigMap", lambda: f"inSyncReplicas={in_sync}" in rendered(), timeout=60
+    )
+
+
 def test_spec_change_updates_objects_and_resync_writes_nothing(operator: Operator) -> None:
     cluster, ns = operator.cluster, "rmq-a"
     _apply_quickstart(cluster, ns)
     cluster.wait_for("config", lambda: _get(cluster, "configmap", "broker-a-config", ns) is not None, timeout=60)
-    cluster.kubectl(
-        "patch",
-        "brokergroup",
-        "broker-a",
-        "-n",
-        ns,
-        "--type=merge",
-        "-p",
-        json.dumps({"spec": {"quorum": {"inSyncReplicas": 3, "minInSyncReplicas": 2}}}),
-    )
-    cluster.wait_for(
-        "inSyncReplicas=3 in the ConfigMap",
-        lambda: (
-            "inSyncReplicas=3"
-            in ((_get(cluster, "configmap", "broker-a-config", ns) or {}).get("data", {}).get("broker-a-0.conf", ""))
-        ),
-        timeout=60,
-    )
-    cluster.kubectl(
-        "patch",
-        "brokergroup",
-        "broker-a",
-        "-n",
-        ns,
-        "--type=merge",
-        "-p",
-        json.dumps({"spec": {"quorum": {"inSyncReplicas": 2, "minInSyncReplicas": 2}}}),
-    )
-    cluster.wait_for(
-        "back to inSyncReplicas=2",
-        lambda: (
-            "inSyncReplicas=2"
-            in ((_get(cluster, "configmap", "broker-a-config", ns) or {}).get("data", {}).get("broker-a-0.conf", ""))
-        ),
-        timeout=60,
-    )
+    _set_in_sync_and_wait(cluster, ns, 3)
+    _set_in_sync_and_wait(cluster, ns, 2)
     time.sleep(RESYNC_S * 2)  # let the last status write settle
     before = operator.writes()
     time.sleep(RESYNC_S * 4)  # several resync passes

@@ -361,9 +361,7 @@ def test_argocd_application() -> None:
 
 
 def test_gitops_kustomize_build() -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl not on PATH")
+    kubectl = _tool("kubectl")
     proc = subprocess.run(
         [kubectl, "kustomize", "--load-restrictor", "LoadRestrictionsNone", str(GITOPS)],
         capture_output=True,
@@ -397,13 +395,18 @@ def test_gitops_kustomize_build() -> None:
 # --- helm, when available ---------------------------------------------------------------------------------
 
 
-def _helm() -> str | None:
-    found = shutil.which("helm")
+def _tool(name: str) -> str:
+    """helm/kubectl from PATH or the project's build cache (`make k8s-tools`); under CI=true a missing one fails."""
+    found = shutil.which(name)
     if found:
         return found
     cache = Path(os.environ.get("ROCKETMQ_OPERATOR_CACHE", Path.home() / ".cache" / "rocketmq-operator"))
-    candidates = sorted(cache.glob("k8s/*/bin/helm"))
-    return str(candidates[-1]) if candidates else None
+    candidates = sorted(cache.glob(f"k8s/*/bin/{name}"))
+    if candidates:
+        return str(candidates[-1])
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"no {name} binary under CI: `make k8s-tools` builds it")
+    pytest.skip(f"no {name} binary (PATH or ~/.cache/rocketmq-operator/k8s/*/bin/{name}; run `make k8s-tools`)")
 
 
 def _template(helm: str, *sets: str) -> subprocess.CompletedProcess[str]:
@@ -426,10 +429,7 @@ def _container(objects: list[dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def helm() -> str:
-    found = _helm()
-    if found is None:
-        pytest.skip("no helm binary (PATH or ~/.cache/rocketmq-operator/k8s/*/bin/helm)")
-    return found
+    return _tool("helm")
 
 
 def test_helm_lint(helm: str) -> None:

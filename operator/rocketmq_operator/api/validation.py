@@ -343,7 +343,3 @@ def controller_group_warnings(cg: ControllerGroup) -> list[Problem]:
             )
         )
     return w
-
-
-def api_group() -> str:
-    return API_GROUP

@@ -108,9 +108,8 @@ def broker_config(bg: BrokerGroup, ordinal: int, placement: BrokerPlacement) -> 
     return conf
 
 
-def dledger_peers(name: str, peers: Sequence[str]) -> str:
+def dledger_peers(peers: Sequence[str]) -> str:
     """`n0-host:port;n1-host:port;…` (ids n0…n{k-1} in ordinal order)."""
-    del name
     return ";".join(f"n{i}-{addr}" for i, addr in enumerate(peers))
 
 
@@ -124,7 +123,7 @@ def controller_config(cg: ControllerGroup, ordinal: int, placement: ControllerPl
     conf.update(
         controllerType="DLedger",
         controllerDLegerGroup=cg.metadata.name,
-        controllerDLegerPeers=dledger_peers(cg.metadata.name, placement.peers),
+        controllerDLegerPeers=dledger_peers(placement.peers),
         controllerDLegerSelfId=f"n{ordinal}",
         controllerStorePath=f"{where.store_root}/controller",
         configStorePath=f"{where.store_root}/controller.properties",

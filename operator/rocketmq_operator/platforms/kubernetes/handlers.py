@@ -28,7 +28,6 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
         settings.posting.level = logging.INFO
-        settings.persistence.finalizer = "rocketmq-operator.dev/finalizer"
         settings.watching.server_timeout = 300
         memo.kube = await KubeClient.from_kopf_login()
         memo.remoting = RemotingClient(connect_timeout=1.0, request_timeout=2.0)
