@@ -24,7 +24,7 @@ import subprocess
 import sys
 from typing import Any
 
-from .bench import DEFAULT_MASTER, DEFAULT_MESSAGES, DEFAULT_SIZE
+from .bench import DEFAULT_MASTER, DEFAULT_MESSAGES, DEFAULT_ROUNDS, DEFAULT_SIZE
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -112,7 +112,13 @@ def cmd_bench_spark(args: argparse.Namespace) -> int:
     try:
         namesrv, started = _ensure_group(args)
         doc = run_bench(
-            namesrv, args.messages, size=args.size, topic=args.topic, master=args.master, read_from=args.read_from
+            namesrv,
+            args.messages,
+            size=args.size,
+            topic=args.topic,
+            master=args.master,
+            read_from=args.read_from,
+            rounds=args.rounds,
         )
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -171,6 +177,13 @@ def register_bench(bench_sub: Any) -> None:
     p.add_argument("--topic", help="topic to use (default: a fresh bench-spark-<hex>)")
     p.add_argument("--master", default=DEFAULT_MASTER, help="Spark master (local[2])")
     p.add_argument("--read-from", choices=("auto", "master"), default="auto")
+    p.add_argument(
+        "--rounds",
+        type=_positive,
+        default=DEFAULT_ROUNDS,
+        metavar="K",
+        help=f"rounds of (raw read, Spark read); each side's fastest counts ({DEFAULT_ROUNDS})",
+    )
     p.add_argument("--keep-up", action="store_true", help="leave a cluster brought up here running")
     p.add_argument("--json", action="store_true", help="print the JSON document")
     p.set_defaults(func=cmd_bench_spark)

@@ -29,6 +29,7 @@ Contract (:func:`read_partition`, called from Spark's synchronous ``read(partiti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
@@ -45,6 +46,7 @@ from rocketmq_operator.remoting import (
     ResponseCode,
     TopicRoute,
 )
+from rocketmq_operator.remoting.message import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS
 from rocketmq_operator.tools.routing import broker_address
 
 from .errors import DataLossError, RocketMQSourceError
@@ -137,6 +139,7 @@ class _QueueReader:
         self.last_progress = time.monotonic()
         self.last_problem = "no answer yet"
         self.slave_cooldown_until = 0.0
+        self._prefetch: tuple[tuple[str, int, int], asyncio.Future[PullResult]] | None = None
 
     async def _refresh_route(self) -> None:
         try:
@@ -203,7 +206,55 @@ class _QueueReader:
             offset = min_offset
         return offset
 
+    def _target(self, wanted: int) -> tuple[str, int] | None:
+        """(address, broker id) to pull from: the suggested id under ``readFrom=auto`` outside a slave
+        cool-down, else the master."""
+        if self.s.read_from != "auto" or time.monotonic() < self.slave_cooldown_until:
+            wanted = 0
+        return pick_broker(self._broker(), wanted)
+
+    async def _pull(self, addr: str, offset: int, count: int) -> PullResult:
+        """Pull ``count`` messages at ``offset`` from ``addr``: the prefetched answer when it asked exactly
+        that, otherwise a new request (a prefetch that no longer fits is cancelled)."""
+        prefetch, self._prefetch = self._prefetch, None
+        if prefetch is not None:
+            if prefetch[0] == (addr, offset, count):
+                return await prefetch[1]
+            await _cancel(prefetch[1])
+        return await self.client.pull(
+            addr, self.queue.topic, self.queue.queue_id, offset, count, self.s.consumer_group, timeout=self.s.timeout
+        )
+
+    def _prefetch_next(self, wanted: int, offset: int, end: int) -> None:
+        """Send the next pull before handing the current messages to Spark, so the broker serves it while
+        this thread builds Arrow batches (one request ahead; speculative, :meth:`_pull` checks it fits)."""
+        target = self._target(wanted)
+        if offset >= end or target is None:
+            return
+        count = min(self.s.pull_batch_size, end - offset)
+        task = asyncio.ensure_future(
+            self.client.pull(
+                target[0],
+                self.queue.topic,
+                self.queue.queue_id,
+                offset,
+                count,
+                self.s.consumer_group,
+                timeout=self.s.timeout,
+            )
+        )
+        self._prefetch = ((target[0], offset, count), task)
+
     async def messages(self) -> AsyncGenerator[tuple[Sequence[Message], int], None]:
+        try:
+            async for item in self._messages():
+                yield item
+        finally:
+            if self._prefetch is not None:
+                await _cancel(self._prefetch[1])
+                self._prefetch = None
+
+    async def _messages(self) -> AsyncGenerator[tuple[Sequence[Message], int], None]:
         try:
             await self._refresh_route()
             offset = self._start_offset(await self._min_offset())
@@ -213,9 +264,7 @@ class _QueueReader:
         wanted = 0
         while offset < end:
             self._check_deadline()
-            if self.s.read_from != "auto" or time.monotonic() < self.slave_cooldown_until:
-                wanted = 0
-            target = pick_broker(self._broker(), wanted)
+            target = self._target(wanted)
             if target is None:
                 self.last_problem = f"broker group {self.queue.broker_name} is not in the route"
                 wanted = 0
@@ -227,15 +276,7 @@ class _QueueReader:
                 continue
             addr, broker_id = target
             try:
-                result = await self.client.pull(
-                    addr,
-                    self.queue.topic,
-                    self.queue.queue_id,
-                    offset,
-                    min(self.s.pull_batch_size, end - offset),
-                    self.s.consumer_group,
-                    timeout=self.s.timeout,
-                )
+                result = await self._pull(addr, offset, min(self.s.pull_batch_size, end - offset))
             except RemotingException as exc:
                 self.last_problem = f"pull from {addr} (id {broker_id}): {exc}"
                 wanted = 0
@@ -259,9 +300,11 @@ class _QueueReader:
                         skip_to=found[0].queue_offset,
                     )
                 if found:
-                    yield found, broker_id
                     offset = found[-1].queue_offset + 1
                     self._progress()
+                    wanted = suggested
+                    self._prefetch_next(wanted, offset, end)
+                    yield found, broker_id
                 elif result.next_begin_offset > offset:
                     offset = min(result.next_begin_offset, end)
                     self._progress()
@@ -302,6 +345,13 @@ class _QueueReader:
         self.backoff = BACKOFF_START_S
 
 
+async def _cancel(task: asyncio.Future[PullResult]) -> None:
+    """Cancel a prefetch and consume its outcome (a failed speculative pull is not an error)."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, RemotingException):
+        await task
+
+
 class _QueueGone(Exception):
     """The topic disappeared and failOnDataLoss=false: nothing more to read from this queue."""
 
@@ -314,7 +364,7 @@ def read_range(
 
 
 class BatchBuilder:
-    """Collects messages of one queue into Arrow record batches."""
+    """Collects the messages of one queue, pull by pull, into Arrow record batches (columns built at flush)."""
 
     def __init__(self, broker_name: str, include_properties: bool) -> None:
         from .schema import arrow_schema
@@ -322,67 +372,52 @@ class BatchBuilder:
         self.schema = arrow_schema()
         self.broker_name = broker_name
         self.include_properties = include_properties
-        self._reset()
-
-    def _reset(self) -> None:
-        self.topic: list[str] = []
-        self.queue_id: list[int] = []
-        self.queue_offset: list[int] = []
-        self.msg_id: list[str] = []
-        self.keys: list[str | None] = []
-        self.tags: list[str | None] = []
-        self.body: list[bytes] = []
-        self.born: list[int] = []
-        self.stored: list[int] = []
-        self.properties: list[list[tuple[str, str]] | None] = []
-        self.served: list[int] = []
+        self._pulls: list[tuple[Sequence[Message], int]] = []
+        self.rows = 0
         self.bytes = 0
-
-    @property
-    def rows(self) -> int:
-        return len(self.queue_offset)
 
     @property
     def full(self) -> bool:
         return self.rows >= BATCH_ROWS or self.bytes >= BATCH_BYTES
 
-    def add(self, message: Message, served_by: int) -> None:
-        self.topic.append(message.topic)
-        self.queue_id.append(message.queue_id)
-        self.queue_offset.append(message.queue_offset)
-        self.msg_id.append(message.msg_id or message.offset_msg_id)
-        keys = message.keys
-        self.keys.append(" ".join(keys) if keys else None)
-        self.tags.append(message.tags)
-        self.body.append(message.body)
-        self.born.append(message.born_timestamp * 1000)
-        self.stored.append(message.store_timestamp * 1000)
-        self.properties.append(list(message.properties.items()) if self.include_properties else None)
-        self.served.append(served_by)
-        self.bytes += len(message.body)
+    def add_pull(self, messages: Sequence[Message], served_by: int) -> None:
+        self._pulls.append((messages, served_by))
+        self.rows += len(messages)
+        self.bytes += sum(len(m.body) for m in messages)
 
     def flush(self) -> pa.RecordBatch:
         import pyarrow as pa
 
-        n = self.rows
+        rows = [m for messages, _ in self._pulls for m in messages]
+        served = [broker_id for messages, broker_id in self._pulls for _ in messages]
         s = self.schema
+        keys = [m.properties.get(PROPERTY_KEYS) or None for m in rows]
         arrays: list[Any] = [
-            pa.array(self.topic, s.field("topic").type),
-            pa.array([self.broker_name] * n, s.field("brokerName").type),
-            pa.array(self.queue_id, s.field("queueId").type),
-            pa.array(self.queue_offset, s.field("queueOffset").type),
-            pa.array(self.msg_id, s.field("msgId").type),
-            pa.array(self.keys, s.field("keys").type),
-            pa.array(self.tags, s.field("tags").type),
-            pa.array(self.body, s.field("body").type),
-            pa.array(self.born, s.field("bornTimestamp").type),
-            pa.array(self.stored, s.field("storeTimestamp").type),
-            pa.array(self.properties, s.field("properties").type),
-            pa.array(self.served, s.field("servedByBrokerId").type),
+            pa.array([m.topic for m in rows], s.field("topic").type),
+            pa.array([self.broker_name] * len(rows), s.field("brokerName").type),
+            pa.array([m.queue_id for m in rows], s.field("queueId").type),
+            pa.array([m.queue_offset for m in rows], s.field("queueOffset").type),
+            pa.array([m.msg_id or m.offset_msg_id for m in rows], s.field("msgId").type),
+            pa.array([_join_keys(k) if k else None for k in keys], s.field("keys").type),
+            pa.array([m.properties.get(PROPERTY_TAGS) for m in rows], s.field("tags").type),
+            pa.array([m.body for m in rows], s.field("body").type),
+            pa.array([m.born_timestamp * 1000 for m in rows], s.field("bornTimestamp").type),
+            pa.array([m.store_timestamp * 1000 for m in rows], s.field("storeTimestamp").type),
+            pa.array(
+                [list(m.properties.items()) for m in rows] if self.include_properties else [None] * len(rows),
+                s.field("properties").type,
+            ),
+            pa.array(served, s.field("servedByBrokerId").type),
         ]
-        batch = pa.RecordBatch.from_arrays(arrays, schema=s)
-        self._reset()
-        return batch
+        self._pulls = []
+        self.rows = 0
+        self.bytes = 0
+        return pa.RecordBatch.from_arrays(arrays, schema=s)
+
+
+def _join_keys(raw: str) -> str | None:
+    """``Message.keys`` joined by one space (the KEYS property without empty items), ``None`` if none."""
+    return " ".join(k for k in raw.split(KEY_SEPARATOR) if k) or None
 
 
 def read_partition(
@@ -410,8 +445,7 @@ def read_partition(
                 messages, served_by = loop.run_until_complete(anext(stream))
             except StopAsyncIteration:
                 break
-            for message in messages:
-                builder.add(message, served_by)
+            builder.add_pull(messages, served_by)
             if builder.full:
                 yield builder.flush()
         if builder.rows:

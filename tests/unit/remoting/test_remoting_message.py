@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketmq_operator.remoting import lz4frame
+from rocketmq_operator.remoting import message as message_module
 from rocketmq_operator.remoting.errors import MessageDecodeError, UnsupportedCompression
 from rocketmq_operator.remoting.message import (
     BLANK_MAGIC,
@@ -327,3 +328,23 @@ def test_lz4_mutated_frames_decode_or_error(frame: bytes, at: int, noise: bytes)
     data[pos : pos + len(noise)] = noise
     with contextlib.suppress(MessageDecodeError):
         lz4frame.decompress(bytes(data))
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages, st.integers(0, 400), st.binary(max_size=8), st.integers(0, 400))
+def test_fast_path_agrees_with_the_checked_decoder(msg: Message, at: int, noise: bytes, cut: int) -> None:
+    """The one-unpack fast path either declines (``None``) or returns exactly what the field-by-field
+    decoder returns; it never accepts a record the checked decoder refuses."""
+    data = bytearray(encode_message(msg))
+    pos = at % len(data)
+    data[pos : pos + len(noise)] = noise
+    for candidate in (bytes(data), bytes(data[: cut % (len(data) + 1)])):
+        fast = message_module._decode_one_fast(candidate, 0)
+        try:
+            checked = message_module._decode_one_checked(candidate, 0, 0, True, message_module.MAX_BODY_SIZE)
+        except MessageDecodeError:
+            assert fast is None
+            continue
+        assert fast is None or fast == checked
+    if not noise and msg.born_host.count(".") == 3 and msg.store_host.count(".") == 3:
+        assert message_module._decode_one_fast(encode_message(msg), 0) is not None  # the common case is fast
