@@ -39,6 +39,9 @@ class ReplicaObservation:
     max_offset: int | None = None
     version: str | None = None
     error: str | None = None
+    # A slave's HA client: where it replicates from (None until it learns the master's HA address, which
+    # RocketMQ takes from a name-server registration; None for masters and unreadable HA status).
+    ha_master_address: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,9 +79,13 @@ async def _observe_replica(client: RemotingClient, ep: ReplicaEndpoint) -> Repli
     except (RemotingException, OSError) as exc:
         return ReplicaObservation(ep.name, ep.address, reachable=False, error=str(exc) or type(exc).__name__)
     is_master: bool | None = None
+    ha_master_address: str | None = None
     # A broker that has no role yet (controller mode, no master elected) answers runtime info but not this.
     with contextlib.suppress(RemotingException, OSError):
-        is_master = (await client.get_ha_status(ep.address, timeout=OBSERVE_TIMEOUT_S)).master
+        ha = await client.get_ha_status(ep.address, timeout=OBSERVE_TIMEOUT_S)
+        is_master = ha.master
+        if not ha.master and ha.client is not None:
+            ha_master_address = ha.client.master_addr or None
     max_offset = info.get("commitLogMaxOffset")
     return ReplicaObservation(
         ep.name,
@@ -87,6 +94,7 @@ async def _observe_replica(client: RemotingClient, ep: ReplicaEndpoint) -> Repli
         is_master=is_master,
         max_offset=int(max_offset) if max_offset and max_offset.lstrip("-").isdigit() else None,
         version=info.get("brokerVersionDesc"),
+        ha_master_address=ha_master_address,
     )
 
 
@@ -128,6 +136,7 @@ def _merge(
                 max_offset=obs.max_offset,
                 version=obs.version,
                 error=obs.error,
+                ha_master_address=obs.ha_master_address,
             )
         )
     if not controller_mode:

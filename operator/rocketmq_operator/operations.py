@@ -9,6 +9,7 @@ on every send (the producer gets NO_PERMISSION and retries elsewhere); a platfor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from rocketmq_operator.plan.failover import (
     Decision,
     GroupFacts,
     ReplicaFacts,
+    plan_reattach,
     plan_switchover,
 )
 from rocketmq_operator.remoting import RemotingClient, RemotingException
@@ -52,7 +54,9 @@ class OperationReport:
 def facts_from_state(state: GroupState, now: float | None = None) -> GroupFacts:
     """The plain facts decisions need, from one observation."""
     replicas = {
-        r.broker_id: ReplicaFacts(r.broker_id, r.reachable, r.max_offset)
+        r.broker_id: ReplicaFacts(
+            r.broker_id, r.reachable, r.max_offset, is_master=r.is_master, replicating_from=r.ha_master_address
+        )
         for r in state.replicas
         if r.broker_id is not None
     }
@@ -64,6 +68,28 @@ def facts_from_state(state: GroupState, now: float | None = None) -> GroupFacts:
         sync_state_set=state.sync_state_set,
         replicas=replicas,
     )
+
+
+async def reattach_slaves(client: RemotingClient, state: GroupState, *, timeout: float = 1.0) -> Decision:
+    """Carry out `plan_reattach` on one observation: ask the master for its HA address (EXCHANGE_BROKER_HA_INFO)
+    and hand it to every orphaned slave. Best effort: a broker that does not answer is tried again on the next
+    observation. Returns the decision (its actions are what was attempted)."""
+    decision = plan_reattach(facts_from_state(state))
+    master = state.replica_by_id(state.master_broker_id) if state.master_broker_id is not None else None
+    if not decision.actions or master is None:
+        return decision
+    try:
+        info = await client.get_ha_info(master.address, timeout=timeout)
+    except (RemotingException, OSError):
+        return decision
+    if not info.master_ha_address:
+        return decision  # it stopped being master since the observation
+    for action in decision.actions:
+        slave = state.replica_by_id(action.broker_id)
+        if slave is not None:
+            with contextlib.suppress(RemotingException, OSError):
+                await client.set_ha_master(slave.address, info, timeout=timeout)
+    return decision
 
 
 async def _observe(

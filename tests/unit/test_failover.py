@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from rocketmq_operator.plan.failover import ActionKind, GroupFacts, ReplicaFacts, plan_failover, plan_switchover
+from rocketmq_operator.plan.failover import (
+    ActionKind,
+    GroupFacts,
+    ReplicaFacts,
+    plan_failover,
+    plan_reattach,
+    plan_switchover,
+)
 
 
 def facts(
@@ -128,3 +135,59 @@ def test_switchover_refusal_names_the_set() -> None:
 
 def test_action_kinds_are_strings() -> None:
     assert ActionKind.FENCE == "Fence"
+
+
+def attach_facts(
+    master: int | None = 2,
+    roles: dict[int, bool | None] | None = None,
+    replicating: dict[int, str | None] | None = None,
+    alive: tuple[int, ...] = (1, 2, 3),
+    controller: bool = True,
+    age: float = 0.0,
+) -> GroupFacts:
+    roles = {1: False, 2: True, 3: False} if roles is None else roles
+    replicating = {1: "10.0.0.2:10912", 3: None} if replicating is None else replicating
+    return GroupFacts(
+        now=100.0,
+        observed_at=100.0 - age,
+        controller_reachable=controller,
+        master_broker_id=master,
+        sync_state_set=(2,) if master == 2 else (),
+        replicas={
+            i: ReplicaFacts(i, i in alive, 100, is_master=roles.get(i), replicating_from=replicating.get(i))
+            for i in (1, 2, 3)
+        },
+    )
+
+
+REATTACH = [
+    ("orphan-slave", attach_facts(), [("Reattach", 3)], "ReattachSlaves", False),
+    (
+        "two-orphans",
+        attach_facts(replicating={1: None, 3: ""}),
+        [("Reattach", 1), ("Reattach", 3)],
+        "ReattachSlaves",
+        False,
+    ),
+    ("all-attached", attach_facts(replicating={1: "a", 3: "a"}), [], "SlavesAttached", False),
+    ("orphan-dead", attach_facts(alive=(1, 2)), [], "SlavesAttached", False),
+    # A broker with no readable role (no HA status yet) is not a slave we know of.
+    ("role-unknown", attach_facts(roles={1: False, 2: True, 3: None}), [], "SlavesAttached", False),
+    ("controller-down", attach_facts(controller=False), [], "ControllerUnavailable", True),
+    ("stale", attach_facts(age=30), [], "StaleObservation", True),
+    ("no-master", attach_facts(master=None), [], "MasterNotConfirmed", True),
+    ("master-dead", attach_facts(alive=(1, 3)), [], "MasterNotConfirmed", True),
+    # The controller names 2, but 2 does not (yet) answer as master: never point slaves at it.
+    ("master-not-confirmed", attach_facts(roles={1: False, 2: False, 3: False}), [], "MasterNotConfirmed", True),
+    ("master-role-unknown", attach_facts(roles={1: False, 2: None, 3: False}), [], "MasterNotConfirmed", True),
+]
+
+
+@pytest.mark.parametrize(("case", "facts_", "actions", "reason", "refused"), REATTACH, ids=[c[0] for c in REATTACH])
+def test_plan_reattach(
+    case: str, facts_: GroupFacts, actions: list[tuple[str, int]], reason: str, refused: bool
+) -> None:
+    decision = plan_reattach(facts_)
+    assert kinds(decision) == actions
+    assert decision.reason == reason and decision.refused is refused
+    assert decision.message

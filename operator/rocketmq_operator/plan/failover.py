@@ -9,7 +9,11 @@ Safety rules (operator-anchors §c; CloudNativePG lost writes by promoting befor
 * elect only an alive SyncStateSet member, unless `failover.allowUnclean`, and then loudly: the decision names
   the chosen replica, its offset and how many bytes acknowledged to clients may be lost;
 * a planned switchover goes only to an alive in-sync member, and elects only once the target has every byte the
-  fenced master had (the write pause is measured by the executor from fence to new master).
+  fenced master had (the write pause is measured by the executor from fence to new master);
+* a slave left without a master to replicate from is pointed at the master the controller names, and only when
+  that master itself reports the master role (RocketMQ gives a slave the new master's HA address only through
+  a name-server registration, which can race the new master's own and then waits for the next periodic one,
+  30 s by default; until the slave is back, `minInSyncReplicas` may refuse every write).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class ActionKind(StrEnum):
     WAIT_CATCH_UP = "WaitCatchUp"  # until the target's offset reaches the fenced master's
     ELECT = "Elect"  # ask the controller leader to elect (designated broker id)
     UNFENCE = "Unfence"  # restore write permission on the old master (now a slave)
+    REATTACH = "Reattach"  # point a slave's HA client at the current master's HA address
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,8 @@ class ReplicaFacts:
     broker_id: int
     alive: bool  # its process answers (pod serving / local process up)
     max_offset: int | None
+    is_master: bool | None = None  # the role the broker itself reports (None: unreadable or no role yet)
+    replicating_from: str | None = None  # a slave's HA client master address (None: it has none)
 
 
 @dataclass(frozen=True)
@@ -182,4 +189,33 @@ def plan_switchover(facts: GroupFacts, target_id: int, *, stale_after_s: float =
         ),
         reason="Switchover",
         message=f"switching the master from broker {old} to broker {target_id}",
+    )
+
+
+def plan_reattach(facts: GroupFacts, *, stale_after_s: float = 10.0) -> Decision:
+    """Slaves that replicate from nobody while a confirmed master serves: point them at it (harmless if they
+    found it meanwhile: the same address is a no-op)."""
+    doubt = _uncertain(facts, stale_after_s)
+    if doubt is not None:
+        return doubt
+    master_id = facts.master_broker_id
+    master = facts.replicas.get(master_id) if master_id is not None else None
+    if master is None or not master.alive or master.is_master is not True:
+        return Decision(
+            refused=True,
+            reason="MasterNotConfirmed",
+            message=f"the controller names master {master_id}, but it does not answer as master: slaves are "
+            "left alone until it does",
+        )
+    orphans = sorted(
+        r.broker_id
+        for r in facts.replicas.values()
+        if r.broker_id != master_id and r.alive and r.is_master is False and not r.replicating_from
+    )
+    if not orphans:
+        return Decision(reason="SlavesAttached", message="every alive slave replicates from a master")
+    return Decision(
+        actions=tuple(Action(ActionKind.REATTACH, i, f"point its HA client at master {master_id}") for i in orphans),
+        reason="ReattachSlaves",
+        message=f"slave(s) {orphans} have no master to replicate from; pointing them at master {master_id}",
     )

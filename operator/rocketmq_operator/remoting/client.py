@@ -246,6 +246,15 @@ class HaStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class HaInfo:
+    """EXCHANGE_BROKER_HA_INFO's answer from a master: where slaves replicate from."""
+
+    master_ha_address: str | None
+    master_address: str | None
+    master_flush_offset: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerConfigResult:
     config: Mapping[str, str]
     data_version: str | None = field(default=None)
@@ -795,6 +804,33 @@ class RemotingClient:
         """GET_BROKER_HA_STATUS (907)."""
         response = await self._call(addr, RequestCode.GET_BROKER_HA_STATUS, timeout=timeout)
         return parse_ha_status(_body_json(response, "GET_BROKER_HA_STATUS"))
+
+    async def get_ha_info(self, addr: str, *, timeout: float | None = None) -> HaInfo:
+        """EXCHANGE_BROKER_HA_INFO (906) without fields: a master answers its HA address, broker address and
+        init max offset (a slave answers empty fields)."""
+        response = await self._call(addr, RequestCode.EXCHANGE_BROKER_HA_INFO, timeout=timeout)
+        f = response.ext_fields
+        return HaInfo(
+            master_ha_address=f.get("masterHaAddress") or None,
+            master_address=f.get("masterAddress") or None,
+            master_flush_offset=_opt_int(f.get("masterFlushOffset"), "masterFlushOffset"),
+        )
+
+    async def set_ha_master(self, addr: str, info: HaInfo, *, timeout: float | None = None) -> None:
+        """EXCHANGE_BROKER_HA_INFO (906) with the master's fields: the slave at ``addr`` points its HA client at
+        ``info.master_ha_address`` at once (it otherwise learns it only from a name server registration)."""
+        if not info.master_ha_address:
+            raise ValueError("set_ha_master needs the master's HA address")
+        await self._call(
+            addr,
+            RequestCode.EXCHANGE_BROKER_HA_INFO,
+            _fields(
+                masterHaAddress=info.master_ha_address,
+                masterAddress=info.master_address,
+                masterFlushOffset=info.master_flush_offset,
+            ),
+            timeout=timeout,
+        )
 
     # -- produce
 

@@ -18,6 +18,16 @@ CONTROLLER_PORT = 9878
 BROKER_PORT = 10911
 
 
+CONTROLLER_MODE_TIMINGS: Mapping[str, str] = {
+    # A slave that handshakes with a master it is already level with reports its offset only on new data or
+    # on this heartbeat, and the master sends nothing until that report: after every election the surviving
+    # slave stalls this long before it counts as in sync, and with minInSyncReplicas > 1 writes are refused
+    # meanwhile. 1 s instead of 5 s; costs one 12-byte frame per idle HA connection per second.
+    "haSendHeartbeatInterval": "1000",
+}
+"""Failover timings rendered for controller mode (docs/benchmarks.md, Failover); `brokerConfig` overrides them."""
+
+
 @dataclass(frozen=True)
 class ReplicaPlacement:
     """Where one process lives. `address` None means: filled in at start (the pod IP)."""
@@ -81,6 +91,7 @@ def broker_config(bg: BrokerGroup, ordinal: int, placement: BrokerPlacement) -> 
             inSyncReplicas=str(q.in_sync_replicas),
             minInSyncReplicas=str(q.min_in_sync_replicas),
             allAckInSyncStateSet=_text(q.all_ack_in_sync_state_set),
+            **CONTROLLER_MODE_TIMINGS,
         )
     else:
         role = "SLAVE"

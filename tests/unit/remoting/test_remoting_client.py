@@ -247,6 +247,17 @@ async def test_broker_admin_calls(fake_server: Start) -> None:
                 ),
                 R.UPDATE_AND_CREATE_TOPIC: lambda r: ok(),
                 R.GET_BROKER_HA_STATUS: lambda r: ok(body=json.dumps(ha)),
+                R.EXCHANGE_BROKER_HA_INFO: lambda r: (
+                    ok()
+                    if "masterHaAddress" in r.ext_fields
+                    else ok(
+                        {
+                            "masterHaAddress": "10.0.0.1:10912",
+                            "masterAddress": "10.0.0.1:10911",
+                            "masterFlushOffset": "99",
+                        }
+                    )
+                ),
                 R.GET_MIN_OFFSET: lambda r: ok({"offset": "0"}),
                 R.GET_MAX_OFFSET: lambda r: ok({"offset": "42"}),
                 R.QUERY_CONSUMER_OFFSET: lambda r: (
@@ -281,6 +292,19 @@ async def test_broker_admin_calls(fake_server: Start) -> None:
         assert ha_status.master and ha_status.in_sync_slave_nums == 1
         assert ha_status.connections[0].slave_ack_offset == 1200 and ha_status.connections[0].in_sync
         assert ha_status.client is not None and ha_status.client.master_addr is None
+
+        info = await client.get_ha_info(addr)
+        assert (info.master_ha_address, info.master_address, info.master_flush_offset) == (
+            "10.0.0.1:10912",
+            "10.0.0.1:10911",
+            99,
+        )
+        await client.set_ha_master(addr, info)
+        assert seen[-1].ext_fields == {
+            "masterHaAddress": "10.0.0.1:10912",
+            "masterAddress": "10.0.0.1:10911",
+            "masterFlushOffset": "99",
+        }
 
         assert await client.get_min_offset(addr, "t1", 0) == 0
         assert await client.get_max_offset(addr, "t1", 0) == 42

@@ -3,7 +3,8 @@ and the failover policy — one pass per BrokerGroup, run by a kopf timer.
 
 Each pass: list the group's pods → observe (controller leader + brokers) → `plan.status` → write only what
 changed (status, pod labels, pod readiness conditions) → one Event per master change → `plan.failover`, whose
-actions are carried out only when the decision is certain (fence first, then elect). Everything is derived again
+actions are carried out only when the decision is certain (fence first, then elect); with the master serving,
+`operations.reattach_slaves` points slaves left without a master at it. Everything is derived again
 from the cluster and the brokers; the only in-memory fact is when a named master was first seen not serving
 (losing it on restart only restarts the grace period).
 """
@@ -18,7 +19,7 @@ import kopf
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ControllerGroup, HAMode
 from rocketmq_operator.api.validation import validate_document
 from rocketmq_operator.observe import ReplicaEndpoint, observe_groups
-from rocketmq_operator.operations import PERM_READ, OperationRefused, facts_from_state, switchover
+from rocketmq_operator.operations import PERM_READ, OperationRefused, facts_from_state, reattach_slaves, switchover
 from rocketmq_operator.plan.failover import ActionKind, GroupFacts, plan_failover
 from rocketmq_operator.plan.status import build_broker_status
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
@@ -220,6 +221,9 @@ async def _failover(
     if decision.refused and decision.reason not in ("ControllerUnavailable",):
         logger.warning("failover refused: %s", decision.message)
     if not decision.actions:
+        reattached = await reattach_slaves(client, state)
+        if reattached.actions:
+            logger.info("%s", reattached.message)
         return
     if decision.unclean:
         kopf.event(resource, type="Warning", reason="UncleanFailover", message=decision.message)

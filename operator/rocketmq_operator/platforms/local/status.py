@@ -52,25 +52,28 @@ def _previous(layout: StateLayout, group: str) -> BrokerGroupStatus | None:
         return None
 
 
-async def observe(state: LocalState) -> dict[str, GroupState]:
-    """One GroupState per BrokerGroup; groups sharing a ControllerGroup share one controller round trip."""
+async def observe(state: LocalState, client: RemotingClient | None = None) -> dict[str, GroupState]:
+    """One GroupState per BrokerGroup; groups sharing a ControllerGroup share one controller round trip.
+    Uses ``client`` when given (kept open by the caller), else a client of its own."""
+    if client is None:
+        async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=2.0) as own:
+            return await observe(state, own)
     brokers = [g for g in state.groups if g.kind == "BrokerGroup"]
     by_controllers: dict[tuple[str, ...], list[str]] = {}
     for g in brokers:
         by_controllers.setdefault(tuple(g.controllers), []).append(g.name)
     out: dict[str, GroupState] = {}
-    async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=2.0) as client:
-        for controllers, names in by_controllers.items():
-            endpoints: dict[str, Sequence[ReplicaEndpoint]] = {}
-            modes: dict[str, bool] = {}
-            for name in names:
-                info = state.group(name)
-                assert info is not None
-                endpoints[name] = [
-                    ReplicaEndpoint(r, rp.address) for r in info.replicas if (rp := state.replica(r)) is not None
-                ]
-                modes[name] = info.controller_mode
-            out.update(await observe_groups(client, list(controllers), endpoints, controller_mode=modes))
+    for controllers, names in by_controllers.items():
+        endpoints: dict[str, Sequence[ReplicaEndpoint]] = {}
+        modes: dict[str, bool] = {}
+        for name in names:
+            info = state.group(name)
+            assert info is not None
+            endpoints[name] = [
+                ReplicaEndpoint(r, rp.address) for r in info.replicas if (rp := state.replica(r)) is not None
+            ]
+            modes[name] = info.controller_mode
+        out.update(await observe_groups(client, list(controllers), endpoints, controller_mode=modes))
     return out
 
 

@@ -15,6 +15,10 @@ Contract:
   (1 s doubling to 10 s, reset after 60 s of running). A stopped (SIGSTOP) process has not exited and is left
   alone. Desired state `stopped` (`local kill --no-restart`) keeps it down until a `start` request.
 * Requests (`commands`): `signal` and `start`, answered in order every tick (`TICK_S`).
+* Replication policy (what the Kubernetes observer does for pods): once brokers may start, every
+  `ROCKETMQ_OPERATOR_OBSERVE_SECONDS` (default 0.5) it observes the controller-mode groups and carries out
+  `operations.reattach_slaves` (a slave left without a master to replicate from after an election is pointed
+  at the confirmed master). Failures are logged and retried on the next pass; nothing else is decided here.
 * SIGTERM/SIGINT/SIGHUP: stop brokers, then name servers/controllers: SIGTERM (plus SIGCONT for suspended
   ones), SIGKILL after `GRACE_S`; record that nothing runs; exit 0. A second signal skips the grace period.
 """
@@ -36,7 +40,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from rocketmq_operator.operations import reattach_slaves
 from rocketmq_operator.platforms.local import commands
+from rocketmq_operator.platforms.local import status as local_status
 from rocketmq_operator.platforms.local.backoff import DEFAULT_BACKOFF, BackoffPolicy
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.ports import port_answers
@@ -54,6 +60,7 @@ from rocketmq_operator.platforms.local.state import (
     read_state,
     write_state,
 )
+from rocketmq_operator.remoting import RemotingClient
 
 TICK_S = 0.1
 GATE_TIMEOUT_S = 60.0
@@ -87,6 +94,7 @@ class Supervisor:
         self.gate_open = False  # phase-1 processes may start
         self.open_phase = 0  # the highest start phase allowed so far
         self.dirty = True
+        self.policy_interval_s = float(os.environ.get("ROCKETMQ_OPERATOR_OBSERVE_SECONDS", "0.5"))
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -292,6 +300,17 @@ class Supervisor:
         self.save()
         log.info("supervising %d processes in %s", len(self.state.replicas), self.layout.root)
         gate_deadline = time.monotonic() + GATE_TIMEOUT_S
+        policy = asyncio.create_task(self._policy_loop(), name="replication-policy")
+        try:
+            await self._supervise(gate_deadline)
+        finally:
+            policy.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await policy
+        await self.shutdown()
+        return 0
+
+    async def _supervise(self, gate_deadline: float) -> None:
         while not self.stop_requested.is_set():
             now = time.time()
             self._reap(now)
@@ -316,8 +335,25 @@ class Supervisor:
                 self.save()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_requested.wait(), TICK_S)
-        await self.shutdown()
-        return 0
+
+    async def _policy_loop(self) -> None:
+        if self.policy_interval_s <= 0 or not any(g.controller_mode for g in self.state.groups):
+            return
+        async with RemotingClient(self.state.name_servers, connect_timeout=1.0, request_timeout=2.0) as client:
+            while not self.stop_requested.is_set():
+                await asyncio.sleep(self.policy_interval_s)
+                if not self.gate_open:
+                    continue
+                try:
+                    states = await local_status.observe(self.state, client)
+                    for name, group in states.items():
+                        if not group.controller_mode:
+                            continue
+                        decision = await reattach_slaves(client, group)
+                        if decision.actions:
+                            log.info("%s: %s", name, decision.message)
+                except Exception:  # a pass must never take the supervisor down; the next one retries
+                    log.exception("replication policy pass failed")
 
     async def shutdown(self) -> None:
         self.state.supervisor.phase = STOPPING
