@@ -2,7 +2,8 @@
 
 Per trial it measures, with one clock (wall time):
 
-* `election_s`: the kill → the controller leader names a new master (polled directly every 20 ms);
+* `election_s`: the SIGKILL (as the supervisor sent it) → the controller leader names a new master (polled
+  directly every 20 ms);
 * `observe_lag_s`: the controller's election → the operator's status (observe + plan.status, polled every
   `observe_interval_s` like the operator's observer) shows the new master;
 * `rto_s`: OpenChaos's client-visible recovery (first failed send → next acknowledged send; 0 when the
@@ -27,9 +28,11 @@ from typing import Any
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.observe import ReplicaEndpoint, observe_groups
 from rocketmq_operator.plan.status import build_broker_status
+from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, read_state
+from rocketmq_operator.platforms.local.status import supervisor_running
 from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.produce import SendRecord, SteadyProducer
@@ -68,6 +71,23 @@ async def _cli(*args: str) -> str:
     if proc.returncode != 0:
         raise RuntimeError(f"`rocketmq-operator {' '.join(args)}` failed ({proc.returncode}):\n{text}")
     return text
+
+
+async def _sigkill(state_dir: Path, replica: str) -> float:
+    """SIGKILL one replica through the supervisor (which restarts it after its back-off); returns when the
+    signal was sent, by the supervisor's clock (the same machine's wall clock)."""
+    layout = StateLayout(state_dir)
+    answer = await commands.send_request(
+        layout.commands_dir,
+        "signal",
+        alive=lambda: supervisor_running(read_state(layout.state_file)),
+        replica=replica,
+        signal="KILL",
+        noRestart=False,
+    )
+    if not answer.get("ok"):
+        raise RuntimeError(f"could not SIGKILL {replica}: {answer.get('message')}")
+    return float(answer.get("signalledAt") or time.time())
 
 
 class Group:
@@ -147,8 +167,7 @@ async def run_bench(
                     old, old_epoch, _ = await group.controller_master(client)
                     assert old is not None
                     await asyncio.sleep(2.0)  # steady traffic before the fault
-                    killed_at = time.time()
-                    await _cli("local", "kill", by_id[old], "--signal", "KILL", "--state-dir", str(state_dir))
+                    killed_at = await _sigkill(state_dir, by_id[old])
 
                     async def elected(old: int = old, old_epoch: int | None = old_epoch) -> bool:
                         master, epoch, _ = await group.controller_master(client)

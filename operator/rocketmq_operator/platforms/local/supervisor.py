@@ -239,6 +239,7 @@ class Supervisor:
                 return {"ok": True, "message": f"{r.name} is not running; it stays down", "pid": None}
             return {"ok": False, "message": f"{r.name} is not running (desired state {r.desired})", "pid": None}
         proc.send_signal(sig)
+        signalled_at = time.time()
         if sig is signal.SIGSTOP:
             r.suspended = True
         elif sig is signal.SIGCONT:
@@ -247,7 +248,13 @@ class Supervisor:
             proc.send_signal(signal.SIGCONT)  # a stopped process must run to act on TERM (KILL works anyway)
         self.dirty = True
         log.info("sent SIG%s to %s (pid %d)%s", sig_name, r.name, proc.pid, " (no restart)" if no_restart else "")
-        return {"ok": True, "message": f"sent SIG{sig_name} to {r.name}", "pid": proc.pid, "desired": r.desired}
+        return {
+            "ok": True,
+            "message": f"sent SIG{sig_name} to {r.name}",
+            "pid": proc.pid,
+            "desired": r.desired,
+            "signalledAt": signalled_at,
+        }
 
     def _start_request(self, r: ReplicaProcess, now: float) -> dict[str, Any]:
         proc = self.procs.get(r.name)
