@@ -10,7 +10,10 @@ memoryRatio: 0}`` (every pull counts as lagging, so the master suggests a slave)
   micro-batches while messages keep arriving; a new query on the same checkpoint with
   ``Trigger.AvailableNow`` finishes, and the sink holds every message exactly once;
 * ``readFrom=auto`` is served by the slave (``servedByBrokerId`` = its controller id, after the first pull of
-  each queue on the master), ``readFrom=master`` only by id 0.
+  each queue on the master), ``readFrom=master`` only by id 0;
+* on a second, one-broker group with tiny store files, messages the broker really deleted (manual commitlog and
+  consume-queue clean-up) make a read planned from offset 0 fail under ``failOnDataLoss=true`` and skip to
+  the min offset under ``false``.
 
 Needs JDK 17, the pinned RocketMQ distribution and pyspark (the spark extra). Outside CI anything missing
 skips; under ``CI=true`` it fails.
@@ -290,3 +293,79 @@ def test_slave_read_follows_suggestion(spark: Any, namesrv: str, cluster: Any) -
     rows = master.collect()
     assert Counter(r["servedByBrokerId"] for r in rows) == {0: 800}
     assert _digest(rows).hexdigest() == report.acknowledged_digest
+
+
+RETENTION_MANIFEST = """\
+apiVersion: rocketmq-operator.dev/v1alpha1
+kind: ControllerGroup
+metadata: {name: spark-ret-ctl}
+spec: {replicas: 1, jvm: {heap: 256Mi}}
+---
+apiVersion: rocketmq-operator.dev/v1alpha1
+kind: BrokerGroup
+metadata: {name: spark-ret-bg}
+spec:
+  replicas: 1
+  controllerRef: {name: spark-ret-ctl}
+  quorum: {inSyncReplicas: 1, minInSyncReplicas: 1}
+  jvm: {heap: 384Mi}
+  # Small files and no reserved time, so a manual clean-up deletes data within the test.
+  brokerConfig:
+    mappedFileSizeCommitLog: 1048576
+    mappedFileSizeConsumeQueue: 6000
+    fileReservedTime: 0
+    cleanResourceInterval: 1000
+    deleteCommitLogFilesInterval: 0
+"""
+
+
+def test_offsets_below_retention_fail_or_skip(spark: Any, local_platform: Any, tmp_path: Path) -> None:
+    """Messages really deleted by the broker (commitlog + consume-queue clean-up): a read planned from offset
+    0 fails with the topic, queue and min offset under ``failOnDataLoss=true`` (the default), and with
+    ``false`` reads exactly what is left."""
+    manifest = tmp_path / "retention.yaml"
+    manifest.write_text(RETENTION_MANIFEST)
+    topic = "spark-retention"
+    with local_platform.up(manifest, name="spark-retention") as ret:
+        doc = ret.wait_for("a master", lambda d: (ret.group("spark-ret-bg", d).get("master") or {}).get("address"))
+        ns = ";".join(doc["nameServers"])
+        master = ret.group("spark-ret-bg", doc)["master"]["address"]
+        _produce(ns, topic, 3000, "ret-")  # ~3.6 MB: four 1 MiB commitlog files, three consume-queue files a queue
+
+        async def delete_and_wait() -> dict[int, tuple[int, int]]:
+            async with RemotingClient() as client:
+                deadline = time.monotonic() + 90
+                while time.monotonic() < deadline:
+                    await client.delete_expired_commitlog(master)
+                    await client.clean_expired_consume_queue(master)
+                    bounds = {
+                        q: (
+                            await client.get_min_offset(master, topic, q),
+                            await client.get_max_offset(master, topic, q),
+                        )
+                        for q in range(4)
+                    }
+                    if all(low > 0 for low, _ in bounds.values()):
+                        return bounds
+                    await asyncio.sleep(1.0)
+                pytest.fail(f"the broker deleted nothing within 90 s: {bounds}")
+
+        bounds = asyncio.run(delete_and_wait())
+        starting = json.dumps({topic: {f"spark-ret-bg/{q}": 0 for q in range(4)}})
+
+        def frame(**options: str) -> Any:
+            reader = spark.read.format("rocketmq").option("nameServers", ns).option("topic", topic)
+            for key, value in {"startingOffsets": starting, **options}.items():
+                reader = reader.option(key, value)
+            return reader.load()
+
+        with pytest.raises(Exception) as failed:
+            frame().count()
+        text = str(failed.value)
+        assert "is below the broker's min offset" in text and f"topic {topic!r}" in text
+        assert "failOnDataLoss=false" in text
+
+        rows = frame(failOnDataLoss="false").select("queueId", "queueOffset").collect()
+        assert len(rows) == sum(high - low for low, high in bounds.values())
+        for q, (low, _) in bounds.items():
+            assert min(r["queueOffset"] for r in rows if r["queueId"] == q) == low

@@ -805,6 +805,16 @@ class RemotingClient:
         response = await self._call(addr, RequestCode.GET_BROKER_HA_STATUS, timeout=timeout)
         return parse_ha_status(_body_json(response, "GET_BROKER_HA_STATUS"))
 
+    async def delete_expired_commitlog(self, addr: str, *, timeout: float | None = None) -> None:
+        """DELETE_EXPIRED_COMMITLOG (329): the broker's next clean-up passes delete commitlog files older than
+        ``fileReservedTime`` now (not at ``deleteWhen``); never the file being written."""
+        await self._call(addr, RequestCode.DELETE_EXPIRED_COMMITLOG, timeout=timeout)
+
+    async def clean_expired_consume_queue(self, addr: str, *, timeout: float | None = None) -> None:
+        """CLEAN_EXPIRED_CONSUMEQUEUE (306): drop consume-queue files that point below the commitlog's min offset
+        (which moves every queue's min offset up)."""
+        await self._call(addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE, timeout=timeout)
+
     async def get_ha_info(self, addr: str, *, timeout: float | None = None) -> HaInfo:
         """EXCHANGE_BROKER_HA_INFO (906) without fields: a master answers its HA address, broker address and
         init max offset (a slave answers empty fields)."""

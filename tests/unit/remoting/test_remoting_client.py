@@ -266,6 +266,8 @@ async def test_broker_admin_calls(fake_server: Start) -> None:
                     else (22, {}, b"", "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
                 ),
                 R.UPDATE_CONSUMER_OFFSET: lambda r: ok(),
+                R.DELETE_EXPIRED_COMMITLOG: lambda r: ok(),
+                R.CLEAN_EXPIRED_CONSUMEQUEUE: lambda r: ok(),
             },
             seen,
         )
@@ -305,6 +307,10 @@ async def test_broker_admin_calls(fake_server: Start) -> None:
             "masterAddress": "10.0.0.1:10911",
             "masterFlushOffset": "99",
         }
+
+        await client.delete_expired_commitlog(addr)
+        await client.clean_expired_consume_queue(addr)
+        assert [r.code for r in seen[-2:]] == [R.DELETE_EXPIRED_COMMITLOG, R.CLEAN_EXPIRED_CONSUMEQUEUE]
 
         assert await client.get_min_offset(addr, "t1", 0) == 0
         assert await client.get_max_offset(addr, "t1", 0) == 42
