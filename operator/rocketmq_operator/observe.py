@@ -60,6 +60,8 @@ class GroupState:
     replicas: tuple[ReplicaObservation, ...] = field(default_factory=tuple)
     # classic modes: slaves the master counts as in sync (HA connections within haMaxGapNotInSync)
     classic_in_sync_addresses: tuple[str, ...] = ()
+    # controller mode: where slaves should replicate from (the confirmed master's HA address), None if unknown
+    master_ha_address: str | None = None
 
     def replica_by_id(self, broker_id: int) -> ReplicaObservation | None:
         return next((r for r in self.replicas if r.broker_id == broker_id), None)
@@ -96,6 +98,18 @@ async def _observe_replica(client: RemotingClient, ep: ReplicaEndpoint) -> Repli
         version=info.get("brokerVersionDesc"),
         ha_master_address=ha_master_address,
     )
+
+
+async def _master_ha_address(client: RemotingClient, state: GroupState) -> str | None:
+    """The HA address slaves should replicate from: asked of the controller's master, only if it answers as
+    master (EXCHANGE_BROKER_HA_INFO); None when unknown."""
+    master = state.replica_by_id(state.master_broker_id) if state.master_broker_id is not None else None
+    if master is None or not master.reachable or master.is_master is not True:
+        return None
+    try:
+        return (await client.get_ha_info(master.address, timeout=OBSERVE_TIMEOUT_S)).master_ha_address
+    except (RemotingException, OSError):
+        return None
 
 
 async def _classic_in_sync(client: RemotingClient, master: ReplicaObservation | None) -> tuple[str, ...]:
@@ -199,5 +213,7 @@ async def observe_groups(
         if not modes[group]:
             in_sync = await _classic_in_sync(client, state.master)
             state = GroupState(**{**state.__dict__, "classic_in_sync_addresses": in_sync})
+        else:
+            state = GroupState(**{**state.__dict__, "master_ha_address": await _master_ha_address(client, state)})
         out[group] = state
     return out

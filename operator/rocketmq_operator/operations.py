@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from rocketmq_operator.observe import GroupState, ReplicaEndpoint, observe_groups
+from rocketmq_operator.observe import GroupState, ReplicaEndpoint, ReplicaObservation, observe_groups
 from rocketmq_operator.plan.failover import (
     ActionKind,
     Decision,
     GroupFacts,
     ReplicaFacts,
+    misattached_slaves,
     plan_reattach,
     plan_switchover,
 )
-from rocketmq_operator.remoting import RemotingClient, RemotingException
+from rocketmq_operator.remoting import HaInfo, RemotingClient, RemotingException
 
 PERM_READ = 4
 PERM_READ_WRITE = 6
@@ -67,28 +69,59 @@ def facts_from_state(state: GroupState, now: float | None = None) -> GroupFacts:
         master_broker_id=state.master_broker_id,
         sync_state_set=state.sync_state_set,
         replicas=replicas,
+        master_ha_address=state.master_ha_address,
     )
 
 
-async def reattach_slaves(client: RemotingClient, state: GroupState, *, timeout: float = 1.0) -> Decision:
-    """Carry out `plan_reattach` on one observation: ask the master for its HA address (EXCHANGE_BROKER_HA_INFO)
-    and hand it to every orphaned slave. Best effort: a broker that does not answer is tried again on the next
-    observation. Returns the decision (its actions are what was attempted)."""
-    decision = plan_reattach(facts_from_state(state))
+RestartReplica = Callable[[ReplicaObservation], Awaitable[None]]
+"""How a platform restarts one broker process (local: SIGTERM through the supervisor; Kubernetes: delete the pod)."""
+
+
+async def reattach_slaves(
+    client: RemotingClient,
+    state: GroupState,
+    *,
+    misattached_since: dict[int, float] | None = None,
+    restart: RestartReplica | None = None,
+    timeout: float = 1.0,
+) -> Decision:
+    """Carry out `plan_reattach` on one observation. Orphaned slaves get the master's HA address
+    (EXCHANGE_BROKER_HA_INFO, asked of the master). Slaves misattached for the grace period are restarted with
+    ``restart`` (none given: not acted on). ``misattached_since`` is the caller's memory of when each slave was
+    first seen misattached, updated here; losing it only restarts the grace period. Best effort: a broker that
+    does not answer is tried again on the next observation."""
+    now = time.time()
+    facts = facts_from_state(state, now)
+    memory = misattached_since if misattached_since is not None else {}
+    current = set(misattached_slaves(facts))
+    for broker_id in list(memory):
+        if broker_id not in current:
+            del memory[broker_id]
+    for broker_id in current:
+        memory.setdefault(broker_id, now)
+    decision = plan_reattach(dataclasses.replace(facts, misattached_since=dict(memory)))
     master = state.replica_by_id(state.master_broker_id) if state.master_broker_id is not None else None
     if not decision.actions or master is None:
         return decision
-    try:
-        info = await client.get_ha_info(master.address, timeout=timeout)
-    except (RemotingException, OSError):
-        return decision
-    if not info.master_ha_address:
-        return decision  # it stopped being master since the observation
+    info: HaInfo | None = None
     for action in decision.actions:
-        slave = state.replica_by_id(action.broker_id)
-        if slave is not None:
-            with contextlib.suppress(RemotingException, OSError):
-                await client.set_ha_master(slave.address, info, timeout=timeout)
+        replica = state.replica_by_id(action.broker_id)
+        if replica is None:
+            continue
+        if action.kind is ActionKind.RESTART:
+            if restart is not None:
+                memory.pop(action.broker_id, None)
+                await restart(replica)
+            continue
+        if info is None:
+            try:
+                info = await client.get_ha_info(master.address, timeout=timeout)
+            except (RemotingException, OSError):
+                return decision
+            if not info.master_ha_address:
+                return decision  # it stopped being master since the observation
+        with contextlib.suppress(RemotingException, OSError):
+            await client.set_ha_master(replica.address, info, timeout=timeout)
     return decision
 
 

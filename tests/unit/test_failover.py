@@ -8,6 +8,7 @@ from rocketmq_operator.plan.failover import (
     ActionKind,
     GroupFacts,
     ReplicaFacts,
+    misattached_slaves,
     plan_failover,
     plan_reattach,
     plan_switchover,
@@ -144,6 +145,9 @@ def attach_facts(
     alive: tuple[int, ...] = (1, 2, 3),
     controller: bool = True,
     age: float = 0.0,
+    sss: tuple[int, ...] | None = None,
+    master_ha: str | None = "10.0.0.2:10912",
+    misattached_for: dict[int, float] | None = None,
 ) -> GroupFacts:
     roles = {1: False, 2: True, 3: False} if roles is None else roles
     replicating = {1: "10.0.0.2:10912", 3: None} if replicating is None else replicating
@@ -152,11 +156,13 @@ def attach_facts(
         observed_at=100.0 - age,
         controller_reachable=controller,
         master_broker_id=master,
-        sync_state_set=(2,) if master == 2 else (),
+        sync_state_set=sss if sss is not None else ((2,) if master == 2 else ()),
         replicas={
             i: ReplicaFacts(i, i in alive, 100, is_master=roles.get(i), replicating_from=replicating.get(i))
             for i in (1, 2, 3)
         },
+        master_ha_address=master_ha,
+        misattached_since={i: 100.0 - t for i, t in (misattached_for or {}).items()},
     )
 
 
@@ -180,7 +186,59 @@ REATTACH = [
     # The controller names 2, but 2 does not (yet) answer as master: never point slaves at it.
     ("master-not-confirmed", attach_facts(roles={1: False, 2: False, 3: False}), [], "MasterNotConfirmed", True),
     ("master-role-unknown", attach_facts(roles={1: False, 2: None, 3: False}), [], "MasterNotConfirmed", True),
+    # 3 replicates from the old master (1, a slave now) and is out of the set: restarted after the grace.
+    (
+        "misattached-past-grace",
+        attach_facts(replicating={1: "10.0.0.2:10912", 3: "10.0.0.1:10912"}, misattached_for={3: 15}),
+        [("Restart", 3)],
+        "ReattachSlaves",
+        False,
+    ),
+    (
+        "misattached-within-grace",
+        attach_facts(replicating={1: "10.0.0.2:10912", 3: "10.0.0.1:10912"}, misattached_for={3: 5}),
+        [],
+        "SlavesAttached",
+        False,
+    ),
+    (
+        "misattached-first-seen",
+        attach_facts(replicating={1: "10.0.0.2:10912", 3: "10.0.0.1:10912"}),
+        [],
+        "SlavesAttached",
+        False,
+    ),
+    # In the SyncStateSet it is counted as in sync: never restarted.
+    (
+        "misattached-but-in-set",
+        attach_facts(replicating={1: "10.0.0.2:10912", 3: "10.0.0.1:10912"}, sss=(2, 3), misattached_for={3: 60}),
+        [],
+        "SlavesAttached",
+        False,
+    ),
+    # The master's HA address is unknown: nothing to compare with, nothing restarted.
+    (
+        "master-ha-unknown",
+        attach_facts(replicating={1: "a", 3: "b"}, master_ha=None, misattached_for={1: 60, 3: 60}),
+        [],
+        "SlavesAttached",
+        False,
+    ),
+    (
+        "orphan-and-misattached",
+        attach_facts(replicating={1: None, 3: "10.0.0.1:10912"}, misattached_for={3: 60}),
+        [("Reattach", 1), ("Restart", 3)],
+        "ReattachSlaves",
+        False,
+    ),
 ]
+
+
+def test_misattached_slaves() -> None:
+    facts_ = attach_facts(replicating={1: "10.0.0.2:10912", 3: "10.0.0.1:10912"})
+    assert misattached_slaves(facts_) == [3]
+    assert misattached_slaves(attach_facts(replicating={1: "x", 3: "y"}, master_ha=None)) == []
+    assert misattached_slaves(attach_facts(replicating={1: "x", 3: "y"}, alive=(2, 3))) == [3]
 
 
 @pytest.mark.parametrize(("case", "facts_", "actions", "reason", "refused"), REATTACH, ids=[c[0] for c in REATTACH])

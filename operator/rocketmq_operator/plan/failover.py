@@ -11,9 +11,12 @@ Safety rules (operator-anchors §c; CloudNativePG lost writes by promoting befor
 * a planned switchover goes only to an alive in-sync member, and elects only once the target has every byte the
   fenced master had (the write pause is measured by the executor from fence to new master);
 * a slave left without a master to replicate from is pointed at the master the controller names, and only when
-  that master itself reports the master role (RocketMQ gives a slave the new master's HA address only through
-  a name-server registration, which can race the new master's own and then waits for the next periodic one,
-  30 s by default; until the slave is back, `minInSyncReplicas` may refuse every write).
+  that master itself reports the master role. RocketMQ gives a slave the new master's HA address only through
+  a name-server registration, which can race the new master's own and then waits for the next periodic one
+  (30 s by default); until the slave is back, `minInSyncReplicas` may refuse every write;
+* a slave outside the SyncStateSet that stays attached to another broker (the old master, after a
+  switchover) for a grace period is restarted: RocketMQ keeps that connection as long as the other end
+  answers.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class ActionKind(StrEnum):
     ELECT = "Elect"  # ask the controller leader to elect (designated broker id)
     UNFENCE = "Unfence"  # restore write permission on the old master (now a slave)
     REATTACH = "Reattach"  # point a slave's HA client at the current master's HA address
+    RESTART = "Restart"  # restart a slave stuck replicating from a broker that is no longer master
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class GroupFacts:
     sync_state_set: tuple[int, ...]
     replicas: Mapping[int, ReplicaFacts]
     master_not_serving_since: float | None = None  # when the named master was first seen not serving
+    master_ha_address: str | None = None  # where slaves should replicate from (None: unknown)
+    misattached_since: Mapping[int, float] = field(default_factory=dict)  # see misattached_slaves
 
 
 @dataclass(frozen=True)
@@ -192,9 +198,29 @@ def plan_switchover(facts: GroupFacts, target_id: int, *, stale_after_s: float =
     )
 
 
-def plan_reattach(facts: GroupFacts, *, stale_after_s: float = 10.0) -> Decision:
+def misattached_slaves(facts: GroupFacts) -> list[int]:
+    """Alive slaves outside the SyncStateSet whose HA client replicates from somewhere other than the master's
+    HA address (known). RocketMQ's HA client keeps such a connection as long as the other end answers: after
+    a switchover a slave whose name-server registration still saw the old master stays attached to it (a
+    slave now) and never rejoins the set."""
+    if not facts.master_ha_address:
+        return []
+    return sorted(
+        r.broker_id
+        for r in facts.replicas.values()
+        if r.broker_id != facts.master_broker_id
+        and r.alive
+        and r.is_master is False
+        and r.replicating_from
+        and r.replicating_from != facts.master_ha_address
+        and r.broker_id not in facts.sync_state_set
+    )
+
+
+def plan_reattach(facts: GroupFacts, *, grace_s: float = 10.0, stale_after_s: float = 10.0) -> Decision:
     """Slaves that replicate from nobody while a confirmed master serves: point them at it (harmless if they
-    found it meanwhile: the same address is a no-op)."""
+    found it meanwhile: the same address is a no-op). Slaves misattached (:func:`misattached_slaves`) for
+    ``grace_s`` are restarted: pointing them elsewhere does not drop the connection they have."""
     doubt = _uncertain(facts, stale_after_s)
     if doubt is not None:
         return doubt
@@ -212,10 +238,23 @@ def plan_reattach(facts: GroupFacts, *, stale_after_s: float = 10.0) -> Decision
         for r in facts.replicas.values()
         if r.broker_id != master_id and r.alive and r.is_master is False and not r.replicating_from
     )
-    if not orphans:
+    stuck = [
+        i
+        for i in misattached_slaves(facts)
+        if (since := facts.misattached_since.get(i)) is not None and facts.now - since >= grace_s
+    ]
+    if not orphans and not stuck:
         return Decision(reason="SlavesAttached", message="every alive slave replicates from a master")
-    return Decision(
-        actions=tuple(Action(ActionKind.REATTACH, i, f"point its HA client at master {master_id}") for i in orphans),
-        reason="ReattachSlaves",
-        message=f"slave(s) {orphans} have no master to replicate from; pointing them at master {master_id}",
-    )
+    actions = [Action(ActionKind.REATTACH, i, f"point its HA client at master {master_id}") for i in orphans]
+    actions += [
+        Action(ActionKind.RESTART, i, f"its HA client stays on a broker that is not master {master_id}") for i in stuck
+    ]
+    parts = []
+    if orphans:
+        parts.append(f"slave(s) {orphans} have no master to replicate from; pointing them at master {master_id}")
+    if stuck:
+        parts.append(
+            f"slave(s) {stuck} replicate from a broker that is not master {master_id} for {grace_s:.0f}s or more "
+            "and are out of the SyncStateSet; restarting them (RocketMQ keeps that connection otherwise)"
+        )
+    return Decision(actions=tuple(actions), reason="ReattachSlaves", message="; ".join(parts))

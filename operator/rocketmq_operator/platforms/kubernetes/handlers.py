@@ -105,7 +105,7 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         idle=None,
     )
     async def observe(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
-        # memo is per resource (kopf copies the operator's memo): the failover grace clock lives there.
+        # memo is per resource (kopf copies the operator's memo): the failover grace clocks live there.
         if "failover" not in memo:
             memo["failover"] = {}
         before = memo.kube.writes

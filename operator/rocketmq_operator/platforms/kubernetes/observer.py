@@ -5,8 +5,9 @@ Each pass: list the group's pods → observe (controller leader + brokers) → `
 changed (status, pod labels, pod readiness conditions) → one Event per master change → `plan.failover`, whose
 actions are carried out only when the decision is certain (fence first, then elect); with the master serving,
 `operations.reattach_slaves` points slaves left without a master at it. Everything is derived again
-from the cluster and the brokers; the only in-memory fact is when a named master was first seen not serving
-(losing it on restart only restarts the grace period).
+from the cluster and the brokers; the only in-memory facts are when a named master was first seen not serving
+and when a slave was first seen attached to a non-master (losing them on restart only restarts the grace
+periods).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import kopf
 
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ControllerGroup, HAMode
 from rocketmq_operator.api.validation import validate_document
-from rocketmq_operator.observe import ReplicaEndpoint, observe_groups
+from rocketmq_operator.observe import ReplicaEndpoint, ReplicaObservation, observe_groups
 from rocketmq_operator.operations import PERM_READ, OperationRefused, facts_from_state, reattach_slaves, switchover
 from rocketmq_operator.plan.failover import ActionKind, GroupFacts, plan_failover
 from rocketmq_operator.plan.status import build_broker_status
@@ -59,7 +60,7 @@ async def observe_pass(
     client: RemotingClient,
     metrics: OperatorMetrics,
     resource: kopf.Body,
-    memory: dict[str, float],
+    memory: dict[str, Any],
     logger: Any,
 ) -> None:
     body: JSON = dict(resource)
@@ -207,7 +208,7 @@ async def _failover(
     bg: BrokerGroup,
     resource: kopf.Body,
     state: Any,
-    memory: dict[str, float],
+    memory: dict[str, Any],
     logger: Any,
 ) -> None:
     facts = facts_from_state(state)
@@ -221,7 +222,13 @@ async def _failover(
     if decision.refused and decision.reason not in ("ControllerUnavailable",):
         logger.warning("failover refused: %s", decision.message)
     if not decision.actions:
-        reattached = await reattach_slaves(client, state)
+        ns = resource["metadata"]["namespace"]
+
+        async def delete_pod(replica: ReplicaObservation) -> None:
+            await kube.delete("Pod", ns, replica.name)
+
+        since = memory.setdefault("misattached_since", {})
+        reattached = await reattach_slaves(client, state, misattached_since=since, restart=delete_pod)
         if reattached.actions:
             logger.info("%s", reattached.message)
         return

@@ -17,8 +17,9 @@ Contract:
 * Requests (`commands`): `signal` and `start`, answered in order every tick (`TICK_S`).
 * Replication policy (what the Kubernetes observer does for pods): once brokers may start, every
   `ROCKETMQ_OPERATOR_OBSERVE_SECONDS` (default 0.5) it observes the controller-mode groups and carries out
-  `operations.reattach_slaves` (a slave left without a master to replicate from after an election is pointed
-  at the confirmed master). Failures are logged and retried on the next pass; nothing else is decided here.
+  `operations.reattach_slaves`: a slave left without a master to replicate from after an election is pointed
+  at the confirmed master, and one stuck on another broker is restarted with SIGTERM (as a pod would be
+  deleted). Failures are logged and retried on the next pass; nothing else is decided here.
 * SIGTERM/SIGINT/SIGHUP: stop brokers, then name servers/controllers: SIGTERM (plus SIGCONT for suspended
   ones), SIGKILL after `GRACE_S`; record that nothing runs; exit 0. A second signal skips the grace period.
 """
@@ -40,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from rocketmq_operator.observe import ReplicaObservation
 from rocketmq_operator.operations import reattach_slaves
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local import status as local_status
@@ -95,6 +97,7 @@ class Supervisor:
         self.open_phase = 0  # the highest start phase allowed so far
         self.dirty = True
         self.policy_interval_s = float(os.environ.get("ROCKETMQ_OPERATOR_OBSERVE_SECONDS", "0.5"))
+        self.misattached_since: dict[str, dict[int, float]] = {}  # per group, for the replication policy
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -343,6 +346,11 @@ class Supervisor:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_requested.wait(), TICK_S)
 
+    async def _restart_replica(self, replica: ReplicaObservation) -> None:
+        r = next((p for p in self.state.replicas if p.name == replica.name), None)
+        if r is not None:
+            self._signal(r, "TERM", no_restart=False, now=time.time())  # restarted after the back-off
+
     async def _policy_loop(self) -> None:
         if self.policy_interval_s <= 0 or not any(g.controller_mode for g in self.state.groups):
             return
@@ -356,7 +364,12 @@ class Supervisor:
                     for name, group in states.items():
                         if not group.controller_mode:
                             continue
-                        decision = await reattach_slaves(client, group)
+                        decision = await reattach_slaves(
+                            client,
+                            group,
+                            misattached_since=self.misattached_since.setdefault(name, {}),
+                            restart=self._restart_replica,
+                        )
                         if decision.actions:
                             log.info("%s: %s", name, decision.message)
                 except Exception:  # a pass must never take the supervisor down; the next one retries
