@@ -42,6 +42,8 @@ class ReplicaObservation:
     # A slave's HA client: where it replicates from (None until it learns the master's HA address, which
     # RocketMQ takes from a name-server registration; None for masters and unreadable HA status).
     ha_master_address: str | None = None
+    # A master's HA connections (slaves replicating from it now); None for slaves and unreadable HA status.
+    ha_connections: int | None = None
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,6 @@ class GroupState:
     replicas: tuple[ReplicaObservation, ...] = field(default_factory=tuple)
     # classic modes: slaves the master counts as in sync (HA connections within haMaxGapNotInSync)
     classic_in_sync_addresses: tuple[str, ...] = ()
-    # controller mode: where slaves should replicate from (the confirmed master's HA address), None if unknown
-    master_ha_address: str | None = None
 
     def replica_by_id(self, broker_id: int) -> ReplicaObservation | None:
         return next((r for r in self.replicas if r.broker_id == broker_id), None)
@@ -82,11 +82,14 @@ async def _observe_replica(client: RemotingClient, ep: ReplicaEndpoint) -> Repli
         return ReplicaObservation(ep.name, ep.address, reachable=False, error=str(exc) or type(exc).__name__)
     is_master: bool | None = None
     ha_master_address: str | None = None
+    ha_connections: int | None = None
     # A broker that has no role yet (controller mode, no master elected) answers runtime info but not this.
     with contextlib.suppress(RemotingException, OSError):
         ha = await client.get_ha_status(ep.address, timeout=OBSERVE_TIMEOUT_S)
         is_master = ha.master
-        if not ha.master and ha.client is not None:
+        if ha.master:
+            ha_connections = len(ha.connections)
+        elif ha.client is not None:
             ha_master_address = ha.client.master_addr or None
     max_offset = info.get("commitLogMaxOffset")
     return ReplicaObservation(
@@ -97,19 +100,8 @@ async def _observe_replica(client: RemotingClient, ep: ReplicaEndpoint) -> Repli
         max_offset=int(max_offset) if max_offset and max_offset.lstrip("-").isdigit() else None,
         version=info.get("brokerVersionDesc"),
         ha_master_address=ha_master_address,
+        ha_connections=ha_connections,
     )
-
-
-async def _master_ha_address(client: RemotingClient, state: GroupState) -> str | None:
-    """The HA address slaves should replicate from: asked of the controller's master, only if it answers as
-    master (EXCHANGE_BROKER_HA_INFO); None when unknown."""
-    master = state.replica_by_id(state.master_broker_id) if state.master_broker_id is not None else None
-    if master is None or not master.reachable or master.is_master is not True:
-        return None
-    try:
-        return (await client.get_ha_info(master.address, timeout=OBSERVE_TIMEOUT_S)).master_ha_address
-    except (RemotingException, OSError):
-        return None
 
 
 async def _classic_in_sync(client: RemotingClient, master: ReplicaObservation | None) -> tuple[str, ...]:
@@ -151,6 +143,7 @@ def _merge(
                 version=obs.version,
                 error=obs.error,
                 ha_master_address=obs.ha_master_address,
+                ha_connections=obs.ha_connections,
             )
         )
     if not controller_mode:
@@ -213,7 +206,5 @@ async def observe_groups(
         if not modes[group]:
             in_sync = await _classic_in_sync(client, state.master)
             state = GroupState(**{**state.__dict__, "classic_in_sync_addresses": in_sync})
-        else:
-            state = GroupState(**{**state.__dict__, "master_ha_address": await _master_ha_address(client, state)})
         out[group] = state
     return out

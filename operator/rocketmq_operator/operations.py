@@ -21,9 +21,9 @@ from rocketmq_operator.plan.failover import (
     Decision,
     GroupFacts,
     ReplicaFacts,
-    misattached_slaves,
     plan_reattach,
     plan_switchover,
+    unconnected_slaves,
 )
 from rocketmq_operator.remoting import HaInfo, RemotingClient, RemotingException
 
@@ -62,6 +62,8 @@ def facts_from_state(state: GroupState, now: float | None = None) -> GroupFacts:
         for r in state.replicas
         if r.broker_id is not None
     }
+    master = state.replica_by_id(state.master_broker_id) if state.master_broker_id is not None else None
+    master_connections = master.ha_connections if master is not None else None
     return GroupFacts(
         now=time.time() if now is None else now,
         observed_at=state.observed_at,
@@ -69,7 +71,7 @@ def facts_from_state(state: GroupState, now: float | None = None) -> GroupFacts:
         master_broker_id=state.master_broker_id,
         sync_state_set=state.sync_state_set,
         replicas=replicas,
-        master_ha_address=state.master_ha_address,
+        master_ha_connections=master_connections,
     )
 
 
@@ -81,25 +83,25 @@ async def reattach_slaves(
     client: RemotingClient,
     state: GroupState,
     *,
-    misattached_since: dict[int, float] | None = None,
+    unconnected_since: dict[int, float] | None = None,
     restart: RestartReplica | None = None,
     timeout: float = 1.0,
 ) -> Decision:
     """Carry out `plan_reattach` on one observation. Orphaned slaves get the master's HA address
-    (EXCHANGE_BROKER_HA_INFO, asked of the master). Slaves misattached for the grace period are restarted with
-    ``restart`` (none given: not acted on). ``misattached_since`` is the caller's memory of when each slave was
-    first seen misattached, updated here; losing it only restarts the grace period. Best effort: a broker that
-    does not answer is tried again on the next observation."""
+    (EXCHANGE_BROKER_HA_INFO, asked of the master). Slaves not connected to the master for the grace period
+    are restarted with ``restart`` (none given: not acted on). ``unconnected_since`` is the caller's memory of
+    when each slave was first seen unconnected, updated here; losing it only restarts the grace period. Best
+    effort: a broker that does not answer is tried again on the next observation."""
     now = time.time()
     facts = facts_from_state(state, now)
-    memory = misattached_since if misattached_since is not None else {}
-    current = set(misattached_slaves(facts))
+    memory = unconnected_since if unconnected_since is not None else {}
+    current = set(unconnected_slaves(facts))
     for broker_id in list(memory):
         if broker_id not in current:
             del memory[broker_id]
     for broker_id in current:
         memory.setdefault(broker_id, now)
-    decision = plan_reattach(dataclasses.replace(facts, misattached_since=dict(memory)))
+    decision = plan_reattach(dataclasses.replace(facts, unconnected_since=dict(memory)))
     master = state.replica_by_id(state.master_broker_id) if state.master_broker_id is not None else None
     if not decision.actions or master is None:
         return decision

@@ -8,10 +8,10 @@ from rocketmq_operator.plan.failover import (
     ActionKind,
     GroupFacts,
     ReplicaFacts,
-    misattached_slaves,
     plan_failover,
     plan_reattach,
     plan_switchover,
+    unconnected_slaves,
 )
 
 
@@ -146,8 +146,8 @@ def attach_facts(
     controller: bool = True,
     age: float = 0.0,
     sss: tuple[int, ...] | None = None,
-    master_ha: str | None = "10.0.0.2:10912",
-    misattached_for: dict[int, float] | None = None,
+    connections: int | None = None,
+    unconnected_for: dict[int, float] | None = None,
 ) -> GroupFacts:
     roles = {1: False, 2: True, 3: False} if roles is None else roles
     replicating = {1: "10.0.0.2:10912", 3: None} if replicating is None else replicating
@@ -161,8 +161,23 @@ def attach_facts(
             i: ReplicaFacts(i, i in alive, 100, is_master=roles.get(i), replicating_from=replicating.get(i))
             for i in (1, 2, 3)
         },
-        master_ha_address=master_ha,
-        misattached_since={i: 100.0 - t for i, t in (misattached_for or {}).items()},
+        master_ha_connections=connections,
+        unconnected_since={i: 100.0 - t for i, t in (unconnected_for or {}).items()},
+    )
+
+
+def stuck(
+    replicating: dict[int, str | None] | None = None,
+    sss: tuple[int, ...] = (1, 2),
+    connections: int | None = 1,
+    unconnected_for: dict[int, float] | None = None,
+) -> GroupFacts:
+    """Master 2 with slave 1 in the set; slave 3 outside it (by default attached elsewhere)."""
+    return attach_facts(
+        replicating=replicating or {1: "10.0.0.2:10912", 3: "10.0.0.1:10912"},
+        sss=sss,
+        connections=connections,
+        unconnected_for=unconnected_for,
     )
 
 
@@ -186,59 +201,40 @@ REATTACH = [
     # The controller names 2, but 2 does not (yet) answer as master: never point slaves at it.
     ("master-not-confirmed", attach_facts(roles={1: False, 2: False, 3: False}), [], "MasterNotConfirmed", True),
     ("master-role-unknown", attach_facts(roles={1: False, 2: None, 3: False}), [], "MasterNotConfirmed", True),
-    # 3 replicates from the old master (1, a slave now) and is out of the set: restarted after the grace.
+    # 3 is attached to the old master (1, a slave now): the master has 1 connection (from 1, in the set) for 2
+    # alive slaves, and 3 is the only one outside the set. Restarted after the grace period.
     (
-        "misattached-past-grace",
-        attach_facts(replicating={1: "10.0.0.2:10912", 3: "10.0.0.1:10912"}, misattached_for={3: 15}),
+        "unconnected-past-grace",
+        stuck(connections=1, unconnected_for={3: 20}),
         [("Restart", 3)],
         "ReattachSlaves",
         False,
     ),
+    ("unconnected-within-grace", stuck(connections=1, unconnected_for={3: 5}), [], "SlavesAttached", False),
+    ("unconnected-first-seen", stuck(connections=1), [], "SlavesAttached", False),
+    # Both slaves connected (3 is catching up outside the set): nothing to restart.
+    ("outside-but-connected", stuck(connections=2, unconnected_for={3: 60}), [], "SlavesAttached", False),
+    # In the SyncStateSet it counts as in sync: never restarted.
+    ("connected-in-set", stuck(sss=(1, 2, 3), connections=1, unconnected_for={3: 60}), [], "SlavesAttached", False),
+    # The master's connections are unknown: nothing restarted.
+    ("connections-unknown", stuck(connections=None, unconnected_for={3: 60}), [], "SlavesAttached", False),
+    # Two outside the set, one connection for two slaves: which one is connected is unknown: nothing restarted.
+    ("ambiguous", stuck(sss=(2,), connections=1, unconnected_for={1: 60, 3: 60}), [], "SlavesAttached", False),
     (
-        "misattached-within-grace",
-        attach_facts(replicating={1: "10.0.0.2:10912", 3: "10.0.0.1:10912"}, misattached_for={3: 5}),
-        [],
-        "SlavesAttached",
-        False,
-    ),
-    (
-        "misattached-first-seen",
-        attach_facts(replicating={1: "10.0.0.2:10912", 3: "10.0.0.1:10912"}),
-        [],
-        "SlavesAttached",
-        False,
-    ),
-    # In the SyncStateSet it is counted as in sync: never restarted.
-    (
-        "misattached-but-in-set",
-        attach_facts(replicating={1: "10.0.0.2:10912", 3: "10.0.0.1:10912"}, sss=(2, 3), misattached_for={3: 60}),
-        [],
-        "SlavesAttached",
-        False,
-    ),
-    # The master's HA address is unknown: nothing to compare with, nothing restarted.
-    (
-        "master-ha-unknown",
-        attach_facts(replicating={1: "a", 3: "b"}, master_ha=None, misattached_for={1: 60, 3: 60}),
-        [],
-        "SlavesAttached",
-        False,
-    ),
-    (
-        "orphan-and-misattached",
-        attach_facts(replicating={1: None, 3: "10.0.0.1:10912"}, misattached_for={3: 60}),
-        [("Reattach", 1), ("Restart", 3)],
+        "orphan-and-unconnected",
+        stuck(replicating={1: None, 3: "b"}, sss=(2,), connections=0, unconnected_for={3: 60, 1: 60}),
+        [("Reattach", 1), ("Restart", 1), ("Restart", 3)],
         "ReattachSlaves",
         False,
     ),
 ]
 
 
-def test_misattached_slaves() -> None:
-    facts_ = attach_facts(replicating={1: "10.0.0.2:10912", 3: "10.0.0.1:10912"})
-    assert misattached_slaves(facts_) == [3]
-    assert misattached_slaves(attach_facts(replicating={1: "x", 3: "y"}, master_ha=None)) == []
-    assert misattached_slaves(attach_facts(replicating={1: "x", 3: "y"}, alive=(2, 3))) == [3]
+def test_unconnected_slaves() -> None:
+    assert unconnected_slaves(stuck(connections=1)) == [3]
+    assert unconnected_slaves(stuck(connections=2)) == []
+    assert unconnected_slaves(stuck(connections=None)) == []
+    assert unconnected_slaves(attach_facts(sss=(2,), connections=0, alive=(2, 3))) == [3]
 
 
 @pytest.mark.parametrize(("case", "facts_", "actions", "reason", "refused"), REATTACH, ids=[c[0] for c in REATTACH])

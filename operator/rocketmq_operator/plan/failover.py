@@ -14,9 +14,9 @@ Safety rules (operator-anchors §c; CloudNativePG lost writes by promoting befor
   that master itself reports the master role. RocketMQ gives a slave the new master's HA address only through
   a name-server registration, which can race the new master's own and then waits for the next periodic one
   (30 s by default); until the slave is back, `minInSyncReplicas` may refuse every write;
-* a slave outside the SyncStateSet that stays attached to another broker (the old master, after a
-  switchover) for a grace period is restarted: RocketMQ keeps that connection as long as the other end
-  answers.
+* a slave outside the SyncStateSet that is not connected to the master for a grace period (after a
+  switchover it can stay attached to the old master: RocketMQ keeps that connection as long as the other end
+  answers) is restarted.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ class GroupFacts:
     sync_state_set: tuple[int, ...]
     replicas: Mapping[int, ReplicaFacts]
     master_not_serving_since: float | None = None  # when the named master was first seen not serving
-    master_ha_address: str | None = None  # where slaves should replicate from (None: unknown)
-    misattached_since: Mapping[int, float] = field(default_factory=dict)  # see misattached_slaves
+    master_ha_connections: int | None = None  # HA connections the master reports (None: unknown)
+    unconnected_since: Mapping[int, float] = field(default_factory=dict)  # see unconnected_slaves
 
 
 @dataclass(frozen=True)
@@ -198,29 +198,26 @@ def plan_switchover(facts: GroupFacts, target_id: int, *, stale_after_s: float =
     )
 
 
-def misattached_slaves(facts: GroupFacts) -> list[int]:
-    """Alive slaves outside the SyncStateSet whose HA client replicates from somewhere other than the master's
-    HA address (known). RocketMQ's HA client keeps such a connection as long as the other end answers: after
-    a switchover a slave whose name-server registration still saw the old master stays attached to it (a
-    slave now) and never rejoins the set."""
-    if not facts.master_ha_address:
+def unconnected_slaves(facts: GroupFacts) -> list[int]:
+    """Alive slaves outside the SyncStateSet when the master reports fewer HA connections than there are alive
+    slaves by at least that many: none of them replicates from the master. (After a switchover a slave whose
+    name-server registration still saw the old master attaches to it, a slave by then, and RocketMQ's HA client
+    keeps that connection while the other end answers, even once its address is corrected.)"""
+    if facts.master_ha_connections is None:
         return []
-    return sorted(
-        r.broker_id
-        for r in facts.replicas.values()
-        if r.broker_id != facts.master_broker_id
-        and r.alive
-        and r.is_master is False
-        and r.replicating_from
-        and r.replicating_from != facts.master_ha_address
-        and r.broker_id not in facts.sync_state_set
-    )
+    slaves = [
+        r for r in facts.replicas.values() if r.broker_id != facts.master_broker_id and r.alive and r.is_master is False
+    ]
+    outside = sorted(r.broker_id for r in slaves if r.broker_id not in facts.sync_state_set)
+    if outside and len(slaves) - facts.master_ha_connections >= len(outside):
+        return outside
+    return []
 
 
-def plan_reattach(facts: GroupFacts, *, grace_s: float = 10.0, stale_after_s: float = 10.0) -> Decision:
+def plan_reattach(facts: GroupFacts, *, grace_s: float = 15.0, stale_after_s: float = 10.0) -> Decision:
     """Slaves that replicate from nobody while a confirmed master serves: point them at it (harmless if they
-    found it meanwhile: the same address is a no-op). Slaves misattached (:func:`misattached_slaves`) for
-    ``grace_s`` are restarted: pointing them elsewhere does not drop the connection they have."""
+    found it meanwhile: the same address is a no-op). Slaves unconnected (:func:`unconnected_slaves`) for
+    ``grace_s`` are restarted: pointing them at the master does not drop a connection they have elsewhere."""
     doubt = _uncertain(facts, stale_after_s)
     if doubt is not None:
         return doubt
@@ -240,21 +237,19 @@ def plan_reattach(facts: GroupFacts, *, grace_s: float = 10.0, stale_after_s: fl
     )
     stuck = [
         i
-        for i in misattached_slaves(facts)
-        if (since := facts.misattached_since.get(i)) is not None and facts.now - since >= grace_s
+        for i in unconnected_slaves(facts)
+        if (since := facts.unconnected_since.get(i)) is not None and facts.now - since >= grace_s
     ]
     if not orphans and not stuck:
         return Decision(reason="SlavesAttached", message="every alive slave replicates from a master")
     actions = [Action(ActionKind.REATTACH, i, f"point its HA client at master {master_id}") for i in orphans]
-    actions += [
-        Action(ActionKind.RESTART, i, f"its HA client stays on a broker that is not master {master_id}") for i in stuck
-    ]
+    actions += [Action(ActionKind.RESTART, i, f"it does not replicate from master {master_id}") for i in stuck]
     parts = []
     if orphans:
         parts.append(f"slave(s) {orphans} have no master to replicate from; pointing them at master {master_id}")
     if stuck:
         parts.append(
-            f"slave(s) {stuck} replicate from a broker that is not master {master_id} for {grace_s:.0f}s or more "
-            "and are out of the SyncStateSet; restarting them (RocketMQ keeps that connection otherwise)"
+            f"slave(s) {stuck} are out of the SyncStateSet and not connected to master {master_id} for "
+            f"{grace_s:.0f}s or more; restarting them (RocketMQ keeps a connection to another broker otherwise)"
         )
     return Decision(actions=tuple(actions), reason="ReattachSlaves", message="; ".join(parts))

@@ -6,7 +6,7 @@ changed (status, pod labels, pod readiness conditions) → one Event per master 
 actions are carried out only when the decision is certain (fence first, then elect); with the master serving,
 `operations.reattach_slaves` points slaves left without a master at it. Everything is derived again
 from the cluster and the brokers; the only in-memory facts are when a named master was first seen not serving
-and when a slave was first seen attached to a non-master (losing them on restart only restarts the grace
+and when a slave was first seen not connected to the master (losing them on restart only restarts the grace
 periods).
 """
 
@@ -227,8 +227,8 @@ async def _failover(
         async def delete_pod(replica: ReplicaObservation) -> None:
             await kube.delete("Pod", ns, replica.name)
 
-        since = memory.setdefault("misattached_since", {})
-        reattached = await reattach_slaves(client, state, misattached_since=since, restart=delete_pod)
+        since = memory.setdefault("unconnected_since", {})
+        reattached = await reattach_slaves(client, state, unconnected_since=since, restart=delete_pod)
         if reattached.actions:
             logger.info("%s", reattached.message)
         return

@@ -18,8 +18,8 @@ Contract:
 * Replication policy (what the Kubernetes observer does for pods): once brokers may start, every
   `ROCKETMQ_OPERATOR_OBSERVE_SECONDS` (default 0.5) it observes the controller-mode groups and carries out
   `operations.reattach_slaves`: a slave left without a master to replicate from after an election is pointed
-  at the confirmed master, and one stuck on another broker is restarted with SIGTERM (as a pod would be
-  deleted). Failures are logged and retried on the next pass; nothing else is decided here.
+  at the confirmed master, and one not connected to the master for a grace period is restarted with SIGTERM
+  (as a pod would be deleted). Failures are logged and retried on the next pass; nothing else is decided here.
 * SIGTERM/SIGINT/SIGHUP: stop brokers, then name servers/controllers: SIGTERM (plus SIGCONT for suspended
   ones), SIGKILL after `GRACE_S`; record that nothing runs; exit 0. A second signal skips the grace period.
 """
@@ -97,7 +97,7 @@ class Supervisor:
         self.open_phase = 0  # the highest start phase allowed so far
         self.dirty = True
         self.policy_interval_s = float(os.environ.get("ROCKETMQ_OPERATOR_OBSERVE_SECONDS", "0.5"))
-        self.misattached_since: dict[str, dict[int, float]] = {}  # per group, for the replication policy
+        self.unconnected_since: dict[str, dict[int, float]] = {}  # per group, for the replication policy
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -367,7 +367,7 @@ class Supervisor:
                         decision = await reattach_slaves(
                             client,
                             group,
-                            misattached_since=self.misattached_since.setdefault(name, {}),
+                            unconnected_since=self.unconnected_since.setdefault(name, {}),
                             restart=self._restart_replica,
                         )
                         if decision.actions:
