@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

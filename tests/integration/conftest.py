@@ -32,26 +32,21 @@ from typing import Any
 
 import pytest
 
-CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+from real_parts import IN_CI, missing
+
 UP_TIMEOUT_S = 240.0
-
-
-def _missing(reason: str) -> None:
-    if CI:
-        pytest.fail(f"{reason} (CI=true: the integration environment must be complete)")
-    pytest.skip(reason)
 
 
 def require_local_runtime() -> Path:
     """The distribution directory, after checking java; skips (or fails under CI) when either is missing."""
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        _missing("no java on PATH and JAVA_HOME unset (JDK 17 needed)")
+        missing("no java on PATH and JAVA_HOME unset (JDK 17 needed)")
     from rocketmq_operator.platforms.local import distribution
 
     home = distribution.dist_dir()
     if not distribution.is_complete(home):
-        if not CI:
-            _missing(f"RocketMQ distribution not built at {home} (run `rocketmq-operator local dist-path`)")
+        if not IN_CI:
+            missing(f"RocketMQ distribution not built at {home} (run `rocketmq-operator local dist-path`)")
         try:
             home = distribution.ensure_distribution()
         except (distribution.DistributionError, OSError) as exc:

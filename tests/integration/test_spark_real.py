@@ -36,13 +36,13 @@ from typing import Any
 
 import pytest
 
+from real_parts import missing
 from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.tools import ProduceReport, produce
 from rocketmq_operator.tools.digest import Digest
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(600)]
 
-CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 GROUP = "spark-it-bg"
 MANIFEST = f"""\
 apiVersion: rocketmq-operator.dev/v1alpha1
@@ -78,10 +78,7 @@ def _require_pyspark() -> None:
         import pyarrow  # noqa: F401
         import pyspark  # noqa: F401
     except ImportError as exc:
-        reason = f"pyspark/pyarrow missing ({exc}); install the spark extra: pip install -e '.[spark]'"
-        if CI:
-            pytest.fail(f"{reason} (CI=true: the integration environment must be complete)")
-        pytest.skip(reason)
+        missing(f"pyspark/pyarrow missing ({exc}); install the spark extra: pip install -e '.[spark]'")
 
 
 @pytest.fixture(scope="module")

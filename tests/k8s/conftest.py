@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from real_parts import missing
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
@@ -82,9 +84,7 @@ class K8sCluster:
 
 
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"k8s test infrastructure unavailable under CI: {reason}", pytrace=False)
-    pytest.skip(f"k8s test infrastructure unavailable: {reason}")
+    missing(f"k8s test infrastructure unavailable: {reason}")
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
+from real_parts import missing
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "rocketmq-operator"
 GITOPS = ROOT / "examples" / "gitops"
@@ -404,9 +406,7 @@ def _tool(name: str) -> str:
     candidates = sorted(cache.glob(f"k8s/*/bin/{name}"))
     if candidates:
         return str(candidates[-1])
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"no {name} binary under CI: `make k8s-tools` builds it")
-    pytest.skip(f"no {name} binary (PATH or ~/.cache/rocketmq-operator/k8s/*/bin/{name}; run `make k8s-tools`)")
+    missing(f"no {name} binary (PATH or ~/.cache/rocketmq-operator/k8s/*/bin/{name}; run `make k8s-tools`)")
 
 
 def _template(helm: str, *sets: str) -> subprocess.CompletedProcess[str]:

@@ -6,12 +6,9 @@ pyarrow/pyspark are required under CI=true: missing ones fail there and skip els
 from __future__ import annotations
 
 import importlib
-import os
 from types import ModuleType
 
-import pytest
-
-CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+from real_parts import missing
 
 
 def require(module: str) -> ModuleType:
@@ -19,6 +16,4 @@ def require(module: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        if CI:
-            pytest.fail(f"{module} is missing ({exc}); CI=true needs the spark extra: pip install -e '.[spark]'")
-        pytest.skip(f"{module} is not installed (the spark extra)")
+        missing(f"{module} is missing ({exc}); install the spark extra: pip install -e '.[spark]'")
