@@ -47,6 +47,7 @@ from rocketmq_operator.remoting import (
     TopicRoute,
 )
 from rocketmq_operator.remoting.message import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS
+from rocketmq_operator.tools.consume import PullSource
 from rocketmq_operator.tools.routing import broker_address
 
 from .errors import DataLossError, RocketMQSourceError
@@ -68,24 +69,10 @@ SLAVE_COOLDOWN_S = 3.0
 seconds late), pull from the master for this long before following suggestions again."""
 
 
-class PullClient(Protocol):
+class PullClient(PullSource, Protocol):
     async def get_route(
         self, topic: str, *, namesrv: str | None = None, timeout: float | None = None
     ) -> TopicRoute: ...
-
-    async def get_min_offset(self, addr: str, topic: str, queue_id: int, *, timeout: float | None = None) -> int: ...
-
-    async def pull(
-        self,
-        addr: str,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        max_nums: int = ...,
-        consumer_group: str = ...,
-        *,
-        timeout: float | None = None,
-    ) -> PullResult: ...
 
     async def close(self) -> None: ...
 
@@ -178,6 +165,15 @@ class _QueueReader:
         await asyncio.sleep(self.backoff)
         self.backoff = min(BACKOFF_MAX_S, self.backoff * 2)
 
+    async def _pause_and_refresh(self) -> bool:
+        """Back off, then look the route up again; False when the topic is gone (nothing more to read)."""
+        await self._pause()
+        try:
+            await self._refresh_route()
+        except _QueueGone:
+            return False
+        return True
+
     async def _min_offset(self) -> int:
         while True:
             self._check_deadline()
@@ -268,10 +264,7 @@ class _QueueReader:
             if target is None:
                 self.last_problem = f"broker group {self.queue.broker_name} is not in the route"
                 wanted = 0
-                await self._pause()
-                try:
-                    await self._refresh_route()
-                except _QueueGone:
+                if not await self._pause_and_refresh():
                     return
                 continue
             addr, broker_id = target
@@ -284,10 +277,7 @@ class _QueueReader:
                     log.info("rocketmq source: %s; reading from the master for a while", self.last_problem)
                     self.slave_cooldown_until = time.monotonic() + SLAVE_COOLDOWN_S
                     continue
-                await self._pause()
-                try:
-                    await self._refresh_route()
-                except _QueueGone:
+                if not await self._pause_and_refresh():
                     return
                 continue
             suggested = result.suggest_which_broker_id if self.s.read_from == "auto" else 0

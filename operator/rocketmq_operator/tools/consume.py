@@ -62,7 +62,9 @@ Start = Literal["earliest", "latest"]
 ReadFrom = Literal["auto", "master"]
 
 
-class ConsumeClient(RouteClient, Protocol):
+class PullSource(Protocol):
+    """What reading a queue needs of a client (this tool and the Spark source's executors)."""
+
     async def pull(
         self,
         addr: str,
@@ -77,6 +79,8 @@ class ConsumeClient(RouteClient, Protocol):
 
     async def get_min_offset(self, addr: str, topic: str, queue_id: int, *, timeout: float | None = None) -> int: ...
 
+
+class ConsumeClient(RouteClient, PullSource, Protocol):
     async def get_max_offset(self, addr: str, topic: str, queue_id: int, *, timeout: float | None = None) -> int: ...
 
     async def update_consumer_offset(
