@@ -67,6 +67,11 @@ class GroupState:
         return next((r for r in self.replicas if r.broker_id == broker_id), None)
 
     @property
+    def named_master(self) -> ReplicaObservation | None:
+        """The replica the controller names master (by broker id), whatever it answers itself."""
+        return self.replica_by_id(self.master_broker_id) if self.master_broker_id is not None else None
+
+    @property
     def master(self) -> ReplicaObservation | None:
         if self.master_address:
             found = next((r for r in self.replicas if r.address == self.master_address), None)

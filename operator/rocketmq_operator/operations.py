@@ -62,7 +62,7 @@ def facts_from_state(state: GroupState, now: float | None = None) -> GroupFacts:
         for r in state.replicas
         if r.broker_id is not None
     }
-    master = state.replica_by_id(state.master_broker_id) if state.master_broker_id is not None else None
+    master = state.named_master
     master_connections = master.ha_connections if master is not None else None
     return GroupFacts(
         now=time.time() if now is None else now,
@@ -102,7 +102,7 @@ async def reattach_slaves(
     for broker_id in current:
         memory.setdefault(broker_id, now)
     decision = plan_reattach(dataclasses.replace(facts, unconnected_since=dict(memory)))
-    master = state.replica_by_id(state.master_broker_id) if state.master_broker_id is not None else None
+    master = state.named_master
     if not decision.actions or master is None:
         return decision
     info: HaInfo | None = None
@@ -155,7 +155,7 @@ async def switchover(
     report = OperationReport(decision)
     if decision.refused:
         raise OperationRefused(f"switchover refused ({decision.reason}): {decision.message}")
-    old = state.replica_by_id(state.master_broker_id) if state.master_broker_id is not None else None
+    old = state.named_master
     target = state.replica_by_id(target_id)
     assert old is not None and target is not None  # plan_switchover checked both
     leader = state.controller_leader
