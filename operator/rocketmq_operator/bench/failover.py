@@ -29,11 +29,10 @@ from typing import Any
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.observe import ReplicaEndpoint, observe_groups
 from rocketmq_operator.plan.status import build_broker_status
-from rocketmq_operator.platforms.local import commands
+from rocketmq_operator.platforms.local import control
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, read_state
-from rocketmq_operator.platforms.local.status import supervisor_running
 from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.produce import SendRecord, SteadyProducer
@@ -80,15 +79,7 @@ async def _cli(*args: str) -> str:
 async def _sigkill(state_dir: Path, replica: str) -> float:
     """SIGKILL one replica through the supervisor (which restarts it after its back-off); returns when the
     signal was sent, by the supervisor's clock (the same machine's wall clock)."""
-    layout = StateLayout(state_dir)
-    answer = await commands.send_request(
-        layout.commands_dir,
-        "signal",
-        alive=lambda: supervisor_running(read_state(layout.state_file)),
-        replica=replica,
-        signal="KILL",
-        noRestart=False,
-    )
+    answer = await control.request(StateLayout(state_dir), "signal", replica=replica, signal="KILL", noRestart=False)
     if not answer.get("ok"):
         raise RuntimeError(f"could not SIGKILL {replica}: {answer.get('message')}")
     return float(answer.get("signalledAt") or time.time())

@@ -460,13 +460,16 @@ def _down(layout: StateLayout, *, purge: bool, out: Out) -> int:
 # ---------------------------------------------------------------------------------------------- kill / start
 
 
-def _request(layout: StateLayout, op: str, **arguments: Any) -> dict[str, Any]:
+async def request(layout: StateLayout, op: str, **arguments: Any) -> dict[str, Any]:
+    """Send one request to the running supervisor and wait for its answer."""
     state = read_state(layout.state_file)
     if not supervisor_running(state):
         raise LocalError(f"no supervisor runs for {layout.root}; fix: `rocketmq-operator local up` first")
-    return asyncio.run(
-        commands.send_request(layout.commands_dir, op, alive=lambda: supervisor_running(state), **arguments)
-    )
+    return await commands.send_request(layout.commands_dir, op, alive=lambda: supervisor_running(state), **arguments)
+
+
+def _request(layout: StateLayout, op: str, **arguments: Any) -> dict[str, Any]:
+    return asyncio.run(request(layout, op, **arguments))
 
 
 def kill(state_dir: Path, replica: str, *, sig: str = "KILL", no_restart: bool = False, out: Out = _stdout) -> int:
