@@ -171,6 +171,13 @@ CASES: list[Case] = [
         "'Recycle'",
     ),
     Case(
+        "detection-too-short",
+        b("spec.failover", {"detectionSeconds": 0.5}),
+        "BrokerGroup.failover.detectionSeconds",
+        "spec.failover.detectionSeconds",
+        "0.5 is outside 1..60",
+    ),
+    Case(
         "memory-ratio-high",
         b("spec.slaveRead", {"enabled": True, "memoryRatio": 140}),
         "BrokerGroup.slaveRead.memoryRatio",

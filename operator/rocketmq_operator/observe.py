@@ -80,9 +80,11 @@ class GroupState:
         return next((r for r in self.replicas if r.is_master and r.reachable), None)
 
 
-async def _observe_replica(client: RemotingClient, ep: ReplicaEndpoint) -> ReplicaObservation:
+async def _observe_replica(
+    client: RemotingClient, ep: ReplicaEndpoint, timeout: float = OBSERVE_TIMEOUT_S
+) -> ReplicaObservation:
     try:
-        info = await client.get_runtime_info(ep.address, timeout=OBSERVE_TIMEOUT_S)
+        info = await client.get_runtime_info(ep.address, timeout=timeout)
     except (RemotingException, OSError) as exc:
         return ReplicaObservation(ep.name, ep.address, reachable=False, error=str(exc) or type(exc).__name__)
     is_master: bool | None = None
@@ -90,7 +92,7 @@ async def _observe_replica(client: RemotingClient, ep: ReplicaEndpoint) -> Repli
     ha_connections: int | None = None
     # A broker that has no role yet (controller mode, no master elected) answers runtime info but not this.
     with contextlib.suppress(RemotingException, OSError):
-        ha = await client.get_ha_status(ep.address, timeout=OBSERVE_TIMEOUT_S)
+        ha = await client.get_ha_status(ep.address, timeout=timeout)
         is_master = ha.master
         if ha.master:
             ha_connections = len(ha.connections)
@@ -109,11 +111,13 @@ async def _observe_replica(client: RemotingClient, ep: ReplicaEndpoint) -> Repli
     )
 
 
-async def _classic_in_sync(client: RemotingClient, master: ReplicaObservation | None) -> tuple[str, ...]:
+async def _classic_in_sync(
+    client: RemotingClient, master: ReplicaObservation | None, timeout: float
+) -> tuple[str, ...]:
     if master is None or not master.reachable:
         return ()
     try:
-        ha = await client.get_ha_status(master.address, timeout=OBSERVE_TIMEOUT_S)
+        ha = await client.get_ha_status(master.address, timeout=timeout)
     except (RemotingException, OSError):
         return ()
     # HA connections are reported by the slave's client port, not its broker address: count them only.
@@ -184,6 +188,7 @@ async def observe_groups(
     controllers: Sequence[str],
     groups: Mapping[str, Sequence[ReplicaEndpoint]],
     controller_mode: Mapping[str, bool] | None = None,
+    timeout: float = OBSERVE_TIMEOUT_S,
 ) -> dict[str, GroupState]:
     """Observe every group; controller-mode groups share one leader lookup and one SyncStateSet request."""
     modes = {g: (controller_mode or {}).get(g, bool(controllers)) for g in groups}
@@ -193,23 +198,23 @@ async def observe_groups(
     wanted = [g for g in groups if modes[g]]
     if wanted:
         try:
-            meta = await client.find_controller_leader(list(controllers), timeout=OBSERVE_TIMEOUT_S)
+            meta = await client.find_controller_leader(list(controllers), timeout=timeout)
             leader = meta.leader_address
             if leader is None:
                 raise RemotingException("no controller leader")
-            sync = await client.get_sync_state_data(leader, wanted, timeout=OBSERVE_TIMEOUT_S)
+            sync = await client.get_sync_state_data(leader, wanted, timeout=timeout)
         except (RemotingException, OSError) as exc:
             controller_error = f"controller quorum unreadable: {exc or type(exc).__name__}"
             sync = {}
     names = list(groups)
     observed = await asyncio.gather(
-        *(asyncio.gather(*(_observe_replica(client, ep) for ep in groups[g])) for g in names)
+        *(asyncio.gather(*(_observe_replica(client, ep, timeout) for ep in groups[g])) for g in names)
     )
     out: dict[str, GroupState] = {}
     for group, obs in zip(names, observed, strict=True):
         state = _merge(group, groups[group], obs, sync.get(group), modes[group], leader, controller_error)
         if not modes[group]:
-            in_sync = await _classic_in_sync(client, state.master)
+            in_sync = await _classic_in_sync(client, state.master, timeout)
             state = GroupState(**{**state.__dict__, "classic_in_sync_addresses": in_sync})
         out[group] = state
     return out

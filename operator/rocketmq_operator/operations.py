@@ -2,8 +2,12 @@
 
 Contract: decisions come from `plan.failover` (pure); this module only carries out their actions in order,
 with the remoting client, and stops at the first action that cannot be completed, undoing a fence it made.
-Fencing a master = turning its write permission off (`brokerPermission=4`, READ only), which RocketMQ checks
-on every send (the producer gets NO_PERMISSION and retries elsewhere); a platform may also stop the process.
+Fencing a master that answers = turning its write permission off (`brokerPermission=4`, READ only), which
+RocketMQ checks on every send (the producer gets NO_PERMISSION and retries elsewhere). Fencing a master that
+does not answer, or a deposed one, is the platform's (`FailoverPlatform.fence`: the local supervisor kills the
+process it owns; Kubernetes deletes the pod with grace period 0). `run_replication_policy` is the one policy
+pass both platforms run after each observation: fence deposed masters, fail over a master that does not answer,
+re-attach slaves, re-register a master a name server lost.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from rocketmq_operator.observe import GroupState, ReplicaEndpoint, ReplicaObservation, observe_groups
 from rocketmq_operator.plan.failover import (
@@ -21,8 +26,11 @@ from rocketmq_operator.plan.failover import (
     Decision,
     GroupFacts,
     ReplicaFacts,
+    plan_failover,
+    plan_fence_deposed,
     plan_reattach,
     plan_switchover,
+    track_deposed,
     unconnected_slaves,
 )
 from rocketmq_operator.remoting import HaInfo, RemotingClient, RemotingException
@@ -86,6 +94,7 @@ async def reattach_slaves(
     unconnected_since: dict[int, float] | None = None,
     restart: RestartReplica | None = None,
     timeout: float = 1.0,
+    master_ha: HaInfo | None = None,
 ) -> Decision:
     """Carry out `plan_reattach` on one observation. Orphaned slaves get the master's HA address
     (EXCHANGE_BROKER_HA_INFO, asked of the master). Slaves not connected to the master for the grace period
@@ -101,11 +110,14 @@ async def reattach_slaves(
             del memory[broker_id]
     for broker_id in current:
         memory.setdefault(broker_id, now)
-    decision = plan_reattach(dataclasses.replace(facts, unconnected_since=dict(memory)))
+    master_ha_address = master_ha.master_ha_address if master_ha is not None else None
+    decision = plan_reattach(
+        dataclasses.replace(facts, unconnected_since=dict(memory), master_ha_address=master_ha_address)
+    )
     master = state.named_master
     if not decision.actions or master is None:
         return decision
-    info: HaInfo | None = None
+    info: HaInfo | None = master_ha if master_ha_address else None
     for action in decision.actions:
         replica = state.replica_by_id(action.broker_id)
         if replica is None:
@@ -227,3 +239,196 @@ async def _wait_serving(client: RemotingClient, addr: str, timeout_s: float) -> 
         if time.monotonic() > deadline:
             raise TimeoutError(f"{addr} did not become master within {timeout_s}s")
         await asyncio.sleep(0.05)
+
+
+class FailoverPlatform(Protocol):
+    """What only a platform can do to a replica: it owns the process (local) or the pod (Kubernetes)."""
+
+    async def fence(self, replica: ReplicaObservation, *, started_before: float | None) -> str:
+        """Make sure the replica's process cannot acknowledge anything: kill it now (it restarts and registers
+        as whatever the controller says). ``started_before``: act only on a process started before that time
+        (the one that was master), not on its restarted successor. Returns what was done, for the log."""
+        ...
+
+    async def restart(self, replica: ReplicaObservation) -> None:
+        """A graceful restart (SIGTERM, or pod deletion with its grace period)."""
+        ...
+
+
+@dataclass
+class PolicyMemory:
+    """What one group's policy remembers between passes (in memory only: losing it restarts the grace periods
+    and forgets deposed masters that have not answered as slaves yet, which the next master change re-learns)."""
+
+    last_answered: dict[int, float] = field(default_factory=dict)  # broker id -> last observation it answered
+    previous_master: int | None = None  # the master the controller named at the last readable observation
+    deposed_at: dict[int, float] = field(default_factory=dict)  # see plan.failover.track_deposed
+    unconnected_since: dict[int, float] = field(default_factory=dict)
+    route_wrong_since: dict[str, float] = field(default_factory=dict)  # name server -> first seen without master
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    cluster: str
+    allow_unclean: bool = False
+    detection_s: float = 5.0
+    name_servers: tuple[str, ...] = ()
+    route_grace_s: float = 1.0  # a master re-registers itself on a role change: give it this long
+
+
+@dataclass
+class PolicyOutcome:
+    decisions: list[Decision] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+
+    @property
+    def acted(self) -> bool:
+        return bool(self.steps)
+
+
+def _remember(memory: PolicyMemory, state: GroupState, facts: GroupFacts) -> GroupFacts:
+    for r in state.replicas:
+        if r.broker_id is not None and r.reachable:
+            memory.last_answered[r.broker_id] = state.observed_at
+    if facts.controller_reachable:
+        memory.deposed_at = track_deposed(memory.deposed_at, memory.previous_master, facts)
+        if facts.master_broker_id is not None:
+            memory.previous_master = facts.master_broker_id
+    since: float | None = None
+    master = facts.replicas.get(facts.master_broker_id) if facts.master_broker_id is not None else None
+    if master is not None and not master.alive:
+        # Never seen answering (the policy just started): count from now, never from the epoch.
+        since = memory.last_answered.setdefault(master.broker_id, state.observed_at)
+    return dataclasses.replace(facts, master_not_serving_since=since, deposed_at=dict(memory.deposed_at))
+
+
+async def run_replication_policy(
+    client: RemotingClient,
+    state: GroupState,
+    settings: PolicySettings,
+    memory: PolicyMemory,
+    platform: FailoverPlatform,
+    *,
+    timeout: float = 1.0,
+) -> PolicyOutcome:
+    """One pass of the replication policy for one controller-mode group, on one fresh observation. Order:
+    fence deposed masters (they must never acknowledge a write), fail over a master that does not answer
+    (fence, then elect), re-attach slaves to the confirmed master, make every name server list that master.
+    Never raises for a broker or controller that does not answer: the next pass tries again."""
+    outcome = PolicyOutcome()
+    facts = _remember(memory, state, facts_from_state(state, time.time()))
+    fence = plan_fence_deposed(facts)
+    outcome.decisions.append(fence)
+    for action in fence.actions:
+        replica = state.replica_by_id(action.broker_id)
+        if replica is not None:
+            done = await platform.fence(replica, started_before=memory.deposed_at.get(action.broker_id))
+            if done:
+                outcome.steps.append(f"{fence.message}: {done}")
+    failover = plan_failover(facts, allow_unclean=settings.allow_unclean, detection_s=settings.detection_s)
+    outcome.decisions.append(failover)
+    if failover.actions:
+        await _fail_over(client, state, settings, failover, platform, outcome, timeout)
+        return outcome
+    master = state.named_master
+    master_ha: HaInfo | None = None
+    if master is not None and master.reachable and master.is_master:
+        with contextlib.suppress(RemotingException, OSError):
+            master_ha = await client.get_ha_info(master.address, timeout=timeout)
+
+    async def restart(replica: ReplicaObservation) -> None:
+        outcome.steps.append(f"restart {replica.name}: not connected to the master")
+        await platform.restart(replica)
+
+    reattach = await reattach_slaves(
+        client,
+        state,
+        unconnected_since=memory.unconnected_since,
+        restart=restart,
+        timeout=timeout,
+        master_ha=master_ha,
+    )
+    outcome.decisions.append(reattach)
+    if reattach.actions:
+        outcome.steps.append(reattach.message)
+    if master is not None and master_ha is not None and settings.name_servers:
+        step = await _ensure_registered(client, state, master, settings, memory, timeout)
+        if step:
+            outcome.steps.append(step)
+    return outcome
+
+
+async def _fail_over(
+    client: RemotingClient,
+    state: GroupState,
+    settings: PolicySettings,
+    decision: Decision,
+    platform: FailoverPlatform,
+    outcome: PolicyOutcome,
+    timeout: float,
+) -> None:
+    old = state.master_broker_id
+    for action in decision.actions:
+        replica = state.replica_by_id(action.broker_id)
+        if action.kind is ActionKind.FENCE and replica is not None:
+            done = await platform.fence(replica, started_before=None)
+            outcome.steps.append(f"fenced master {replica.name}: {done}")
+        elif action.kind is ActionKind.ELECT:
+            leader = state.controller_leader
+            if leader is None:
+                return
+            try:
+                # The controller may have elected on its own meanwhile (the fence closed the master's channels):
+                # a second election would only bump the epoch again.
+                now = (await client.get_sync_state_data(leader, [state.group], timeout=timeout)).get(state.group)
+                if now is not None and now.master_broker_id not in (None, old):
+                    outcome.steps.append(f"the controller already elected broker {now.master_broker_id}")
+                    return
+                result = await client.elect_master(
+                    leader, settings.cluster, state.group, action.broker_id, designate=True, timeout=timeout
+                )
+                outcome.steps.append(
+                    f"{decision.message}: elected broker {result.master_broker_id} (epoch {result.master_epoch})"
+                )
+            except (RemotingException, OSError) as exc:
+                outcome.steps.append(f"election of broker {action.broker_id} failed: {exc}; retried next pass")
+
+
+async def _ensure_registered(
+    client: RemotingClient,
+    state: GroupState,
+    master: ReplicaObservation,
+    settings: PolicySettings,
+    memory: PolicyMemory,
+    timeout: float,
+) -> str | None:
+    """A name server that lists another master (or none) for the group, for longer than the grace, gets the
+    master's route at once: setting brokerPermission (to the value it has) makes the broker register with every
+    name server (AdminBrokerProcessor.updateBrokerConfig); RocketMQ would wait registerNameServerPeriod (30 s)."""
+    now = time.time()
+    wrong: list[str] = []
+    for namesrv in settings.name_servers:
+        try:
+            info = await client.get_cluster_info(namesrv=namesrv, timeout=timeout)
+        except (RemotingException, OSError):
+            memory.route_wrong_since.pop(namesrv, None)  # a name server that is down is not wrong
+            continue
+        broker = info.broker_addr_table.get(state.group)
+        listed = broker.broker_addrs.get(0) if broker is not None else None
+        if listed == master.address:
+            memory.route_wrong_since.pop(namesrv, None)
+            continue
+        since = memory.route_wrong_since.setdefault(namesrv, now)
+        if now - since >= settings.route_grace_s:
+            wrong.append(f"{namesrv} lists {listed or 'no master'}")
+    if not wrong:
+        return None
+    try:
+        config = await client.get_broker_config(master.address, timeout=timeout)
+        await client.update_broker_config(
+            master.address, {"brokerPermission": config.get("brokerPermission", str(PERM_READ_WRITE))}
+        )
+    except (RemotingException, OSError):
+        return None
+    memory.route_wrong_since.clear()
+    return f"re-registered master {master.name} with every name server ({'; '.join(wrong)})"

@@ -184,7 +184,7 @@ def test_dead_master_alone_is_no_eligible_master_and_unclean_is_refused(local_pl
         state = read_state(StateLayout(cluster.state_dir).state_file)
         states = asyncio.run(observe(state))
         facts = facts_from_state(states[GROUP])
-        refused = plan_failover(facts, allow_unclean=False, grace_s=0.0)
+        refused = plan_failover(facts, allow_unclean=False, detection_s=0.0)
         assert refused.refused and refused.reason == "NoEligibleMaster" and "allowUnclean" in refused.message
-        allowed = plan_failover(facts, allow_unclean=True, grace_s=0.0)
+        allowed = plan_failover(facts, allow_unclean=True, detection_s=0.0)
         assert allowed.unclean and "UNCLEAN" in allowed.message

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from rocketmq_operator.plan.failover import (
@@ -9,8 +11,10 @@ from rocketmq_operator.plan.failover import (
     GroupFacts,
     ReplicaFacts,
     plan_failover,
+    plan_fence_deposed,
     plan_reattach,
     plan_switchover,
+    track_deposed,
     unconnected_slaves,
 )
 
@@ -245,3 +249,101 @@ def test_plan_reattach(
     assert kinds(decision) == actions
     assert decision.reason == reason and decision.refused is refused
     assert decision.message
+
+
+def test_detection_time_is_the_spec_field() -> None:
+    hung = facts(alive=(2, 3), not_serving_for=2.5)
+    assert plan_failover(hung, allow_unclean=False, detection_s=4.0).reason == "WaitingForController"
+    tuned = plan_failover(hung, allow_unclean=False, detection_s=2.0)
+    assert kinds(tuned) == [("Fence", 1), ("Elect", 2)]
+    assert "detectionSeconds" in plan_failover(hung, allow_unclean=False, detection_s=4.0).message
+
+
+# A slave pointed at an address that is not the confirmed master's HA address (a name server handed it a deposed
+# master) is pointed at the master again; with the master's HA address unknown, only orphans are.
+WRONG_MASTER = [
+    ("stale-address", "master-ha", {1: "master-ha", 3: "old-ha"}, [("Reattach", 3)]),
+    ("right-address", "master-ha", {1: "master-ha", 3: "master-ha"}, []),
+    ("address-unknown", None, {1: "master-ha", 3: "old-ha"}, []),
+    ("orphan-too", "master-ha", {1: None, 3: "old-ha"}, [("Reattach", 1), ("Reattach", 3)]),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "master_ha", "replicating", "actions"), WRONG_MASTER, ids=[c[0] for c in WRONG_MASTER]
+)
+def test_reattach_points_slaves_at_the_confirmed_master_only(
+    case: str, master_ha: str | None, replicating: dict[int, str | None], actions: list[tuple[str, int]]
+) -> None:
+    f = dataclasses.replace(attach_facts(replicating=replicating), master_ha_address=master_ha)
+    assert kinds(plan_reattach(f)) == actions
+
+
+def deposed_facts(
+    master: int | None = 2,
+    alive: tuple[int, ...] = (2, 3),
+    roles: dict[int, bool | None] | None = None,
+    deposed: dict[int, float] | None = None,
+) -> GroupFacts:
+    roles = roles if roles is not None else {1: None, 2: True, 3: False}
+    return GroupFacts(
+        now=100.0,
+        observed_at=100.0,
+        controller_reachable=True,
+        master_broker_id=master,
+        sync_state_set=(2,),
+        replicas={i: ReplicaFacts(i, i in alive, 100, is_master=roles.get(i)) for i in (1, 2, 3)},
+        deposed_at=deposed if deposed is not None else {1: 99.5},
+    )
+
+
+FENCE_DEPOSED = [
+    # Hung (SIGSTOP) or partitioned: it would wake up as master of the old epoch. Fenced at once.
+    ("deposed-hung", deposed_facts(), [("FenceDeposed", 1)], "FenceDeposedMaster"),
+    # Answers as master: the role-change notice may still be on its way; fenced after the grace.
+    ("deposed-master-within-grace", deposed_facts(alive=(1, 2, 3), roles={1: True, 2: True}), [], "NoDeposedMaster"),
+    (
+        "deposed-master-past-grace",
+        deposed_facts(alive=(1, 2, 3), roles={1: True, 2: True}, deposed={1: 95.0}),
+        [("FenceDeposed", 1)],
+        "FenceDeposedMaster",
+    ),
+    ("deposed-now-slave", deposed_facts(alive=(1, 2, 3), roles={1: False, 2: True}), [], "NoDeposedMaster"),
+    # Re-elected: it is the master again, not deposed.
+    ("re-elected", deposed_facts(master=1, alive=(1, 2, 3), roles={1: True}), [], "NoDeposedMaster"),
+    ("nothing-deposed", deposed_facts(deposed={}), [], "NoDeposedMaster"),
+    # Needs no controller answer: the deposition was read before.
+    (
+        "controller-down-still-fences",
+        dataclasses.replace(deposed_facts(), controller_reachable=False),
+        [("FenceDeposed", 1)],
+        "FenceDeposedMaster",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "f", "actions", "reason"), FENCE_DEPOSED, ids=[c[0] for c in FENCE_DEPOSED])
+def test_plan_fence_deposed(case: str, f: GroupFacts, actions: list[tuple[str, int]], reason: str) -> None:
+    decision = plan_fence_deposed(f)
+    assert (kinds(decision), decision.reason) == (actions, reason)
+    assert decision.message
+
+
+TRACK = [
+    # The controller moved from 1 to 2: 1 is watched from now on.
+    ("master-changed", {}, 1, deposed_facts(deposed={}), {1: 100.0}),
+    ("no-change", {}, 2, deposed_facts(deposed={}), {}),
+    ("first-observation", {}, None, deposed_facts(deposed={}), {}),
+    # It answered as a slave: safe, forgotten.
+    ("now-slave", {1: 90.0}, 2, deposed_facts(alive=(1, 2, 3), roles={1: False, 2: True}, deposed={}), {}),
+    ("still-hung", {1: 90.0}, 2, deposed_facts(deposed={}), {1: 90.0}),
+    # 1 is master again (no longer watched); 2, the master it replaced, is watched now.
+    ("re-elected", {1: 90.0}, 2, deposed_facts(master=1, alive=(1, 2), roles={1: True}, deposed={}), {2: 100.0}),
+]
+
+
+@pytest.mark.parametrize(("case", "before", "previous", "f", "after"), TRACK, ids=[c[0] for c in TRACK])
+def test_track_deposed(
+    case: str, before: dict[int, float], previous: int | None, f: GroupFacts, after: dict[int, float]
+) -> None:
+    assert track_deposed(before, previous, f) == after

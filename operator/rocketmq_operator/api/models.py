@@ -117,10 +117,20 @@ class JvmSpec(Model):
     extra_options: list[str] = Field(default_factory=list, description="Appended after the rendered options.")
 
 
+DEFAULT_DETECTION_SECONDS = 4.0
+
+
 class FailoverSpec(Model):
     allow_unclean: bool = Field(
         default=False,
         description="Allow electing a master outside the SyncStateSet (may lose acknowledged messages).",
+    )
+    detection_seconds: float = Field(
+        default=DEFAULT_DETECTION_SECONDS,
+        description="Seconds the master may go without answering the operator before it is fenced (its process "
+        "killed, or its pod deleted with grace period 0) and the controller is asked to elect; the controller "
+        "alone would wait controllerHeartBeatTimeoutMills (10 s). Lower is faster failover; a stop-the-world "
+        "pause longer than this causes a needless failover. 1 to 60.",
     )
 
 

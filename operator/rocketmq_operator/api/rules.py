@@ -460,6 +460,23 @@ def _broker_rules() -> list[Rule]:
             values={"value": Placeholder("self.storage.reclaimPolicy", lambda r: r.spec.storage.reclaim_policy)},
         ),
         Rule(
+            id="BrokerGroup.failover.detectionSeconds",
+            kind=k,
+            scope="spec",
+            field_path=".failover.detectionSeconds",
+            problem="{value} is outside 1..60",
+            rule="detectionSeconds is how long the master may not answer before it is fenced and replaced",
+            fix="set detectionSeconds between 1 (fast, but a long GC pause fails over) and 60",
+            cel="!has(self.failover) || !has(self.failover.detectionSeconds) || "
+            "(self.failover.detectionSeconds >= 1.0 && self.failover.detectionSeconds <= 60.0)",
+            valid=lambda r: 1 <= r.spec.failover.detection_seconds <= 60,
+            values={
+                "value": Placeholder(
+                    "string(self.failover.detectionSeconds)", lambda r: r.spec.failover.detection_seconds
+                )
+            },
+        ),
+        Rule(
             id="BrokerGroup.slaveRead.memoryRatio",
             kind=k,
             scope="spec",

@@ -16,7 +16,13 @@ Safety rules (operator-anchors §c; CloudNativePG lost writes by promoting befor
   (30 s by default); until the slave is back, `minInSyncReplicas` may refuse every write;
 * a slave outside the SyncStateSet that is not connected to the master for a grace period (after a
   switchover it can stay attached to the old master: RocketMQ keeps that connection as long as the other end
-  answers) is restarted.
+  answers) is restarted;
+* a slave that replicates from any HA address but the confirmed master's is pointed at the master (RocketMQ
+  takes a slave's HA address from whatever master a name server still lists, a deposed one included);
+* a deposed master never acknowledges a write: a former master that the controller no longer names is fenced
+  (its process killed: it restarts as a slave of the current epoch) while it does not answer (hung: it may wake
+  up believing it is master) or answers as master after a short grace (the controller's role-change notice is
+  oneway and can be lost). RocketMQ has no guard of its own here (docs/fencing.md).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ class ActionKind(StrEnum):
     ELECT = "Elect"  # ask the controller leader to elect (designated broker id)
     UNFENCE = "Unfence"  # restore write permission on the old master (now a slave)
     REATTACH = "Reattach"  # point a slave's HA client at the current master's HA address
+    FENCE_DEPOSED = "FenceDeposed"  # kill a former master's process (it restarts as a slave of the new epoch)
     RESTART = "Restart"  # restart a slave stuck replicating from a broker that is no longer master
 
 
@@ -62,6 +69,8 @@ class GroupFacts:
     master_not_serving_since: float | None = None  # when the named master was first seen not serving
     master_ha_connections: int | None = None  # HA connections the master reports (None: unknown)
     unconnected_since: Mapping[int, float] = field(default_factory=dict)  # see unconnected_slaves
+    master_ha_address: str | None = None  # the confirmed master's HA address (None: unknown)
+    deposed_at: Mapping[int, float] = field(default_factory=dict)  # former masters: when the controller moved on
 
 
 @dataclass(frozen=True)
@@ -98,9 +107,10 @@ def _best(candidates: list[ReplicaFacts]) -> ReplicaFacts:
 
 
 def plan_failover(
-    facts: GroupFacts, *, allow_unclean: bool, grace_s: float = 5.0, stale_after_s: float = 10.0
+    facts: GroupFacts, *, allow_unclean: bool, detection_s: float = 5.0, stale_after_s: float = 10.0
 ) -> Decision:
-    """What to do about the current master, if anything."""
+    """What to do about the current master, if anything. ``detection_s`` (spec.failover.detectionSeconds) is how
+    long the named master may go without answering before it is fenced and another replica elected."""
     doubt = _uncertain(facts, stale_after_s)
     if doubt is not None:
         return doubt
@@ -110,11 +120,11 @@ def plan_failover(
     if master is not None:
         since = facts.master_not_serving_since
         waited = 0.0 if since is None else facts.now - since
-        if waited < grace_s:
+        if waited < detection_s:
             return Decision(
                 reason="WaitingForController",
-                message=f"master {master.broker_id} is not serving for {waited:.1f}s; the controller gets "
-                f"{grace_s:.1f}s to elect before the operator acts",
+                message=f"master {master.broker_id} is not answering for {waited:.1f}s; it is fenced and "
+                f"replaced after {detection_s:.1f}s (spec.failover.detectionSeconds)",
             )
     members = [
         facts.replicas[i]
@@ -233,7 +243,13 @@ def plan_reattach(facts: GroupFacts, *, grace_s: float = 15.0, stale_after_s: fl
     orphans = sorted(
         r.broker_id
         for r in facts.replicas.values()
-        if r.broker_id != master_id and r.alive and r.is_master is False and not r.replicating_from
+        if r.broker_id != master_id
+        and r.alive
+        and r.is_master is False
+        and (
+            not r.replicating_from
+            or (facts.master_ha_address is not None and r.replicating_from != facts.master_ha_address)
+        )
     )
     stuck = [
         i
@@ -246,10 +262,56 @@ def plan_reattach(facts: GroupFacts, *, grace_s: float = 15.0, stale_after_s: fl
     actions += [Action(ActionKind.RESTART, i, f"it does not replicate from master {master_id}") for i in stuck]
     parts = []
     if orphans:
-        parts.append(f"slave(s) {orphans} have no master to replicate from; pointing them at master {master_id}")
+        parts.append(
+            f"slave(s) {orphans} have no master to replicate from, or another one; pointing them at master {master_id}"
+        )
     if stuck:
         parts.append(
             f"slave(s) {stuck} are out of the SyncStateSet and not connected to master {master_id} for "
             f"{grace_s:.0f}s or more; restarting them (RocketMQ keeps a connection to another broker otherwise)"
         )
     return Decision(actions=tuple(actions), reason="ReattachSlaves", message="; ".join(parts))
+
+
+def plan_fence_deposed(facts: GroupFacts, *, grace_s: float = 1.0) -> Decision:
+    """Former masters (``facts.deposed_at``) that could still acknowledge a write are fenced: one that does not
+    answer at once (hung, or partitioned: when it wakes up it still believes it is master, and a slave that a
+    name server points at it gives it a quorum), one that answers as master after ``grace_s``. One that answers
+    as slave is safe. Needs no controller: the deposition was read when it was reachable, and killing the
+    deposed process of a group whose master serves costs nothing but a restart."""
+    actions: list[Action] = []
+    notes: list[str] = []
+    for broker_id, since in sorted(facts.deposed_at.items()):
+        if broker_id == facts.master_broker_id:
+            continue  # named master again (re-elected): not deposed
+        replica = facts.replicas.get(broker_id)
+        if replica is None:
+            continue
+        if not replica.alive:
+            actions.append(Action(ActionKind.FENCE_DEPOSED, broker_id, "deposed master does not answer"))
+            notes.append(f"broker {broker_id} (deposed, not answering)")
+        elif replica.is_master is True and facts.now - since >= grace_s:
+            actions.append(Action(ActionKind.FENCE_DEPOSED, broker_id, "deposed master still answers as master"))
+            notes.append(f"broker {broker_id} (deposed, still master after {facts.now - since:.1f}s)")
+    if not actions:
+        return Decision(reason="NoDeposedMaster", message="no former master can acknowledge a write")
+    return Decision(
+        actions=tuple(actions),
+        reason="FenceDeposedMaster",
+        message=f"fencing {', '.join(notes)}: master is broker {facts.master_broker_id} now; a deposed master "
+        "must not acknowledge a write",
+    )
+
+
+def track_deposed(deposed_at: Mapping[int, float], previous_master: int | None, facts: GroupFacts) -> dict[int, float]:
+    """Which former masters still need watching after this observation: the previous master joins when the
+    controller names another one; a former master leaves once it answers as a slave, or is named again."""
+    out = dict(deposed_at)
+    current = facts.master_broker_id
+    if previous_master is not None and current is not None and current != previous_master:
+        out.setdefault(previous_master, facts.now)
+    for broker_id in list(out):
+        replica = facts.replicas.get(broker_id)
+        if broker_id == current or (replica is not None and replica.alive and replica.is_master is False):
+            del out[broker_id]
+    return out

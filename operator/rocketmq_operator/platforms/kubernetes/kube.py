@@ -155,8 +155,9 @@ class KubeClient:
         )
         return result or {}
 
-    async def delete(self, kind: str, namespace: str | None, name: str) -> None:
-        await self._request("DELETE", object_path(kind, namespace, name))
+    async def delete(self, kind: str, namespace: str | None, name: str, *, grace_period_s: int | None = None) -> None:
+        params = {"gracePeriodSeconds": str(grace_period_s)} if grace_period_s is not None else None
+        await self._request("DELETE", object_path(kind, namespace, name), params=params)
 
     async def patch(self, kind: str, namespace: str, name: str, patch: JSON) -> JSON:
         result = await self._request(

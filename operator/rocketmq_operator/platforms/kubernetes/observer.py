@@ -2,31 +2,37 @@
 and the failover policy — one pass per BrokerGroup, run by a kopf timer.
 
 Each pass: list the group's pods → observe (controller leader + brokers) → `plan.status` → write only what
-changed (status, pod labels, pod readiness conditions) → one Event per master change → `plan.failover`, whose
-actions are carried out only when the decision is certain (fence first, then elect); with the master serving,
-`operations.reattach_slaves` points slaves left without a master at it. Everything is derived again
-from the cluster and the brokers; the only in-memory facts are when a named master was first seen not serving
-and when a slave was first seen not connected to the master (losing them on restart only restarts the grace
-periods).
+changed (status, pod labels, pod readiness conditions) → one Event per master change →
+`operations.run_replication_policy`, the same pass the local supervisor runs (fence deposed masters, fail over
+a master that does not answer: fence first, then elect; re-attach slaves; re-register a lost route). Fencing
+here deletes the pod with grace period 0: its process cannot acknowledge anything once the kubelet kills it,
+and the StatefulSet brings it back as a new process that registers as the controller says. Everything is
+derived again from the cluster and the brokers; the in-memory facts (`operations.PolicyMemory`) only time
+grace periods and remember deposed masters until they answer as slaves.
 """
 
 from __future__ import annotations
 
-import time
+from datetime import datetime
 from typing import Any
 
 import kopf
 
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ControllerGroup, HAMode
 from rocketmq_operator.api.validation import validate_document
-from rocketmq_operator.observe import ReplicaEndpoint, ReplicaObservation, observe_groups
-from rocketmq_operator.operations import PERM_READ, OperationRefused, facts_from_state, reattach_slaves, switchover
-from rocketmq_operator.plan.failover import ActionKind, GroupFacts, plan_failover
+from rocketmq_operator.observe import GroupState, ReplicaEndpoint, ReplicaObservation, observe_groups
+from rocketmq_operator.operations import (
+    OperationRefused,
+    PolicyMemory,
+    PolicySettings,
+    run_replication_policy,
+    switchover,
+)
 from rocketmq_operator.plan.status import build_broker_status
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.reconcile import now_iso
-from rocketmq_operator.remoting import RemotingClient, RemotingException
+from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.render.config import BROKER_PORT
 from rocketmq_operator.render.kubernetes import (
     LABEL_BROKER_ID,
@@ -115,7 +121,7 @@ async def observe_pass(
     if controller_mode and wanted_target is not None:
         await _switchover(kube, client, bg, resource, controllers, endpoints, wanted_target)
     elif controller_mode:
-        await _failover(kube, client, bg, resource, state, memory, logger)
+        await _failover(kube, client, bg, resource, state, pods, memory, logger)
 
 
 async def _switchover(
@@ -202,47 +208,57 @@ async def _sync_pods(kube: KubeClient, ns: str, pods: list[JSON], status: Broker
             await kube.patch_strategic("Pod", ns, pod_name, {"status": {"conditions": [condition]}}, "status")
 
 
+class PodPlatform:
+    """What only Kubernetes can do to a broker replica: delete its pod."""
+
+    def __init__(self, kube: KubeClient, namespace: str, pods: list[JSON]) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.pods = {p["metadata"]["name"]: p for p in pods}
+
+    def _started_at(self, name: str) -> float | None:
+        statuses = ((self.pods.get(name) or {}).get("status") or {}).get("containerStatuses") or []
+        for container in statuses:
+            started = ((container.get("state") or {}).get("running") or {}).get("startedAt")
+            if started:
+                return datetime.fromisoformat(str(started).replace("Z", "+00:00")).timestamp()
+        return None
+
+    async def fence(self, replica: ReplicaObservation, *, started_before: float | None) -> str:
+        if started_before is not None:
+            started = self._started_at(replica.name)
+            if started is None or started >= started_before:
+                return ""  # not the container that was master (restarted since, or not running)
+        await self.kube.delete("Pod", self.namespace, replica.name, grace_period_s=0)
+        return f"deleted pod {replica.name} with grace period 0"
+
+    async def restart(self, replica: ReplicaObservation) -> None:
+        await self.kube.delete("Pod", self.namespace, replica.name)
+
+
 async def _failover(
     kube: KubeClient,
     client: RemotingClient,
     bg: BrokerGroup,
     resource: kopf.Body,
-    state: Any,
+    state: GroupState,
+    pods: list[JSON],
     memory: dict[str, Any],
     logger: Any,
 ) -> None:
-    facts = facts_from_state(state)
-    master = facts.replicas.get(facts.master_broker_id) if facts.master_broker_id is not None else None
-    if master is not None and not master.alive:
-        memory.setdefault("master_not_serving_since", time.time())
-    else:
-        memory.pop("master_not_serving_since", None)
-    facts = GroupFacts(**{**facts.__dict__, "master_not_serving_since": memory.get("master_not_serving_since")})
-    decision = plan_failover(facts, allow_unclean=bg.spec.failover.allow_unclean)
-    if decision.refused and decision.reason not in ("ControllerUnavailable",):
-        logger.warning("failover refused: %s", decision.message)
-    if not decision.actions:
-        ns = resource["metadata"]["namespace"]
-
-        async def delete_pod(replica: ReplicaObservation) -> None:
-            await kube.delete("Pod", ns, replica.name)
-
-        since = memory.setdefault("unconnected_since", {})
-        reattached = await reattach_slaves(client, state, unconnected_since=since, restart=delete_pod)
-        if reattached.actions:
-            logger.info("%s", reattached.message)
-        return
-    if decision.unclean:
-        kopf.event(resource, type="Warning", reason="UncleanFailover", message=decision.message)
-    leader = state.controller_leader
-    for action in decision.actions:
-        replica = state.replica_by_id(action.broker_id)
-        if action.kind is ActionKind.FENCE and replica is not None:
-            try:
-                await client.update_broker_config(replica.address, {"brokerPermission": str(PERM_READ)}, timeout=1.0)
-            except (RemotingException, OSError):
-                # Not answering at all is the stuck case: delete the pod so it cannot take writes any more.
-                await kube.delete("Pod", resource["metadata"]["namespace"], replica.name)
-        elif action.kind is ActionKind.ELECT and leader is not None:
-            await client.elect_master(leader, bg.spec.cluster_name, bg.metadata.name, action.broker_id, designate=True)
-            kopf.event(resource, type="Normal", reason="FailoverElected", message=decision.message)
+    ns = resource["metadata"]["namespace"]
+    settings = PolicySettings(
+        cluster=bg.spec.cluster_name,
+        allow_unclean=bg.spec.failover.allow_unclean,
+        detection_s=bg.spec.failover.detection_seconds,
+    )
+    policy_memory = memory.setdefault("policy", PolicyMemory())
+    outcome = await run_replication_policy(client, state, settings, policy_memory, PodPlatform(kube, ns, pods))
+    for decision in outcome.decisions:
+        if decision.refused and decision.reason not in ("ControllerUnavailable", "MasterNotConfirmed"):
+            logger.warning("failover refused: %s", decision.message)
+        if decision.unclean and decision.actions:
+            kopf.event(resource, type="Warning", reason="UncleanFailover", message=decision.message)
+    for step in outcome.steps:
+        logger.info("%s", step)
+        kopf.event(resource, type="Normal", reason="ReplicationPolicy", message=step[:1000])

@@ -25,7 +25,7 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus
-from rocketmq_operator.observe import GroupState, ReplicaEndpoint, observe_groups
+from rocketmq_operator.observe import OBSERVE_TIMEOUT_S, GroupState, ReplicaEndpoint, observe_groups
 from rocketmq_operator.plan.status import GroupView, build_broker_status
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
@@ -52,12 +52,14 @@ def _previous(layout: StateLayout, group: str) -> BrokerGroupStatus | None:
         return None
 
 
-async def observe(state: LocalState, client: RemotingClient | None = None) -> dict[str, GroupState]:
+async def observe(
+    state: LocalState, client: RemotingClient | None = None, *, timeout: float = OBSERVE_TIMEOUT_S
+) -> dict[str, GroupState]:
     """One GroupState per BrokerGroup; groups sharing a ControllerGroup share one controller round trip.
     Uses ``client`` when given (kept open by the caller), else a client of its own."""
     if client is None:
         async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=2.0) as own:
-            return await observe(state, own)
+            return await observe(state, own, timeout=timeout)
     brokers = [g for g in state.groups if g.kind == "BrokerGroup"]
     by_controllers: dict[tuple[str, ...], list[str]] = {}
     for g in brokers:
@@ -73,7 +75,7 @@ async def observe(state: LocalState, client: RemotingClient | None = None) -> di
                 ReplicaEndpoint(r, rp.address) for r in info.replicas if (rp := state.replica(r)) is not None
             ]
             modes[name] = info.controller_mode
-        out.update(await observe_groups(client, list(controllers), endpoints, controller_mode=modes))
+        out.update(await observe_groups(client, list(controllers), endpoints, controller_mode=modes, timeout=timeout))
     return out
 
 

@@ -16,10 +16,13 @@ Contract:
   alone. Desired state `stopped` (`local kill --no-restart`) keeps it down until a `start` request.
 * Requests (`commands`): `signal` and `start`, answered in order every tick (`TICK_S`).
 * Replication policy (what the Kubernetes observer does for pods): once brokers may start, every
-  `ROCKETMQ_OPERATOR_OBSERVE_SECONDS` (default 0.5) it observes the controller-mode groups and carries out
-  `operations.reattach_slaves`: a slave left without a master to replicate from after an election is pointed
-  at the confirmed master, and one not connected to the master for a grace period is restarted with SIGTERM
-  (as a pod would be deleted). Failures are logged and retried on the next pass; nothing else is decided here.
+  `ROCKETMQ_OPERATOR_OBSERVE_SECONDS` (default 0.5) it observes the controller-mode groups and runs
+  `operations.run_replication_policy`, the same pass the operator runs: a deposed master that could still
+  acknowledge a write is fenced (SIGKILL: the supervisor owns the process, as STONITH does; it restarts as a
+  slave), a master that does not answer for `spec.failover.detectionSeconds` is fenced and replaced, slaves are
+  pointed at the confirmed master (one not connected to it for a grace period is restarted with SIGTERM, as a
+  pod would be deleted), and a name server that lost the master's route gets it again at once. Failures are
+  logged and retried on the next pass; nothing else is decided here.
 * SIGTERM/SIGINT/SIGHUP: stop brokers, then name servers/controllers: SIGTERM (plus SIGCONT for suspended
   ones), SIGKILL after `GRACE_S`; record that nothing runs; exit 0. A second signal skips the grace period.
 """
@@ -41,12 +44,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.observe import ReplicaObservation
-from rocketmq_operator.operations import reattach_slaves
+from rocketmq_operator.operations import PolicyMemory, PolicySettings, run_replication_policy
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local import status as local_status
 from rocketmq_operator.platforms.local.backoff import DEFAULT_BACKOFF, BackoffPolicy
 from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.ports import port_answers
 from rocketmq_operator.platforms.local.state import (
     EXITED,
@@ -97,7 +102,7 @@ class Supervisor:
         self.open_phase = 0  # the highest start phase allowed so far
         self.dirty = True
         self.policy_interval_s = float(os.environ.get("ROCKETMQ_OPERATOR_OBSERVE_SECONDS", "0.5"))
-        self.unconnected_since: dict[str, dict[int, float]] = {}  # per group, for the replication policy
+        self.policy_memory: dict[str, PolicyMemory] = {}  # per group, for the replication policy
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -346,32 +351,63 @@ class Supervisor:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_requested.wait(), TICK_S)
 
-    async def _restart_replica(self, replica: ReplicaObservation) -> None:
-        r = next((p for p in self.state.replicas if p.name == replica.name), None)
+    async def restart(self, replica: ReplicaObservation) -> None:
+        r = self.state.replica(replica.name)
         if r is not None:
             self._signal(r, "TERM", no_restart=False, now=time.time())  # restarted after the back-off
+
+    async def fence(self, replica: ReplicaObservation, *, started_before: float | None) -> str:
+        """SIGKILL (works on a stopped process too); the back-off restarts it and it registers as the controller
+        says. Only the process that was running before ``started_before`` (the deposed master's), never its
+        restarted successor."""
+        r = self.state.replica(replica.name)
+        if r is None or r.pid is None:
+            return ""
+        if started_before is not None and (r.started_at is None or r.started_at >= started_before):
+            return ""
+        answer = self._signal(r, "KILL", no_restart=False, now=time.time())
+        if self.dirty:
+            self.save()
+        return f"SIGKILL to {r.name} (pid {answer.get('pid')})" if answer.get("ok") else ""
+
+    def _policy_settings(self) -> dict[str, PolicySettings]:
+        specs = {r.metadata.name: r.spec for r in load_resources(self.state) if isinstance(r, BrokerGroup)}
+        return {
+            name: PolicySettings(
+                cluster=spec.cluster_name,
+                allow_unclean=spec.failover.allow_unclean,
+                detection_s=spec.failover.detection_seconds,
+                name_servers=tuple(self.state.name_servers),
+            )
+            for name, spec in specs.items()
+        }
 
     async def _policy_loop(self) -> None:
         if self.policy_interval_s <= 0 or not any(g.controller_mode for g in self.state.groups):
             return
-        async with RemotingClient(self.state.name_servers, connect_timeout=1.0, request_timeout=2.0) as client:
+        settings = self._policy_settings()
+        # A hung broker must not stall the pass (and with it the detection of the hang) for long.
+        timeout = min(1.0, max(0.3, min(s.detection_s for s in settings.values()) / 3)) if settings else 1.0
+        async with RemotingClient(self.state.name_servers, connect_timeout=timeout, request_timeout=timeout) as client:
             while not self.stop_requested.is_set():
                 await asyncio.sleep(self.policy_interval_s)
                 if not self.gate_open:
                     continue
                 try:
-                    states = await local_status.observe(self.state, client)
+                    states = await local_status.observe(self.state, client, timeout=timeout)
                     for name, group in states.items():
-                        if not group.controller_mode:
+                        if not group.controller_mode or name not in settings:
                             continue
-                        decision = await reattach_slaves(
+                        outcome = await run_replication_policy(
                             client,
                             group,
-                            unconnected_since=self.unconnected_since.setdefault(name, {}),
-                            restart=self._restart_replica,
+                            settings[name],
+                            self.policy_memory.setdefault(name, PolicyMemory()),
+                            self,
+                            timeout=timeout,
                         )
-                        if decision.actions:
-                            log.info("%s: %s", name, decision.message)
+                        for step in outcome.steps:
+                            log.info("%s: %s", name, step)
                 except Exception:  # a pass must never take the supervisor down; the next one retries
                     log.exception("replication policy pass failed")
 
