@@ -14,22 +14,46 @@ def cmd_failover(args: argparse.Namespace) -> int:
     from rocketmq_operator.bench.failover import run_bench
 
     state_dir = Path(args.state_dir or ".bench-state/failover").resolve()
-    doc = asyncio.run(run_bench(args.files, state_dir, args.trials, args.rate, args.observe_interval, args.keep))
+    doc = asyncio.run(
+        run_bench(
+            args.files,
+            state_dir,
+            args.trials,
+            args.rate,
+            args.observe_interval,
+            args.keep,
+            fault=args.fault,
+            detection_s=args.detection_seconds,
+            after_leader_change=args.after_leader_change,
+        )
+    )
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
         print(json.dumps({k: v for k, v in doc.items() if k != "per_trial"}, indent=2))
-    return 0 if doc["lost"] == 0 else 1
+    return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
 
 
 def register(sub: Any) -> None:
     bench = sub.add_parser("bench", help="benchmarks that print JSON (failover, spark)")
     bsub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
-    p = bsub.add_parser("failover", help="SIGKILL the master N times under load on the local platform")
+    p = bsub.add_parser("failover", help="SIGKILL or SIGSTOP the master N times under load on the local platform")
     p.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--rate", type=float, default=200.0, help="producer messages per second")
     p.add_argument("--observe-interval", type=float, default=0.25, help="status poll interval, seconds")
+    p.add_argument(
+        "--fault",
+        choices=("kill", "stop"),
+        default="kill",
+        help="kill: SIGKILL the master; stop: SIGSTOP it (a hung master) until another is elected, then SIGCONT",
+    )
+    p.add_argument("--detection-seconds", type=float, help="set spec.failover.detectionSeconds on every BrokerGroup")
+    p.add_argument(
+        "--after-leader-change",
+        action="store_true",
+        help="SIGKILL the controller leader (3+ controllers) right before each master fault",
+    )
     p.add_argument("--state-dir", help="default: .bench-state/failover")
     p.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     p.add_argument("--json", action="store_true", help="include every trial")

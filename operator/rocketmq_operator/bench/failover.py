@@ -1,4 +1,9 @@
-"""`rocketmq-operator bench failover`: SIGKILL the master N times under a steady producer, on the local platform.
+"""`rocketmq-operator bench failover`: a master fault N times under a steady producer, on the local platform.
+
+Faults (`--fault`): `kill` (SIGKILL; the supervisor restarts it), `stop` (SIGSTOP, a hung master: held until the
+controller names another master, while a client with a stale route keeps sending to the stopped one, then
+SIGCONT). `--after-leader-change` first SIGKILLs the controller leader (with the name server it hosts) and waits
+for another leader. `--detection-seconds` sets spec.failover.detectionSeconds on every BrokerGroup.
 
 Per trial it measures, with one clock (wall time):
 
@@ -12,19 +17,26 @@ Per trial it measures, with one clock (wall time):
 * `pause_s`: the longest gap between two acknowledgements around the kill (the write pause an application sees,
   retries included).
 
-At the end every acknowledged message must be consumed: `lost` counts those that are not.
+At the end every acknowledged message must be consumed: `lost` counts those that are not. `deposed_acks` counts
+acknowledgements a deposed master gave: every acknowledged message's (queue, offset) is read back from the final
+master, and a different message (or none) there means the acknowledgement came from a master whose data was
+truncated away; the stale-route client's acknowledgements after the election count too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import statistics
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.observe import ReplicaEndpoint, observe_groups
@@ -38,6 +50,8 @@ from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.produce import SendRecord, SteadyProducer
 
 RECOVERY_TIMEOUT_S = 60.0
+FAULTS = ("kill", "stop")
+STALE_SEND_INTERVAL_S = 0.02
 
 
 @dataclass
@@ -50,6 +64,11 @@ class Trial:
     pause_s: float
     failed_sends: int
     recovered: bool = True  # the producer got through within RECOVERY_TIMEOUT_S
+    fault: str = "kill"
+    stale_sends: int = 0  # sends of the stale-route client to the deposed master after the election
+    stale_acks: int = 0  # ... that it acknowledged (each one a write a deposed master took)
+    leader_change_s: float | None = None  # controller leader SIGKILL -> another leader answers
+    notes: list[str] = field(default_factory=list)
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -76,13 +95,92 @@ async def _cli(*args: str) -> str:
     return text
 
 
-async def _sigkill(state_dir: Path, replica: str) -> float:
-    """SIGKILL one replica through the supervisor (which restarts it after its back-off); returns when the
-    signal was sent, by the supervisor's clock (the same machine's wall clock)."""
-    answer = await control.request(StateLayout(state_dir), "signal", replica=replica, signal="KILL", noRestart=False)
+async def _signal(state_dir: Path, replica: str, sig: str = "KILL") -> float:
+    """Signal one replica through the supervisor (which restarts a killed one after its back-off); returns when
+    the signal was sent, by the supervisor's clock (the same machine's wall clock)."""
+    answer = await control.request(StateLayout(state_dir), "signal", replica=replica, signal=sig, noRestart=False)
     if not answer.get("ok"):
-        raise RuntimeError(f"could not SIGKILL {replica}: {answer.get('message')}")
+        raise RuntimeError(f"could not SIG{sig} {replica}: {answer.get('message')}")
     return float(answer.get("signalledAt") or time.time())
+
+
+def with_detection(files: list[str], detection_s: float, directory: Path) -> list[str]:
+    """Copies of the manifests with spec.failover.detectionSeconds set on every BrokerGroup."""
+    out: list[str] = []
+    for index, name in enumerate(files):
+        docs = [d for d in yaml.safe_load_all(Path(name).read_text(encoding="utf-8")) if d]
+        for doc in docs:
+            if doc.get("kind") == "BrokerGroup":
+                doc.setdefault("spec", {}).setdefault("failover", {})["detectionSeconds"] = detection_s
+        target = directory / f"{index}-{Path(name).name}"
+        target.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+        out.append(str(target))
+    return out
+
+
+class StaleRouteClient:
+    """A client whose route still names the old master: it sends straight to that address (queue 0) from the
+    election until it stops, as a producer with a 30 s route poll does. Any acknowledgement it gets came from a
+    deposed master."""
+
+    def __init__(self, client: RemotingClient, addr: str, broker_name: str, topic: str) -> None:
+        self.client = client
+        self.addr = addr
+        self.broker_name = broker_name
+        self.topic = topic
+        self.sends = 0
+        self.acks: list[tuple[int, int, str]] = []  # (queue id, queue offset, key)
+        self._stop = asyncio.Event()
+
+    async def run(self) -> None:
+        seq = 0
+        while not self._stop.is_set():
+            seq += 1
+            key = f"stale-{self.addr}-{time.time_ns()}-{seq}"
+            self.sends += 1
+            with contextlib.suppress(RemotingException, OSError):
+                result = await self.client.send(
+                    self.addr, self.topic, b"stale", 0, keys=key, broker_name=self.broker_name, timeout=1.0
+                )
+                if result.stored:
+                    self.acks.append((result.queue_id, result.queue_offset, key))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), STALE_SEND_INTERVAL_S)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+async def held_at_offsets(
+    client: RemotingClient, master_addr: str, topic: str, wanted: dict[int, set[int]]
+) -> dict[tuple[int, int], tuple[str, ...]]:
+    """What the master holds at each wanted (queue, offset): the keys of the message there."""
+    held: dict[tuple[int, int], tuple[str, ...]] = {}
+    for queue_id, offsets in wanted.items():
+        if not offsets:
+            continue
+        offset, last = min(offsets), max(offsets)
+        while offset <= last:
+            result = await client.pull(master_addr, topic, queue_id, offset, 32, timeout=5.0)
+            if result.status != "FOUND" or not result.messages:
+                break
+            for message in result.messages:
+                held[(queue_id, message.queue_offset)] = message.keys
+            offset = result.next_begin_offset
+    return held
+
+
+async def count_deposed_acks(
+    client: RemotingClient, group: str, topic: str, acks: list[tuple[str | None, int | None, int, str]], master: str
+) -> int:
+    """Acknowledged messages of ``group`` whose (queue, offset) on the final master holds another message, or
+    none: each was acknowledged by a master whose data was truncated afterwards."""
+    mine = [(q, o, k) for b, q, o, k in acks if b == group and q is not None and o >= 0]
+    wanted: dict[int, set[int]] = {}
+    for queue_id, offset, _ in mine:
+        wanted.setdefault(queue_id, set()).add(offset)
+    held = await held_at_offsets(client, master, topic, wanted)
+    return sum(1 for q, o, k in mine if k not in held.get((q, o), ()))
 
 
 class Group:
@@ -143,9 +241,52 @@ def _pause(records: list[SendRecord], start: float, end: float) -> float:
     return max(gaps, default=0.0)
 
 
+async def _controller_leader(state: LocalState, controllers: list[str], client: RemotingClient) -> str:
+    meta = await client.find_controller_leader(controllers, timeout=1.0)
+    if meta.leader_address is None:
+        raise RemotingException("no controller leader")
+    return meta.leader_address
+
+
+def _process_of(state: LocalState, address: str) -> str:
+    """The local process that serves a controller address (a controller, or a name server hosting one)."""
+    port = address.rsplit(":", 1)[1]
+    for r in state.replicas:
+        if r.kind != "BrokerGroup" and str(port) in {str(p) for p in r.ports.values()}:
+            return r.name
+    raise RuntimeError(f"no local process serves controller {address}")
+
+
+async def _change_leader(state_dir: Path, state: LocalState, group: Group, client: RemotingClient) -> float:
+    """SIGKILL the controller leader's process; returns the seconds until another controller leads."""
+    if len(group.controllers) < 3:
+        raise SystemExit("error: --after-leader-change needs a ControllerGroup with 3 or more controllers")
+    leader = await _controller_leader(state, group.controllers, client)
+    killed_at = await _signal(state_dir, _process_of(state, leader), "KILL")
+
+    async def moved() -> bool:
+        return await _controller_leader(state, group.controllers, client) != leader
+
+    return round(await _wait("another controller leader", moved, 60, interval=0.05) - killed_at, 3)
+
+
 async def run_bench(
-    files: list[str], state_dir: Path, trials: int, rate: float, observe_interval_s: float, keep: bool
+    files: list[str],
+    state_dir: Path,
+    trials: int,
+    rate: float,
+    observe_interval_s: float,
+    keep: bool,
+    *,
+    fault: str = "kill",
+    detection_s: float | None = None,
+    after_leader_change: bool = False,
 ) -> dict[str, Any]:
+    if fault not in FAULTS:
+        raise SystemExit(f"error: --fault {fault!r}: not one of {', '.join(FAULTS)}")
+    manifests = tempfile.TemporaryDirectory(prefix="bench-failover-")
+    if detection_s is not None:
+        files = with_detection(files, detection_s, Path(manifests.name))
     up_args = ["local", "up", "--wait", "--state-dir", str(state_dir)]
     for f in files:
         up_args += ["-f", f]
@@ -157,7 +298,9 @@ async def run_bench(
     group = Group(state, group_names[0])
     by_id: dict[int, str] = {}
     results: list[Trial] = []
+    stale_clients: list[StaleRouteClient] = []
     topic = f"bench-failover-{int(time.time())}"
+    deposed_acks = 0
     try:
         async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=2.0) as client:
             producer = SteadyProducer(topic, rate, namesrv=state.name_servers, size=512, timeout=3.0, retries=2)
@@ -173,8 +316,12 @@ async def run_bench(
                             by_id[r.broker_id] = r.name
                     old, old_epoch, _ = await group.controller_master(client)
                     assert old is not None
+                    old_addr = next(e.address for e in group.endpoints if e.name == by_id[old])
                     await asyncio.sleep(2.0)  # steady traffic before the fault
-                    killed_at = await _sigkill(state_dir, by_id[old])
+                    leader_change_s = (
+                        await _change_leader(state_dir, state, group, client) if after_leader_change else None
+                    )
+                    killed_at = await _signal(state_dir, by_id[old], "STOP" if fault == "stop" else "KILL")
 
                     async def elected(old: int = old, old_epoch: int | None = old_epoch) -> bool:
                         master, epoch, _ = await group.controller_master(client)
@@ -189,6 +336,22 @@ async def run_bench(
                         _wait("the status to show it", observed, 60, interval=observe_interval_s)
                     )
                     elected_at = await elect_task
+                    notes: list[str] = []
+                    stale: StaleRouteClient | None = None
+                    if fault == "stop":
+                        # A client whose route still names the stopped master keeps sending to it; the master
+                        # wakes up half a second later (if the platform has not fenced it).
+                        stale = StaleRouteClient(client, old_addr, group.name, topic)
+                        stale_clients.append(stale)
+                        stale_task = asyncio.create_task(stale.run())
+                        await asyncio.sleep(0.5)
+                        try:
+                            await _signal(state_dir, by_id[old], "CONT")
+                        except RuntimeError as exc:
+                            notes.append(f"SIGCONT: {exc}")  # fenced (killed) before it could wake up
+                        await asyncio.sleep(2.0)
+                        stale.stop()
+                        await stale_task
                     observed_at = await observe_task
                     recovered = await _recovered(producer, killed_at, RECOVERY_TIMEOUT_S)
                     await asyncio.sleep(1.0)  # a little steady traffic after the recovery
@@ -208,23 +371,42 @@ async def run_bench(
                             pause_s=round(_pause(recs, killed_at, now), 3),
                             failed_sends=sum(w.failed for w in windows),
                             recovered=recovered,
+                            fault=fault,
+                            stale_sends=stale.sends if stale else 0,
+                            stale_acks=len(stale.acks) if stale else 0,
+                            leader_change_s=leader_change_s,
+                            notes=notes,
                         )
                     )
             finally:
                 await producer.stop()
             report = producer.report()
-            acknowledged = {r.key for r in producer.records if r.ok}
+            acked = [r for r in producer.records if r.ok]
+            acknowledged = {r.key for r in acked}
             got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
             lost = len(acknowledged - set(got.keys))
+            final = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
+            master = final[group.name].named_master
+            checked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in acked]
+            checked += [(group.name, q, o, k) for c in stale_clients for q, o, k in c.acks]
+            if master is not None:
+                deposed_acks = await count_deposed_acks(client, group.name, topic, checked, master.address)
+            else:
+                deposed_acks = -1  # unknown: no master at the end
     finally:
         if not keep:
             await _cli("local", "down", "--purge", "--state-dir", str(state_dir))
+        manifests.cleanup()
     rto = [t.rto_s for t in results]
     lag = [t.observe_lag_s for t in results if t.observe_lag_s is not None]
     election = [t.election_s for t in results if t.election_s is not None]
     pause = [t.pause_s for t in results]
+    leader = [t.leader_change_s for t in results if t.leader_change_s is not None]
     return {
         "group": group.name,
+        "fault": fault,
+        "after_leader_change": after_leader_change,
+        "detection_s": group.spec.failover.detection_seconds,
         "trials": len(results),
         "rate_msgs_per_s": rate,
         "sent": report.sent,
@@ -233,11 +415,15 @@ async def run_bench(
         "statuses": report.statuses,
         "failures": report.failures,
         "lost": lost,
+        "deposed_acks": deposed_acks,
+        "stale_route_sends": sum(t.stale_sends for t in results),
+        "stale_route_acks": sum(t.stale_acks for t in results),
         "unrecovered_trials": sum(1 for t in results if not t.recovered),
         "rto_s": {"p50": percentile(rto, 0.5), "p99": percentile(rto, 0.99), "max": max(rto, default=None)},
         "pause_s": {"p50": percentile(pause, 0.5), "p99": percentile(pause, 0.99), "max": max(pause, default=None)},
         "election_s": {"p50": percentile(election, 0.5), "p99": percentile(election, 0.99)},
         "observe_lag_s": {"p50": percentile(lag, 0.5), "p99": percentile(lag, 0.99)},
+        "leader_change_s": {"p50": percentile(leader, 0.5), "max": max(leader, default=None)} if leader else None,
         "observe_interval_s": observe_interval_s,
         "per_trial": [t.__dict__ for t in results],
         "mean_election_s": round(statistics.fmean(election), 3) if election else None,
