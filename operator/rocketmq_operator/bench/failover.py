@@ -258,16 +258,26 @@ def _process_of(state: LocalState, address: str) -> str:
 
 
 async def _change_leader(state_dir: Path, state: LocalState, group: Group, client: RemotingClient) -> float:
-    """SIGKILL the controller leader's process; returns the seconds until another controller leads."""
+    """Move the controller leadership: SIGKILL the leader's process and keep it down until another controller
+    leads (restarted at once, it usually wins again), then start it again. Returns the seconds from the kill
+    to the new leader."""
     if len(group.controllers) < 3:
         raise SystemExit("error: --after-leader-change needs a ControllerGroup with 3 or more controllers")
     leader = await _controller_leader(state, group.controllers, client)
-    killed_at = await _signal(state_dir, _process_of(state, leader), "KILL")
+    process = _process_of(state, leader)
+    layout = StateLayout(state_dir)
+    answer = await control.request(layout, "signal", replica=process, signal="KILL", noRestart=True)
+    if not answer.get("ok"):
+        raise RuntimeError(f"could not SIGKILL {process}: {answer.get('message')}")
+    killed_at = float(answer.get("signalledAt") or time.time())
 
     async def moved() -> bool:
         return await _controller_leader(state, group.controllers, client) != leader
 
-    return round(await _wait("another controller leader", moved, 60, interval=0.05) - killed_at, 3)
+    try:
+        return round(await _wait("another controller leader", moved, 60, interval=0.05) - killed_at, 3)
+    finally:
+        await control.request(layout, "start", replica=process)
 
 
 async def run_bench(
