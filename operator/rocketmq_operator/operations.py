@@ -273,7 +273,7 @@ class PolicySettings:
     allow_unclean: bool = False
     detection_s: float = 5.0
     name_servers: tuple[str, ...] = ()
-    route_grace_s: float = 1.0  # a master re-registers itself on a role change: give it this long
+    route_grace_s: float = 0.5  # a master re-registers itself on a role change: give it this long
 
 
 @dataclass

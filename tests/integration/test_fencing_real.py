@@ -1,0 +1,102 @@
+"""A deposed master never acknowledges a write, on real brokers (local platform), repeated to catch races.
+
+- a hung master (SIGSTOP) is fenced (SIGKILL by the supervisor, which owns it) and replaced after
+  spec.failover.detectionSeconds; a client whose route still names it keeps sending to it through the
+  election and its SIGCONT: it acknowledges nothing, and every acknowledged message is at its queue offset on
+  the final master (`deposed_acks`, the bench's check) and is consumed;
+- the master SIGKILLed right after the controller leadership moved: recovered, nothing lost;
+- every name server (and the controller hosted with it) restarted: the policy gives the master's route back
+  at once instead of RocketMQ's 30 s periodic registration.
+Figures (RTO) are the bench's (docs/benchmarks.md); here only outcomes as the client sees them are asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocketmq_operator.bench.failover import run_bench
+from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.state import read_state
+from rocketmq_operator.remoting import RemotingClient, RemotingException
+from rocketmq_operator.tools.produce import produce
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = ROOT / "tests" / "integration" / "manifests" / "quickstart-fast-detection.yaml"
+THREE_CONTROLLERS = ROOT / "examples" / "three-controllers.yaml"
+HUNG_MASTER_TRIALS = 10
+LEADER_CHANGE_TRIALS = 4
+
+
+def _bench(cluster: Any, manifest: Path, trials: int, **options: Any) -> dict[str, Any]:
+    # The cluster is already up with the same manifest: the bench's `local up` finds it running and reuses it.
+    return asyncio.run(run_bench([str(manifest)], cluster.state_dir, trials, 200.0, 0.25, True, **options))
+
+
+def _assert_clean(doc: dict[str, Any], trials: int) -> None:
+    summary = {k: doc[k] for k in ("lost", "deposed_acks", "stale_route_acks", "unrecovered_trials", "statuses")}
+    assert doc["trials"] == trials, summary
+    assert doc["acknowledged"] > 0 and doc["consumed"] >= doc["acknowledged"], summary
+    assert doc["lost"] == 0, summary
+    assert doc["deposed_acks"] == 0, summary
+    assert doc["stale_route_acks"] == 0, summary
+    assert doc["unrecovered_trials"] == 0, summary
+    for trial in doc["per_trial"]:
+        assert trial["new_master"] not in (None, trial["killed_broker_id"]), trial
+
+
+def test_hung_master_is_fenced_and_acknowledges_nothing(local_platform: Any) -> None:
+    with local_platform.up(FAST, name="fencing") as cluster:
+        doc = _bench(cluster, FAST, HUNG_MASTER_TRIALS, fault="stop")
+        _assert_clean(doc, HUNG_MASTER_TRIALS)
+        assert doc["stale_route_sends"] > 0
+        log = (cluster.state_dir / "supervisor.log").read_text(encoding="utf-8")
+        # Fenced by the supervisor before the controller's own 10 s timeout could elect.
+        assert log.count("fenced master") >= HUNG_MASTER_TRIALS, cluster.log_tails()
+
+
+def test_master_killed_after_controller_leader_change(local_platform: Any) -> None:
+    with local_platform.up(THREE_CONTROLLERS, name="leader-change") as cluster:
+        doc = _bench(cluster, THREE_CONTROLLERS, LEADER_CHANGE_TRIALS, fault="kill", after_leader_change=True)
+        _assert_clean(doc, LEADER_CHANGE_TRIALS)
+        assert all(t["leader_change_s"] is not None for t in doc["per_trial"])
+
+
+async def _route_has_master(namesrv: list[str], topic: str, group: str) -> bool:
+    async with RemotingClient(namesrv, connect_timeout=1.0, request_timeout=1.0) as client:
+        try:
+            route = await client.get_route(topic, timeout=1.0)
+        except (RemotingException, OSError):
+            return False
+        broker = route.broker(group)
+        return broker is not None and 0 in broker.broker_addrs
+
+
+def test_routes_return_after_every_name_server_restarts(local_platform: Any) -> None:
+    with local_platform.up(FAST, name="namesrv-restart") as cluster:
+        cluster.wait_for("a master", lambda d: (cluster.group("broker-a", d).get("master") or {}).get("brokerId"))
+        state = read_state(StateLayout(cluster.state_dir).state_file)
+        topic = f"route-{int(time.time())}"
+        report = asyncio.run(produce(state.name_servers, topic, count=20, timeout=3.0))
+        assert report.acknowledged == 20
+        layout = StateLayout(cluster.state_dir)
+        for r in state.replicas:
+            if r.kind == "ControllerGroup":
+                answer = asyncio.run(control.request(layout, "signal", replica=r.name, signal="KILL", noRestart=False))
+                assert answer.get("ok"), answer
+        deadline = time.monotonic() + 120
+        while not asyncio.run(_route_has_master(state.name_servers, topic, "broker-a")):
+            assert time.monotonic() < deadline, "the master's route did not come back\n" + cluster.log_tails()
+            time.sleep(0.1)
+        log = (cluster.state_dir / "supervisor.log").read_text(encoding="utf-8")
+        # The policy, not RocketMQ's periodic registration (30 s), gave the route back.
+        assert "re-registered master" in log, cluster.log_tails()
+        after = asyncio.run(produce(state.name_servers, topic, count=20, timeout=3.0))
+        assert after.acknowledged == 20
