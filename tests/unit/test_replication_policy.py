@@ -1,0 +1,205 @@
+"""The one replication-policy pass both platforms run (`operations.run_replication_policy`), on plain observations
+with a fake remoting client and a fake platform: the order of actions, what is asked of the platform, and that
+a broker or controller that fails an request never stops the pass."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rocketmq_operator.observe import GroupState, ReplicaObservation
+from rocketmq_operator.operations import PolicyMemory, PolicySettings, run_replication_policy
+from rocketmq_operator.remoting import HaInfo, RemotingException
+from rocketmq_operator.remoting.client import BrokerData, ClusterInfo, ElectMasterResult, SyncStateInfo
+
+GROUP = "broker-a"
+ADDR = {1: "10.0.0.1:10911", 2: "10.0.0.2:10911", 3: "10.0.0.3:10911"}
+HA = {1: "10.0.0.1:10912", 2: "10.0.0.2:10912", 3: "10.0.0.3:10912"}
+
+
+def replica(
+    broker_id: int, *, reachable: bool = True, master: bool | None = False, ha_from: str | None = None
+) -> ReplicaObservation:
+    return ReplicaObservation(
+        f"{GROUP}-{broker_id}",
+        ADDR[broker_id],
+        reachable,
+        broker_id=broker_id,
+        is_master=master if reachable else None,
+        max_offset=100,
+        ha_master_address=ha_from,
+        ha_connections=2 if master else None,
+    )
+
+
+def state(master: int, *replicas: ReplicaObservation, at: float | None = None, controller: bool = True) -> GroupState:
+    return GroupState(
+        group=GROUP,
+        observed_at=time.time() if at is None else at,
+        controller_mode=True,
+        controller_reachable=controller,
+        controller_leader="10.0.0.9:9878" if controller else None,
+        master_broker_id=master if controller else None,
+        master_address=ADDR[master] if controller else None,
+        master_epoch=2,
+        sync_state_set=(1, 2, 3),
+        replicas=replicas,
+    )
+
+
+@dataclass
+class FakeClient:
+    controller_master: int = 1
+    fail: set[str] = field(default_factory=set)
+    name_server_master: str | None = ADDR[1]
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+
+    def _maybe_fail(self, what: str) -> None:
+        if what in self.fail:
+            raise RemotingException(f"{what} failed")
+
+    async def get_ha_info(self, addr: str, *, timeout: float | None = None) -> HaInfo:
+        self._maybe_fail("get_ha_info")
+        broker_id = next(i for i, a in ADDR.items() if a == addr)
+        return HaInfo(master_ha_address=HA[broker_id], master_address=addr, master_flush_offset=100)
+
+    async def set_ha_master(self, addr: str, info: HaInfo, *, timeout: float | None = None) -> None:
+        self.calls.append(("set_ha_master", (addr, info.master_ha_address)))
+
+    async def get_sync_state_data(
+        self, leader: str, names: Sequence[str], *, timeout: float | None = None
+    ) -> Mapping[str, SyncStateInfo]:
+        self._maybe_fail("get_sync_state_data")
+        return {GROUP: SyncStateInfo(GROUP, self.controller_master, ADDR[self.controller_master], 2, 5, (), ())}
+
+    async def elect_master(
+        self, leader: str, cluster: str, name: str, broker_id: int | None = None, designate: bool = False, **_: Any
+    ) -> ElectMasterResult:
+        self._maybe_fail("elect_master")
+        self.calls.append(("elect_master", (cluster, name, broker_id, designate)))
+        assert broker_id is not None
+        return ElectMasterResult(broker_id, ADDR[broker_id], 3, 6, frozenset({broker_id}), {})
+
+    async def get_cluster_info(self, *, namesrv: str | None = None, timeout: float | None = None) -> ClusterInfo:
+        self._maybe_fail("get_cluster_info")
+        addrs = {0: self.name_server_master} if self.name_server_master else {3: ADDR[3]}
+        return ClusterInfo({GROUP: BrokerData("c", GROUP, addrs)}, {"c": (GROUP,)})
+
+    async def get_broker_config(self, addr: str, *, timeout: float | None = None) -> dict[str, str]:
+        return {"brokerPermission": "6"}
+
+    async def update_broker_config(self, addr: str, config: Mapping[str, object], **_: Any) -> None:
+        self.calls.append(("update_broker_config", (addr, dict(config))))
+
+
+@dataclass
+class FakePlatform:
+    fenced: list[tuple[str, float | None]] = field(default_factory=list)
+    restarted: list[str] = field(default_factory=list)
+
+    async def fence(self, replica: ReplicaObservation, *, started_before: float | None) -> str:
+        self.fenced.append((replica.name, started_before))
+        return f"killed {replica.name}"
+
+    async def restart(self, replica: ReplicaObservation) -> None:
+        self.restarted.append(replica.name)
+
+
+SETTINGS = PolicySettings(cluster="c", detection_s=2.0, name_servers=("10.0.0.9:9876",))
+
+
+def run(client: FakeClient, platform: FakePlatform, memory: PolicyMemory, observed: GroupState) -> list[str]:
+    outcome = asyncio.run(run_replication_policy(client, observed, SETTINGS, memory, platform))  # type: ignore[arg-type]
+    return outcome.steps
+
+
+def test_healthy_group_needs_nothing() -> None:
+    client, platform, memory = FakeClient(), FakePlatform(), PolicyMemory()
+    healthy = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    assert run(client, platform, memory, healthy) == []
+    assert client.calls == [] and platform.fenced == []
+
+
+def test_hung_master_is_fenced_then_replaced_after_detection() -> None:
+    client, platform, memory = FakeClient(), FakePlatform(), PolicyMemory()
+    now = time.time()
+    run(client, platform, memory, state(1, replica(1, master=True), replica(2), replica(3), at=now - 1.0))
+    hung = (replica(1, reachable=False), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    # 1 s without an answer: within detectionSeconds (2 s), nothing happens.
+    assert run(client, platform, memory, state(1, *hung, at=now)) == [] and platform.fenced == []
+    assert memory.last_answered[1] == now - 1.0
+    # Past it: fence first, then a designated election.
+    memory.last_answered[1] = now - 3.0
+    steps = run(client, platform, memory, state(1, *hung, at=now))
+    assert platform.fenced == [(f"{GROUP}-1", None)]
+    assert ("elect_master", ("c", GROUP, 2, True)) in client.calls
+    assert steps[0].startswith("fenced master") and "elected broker 2" in steps[1]
+
+
+def test_no_second_election_when_the_controller_already_moved() -> None:
+    client, platform, memory = FakeClient(controller_master=3), FakePlatform(), PolicyMemory()
+    now = time.time()
+    memory.last_answered[1] = now - 5.0
+    memory.previous_master = 1
+    steps = run(client, platform, memory, state(1, replica(1, reachable=False), replica(2), replica(3), at=now))
+    assert [c for c in client.calls if c[0] == "elect_master"] == []
+    assert any("already elected broker 3" in s for s in steps)
+
+
+def test_failed_election_is_reported_not_raised() -> None:
+    client, platform, memory = FakeClient(fail={"elect_master"}), FakePlatform(), PolicyMemory()
+    now = time.time()
+    memory.last_answered[1] = now - 5.0
+    steps = run(client, platform, memory, state(1, replica(1, reachable=False), replica(2), replica(3), at=now))
+    assert any("retried next pass" in s for s in steps)
+
+
+def test_deposed_master_is_fenced_until_it_answers_as_slave() -> None:
+    client, platform, memory = FakeClient(controller_master=2), FakePlatform(), PolicyMemory()
+    now = time.time()
+    run(client, platform, memory, state(1, replica(1, master=True), replica(2), replica(3), at=now - 1))
+    # The controller moved to 2 while 1 hangs: 1 is fenced, and only the process started before the deposition.
+    deposed = state(2, replica(1, reachable=False), replica(2, master=True), replica(3, ha_from=HA[2]), at=now)
+    run(client, platform, memory, deposed)
+    assert platform.fenced == [(f"{GROUP}-1", memory.deposed_at[1])]
+    # Restarted, it answers as a slave: safe and forgotten, never fenced again.
+    back = state(2, replica(1, ha_from=HA[2]), replica(2, master=True), replica(3, ha_from=HA[2]), at=now + 1)
+    run(client, platform, memory, back)
+    assert memory.deposed_at == {} and len(platform.fenced) == 1
+
+
+def test_slave_on_a_stale_address_is_pointed_at_the_master() -> None:
+    client, platform, memory = FakeClient(controller_master=2), FakePlatform(), PolicyMemory()
+    observed = state(2, replica(1, ha_from=HA[2]), replica(2, master=True), replica(3, ha_from=HA[1]))
+    steps = run(client, platform, memory, observed)
+    assert client.calls == [("set_ha_master", (ADDR[3], HA[2]))]
+    assert steps and "pointing them at master 2" in steps[0]
+
+
+def test_lost_route_is_registered_again_after_the_grace() -> None:
+    client, platform, memory = FakeClient(name_server_master=None), FakePlatform(), PolicyMemory()
+    healthy = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    assert run(client, platform, memory, healthy) == []  # first seen without the master: within the grace
+    memory.route_wrong_since = {k: v - 1.0 for k, v in memory.route_wrong_since.items()}
+    steps = run(client, platform, memory, healthy)
+    assert client.calls == [("update_broker_config", (ADDR[1], {"brokerPermission": "6"}))]
+    assert steps and "re-registered master" in steps[0]
+
+
+def test_unreadable_name_server_is_not_wrong() -> None:
+    client, platform, memory = FakeClient(fail={"get_cluster_info"}), FakePlatform(), PolicyMemory()
+    healthy = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    assert run(client, platform, memory, healthy) == [] and memory.route_wrong_since == {}
+
+
+def test_controller_down_decides_no_failover_but_still_fences_deposed() -> None:
+    client, platform, memory = FakeClient(), FakePlatform(), PolicyMemory()
+    memory.previous_master = 2
+    memory.deposed_at = {1: 900.0}
+    observed = state(1, replica(1, reachable=False), replica(2), replica(3), controller=False)
+    run(client, platform, memory, observed)
+    assert platform.fenced == [(f"{GROUP}-1", 900.0)]
+    assert [c for c in client.calls if c[0] == "elect_master"] == []
