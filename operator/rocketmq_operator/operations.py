@@ -392,6 +392,31 @@ async def _fail_over(
                 )
             except (RemotingException, OSError) as exc:
                 outcome.steps.append(f"election of broker {action.broker_id} failed: {exc}; retried next pass")
+                return
+            if replica is not None:
+                await _attach_slaves_to(client, state, replica, {old} if old is not None else set(), timeout)
+
+
+async def _attach_slaves_to(
+    client: RemotingClient, state: GroupState, master: ReplicaObservation, skip: set[int], timeout: float
+) -> None:
+    """Right after an election, hand the other replicas the new master's HA address instead of waiting for the
+    next pass (every put is refused under minInSyncReplicas until one of them is back in the SyncStateSet).
+    Best effort: a replica that resets it on its own role change is pointed again by the next pass."""
+    deadline = time.monotonic() + 2.0
+    info: HaInfo | None = None
+    while time.monotonic() < deadline:
+        with contextlib.suppress(RemotingException, OSError):
+            info = await client.get_ha_info(master.address, timeout=timeout)
+            if info.master_ha_address:
+                break
+        await asyncio.sleep(0.05)
+    if info is None or not info.master_ha_address:
+        return
+    for r in state.replicas:
+        if r.reachable and r.broker_id is not None and r.broker_id not in skip and r.address != master.address:
+            with contextlib.suppress(RemotingException, OSError):
+                await client.set_ha_master(r.address, info, timeout=timeout)
 
 
 async def _ensure_registered(
