@@ -40,6 +40,7 @@ from rocketmq_operator.render.kubernetes import (
     LABEL_ROLE,
     READINESS_GATE_IN_SYNC,
     controller_addresses,
+    name_server_addresses,
 )
 
 JSON = dict[str, Any]
@@ -82,6 +83,7 @@ async def observe_pass(
         if (p.get("status") or {}).get("podIP")
     ]
     controllers: list[str] = []
+    name_servers: list[str] = list(bg.spec.name_servers)
     controller_mode = HAMode(bg.spec.ha_mode) is HAMode.CONTROLLER
     if bg.spec.controller_ref is not None:
         raw = await kube.get("ControllerGroup", ns, bg.spec.controller_ref.name)
@@ -90,6 +92,7 @@ async def observe_pass(
             cg = cg_report.resource
             cg.metadata.namespace = ns
             controllers = controller_addresses(cg, ns)
+            name_servers = name_servers or name_server_addresses(cg, ns)
     states = await observe_groups(client, controllers, {name: endpoints}, {name: controller_mode})
     state = states[name]
     previous_doc = body.get("status") or {}
@@ -121,7 +124,7 @@ async def observe_pass(
     if controller_mode and wanted_target is not None:
         await _switchover(kube, client, bg, resource, controllers, endpoints, wanted_target)
     elif controller_mode:
-        await _failover(kube, client, bg, resource, state, pods, memory, logger)
+        await _failover(kube, client, bg, resource, state, pods, name_servers, memory, logger)
 
 
 async def _switchover(
@@ -243,6 +246,7 @@ async def _failover(
     resource: kopf.Body,
     state: GroupState,
     pods: list[JSON],
+    name_servers: list[str],
     memory: dict[str, Any],
     logger: Any,
 ) -> None:
@@ -251,6 +255,7 @@ async def _failover(
         cluster=bg.spec.cluster_name,
         allow_unclean=bg.spec.failover.allow_unclean,
         detection_s=bg.spec.failover.detection_seconds,
+        name_servers=tuple(name_servers),
     )
     policy_memory = memory.setdefault("policy", PolicyMemory())
     outcome = await run_replication_policy(client, state, settings, policy_memory, PodPlatform(kube, ns, pods))
