@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("kopf")
-
 from rocketmq_operator.observe import ReplicaObservation
 from rocketmq_operator.platforms.kubernetes.observer import PodPlatform
 
