@@ -373,7 +373,6 @@ async def _fail_over(
         if action.kind is ActionKind.FENCE and replica is not None:
             done = await platform.fence(replica, started_before=None)
             outcome.steps.append(f"fenced master {replica.name}: {done}")
-            await _wait_unlisted(client, settings.name_servers, state.group, replica.address, timeout)
         elif action.kind is ActionKind.ELECT:
             leader = state.controller_leader
             if leader is None:
@@ -396,26 +395,6 @@ async def _fail_over(
                 return
             if replica is not None:
                 await _attach_slaves_to(client, state, replica, {old} if old is not None else set(), timeout)
-
-
-async def _wait_unlisted(
-    client: RemotingClient, name_servers: Sequence[str], group: str, address: str, timeout: float, limit_s: float = 2.0
-) -> None:
-    """Until no name server lists the fenced master as the group's master (its connection closed with it), at most
-    ``limit_s``. A slave that re-registers on the role change takes its new HA address from the name server's
-    answer: given the dead master's, its HA client fails to connect and sleeps 5 s before it tries again
-    (AutoSwitchHAClient), and every put is refused meanwhile under minInSyncReplicas."""
-    deadline = time.monotonic() + limit_s
-    while name_servers and time.monotonic() < deadline:
-        listed = False
-        for namesrv in name_servers:
-            with contextlib.suppress(RemotingException, OSError):
-                info = await client.get_cluster_info(namesrv=namesrv, timeout=timeout)
-                broker = info.broker_addr_table.get(group)
-                listed = listed or (broker is not None and broker.broker_addrs.get(0) == address)
-        if not listed:
-            return
-        await asyncio.sleep(0.05)
 
 
 async def _attach_slaves_to(
