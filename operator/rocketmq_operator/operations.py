@@ -95,6 +95,7 @@ async def reattach_slaves(
     restart: RestartReplica | None = None,
     timeout: float = 1.0,
     master_ha: HaInfo | None = None,
+    woken: set[int] | None = None,
 ) -> Decision:
     """Carry out `plan_reattach` on one observation. Orphaned slaves get the master's HA address
     (EXCHANGE_BROKER_HA_INFO, asked of the master). Slaves not connected to the master for the grace period
@@ -111,8 +112,15 @@ async def reattach_slaves(
     for broker_id in current:
         memory.setdefault(broker_id, now)
     master_ha_address = master_ha.master_ha_address if master_ha is not None else None
+    woken_memory = woken if woken is not None else set()
+    woken_memory &= current
     decision = plan_reattach(
-        dataclasses.replace(facts, unconnected_since=dict(memory), master_ha_address=master_ha_address)
+        dataclasses.replace(
+            facts,
+            unconnected_since=dict(memory),
+            master_ha_address=master_ha_address,
+            woken=frozenset(woken_memory),
+        )
     )
     master = state.named_master
     if not decision.actions or master is None:
@@ -135,8 +143,18 @@ async def reattach_slaves(
             if not info.master_ha_address:
                 return decision  # it stopped being master since the observation
         with contextlib.suppress(RemotingException, OSError):
+            if action.kind is ActionKind.WAKE:
+                # The HA client wakes only when its master address changes: an address that refuses at once,
+                # then the master's again (the second change wakes it out of the first failed connect's wait).
+                woken_memory.add(action.broker_id)
+                await client.set_ha_master(replica.address, _unreachable(info), timeout=timeout)
             await client.set_ha_master(replica.address, info, timeout=timeout)
     return decision
+
+
+def _unreachable(info: HaInfo) -> HaInfo:
+    host = (info.master_ha_address or "127.0.0.1:0").rsplit(":", 1)[0]
+    return dataclasses.replace(info, master_ha_address=f"{host}:0")  # port 0: every connect fails at once
 
 
 async def _observe(
@@ -264,6 +282,7 @@ class PolicyMemory:
     previous_master: int | None = None  # the master the controller named at the last readable observation
     deposed_at: dict[int, float] = field(default_factory=dict)  # see plan.failover.track_deposed
     unconnected_since: dict[int, float] = field(default_factory=dict)
+    woken: set[int] = field(default_factory=set)  # unconnected slaves woken once in this episode
     route_wrong_since: dict[str, float] = field(default_factory=dict)  # name server -> first seen without master
 
 
@@ -347,6 +366,7 @@ async def run_replication_policy(
         restart=restart,
         timeout=timeout,
         master_ha=master_ha,
+        woken=memory.woken,
     )
     outcome.decisions.append(reattach)
     if reattach.actions:

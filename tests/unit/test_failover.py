@@ -214,7 +214,17 @@ REATTACH = [
         "ReattachSlaves",
         False,
     ),
-    ("unconnected-within-grace", stuck(connections=1, unconnected_for={3: 5}), [], "SlavesAttached", False),
+    # Unconnected for 1 s or more: its HA client is woken once (it may be waiting out a failed connection)...
+    ("unconnected-wake", stuck(connections=1, unconnected_for={3: 5}), [("Wake", 3)], "ReattachSlaves", False),
+    # ... and not again in the same episode; restarted only after the grace period.
+    (
+        "unconnected-woken-within-grace",
+        dataclasses.replace(stuck(connections=1, unconnected_for={3: 5}), woken=frozenset({3})),
+        [],
+        "SlavesAttached",
+        False,
+    ),
+    ("unconnected-just-seen", stuck(connections=1, unconnected_for={3: 0.5}), [], "SlavesAttached", False),
     ("unconnected-first-seen", stuck(connections=1), [], "SlavesAttached", False),
     # Both slaves connected (3 is catching up outside the set): nothing to restart.
     ("outside-but-connected", stuck(connections=2, unconnected_for={3: 60}), [], "SlavesAttached", False),

@@ -5,6 +5,7 @@ a broker or controller that fails an request never stops the pass."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -203,3 +204,18 @@ def test_controller_down_decides_no_failover_but_still_fences_deposed() -> None:
     run(client, platform, memory, observed)
     assert platform.fenced == [(f"{GROUP}-1", 900.0)]
     assert [c for c in client.calls if c[0] == "elect_master"] == []
+
+
+def test_unconnected_slave_is_woken_once_with_an_address_change() -> None:
+    client, platform, memory = FakeClient(), FakePlatform(), PolicyMemory()
+    master = dataclasses.replace(replica(1, master=True), ha_connections=1)
+    observed = dataclasses.replace(
+        state(1, master, replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1])), sync_state_set=(1, 2)
+    )
+    memory.unconnected_since[3] = time.time() - 2.0
+    steps = run(client, platform, memory, observed)
+    # Its HA client wakes only on an address change: a refusing address, then the master's again.
+    assert client.calls == [("set_ha_master", (ADDR[3], "10.0.0.1:0")), ("set_ha_master", (ADDR[3], HA[1]))]
+    assert steps and "waking their HA clients" in steps[0]
+    client.calls.clear()
+    assert run(client, platform, memory, observed) == [] and client.calls == []  # once per episode

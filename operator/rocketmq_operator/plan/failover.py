@@ -40,6 +40,7 @@ class ActionKind(StrEnum):
     REATTACH = "Reattach"  # point a slave's HA client at the current master's HA address
     FENCE_DEPOSED = "FenceDeposed"  # kill a former master's process (it restarts as a slave of the new epoch)
     RESTART = "Restart"  # restart a slave stuck replicating from a broker that is no longer master
+    WAKE = "Wake"  # wake a slave's HA client out of its 5 s back-off after a failed connection
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class GroupFacts:
     master_not_serving_since: float | None = None  # when the named master was first seen not serving
     master_ha_connections: int | None = None  # HA connections the master reports (None: unknown)
     unconnected_since: Mapping[int, float] = field(default_factory=dict)  # see unconnected_slaves
+    woken: frozenset[int] = frozenset()  # unconnected slaves already woken once in this episode
     master_ha_address: str | None = None  # the confirmed master's HA address (None: unknown)
     deposed_at: Mapping[int, float] = field(default_factory=dict)  # former masters: when the controller moved on
 
@@ -224,7 +226,9 @@ def unconnected_slaves(facts: GroupFacts) -> list[int]:
     return []
 
 
-def plan_reattach(facts: GroupFacts, *, grace_s: float = 15.0, stale_after_s: float = 10.0) -> Decision:
+def plan_reattach(
+    facts: GroupFacts, *, grace_s: float = 15.0, wake_after_s: float = 1.0, stale_after_s: float = 10.0
+) -> Decision:
     """Slaves that replicate from nobody while a confirmed master serves: point them at it (harmless if they
     found it meanwhile: the same address is a no-op). Slaves unconnected (:func:`unconnected_slaves`) for
     ``grace_s`` are restarted: pointing them at the master does not drop a connection they have elsewhere."""
@@ -256,15 +260,30 @@ def plan_reattach(facts: GroupFacts, *, grace_s: float = 15.0, stale_after_s: fl
         for i in unconnected_slaves(facts)
         if (since := facts.unconnected_since.get(i)) is not None and facts.now - since >= grace_s
     ]
-    if not orphans and not stuck:
+    # A slave whose HA connection failed (a handshake race, a refused connect) sleeps 5 s before it tries again
+    # (AutoSwitchHAClient: closeMasterAndWait / a failed connectMaster), refusing every put meanwhile under
+    # minInSyncReplicas. Once per episode it is woken after `wake_after_s`; restarted only after `grace_s`.
+    wake = [
+        i
+        for i in unconnected_slaves(facts)
+        if i not in stuck
+        and i not in facts.woken
+        and i not in orphans
+        and (since := facts.unconnected_since.get(i)) is not None
+        and facts.now - since >= wake_after_s
+    ]
+    if not orphans and not stuck and not wake:
         return Decision(reason="SlavesAttached", message="every alive slave replicates from a master")
     actions = [Action(ActionKind.REATTACH, i, f"point its HA client at master {master_id}") for i in orphans]
+    actions += [Action(ActionKind.WAKE, i, "its HA client waits out a failed connection") for i in wake]
     actions += [Action(ActionKind.RESTART, i, f"it does not replicate from master {master_id}") for i in stuck]
     parts = []
     if orphans:
         parts.append(
             f"slave(s) {orphans} have no master to replicate from, or another one; pointing them at master {master_id}"
         )
+    if wake:
+        parts.append(f"slave(s) {wake} are not connected to master {master_id}: waking their HA clients")
     if stuck:
         parts.append(
             f"slave(s) {stuck} are out of the SyncStateSet and not connected to master {master_id} for "
