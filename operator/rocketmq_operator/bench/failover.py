@@ -32,9 +32,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -49,6 +50,7 @@ from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.produce import SendRecord, SteadyProducer
 
+T = TypeVar("T")
 RECOVERY_TIMEOUT_S = 60.0
 FAULTS = ("kill", "stop")
 STALE_SEND_INTERVAL_S = 0.02
@@ -223,6 +225,18 @@ async def _wait(what: str, check: Any, timeout: float, interval: float = 0.02) -
         await asyncio.sleep(interval)
 
 
+async def _retrying(call: Callable[[], Awaitable[T]], timeout: float = 30.0) -> T:
+    """A read of the controller that a loaded machine may time out once: tried again until ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await call()
+        except (RemotingException, OSError):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
 async def _recovered(producer: SteadyProducer, killed_at: float, timeout: float) -> bool:
     """Wait until a send that started after the kill has been acknowledged and the last answer is one (the
     producer is through the outage); False after ``timeout``."""
@@ -324,7 +338,7 @@ async def run_bench(
                     for r in states[group.name].replicas:
                         if r.broker_id is not None:
                             by_id[r.broker_id] = r.name
-                    old, old_epoch, _ = await group.controller_master(client)
+                    old, old_epoch, _ = await _retrying(lambda: group.controller_master(client))
                     assert old is not None
                     old_addr = next(e.address for e in group.endpoints if e.name == by_id[old])
                     await asyncio.sleep(2.0)  # steady traffic before the fault
@@ -365,7 +379,7 @@ async def run_bench(
                     observed_at = await observe_task
                     recovered = await _recovered(producer, killed_at, RECOVERY_TIMEOUT_S)
                     await asyncio.sleep(1.0)  # a little steady traffic after the recovery
-                    new_master, _, _ = await group.controller_master(client)
+                    new_master, _, _ = await _retrying(lambda: group.controller_master(client))
                     now = time.time()
                     recs = list(producer.records)
                     windows = [w for w in producer.recovery_windows() if killed_at - 5 <= w.start <= now]
