@@ -292,7 +292,9 @@ class PolicySettings:
     allow_unclean: bool = False
     detection_s: float = 5.0
     name_servers: tuple[str, ...] = ()
-    route_grace_s: float = 0.5  # a master re-registers itself on a role change: give it this long
+    # A name server that lists another master: the new master re-registers itself on a role change, give it this
+    # long. One that lists none (restarted, or only slaves registered so far) is given the route at once.
+    route_grace_s: float = 0.5
 
 
 @dataclass
@@ -464,7 +466,7 @@ async def _ensure_registered(
             memory.route_wrong_since.pop(namesrv, None)
             continue
         since = memory.route_wrong_since.setdefault(namesrv, now)
-        if now - since >= settings.route_grace_s:
+        if listed is None or now - since >= settings.route_grace_s:
             wrong.append(f"{namesrv} lists {listed or 'no master'}")
     if not wrong:
         return None

@@ -180,14 +180,22 @@ def test_slave_on_a_stale_address_is_pointed_at_the_master() -> None:
     assert steps and "pointing them at master 2" in steps[0]
 
 
-def test_lost_route_is_registered_again_after_the_grace() -> None:
+def test_lost_route_is_registered_again_at_once() -> None:
     client, platform, memory = FakeClient(name_server_master=None), FakePlatform(), PolicyMemory()
     healthy = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
-    assert run(client, platform, memory, healthy) == []  # first seen without the master: within the grace
+    steps = run(client, platform, memory, healthy)
+    assert client.calls == [("update_broker_config", (ADDR[1], {"brokerPermission": "6"}))]
+    assert steps and "re-registered master" in steps[0] and "lists no master" in steps[0]
+
+
+def test_other_master_listed_is_given_the_grace() -> None:
+    client, platform, memory = FakeClient(name_server_master=ADDR[2]), FakePlatform(), PolicyMemory()
+    healthy = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    assert run(client, platform, memory, healthy) == []  # first seen: the new master may be registering
     memory.route_wrong_since = {k: v - 1.0 for k, v in memory.route_wrong_since.items()}
     steps = run(client, platform, memory, healthy)
     assert client.calls == [("update_broker_config", (ADDR[1], {"brokerPermission": "6"}))]
-    assert steps and "re-registered master" in steps[0]
+    assert steps and f"lists {ADDR[2]}" in steps[0]
 
 
 def test_unreadable_name_server_is_not_wrong() -> None:
