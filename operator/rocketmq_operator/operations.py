@@ -373,8 +373,9 @@ async def run_replication_policy(
     outcome.decisions.append(reattach)
     if reattach.actions:
         outcome.steps.append(reattach.message)
-    if master is not None and master_ha is not None and settings.name_servers:
-        step = await _ensure_registered(client, state, master, settings, memory, timeout)
+    route_master = _route_master(state)
+    if route_master is not None and settings.name_servers:
+        step = await _ensure_registered(client, state, route_master, settings, memory, timeout)
         if step:
             outcome.steps.append(step)
     return outcome
@@ -439,6 +440,18 @@ async def _attach_slaves_to(
         if r.reachable and r.broker_id is not None and r.broker_id not in skip and r.address != master.address:
             with contextlib.suppress(RemotingException, OSError):
                 await client.set_ha_master(r.address, info, timeout=timeout)
+
+
+def _route_master(state: GroupState) -> ReplicaObservation | None:
+    """Whose route a name server must have: the controller's master when it answers as master; with the
+    controller unreadable (restarting with the name servers it is hosted with), the one replica that answers as
+    master. Brokers keep their role while the controller is down, and a deposed master that still answers as
+    master is fenced by the same pass."""
+    named = state.named_master
+    if state.controller_reachable:
+        return named if named is not None and named.reachable and named.is_master else None
+    masters = [r for r in state.replicas if r.reachable and r.is_master]
+    return masters[0] if len(masters) == 1 else None
 
 
 async def _ensure_registered(

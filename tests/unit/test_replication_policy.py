@@ -227,3 +227,20 @@ def test_unconnected_slave_is_woken_once_with_an_address_change() -> None:
     assert steps and "waking their HA clients" in steps[0]
     client.calls.clear()
     assert run(client, platform, memory, observed) == [] and client.calls == []  # once per episode
+
+
+def test_route_given_back_while_the_controller_restarts() -> None:
+    # Name servers and the controller hosted with them restart together: the one broker answering as master
+    # gets its route back before the controller is readable again.
+    client, platform, memory = FakeClient(name_server_master=None), FakePlatform(), PolicyMemory()
+    observed = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]), controller=False)
+    steps = run(client, platform, memory, observed)
+    assert client.calls == [("update_broker_config", (ADDR[1], {"brokerPermission": "6"}))]
+    assert steps and "re-registered master" in steps[0]
+
+
+def test_no_route_for_two_brokers_claiming_master_without_a_controller() -> None:
+    client, platform, memory = FakeClient(name_server_master=None), FakePlatform(), PolicyMemory()
+    observed = state(1, replica(1, master=True), replica(2, master=True), replica(3), controller=False)
+    run(client, platform, memory, observed)
+    assert [c for c in client.calls if c[0] == "update_broker_config"] == []
