@@ -34,6 +34,15 @@ def cmd_failover(args: argparse.Namespace) -> int:
     return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
 
 
+def cmd_routes(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.routes import run_bench
+
+    state_dir = Path(args.state_dir or ".bench-state/routes").resolve()
+    doc = asyncio.run(run_bench(args.files, state_dir, args.trials, args.keep))
+    print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_trial"}, indent=2))
+    return 0
+
+
 def register(sub: Any) -> None:
     bench = sub.add_parser("bench", help="benchmarks that print JSON (failover, spark)")
     bsub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
@@ -58,6 +67,13 @@ def register(sub: Any) -> None:
     p.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     p.add_argument("--json", action="store_true", help="include every trial")
     p.set_defaults(func=cmd_failover)
+    r = bsub.add_parser("routes", help="restart every name server N times; time until the master's route is back")
+    r.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    r.add_argument("--trials", type=int, default=5)
+    r.add_argument("--state-dir", help="default: .bench-state/routes")
+    r.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
+    r.add_argument("--json", action="store_true", help="include every trial")
+    r.set_defaults(func=cmd_routes)
     try:
         spark_cli = importlib.import_module("rocketmq_operator.spark.cli")
     except ModuleNotFoundError:
