@@ -365,6 +365,7 @@ class Supervisor:
             return ""
         if started_before is not None and (r.started_at is None or r.started_at >= started_before):
             return ""
+        r.failures = 0  # a fence is not a crash: the restart comes after the first back-off step, not a longer one
         answer = self._signal(r, "KILL", no_restart=False, now=time.time())
         if self.dirty:
             self.save()
