@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
+from rocketmq_operator.api.models import AnyResource
 from rocketmq_operator.api.validation import ManifestError, validate_cross_references, validate_file
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local.distribution import (
@@ -94,7 +94,7 @@ class LocalError(RuntimeError):
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def validate(files: Sequence[str]) -> tuple[list[BrokerGroup | ControllerGroup], list[str], list[str]]:
+def validate(files: Sequence[str]) -> tuple[list[AnyResource], list[str], list[str]]:
     """Resources, error lines and warning lines, exactly as `rocketmq-operator validate` reports them."""
     reports = []
     for path in files:
@@ -332,7 +332,7 @@ def up(
 
 
 def _up(
-    resources: list[BrokerGroup | ControllerGroup],
+    resources: list[AnyResource],
     files: Sequence[str],
     layout: StateLayout,
     *,
