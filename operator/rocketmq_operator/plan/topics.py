@@ -35,7 +35,7 @@ MESSAGE_TYPE_ATTRIBUTE = "message.type"
 # TopicAttributes RocketMQ refuses to change on an existing topic (EnumAttribute changeable=false).
 UNCHANGEABLE_ATTRIBUTES = ("queue.type", "cleanup.policy")
 # Topics the broker makes for itself or for consumer groups: never re-asserted from observation.
-INTERNAL_TOPIC_PREFIXES = (SYSTEM_TOPIC_PREFIX, "%RETRY%", "%DLQ%")
+INTERNAL_TOPIC_PREFIXES = (SYSTEM_TOPIC_PREFIX, "RMQ_SYS_", "%RETRY%", "%DLQ%")
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,13 @@ class Plan:
 
 def is_internal_topic(name: str, own_names: Iterable[str] = ()) -> bool:
     """System topics, retry/dead-letter topics, and the broker's own brokerName/clusterName topics."""
-    return name in SYSTEM_TOPICS or name.startswith(INTERNAL_TOPIC_PREFIXES) or name in set(own_names)
+    own = set(own_names)
+    return (
+        name in SYSTEM_TOPICS
+        or name.startswith(INTERNAL_TOPIC_PREFIXES)
+        or name in own
+        or any(name == f"{n}_REPLY_TOPIC" for n in own)  # the cluster's request-reply topic
+    )
 
 
 def topic_facts(topic: Topic) -> TopicConfigFacts:

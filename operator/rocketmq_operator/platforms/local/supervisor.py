@@ -62,6 +62,7 @@ from rocketmq_operator.platforms.local.state import (
     read_state,
     write_state,
 )
+from rocketmq_operator.platforms.local.topics import TopicPolicy
 from rocketmq_operator.remoting import RemotingClient
 
 TICK_S = 0.1
@@ -98,6 +99,7 @@ class Supervisor:
         self.dirty = True
         self.policy_interval_s = float(os.environ.get("ROCKETMQ_OPERATOR_OBSERVE_SECONDS", "0.5"))
         self.unconnected_since: dict[str, dict[int, float]] = {}  # per group, for the replication policy
+        self.topic_policy = TopicPolicy(self.state, layout)  # declared topics/groups, re-asserted on every master
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -352,7 +354,9 @@ class Supervisor:
             self._signal(r, "TERM", no_restart=False, now=time.time())  # restarted after the back-off
 
     async def _policy_loop(self) -> None:
-        if self.policy_interval_s <= 0 or not any(g.controller_mode for g in self.state.groups):
+        if self.policy_interval_s <= 0 or not (
+            any(g.controller_mode for g in self.state.groups) or self.topic_policy.wanted
+        ):
             return
         async with RemotingClient(self.state.name_servers, connect_timeout=1.0, request_timeout=2.0) as client:
             while not self.stop_requested.is_set():
@@ -361,6 +365,7 @@ class Supervisor:
                     continue
                 try:
                     states = await local_status.observe(self.state, client)
+                    await self.topic_policy.run(client, states)  # before anything else: a new master gets its topics
                     for name, group in states.items():
                         if not group.controller_mode:
                             continue
