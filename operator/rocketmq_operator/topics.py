@@ -21,6 +21,7 @@ from rocketmq_operator.plan.topics import (
     Refusal,
     TopicConfigFacts,
     WantedOnGroup,
+    is_internal_topic,
     plan_consumer_groups,
     plan_topics,
     wanted_topics,
@@ -167,7 +168,7 @@ async def assert_group(
     if report.asserted:
         memory.asserted_master, memory.asserted_epoch = addr, state.master_epoch
     if measure:
-        await _measure(admin, addr, wanted, table, report, timeout)
+        await _measure(admin, addr, wanted, table, set(memory.observed), report, timeout)
     return report
 
 
@@ -176,10 +177,15 @@ async def _measure(
     addr: str,
     wanted: WantedOnGroup,
     table: dict[str, TopicConfigInfo],
+    observed: set[str],
     report: AssertReport,
     timeout: float,
 ) -> None:
-    names: Sequence[str] = [t.name for t in wanted.topics]
+    names: Sequence[str] = [t.name for t in wanted.topics] + sorted(
+        n
+        for n in table
+        if n not in {t.name for t in wanted.topics} and n in observed and not is_internal_topic(n, wanted.own_names)
+    )
     for name in names:
         info = table.get(name)
         if info is None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ConsumerGroup, Topic
 from rocketmq_operator.observe import GroupState
-from rocketmq_operator.plan.topics import WantedOnGroup, wanted_on_groups
+from rocketmq_operator.plan.topics import WantedOnGroup, wanted_on_groups, wanted_topics
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, write_json_atomic
@@ -34,7 +34,8 @@ def topics_status_path(layout: StateLayout, group: str) -> Any:
     return layout.status(group).with_name(f"{group}.topics.json")
 
 
-def report_doc(report: AssertReport, wanted: WantedOnGroup, now: float) -> dict[str, Any]:
+def report_doc(report: AssertReport, wanted: WantedOnGroup, memory: GroupTopicMemory, now: float) -> dict[str, Any]:
+    topics = wanted_topics(wanted.topics, memory.observed, wanted.auto_create_topics, wanted.own_names)
     return {
         "group": report.group,
         "master": report.master,
@@ -52,7 +53,7 @@ def report_doc(report: AssertReport, wanted: WantedOnGroup, now: float) -> dict[
                 "messageType": report.topics[t.name].message_type if t.name in report.topics else None,
                 "maxOffsets": report.topic_max_offsets.get(t.name),
             }
-            for t in wanted.topics
+            for t in topics
         ],
         "consumerGroups": [
             {
@@ -95,4 +96,4 @@ class TopicPolicy:
             if measure or report.done or not report.asserted:
                 if measure:
                     self.measured_at[name] = now
-                write_json_atomic(topics_status_path(self.layout, name), report_doc(report, wanted, now))
+                write_json_atomic(topics_status_path(self.layout, name), report_doc(report, wanted, memory, now))
