@@ -1,10 +1,11 @@
-"""Assert declared topics and consumer groups on a group's master: the executor both platforms call.
+"""Assert declared topics and consumer groups on a group's master(s): the executor both platforms call.
 
 Contract: `assert_group(client, state, wanted, memory)` reads the master's topic and subscription-group tables
 (GET_ALL_TOPIC_CONFIG, GET_ALL_SUBSCRIPTIONGROUP_CONFIG), asks `plan.topics` what to change, carries the actions
 out (UPDATE_AND_CREATE_TOPIC, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_TOPIC_IN_BROKER,
 DELETE_SUBSCRIPTIONGROUP) and reports what the master has afterwards. It never raises for an unreachable broker:
 the error is in the report and `asserted` stays False, so the platform reports the group not writable yet.
+In the classic modes every reachable slave is asserted too (a slave acts as master while the master is away).
 `GroupTopicMemory` holds, per group, every topic seen on any of its masters (re-asserted when automatic creation
 is on) and the master last asserted; the platform keeps one per group for as long as it runs.
 """
@@ -96,6 +97,17 @@ def master_address(state: GroupState) -> str | None:
     return master.address
 
 
+def target_addresses(state: GroupState) -> list[str]:
+    """Where topics must be: the master; in the classic modes also every reachable slave, because a slave acts
+    as master for reads while the master is away (slaveActingMaster), and the name servers route consumers to it
+    before it has synchronized the master's topic table."""
+    master = master_address(state)
+    out = [master] if master is not None else []
+    if not state.controller_mode:
+        out.extend(r.address for r in state.replicas if r.reachable and r.address not in out)
+    return out
+
+
 async def assert_group(
     client: RemotingClient,
     state: GroupState,
@@ -105,20 +117,43 @@ async def assert_group(
     measure: bool = False,
     timeout: float = ADMIN_TIMEOUT_S,
 ) -> AssertReport:
-    """Bring the group's master in line with `wanted`; `measure` also reads max offsets and consumer lag."""
+    """Bring the group's master (and acting masters) in line with `wanted`; `measure` also reads max offsets
+    and consumer lag on the master."""
     addr = master_address(state)
     report = AssertReport(state.group, addr)
+    targets = target_addresses(state)
     if addr is None:
         report.errors.append("no reachable master")
+    if not targets:
         return report
     report.new_master = (addr, state.master_epoch) != (memory.asserted_master, memory.asserted_epoch)
     admin = TopicAdmin(client)
+    for target in targets:
+        table, groups = await _assert_on(admin, target, wanted, memory, report, timeout)
+        if target == addr or (addr is None and target == targets[0]):
+            report.topics, report.consumer_groups = table, groups
+    report.asserted = addr is not None and not report.errors
+    if report.asserted:
+        memory.asserted_master, memory.asserted_epoch = addr, state.master_epoch
+    if measure and addr is not None:
+        await _measure(admin, addr, wanted, report.topics, set(memory.observed), report, timeout)
+    return report
+
+
+async def _assert_on(
+    admin: TopicAdmin,
+    addr: str,
+    wanted: WantedOnGroup,
+    memory: GroupTopicMemory,
+    report: AssertReport,
+    timeout: float,
+) -> tuple[dict[str, TopicConfigInfo], dict[str, SubscriptionGroupInfo]]:
     try:
         table = await admin.topics(addr, timeout=timeout)
         groups = await admin.subscription_groups(addr, timeout=timeout)
     except (RemotingException, OSError) as exc:
         report.errors.append(f"cannot read the topic tables of {addr}: {exc or type(exc).__name__}")
-        return report
+        return {}, {}
     have = {name: _facts(info) for name, info in table.items()}
     if wanted.auto_create_topics:
         for name, facts in have.items():
@@ -131,7 +166,7 @@ async def assert_group(
     groups_plan = plan_consumer_groups(
         wanted.consumer_groups, {n: _group_facts(g) for n, g in groups.items()}, wanted.deleting_groups
     )
-    report.refusals.extend(topics_plan.refusals + groups_plan.refusals)
+    report.refusals.extend(r for r in topics_plan.refusals + groups_plan.refusals if r not in report.refusals)
     for action in topics_plan.actions:
         try:
             if action.kind is ActionKind.DELETE:
@@ -159,17 +194,11 @@ async def assert_group(
             groups = await admin.subscription_groups(addr, timeout=timeout)
         except (RemotingException, OSError) as exc:
             report.errors.append(f"cannot re-read the topic tables of {addr}: {exc or type(exc).__name__}")
-    report.topics, report.consumer_groups = table, groups
     missing = [t.name for t in wanted.topics if t.name not in table]
     missing += [g.name for g in wanted.consumer_groups if g.name not in groups]
     if missing:
         report.errors.append(f"still missing on {addr}: {', '.join(missing)}")
-    report.asserted = not report.errors
-    if report.asserted:
-        memory.asserted_master, memory.asserted_epoch = addr, state.master_epoch
-    if measure:
-        await _measure(admin, addr, wanted, table, set(memory.observed), report, timeout)
-    return report
+    return table, groups
 
 
 async def _measure(
