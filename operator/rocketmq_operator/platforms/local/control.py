@@ -205,9 +205,12 @@ def java_available() -> bool:
 
 
 def group_ready(group: dict[str, Any]) -> bool:
-    """Controller mode: a live master and a SyncStateSet of every replica; classic modes: every broker answers."""
+    """Controller mode: a live master and a SyncStateSet of every replica; classic modes: every broker answers.
+    Either way, with declared topics (or automatic creation on), the master holds them (`topicsAsserted`)."""
     replicas = group.get("replicas") or []
     if not replicas or not all(r.get("alive") for r in replicas):
+        return False
+    if group.get("topicsAsserted") is False:
         return False
     sss = group.get("syncStateSet")
     master = group.get("master") or {}
@@ -229,6 +232,8 @@ def progress_line(group: dict[str, Any]) -> str:
     sss = group.get("syncStateSet")
     if sss is not None:
         text += f", SyncStateSet {sss.get('members')} ({len(sss.get('members') or [])}/{len(replicas)})"
+    if group.get("topicsAsserted") is not None:
+        text += ", topics " + ("asserted" if group["topicsAsserted"] else "not yet asserted")
     restarts = sum(int(r.get("restarts") or 0) for r in replicas)
     if restarts:
         text += f", {restarts} restart(s)"
