@@ -370,6 +370,11 @@ def test_observer_reports_unreachable_controller_truthfully(operator: Operator) 
     assert conds.get("Available") == "False" and conds.get("Reconciled") == "True"
     bg = _get(cluster, "brokergroup", "broker-a", ns)
     assert bg is not None and bg["status"].get("writable") is False
+    # The quickstart's Topic: the observer pass reports it on no master (there is none), never invents one.
+    cluster.wait_for("the Topic's status", lambda: (_get(cluster, "topic", "orders", ns) or {}).get("status"))
+    topic = (_get(cluster, "topic", "orders", ns) or {})["status"]
+    assert topic["placements"] == [{"brokerGroup": "broker-a", "exists": False}], topic
+    assert topic["conditions"][0]["status"] == "False" and topic["conditions"][0]["reason"] == "Missing"
     master_svc = _get(cluster, "service", "broker-a-master", ns)
     assert master_svc is not None and master_svc["spec"]["selector"]["rocketmq-operator.dev/role"] == "master"
 

@@ -42,6 +42,7 @@ def _deleting(item: JSON, resource: Topic | ConsumerGroup) -> bool:
 
 
 def _placements(status: JSON, group: str, mine: JSON) -> list[JSON]:
+    mine = {k: v for k, v in mine.items() if v is not None}  # as the API server stores it (merge patch drops nulls)
     others = [p for p in status.get("placements") or [] if p.get("brokerGroup") != group]
     return sorted([*others, mine], key=lambda p: str(p.get("brokerGroup")))
 
@@ -169,6 +170,8 @@ async def _write_statuses(
                 }
             ],
         }
+        if wanted["lag"] is None:
+            del wanted["lag"]
         if _changed(status, wanted):
             await kube.patch_status("ConsumerGroup", ns, item["metadata"]["name"], wanted)
 
