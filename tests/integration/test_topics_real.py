@@ -12,6 +12,7 @@ Outcomes are measured as the client sees them (send statuses, messages read), ne
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import pytest
 
 from rocketmq_operator.platforms.local import control
 from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.topics import topics_status_path
 from rocketmq_operator.remoting import RemotingClient, RemotingTimeout
 from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.produce import produce
@@ -74,6 +76,13 @@ async def _send_auto_created(namesrv: str, master: str, topic: str, first: int, 
     return acknowledged
 
 
+def _observed(path: Path) -> set[str]:
+    try:
+        return {t["name"] for t in json.loads(path.read_text(encoding="utf-8")).get("topics", [])}
+    except (OSError, ValueError):
+        return set()
+
+
 def _kill_master_now(cluster: Any, replica: str) -> float:
     answer = asyncio.run(control.request(StateLayout(cluster.state_dir), "signal", replica=replica, signal="KILL"))
     assert answer.get("ok"), answer
@@ -106,15 +115,15 @@ def _scenario(
         namesrv = ";".join(doc["nameServers"])
         old = _master(cluster, group, doc)
         if auto:
-            # The first half creates the topic on the master; once the operator has seen it there, the second
-            # half is sent and the master killed right after the last acknowledgement.
-            acknowledged = asyncio.run(_send_auto_created(namesrv, old["address"], topic, 0, COUNT // 2))
-            cluster.wait_for(
-                "the auto-created topic observed",
-                lambda d: any(t["name"] == topic for t in cluster.group(group, d).get("topics", [])),
-                timeout=30,
-            )
-            acknowledged |= asyncio.run(_send_auto_created(namesrv, old["address"], topic, COUNT // 2, COUNT))
+            # One send creates the topic on the master; as soon as the operator has seen it there (its topic
+            # report in the state directory), the rest is sent and the master killed right after.
+            acknowledged = asyncio.run(_send_auto_created(namesrv, old["address"], topic, 0, 1))
+            report_path = topics_status_path(StateLayout(cluster.state_dir), group)
+            deadline = time.monotonic() + 30
+            while topic not in _observed(report_path) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert topic in _observed(report_path), "the operator never observed the auto-created topic"
+            acknowledged |= asyncio.run(_send_auto_created(namesrv, old["address"], topic, 1, COUNT))
             last_ack = time.time()
         else:
             report = asyncio.run(produce(namesrv, topic, COUNT, create_topic=False, retries=2))

@@ -79,6 +79,7 @@ class TopicPolicy:
         self.wanted = {g: w for g, w in self.wanted.items() if w.topics or w.consumer_groups or w.auto_create_topics}
         self.memory: dict[str, GroupTopicMemory] = {}
         self.measured_at: dict[str, float] = {}
+        self.observed_count: dict[str, int] = {}
 
     async def run(self, client: RemotingClient, states: Mapping[str, GroupState]) -> None:
         for name, state in states.items():
@@ -93,7 +94,9 @@ class TopicPolicy:
                 log.info("%s: %s", name, line)
             for refusal in report.refusals:
                 log.warning("%s: refused: %s: %s", name, refusal.name, refusal.message)
-            if measure or report.done or not report.asserted:
+            newly_observed = len(memory.observed) != self.observed_count.get(name)
+            self.observed_count[name] = len(memory.observed)
+            if measure or report.done or not report.asserted or newly_observed:
                 if measure:
                     self.measured_at[name] = now
                 write_json_atomic(topics_status_path(self.layout, name), report_doc(report, wanted, memory, now))
