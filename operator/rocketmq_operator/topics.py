@@ -6,8 +6,9 @@ out (UPDATE_AND_CREATE_TOPIC, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_TOPIC_
 DELETE_SUBSCRIPTIONGROUP) and reports what the master has afterwards. It never raises for an unreachable broker:
 the error is in the report and `asserted` stays False, so the platform reports the group not writable yet.
 In the classic modes every reachable slave is asserted too (a slave acts as master while the master is away).
-`GroupTopicMemory` holds, per group, every topic seen on any of its masters (re-asserted when automatic creation
-is on) and the master last asserted; the platform keeps one per group for as long as it runs.
+`GroupTopicMemory` holds, per group, every topic seen on any of its masters (re-created on a new master whoever
+created it: automatic creation, mqadmin, the produce tool; forgotten when deleted on the same master) and the
+master last asserted; the platform keeps one per group for as long as it runs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from rocketmq_operator.plan.topics import (
     is_internal_topic,
     plan_consumer_groups,
     plan_topics,
+    update_observed,
     wanted_topics,
 )
 from rocketmq_operator.remoting import RemotingClient, RemotingException
@@ -129,7 +131,9 @@ async def assert_group(
     report.new_master = (addr, state.master_epoch) != (memory.asserted_master, memory.asserted_epoch)
     admin = TopicAdmin(client)
     for target in targets:
-        table, groups = await _assert_on(admin, target, wanted, memory, report, timeout)
+        table, groups = await _assert_on(
+            admin, target, wanted, memory, report, timeout, target == addr, state.master_epoch
+        )
         if target == addr or (addr is None and target == targets[0]):
             report.topics, report.consumer_groups = table, groups
     report.asserted = addr is not None and not report.errors
@@ -147,6 +151,8 @@ async def _assert_on(
     memory: GroupTopicMemory,
     report: AssertReport,
     timeout: float,
+    is_master: bool,
+    epoch: int | None,
 ) -> tuple[dict[str, TopicConfigInfo], dict[str, SubscriptionGroupInfo]]:
     try:
         table = await admin.topics(addr, timeout=timeout)
@@ -155,11 +161,11 @@ async def _assert_on(
         report.errors.append(f"cannot read the topic tables of {addr}: {exc or type(exc).__name__}")
         return {}, {}
     have = {name: _facts(info) for name, info in table.items()}
-    if wanted.auto_create_topics:
-        for name, facts in have.items():
-            memory.observed.setdefault(name, facts)
+    if is_master:
+        same = (addr, epoch) == (memory.asserted_master, memory.asserted_epoch)
+        memory.observed = update_observed(memory.observed, have, same, wanted.own_names)
     topics_plan = plan_topics(
-        wanted_topics(wanted.topics, memory.observed, wanted.auto_create_topics, wanted.own_names),
+        wanted_topics(wanted.topics, memory.observed, True, wanted.own_names),
         have,
         wanted.deleting_topics,
     )

@@ -119,3 +119,17 @@ async def test_named_master_not_yet_serving_is_not_asserted() -> None:
     )})  # fmt: skip
     report = await assert_group(brokers, state, WANTED, GroupTopicMemory())  # type: ignore[arg-type]
     assert not report.asserted and brokers.calls == []
+
+
+async def test_topic_made_with_mqadmin_is_recreated_on_the_new_master_but_a_deletion_is_respected() -> None:
+    brokers = FakeBrokers("a:1", "b:1")
+    brokers.topics["a:1"]["by_admin"] = {"topicName": "by_admin", "readQueueNums": 2, "writeQueueNums": 2}
+    brokers.topics["a:1"]["deleted_later"] = {"topicName": "deleted_later", "readQueueNums": 1, "writeQueueNums": 1}
+    memory = GroupTopicMemory()
+    wanted = WantedOnGroup()  # nothing declared, automatic creation off
+    await assert_group(brokers, _state(True, "a:1", "a:1", "b:1"), wanted, memory)  # type: ignore[arg-type]
+    del brokers.topics["a:1"]["deleted_later"]  # mqadmin deleteTopic on the same master
+    await assert_group(brokers, _state(True, "a:1", "a:1", "b:1"), wanted, memory)  # type: ignore[arg-type]
+    assert "deleted_later" not in brokers.topics["a:1"]
+    report = await assert_group(brokers, _state(True, "b:1", "a:1", "b:1", epoch=2), wanted, memory)  # type: ignore[arg-type]
+    assert report.asserted and sorted(brokers.topics["b:1"]) == ["by_admin"]

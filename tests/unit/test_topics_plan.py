@@ -13,6 +13,7 @@ from rocketmq_operator.plan.topics import (
     plan_consumer_groups,
     plan_topics,
     topic_facts,
+    update_observed,
     wanted_on_groups,
     wanted_topics,
 )
@@ -153,3 +154,14 @@ def test_wanted_on_groups_by_name_and_by_cluster() -> None:
     assert wanted["c"].topics == [] and wanted["c"].auto_create_topics
     assert [x.name for x in wanted["b"].consumer_groups] == ["G1"] and wanted["b"].lag_topics == {"G1": ["t2"]}
     assert topic_facts(t1).attributes == {"message.type": "FIFO"} and topic_facts(t1).perm == 6
+
+
+def test_observed_topics_survive_a_master_change_and_are_forgotten_when_deleted_on_the_same_master() -> None:
+    made_by_mqadmin = orders(name="by_admin")
+    seen = update_observed({}, {"by_admin": made_by_mqadmin, "broker-a": T("broker-a", 1, 1)}, False, ["broker-a"])
+    assert list(seen) == ["by_admin"] and seen["by_admin"].source == "observed"
+    # A new master without it: still wanted (re-created), whoever created it.
+    after_failover = update_observed(seen, {}, same_master=False)
+    assert plan_topics(wanted_topics([], after_failover, True), {}).creates == ("by_admin",)
+    # The same master no longer has it: deleted on purpose, forgotten, never re-created.
+    assert update_observed(seen, {}, same_master=True) == {}

@@ -151,6 +151,26 @@ def wanted_topics(
     return list(out.values())
 
 
+def update_observed(
+    observed: Mapping[str, TopicConfigFacts],
+    on_master: Mapping[str, TopicConfigFacts],
+    same_master: bool,
+    own_names: Iterable[str] = (),
+) -> dict[str, TopicConfigFacts]:
+    """Topics seen on the group's masters, whoever created them (a send with automatic creation, mqadmin, the
+    produce tool): each lives in one master's topic table and is missing on the next master until re-created.
+    On the master asserted last time, a topic that has gone was deleted on purpose and is forgotten; a new
+    master's table only adds (it lacks what the old master had: that is what re-assertion is for)."""
+    own = set(own_names)
+    out = {n: t for n, t in observed.items() if not same_master or n in on_master}
+    for name, facts in sorted(on_master.items()):
+        if name not in out and not is_internal_topic(name, own):
+            out[name] = TopicConfigFacts(
+                name, facts.read_queue_nums, facts.write_queue_nums, facts.perm, dict(facts.attributes), "observed"
+            )
+    return out
+
+
 def _topic_refusal(want: TopicConfigFacts, have: TopicConfigFacts) -> str | None:
     for key in UNCHANGEABLE_ATTRIBUTES:
         if key in want.attributes and want.attributes.get(key) != have.attributes.get(key, want.attributes[key]):

@@ -71,9 +71,6 @@ async def reassert_topics(
     wanted.deleting_groups = [
         r.group_name for i, r in groups if isinstance(r, ConsumerGroup) and _deleting(i, r) and r.group_name in placed
     ]
-    declared = wanted.topics or wanted.consumer_groups or wanted.deleting_topics or wanted.deleting_groups
-    if not declared and not wanted.auto_create_topics:
-        return True
     topic_memory = memory.setdefault("topics", GroupTopicMemory())
     report = await assert_group(client, state, wanted, topic_memory, measure=True)
     await _write_statuses(kube, metrics, namespace, group, topics, groups, report, bg)

@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ConsumerGroup, Topic
+from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus
 from rocketmq_operator.observe import GroupState, ReplicaEndpoint, observe_groups
 from rocketmq_operator.plan.status import GroupView, build_broker_status
 from rocketmq_operator.platforms.local.layout import StateLayout
@@ -124,11 +124,7 @@ def _process_doc(state: LocalState) -> list[dict[str, Any]]:
 
 
 async def collect(state: LocalState, layout: StateLayout, *, persist: bool = True) -> dict[str, Any]:
-    resources = load_resources(state)
-    specs = {r.metadata.name: r for r in resources if isinstance(r, BrokerGroup)}
-    specs_topics = any(isinstance(r, Topic | ConsumerGroup) for r in resources) or any(
-        b.spec.auto_create.topics for b in specs.values()
-    )
+    specs = {r.metadata.name: r for r in load_resources(state) if isinstance(r, BrokerGroup)}
     observed = await observe(state)
     now = now_iso()
     groups: list[dict[str, Any]] = []
@@ -143,7 +139,7 @@ async def collect(state: LocalState, layout: StateLayout, *, persist: bool = Tru
         if persist:
             write_json_atomic(layout.status(info.name), status.model_dump(mode="json", by_alias=True))
         doc: dict[str, Any] = {"name": info.name, **status.model_dump(mode="json", by_alias=True)}
-        _with_topics(doc, layout, info.name, specs_topics)
+        _with_topics(doc, layout, info.name, wanted=True)
         doc["nameServers"] = info.name_servers
         doc["controllers"] = info.controllers
         for replica in doc["replicas"]:

@@ -35,7 +35,7 @@ def topics_status_path(layout: StateLayout, group: str) -> Any:
 
 
 def report_doc(report: AssertReport, wanted: WantedOnGroup, memory: GroupTopicMemory, now: float) -> dict[str, Any]:
-    topics = wanted_topics(wanted.topics, memory.observed, wanted.auto_create_topics, wanted.own_names)
+    topics = wanted_topics(wanted.topics, memory.observed, True, wanted.own_names)
     return {
         "group": report.group,
         "master": report.master,
@@ -76,7 +76,6 @@ class TopicPolicy:
             [r for r in resources if isinstance(r, Topic)],
             [r for r in resources if isinstance(r, ConsumerGroup)],
         )
-        self.wanted = {g: w for g, w in self.wanted.items() if w.topics or w.consumer_groups or w.auto_create_topics}
         self.memory: dict[str, GroupTopicMemory] = {}
         self.measured_at: dict[str, float] = {}
         self.observed_count: dict[str, int] = {}
