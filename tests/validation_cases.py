@@ -28,6 +28,20 @@ BASE_CONTROLLER: dict[str, Any] = {
 }
 
 
+BASE_TOPIC: dict[str, Any] = {
+    "apiVersion": "rocketmq-operator.dev/v1alpha1",
+    "kind": "Topic",
+    "metadata": {"name": "orders"},
+    "spec": {"brokerGroups": ["broker-a"], "readQueueNums": 8, "writeQueueNums": 8},
+}
+BASE_CONSUMER_GROUP: dict[str, Any] = {
+    "apiVersion": "rocketmq-operator.dev/v1alpha1",
+    "kind": "ConsumerGroup",
+    "metadata": {"name": "orders-readers"},
+    "spec": {"brokerGroups": ["broker-a"], "topics": ["orders"]},
+}
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -59,6 +73,14 @@ def b(path: str, value: Any) -> dict[str, Any]:
 
 def c(path: str, value: Any) -> dict[str, Any]:
     return _with(BASE_CONTROLLER, path, value)
+
+
+def t(path: str, value: Any) -> dict[str, Any]:
+    return _with(BASE_TOPIC, path, value)
+
+
+def g(path: str, value: Any) -> dict[str, Any]:
+    return _with(BASE_CONSUMER_GROUP, path, value)
 
 
 CASES: list[Case] = [
@@ -235,5 +257,143 @@ CASES: list[Case] = [
         "ControllerGroup.controllerConfig.known",
         "spec.controllerConfig",
         "scanNotActiveBrokerIntervall",
+    ),
+    Case("topic-valid", BASE_TOPIC, None),
+    Case("topic-valid-cluster", _with(t("spec.brokerGroups", _DELETE), "spec.clusterName", "DefaultCluster"), None),
+    Case("topic-valid-fifo-name", _with(t("spec.topicName", "Orders%v1|x"), "spec.messageType", "FIFO"), None),
+    Case("consumer-group-valid", BASE_CONSUMER_GROUP, None),
+    Case(
+        "topic-zero-write-queues",
+        t("spec.writeQueueNums", 0),
+        "Topic.writeQueueNums.range",
+        "spec.writeQueueNums",
+        "0 write queues",
+    ),
+    Case(
+        "topic-zero-read-queues",
+        t("spec.readQueueNums", 0),
+        "Topic.readQueueNums.range",
+        "spec.readQueueNums",
+        "0 read queues",
+    ),
+    Case(
+        "topic-unknown-message-type",
+        t("spec.messageType", "ORDERED"),
+        "Topic.messageType.enum",
+        "spec.messageType",
+        "'ORDERED' is not a RocketMQ message type",
+    ),
+    Case(
+        "topic-bad-chars",
+        t("spec.topicName", "orders.v1"),
+        "Topic.name.chars",
+        "spec.topicName",
+        "'orders.v1' has characters RocketMQ refuses",
+    ),
+    Case(
+        "topic-metadata-name-dots",
+        t("metadata.name", "orders.v1"),
+        "Topic.name.chars",
+        "spec.topicName",
+        "'orders.v1'",
+    ),
+    Case(
+        "topic-too-long",
+        t("spec.topicName", "t" * 128),
+        "Topic.name.length",
+        "spec.topicName",
+        "longer than 127",
+    ),
+    Case(
+        "topic-system",
+        t("spec.topicName", "SCHEDULE_TOPIC_XXXX"),
+        "Topic.name.system",
+        "spec.topicName",
+        "'SCHEDULE_TOPIC_XXXX' is a RocketMQ system topic",
+    ),
+    Case(
+        "topic-system-prefix",
+        t("spec.topicName", "rmq_sys_mine"),
+        "Topic.name.system",
+        "spec.topicName",
+        "system topic",
+    ),
+    Case(
+        "topic-no-placement",
+        t("spec.brokerGroups", _DELETE),
+        "Topic.placement.required",
+        "spec.brokerGroups",
+        "names no broker group",
+    ),
+    Case("topic-perm", t("spec.permission", "rw"), "Topic.permission.enum", "spec.permission", "'rw'"),
+    Case(
+        "topic-deletion-policy",
+        t("spec.deletionPolicy", "Retain"),
+        "Topic.deletionPolicy.enum",
+        "spec.deletionPolicy",
+        "'Retain' is not a deletion policy",
+    ),
+    Case(
+        "topic-attribute-message-type",
+        t("spec.attributes", {"message.type": "FIFO"}),
+        "Topic.attributes.known",
+        "spec.attributes",
+        "message.type is not a topic attribute",
+    ),
+    Case(
+        "group-bad-chars",
+        g("spec.groupName", "readers group"),
+        "ConsumerGroup.name.chars",
+        "spec.groupName",
+        "'readers group'",
+    ),
+    Case(
+        "group-too-long",
+        g("spec.groupName", "g" * 256),
+        "ConsumerGroup.name.length",
+        "spec.groupName",
+        "longer than 255",
+    ),
+    Case(
+        "group-no-placement",
+        g("spec.brokerGroups", []),
+        "ConsumerGroup.placement.required",
+        "spec.brokerGroups",
+        "names no broker group",
+    ),
+    Case(
+        "group-consume-mode",
+        g("spec.consumeMode", "Parallel"),
+        "ConsumerGroup.consumeMode.enum",
+        "spec.consumeMode",
+        "'Parallel' is not a consume mode",
+    ),
+    Case(
+        "group-deletion-policy",
+        g("spec.deletionPolicy", "delete"),
+        "ConsumerGroup.deletionPolicy.enum",
+        "spec.deletionPolicy",
+        "'delete'",
+    ),
+    Case(
+        "group-retries",
+        g("spec.retryMaxTimes", -1),
+        "ConsumerGroup.retryMaxTimes.range",
+        "spec.retryMaxTimes",
+        "-1 retries",
+    ),
+    Case(
+        "group-retry-queues",
+        g("spec.retryQueueNums", 2000),
+        "ConsumerGroup.retryQueueNums.range",
+        "spec.retryQueueNums",
+        "2000 retry queues",
+    ),
+    Case(
+        "group-topics",
+        g("spec.topics", ["orders v1"]),
+        "ConsumerGroup.topics.format",
+        "spec.topics",
+        "topics lists a name",
     ),
 ]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rocketmq_operator.api.crd import crds_yaml, dump_yaml
-from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
+from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup
 from rocketmq_operator.api.validation import (
     ManifestError,
     Report,
@@ -39,7 +39,7 @@ def _validated(files: Sequence[str]) -> tuple[list[Report], list[str], list[str]
     return reports, errors, warnings
 
 
-def _resources_or_fail(files: Sequence[str]) -> tuple[list[BrokerGroup | ControllerGroup], list[Report]]:
+def _resources_or_fail(files: Sequence[str]) -> tuple[list[AnyResource], list[Report]]:
     reports, errors, warnings = _validated(files)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)

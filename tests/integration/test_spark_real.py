@@ -68,6 +68,9 @@ spec:
   slaveRead:
     enabled: true
     memoryRatio: 0
+  # Spark executors pull as consumer group spark-rocketmq-source (and the checks as the client's default group).
+  autoCreate:
+    subscriptionGroups: true
   jvm:
     heap: 384Mi
 """
@@ -305,6 +308,7 @@ spec:
   replicas: 1
   controllerRef: {name: spark-ret-ctl}
   quorum: {inSyncReplicas: 1, minInSyncReplicas: 1}
+  autoCreate: {subscriptionGroups: true}  # the Spark executors' consumer group
   jvm: {heap: 384Mi}
   # Small files and no reserved time, so a manual clean-up deletes data within the test.
   brokerConfig:

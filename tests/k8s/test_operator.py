@@ -40,7 +40,12 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def crds(k8s_cluster: Any) -> Any:
     k8s_cluster.kubectl("apply", "--server-side", "-f", ROOT / "crds")
-    for name in ("brokergroups.rocketmq-operator.dev", "controllergroups.rocketmq-operator.dev"):
+    for name in (
+        "brokergroups.rocketmq-operator.dev",
+        "controllergroups.rocketmq-operator.dev",
+        "topics.rocketmq-operator.dev",
+        "consumergroups.rocketmq-operator.dev",
+    ):
         k8s_cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
     return k8s_cluster
 
@@ -180,6 +185,60 @@ def test_invalid_cases_refused_by_api_server_with_cli_message(crds: Any) -> None
     assert refused >= 25
 
 
+def test_topic_refusals_name_the_field_and_match_the_cli(crds: Any) -> None:
+    """Issue #11: 0 queues, an unknown message type and a name RocketMQ refuses are refused by the API server with
+    the field named and the text `rocketmq-operator validate` prints."""
+    from validation_cases import BASE_TOPIC, t
+
+    cases = [
+        (t("spec.writeQueueNums", 0), "spec.writeQueueNums"),
+        (t("spec.messageType", "ORDERED"), "spec.messageType"),
+        (t("spec.topicName", "orders.v1"), "spec.topicName"),
+    ]
+    for doc, path in cases:
+        res = crds.kubectl("apply", "-n", "default", "-f", "-", input=yaml.safe_dump(doc), check=False)
+        assert res.returncode != 0 and path in res.stderr, res.stderr
+        cli = subprocess.run(
+            [sys.executable, "-m", "rocketmq_operator.cli", "validate", "-"],
+            input=yaml.safe_dump(doc),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert cli.returncode != 0
+        line = next(x for x in cli.stdout.splitlines() if path in x)
+        message = line.split(f"{path}: ", 1)[1]
+        assert message in res.stderr, (message, res.stderr)
+    ok = crds.kubectl("apply", "-n", "default", "-f", "-", input=yaml.safe_dump(BASE_TOPIC), check=False)
+    assert ok.returncode == 0, ok.stderr
+    crds.kubectl("delete", "topic", "orders", "-n", "default", "--wait=false")
+
+
+def test_get_topics_and_consumer_groups_show_columns_and_lag(crds: Any) -> None:
+    from validation_cases import BASE_CONSUMER_GROUP, BASE_TOPIC
+
+    crds.kubectl("create", "namespace", "topics-cols", check=False)
+    for doc in (BASE_TOPIC, BASE_CONSUMER_GROUP):
+        crds.kubectl("apply", "-n", "topics-cols", "-f", "-", input=yaml.safe_dump(doc))
+    # The status the observer writes (here written by hand: this API server runs no brokers).
+    crds.kubectl(
+        "patch", "topic", "orders", "-n", "topics-cols", "--subresource=status", "--type=merge",
+        "-p", '{"status": {"topicName": "orders", "brokerGroups": ["broker-a"]}}',
+    )  # fmt: skip
+    crds.kubectl(
+        "patch", "consumergroup", "orders-readers", "-n", "topics-cols", "--subresource=status", "--type=merge",
+        "-p", '{"status": {"groupName": "orders-readers", "lag": 42, "brokerGroups": ["broker-a"]}}',
+    )  # fmt: skip
+    topics = crds.kubectl("get", "topics", "-n", "topics-cols").stdout
+    header, row = topics.splitlines()[:2]
+    assert header.split() == ["NAME", "TOPIC", "TYPE", "WRITE", "READ", "ON", "READY", "AGE"], topics
+    assert row.split()[:6] == ["orders", "orders", "NORMAL", "8", "8", '["broker-a"]'], topics
+    groups = crds.kubectl("get", "consumergroups", "-n", "topics-cols").stdout
+    header, row = groups.splitlines()[:2]
+    assert header.split()[:4] == ["NAME", "GROUP", "MODE", "LAG"], groups
+    assert row.split()[:4] == ["orders-readers", "orders-readers", "Concurrently", "42"], groups
+
+
 def test_min_above_in_sync_refused_naming_the_field(crds: Any) -> None:
     doc = yaml.safe_load(QUICKSTART.read_text().split("---")[1])
     doc["spec"]["quorum"]["minInSyncReplicas"] = 3
@@ -311,6 +370,11 @@ def test_observer_reports_unreachable_controller_truthfully(operator: Operator) 
     assert conds.get("Available") == "False" and conds.get("Reconciled") == "True"
     bg = _get(cluster, "brokergroup", "broker-a", ns)
     assert bg is not None and bg["status"].get("writable") is False
+    # The quickstart's Topic: the observer pass reports it on no master (there is none), never invents one.
+    cluster.wait_for("the Topic's status", lambda: (_get(cluster, "topic", "orders", ns) or {}).get("status"))
+    topic = (_get(cluster, "topic", "orders", ns) or {})["status"]
+    assert topic["placements"] == [{"brokerGroup": "broker-a", "exists": False}], topic
+    assert topic["conditions"][0]["status"] == "False" and topic["conditions"][0]["reason"] == "Missing"
     master_svc = _get(cluster, "service", "broker-a-master", ns)
     assert master_svc is not None and master_svc["spec"]["selector"]["rocketmq-operator.dev/role"] == "master"
 

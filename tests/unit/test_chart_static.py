@@ -375,13 +375,17 @@ def test_gitops_kustomize_build() -> None:
     kinds = sorted(d["kind"] for d in docs)
     assert kinds == [
         "BrokerGroup",
+        "ConsumerGroup",
         "ControllerGroup",
         "CustomResourceDefinition",
         "CustomResourceDefinition",
+        "CustomResourceDefinition",
+        "CustomResourceDefinition",
         "Namespace",
+        "Topic",
     ]
     for doc in docs:
-        if doc["kind"] in ("BrokerGroup", "ControllerGroup"):
+        if doc["kind"] in ("BrokerGroup", "ControllerGroup", "Topic", "ConsumerGroup"):
             assert doc["metadata"]["namespace"] == "rocketmq"
         else:
             assert "namespace" not in doc["metadata"]

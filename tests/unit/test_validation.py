@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rocketmq_operator.api.rules import BROKER_GROUP_RULES, CONTROLLER_GROUP_RULES
+from rocketmq_operator.api.rules import (
+    BROKER_GROUP_RULES,
+    CONSUMER_GROUP_RULES,
+    CONTROLLER_GROUP_RULES,
+    TOPIC_RULES,
+)
 from rocketmq_operator.api.validation import validate_document
 from validation_cases import CASES, Case
 
@@ -26,7 +31,11 @@ def test_case(case: Case) -> None:
 
 def test_every_rule_has_a_case() -> None:
     covered = {c.rule_id for c in CASES}
-    missing = [r.id for r in (*BROKER_GROUP_RULES, *CONTROLLER_GROUP_RULES) if r.id not in covered]
+    missing = [
+        r.id
+        for r in (*BROKER_GROUP_RULES, *CONTROLLER_GROUP_RULES, *TOPIC_RULES, *CONSUMER_GROUP_RULES)
+        if r.id not in covered
+    ]
     # Quantity rules share one implementation; one case per kind of quantity is enough.
     missing = [
         m

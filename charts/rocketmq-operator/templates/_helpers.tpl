@@ -98,15 +98,15 @@ Used by the ClusterRole (rbac.scope=cluster) and by each Role (rbac.scope=namesp
 {{- define "rocketmq-operator.namespacedRules" -}}
 # The custom resources: kopf watches them and patches finalizers and annotations (its progress storage).
 - apiGroups: ["rocketmq-operator.dev"]
-  resources: ["brokergroups", "controllergroups"]
+  resources: ["brokergroups", "controllergroups", "topics", "consumergroups"]
   verbs: ["get", "list", "watch", "patch", "update"]
 - apiGroups: ["rocketmq-operator.dev"]
-  resources: ["brokergroups/status", "controllergroups/status"]
+  resources: ["brokergroups/status", "controllergroups/status", "topics/status", "consumergroups/status"]
   verbs: ["get", "patch", "update"]
 # Owner references with blockOwnerDeletion (set by kopf) need this where the
 # OwnerReferencesPermissionEnforcement admission plugin is on (e.g. OpenShift).
 - apiGroups: ["rocketmq-operator.dev"]
-  resources: ["brokergroups/finalizers", "controllergroups/finalizers"]
+  resources: ["brokergroups/finalizers", "controllergroups/finalizers", "topics/finalizers", "consumergroups/finalizers"]
   verbs: ["update"]
 # What render.kubernetes produces for each group.
 - apiGroups: ["apps"]

@@ -19,10 +19,14 @@ from rocketmq_operator.api.models import (
     API_VERSION,
     BrokerGroupSpec,
     BrokerGroupStatus,
+    ConsumerGroupSpec,
+    ConsumerGroupStatus,
     ControllerGroupSpec,
     ControllerGroupStatus,
+    TopicSpec,
+    TopicStatus,
 )
-from rocketmq_operator.api.rules import MAX_CONFIG_KEYS, Rule, rules_for
+from rocketmq_operator.api.rules import MAX_CONFIG_KEYS, MAX_PLACEMENTS, Kind, Rule, rules_for
 
 JSON = dict[str, Any]
 
@@ -33,6 +37,13 @@ _STRING_BOUNDS: dict[str, int] = {
     "heap": 32,
     "directMemory": 32,
     "maxGapNotInSync": 32,
+    "topicName": 512,
+    "groupName": 512,
+    "clusterName": 253,
+    "permission": 32,
+    "messageType": 32,
+    "deletionPolicy": 32,
+    "consumeMode": 32,
 }
 
 
@@ -142,6 +153,15 @@ def _bound_config_maps(spec_schema: JSON) -> None:
         prop = spec_schema.get("properties", {}).get(key)
         if prop is not None:
             prop["maxProperties"] = MAX_CONFIG_KEYS
+    attributes = spec_schema.get("properties", {}).get("attributes")
+    if attributes is not None:
+        attributes["maxProperties"] = 16
+        attributes["additionalProperties"]["maxLength"] = 253
+    for key in ("brokerGroups", "topics"):
+        names = spec_schema.get("properties", {}).get(key)
+        if names is not None and names.get("type") == "array":
+            names["maxItems"] = MAX_PLACEMENTS
+            names["items"]["maxLength"] = 253
     ns = spec_schema.get("properties", {}).get("nameServers")
     if ns is not None and ns.get("type") == "array":
         ns["maxItems"] = 16
@@ -160,6 +180,25 @@ _BROKER_COLUMNS: list[JSON] = [
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 
+_TOPIC_COLUMNS: list[JSON] = [
+    {"name": "Topic", "type": "string", "jsonPath": ".status.topicName"},
+    {"name": "Type", "type": "string", "jsonPath": ".spec.messageType"},
+    {"name": "Write", "type": "integer", "jsonPath": ".spec.writeQueueNums"},
+    {"name": "Read", "type": "integer", "jsonPath": ".spec.readQueueNums"},
+    {"name": "On", "type": "string", "jsonPath": ".status.brokerGroups"},
+    {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+_CONSUMER_GROUP_COLUMNS: list[JSON] = [
+    {"name": "Group", "type": "string", "jsonPath": ".status.groupName"},
+    {"name": "Mode", "type": "string", "jsonPath": ".spec.consumeMode"},
+    {"name": "Lag", "type": "integer", "jsonPath": ".status.lag"},
+    {"name": "On", "type": "string", "jsonPath": ".status.brokerGroups"},
+    {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
 _CONTROLLER_COLUMNS: list[JSON] = [
     {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
     {"name": "Standalone", "type": "boolean", "jsonPath": ".spec.standalone"},
@@ -170,7 +209,7 @@ _CONTROLLER_COLUMNS: list[JSON] = [
 
 
 def _crd(
-    kind: str,
+    kind: Kind,
     plural: str,
     short: str,
     spec: type[BaseModel],
@@ -180,7 +219,7 @@ def _crd(
 ) -> JSON:
     spec_schema = model_schema(spec)
     _bound_config_maps(spec_schema)
-    rules = rules_for("BrokerGroup" if kind == "BrokerGroup" else "ControllerGroup")
+    rules = rules_for(kind)
     spec_schema["x-kubernetes-validations"] = _cel_validations(rules, "spec")
     status_schema = model_schema(status)
     root: JSON = {
@@ -250,6 +289,24 @@ def all_crds() -> list[JSON]:
             ControllerGroupStatus,
             _CONTROLLER_COLUMNS,
             "RocketMQ controllers (DLedger quorum) and the name servers hosted with them.",
+        ),
+        _crd(
+            "Topic",
+            "topics",
+            "rmqtopic",
+            TopicSpec,
+            TopicStatus,
+            _TOPIC_COLUMNS,
+            "A RocketMQ topic declared on the masters of broker groups, re-asserted after every master change.",
+        ),
+        _crd(
+            "ConsumerGroup",
+            "consumergroups",
+            "rmqcg",
+            ConsumerGroupSpec,
+            ConsumerGroupStatus,
+            _CONSUMER_GROUP_COLUMNS,
+            "A RocketMQ consumer (subscription) group declared on the masters of broker groups.",
         ),
     ]
 

@@ -1,4 +1,4 @@
-"""The BrokerGroup and ControllerGroup API (group `rocketmq-operator.dev`, version `v1alpha1`).
+"""The BrokerGroup, ControllerGroup, Topic and ConsumerGroup API (group `rocketmq-operator.dev`, version `v1alpha1`).
 
 These pydantic models are the contract: field names (camelCase on the wire) are what manifests, examples, the
 CRD schema and external checks rely on. The models only check *shape* (types, unknown fields); every semantic
@@ -134,6 +134,19 @@ class FailoverSpec(Model):
     )
 
 
+class AutoCreateSpec(Model):
+    topics: bool = Field(
+        default=False,
+        description="autoCreateTopicEnable: a send to an unknown topic creates it on the master only, in its "
+        "memory and topic table; on failover the new master does not have it and its messages cannot be read "
+        "(the operator re-asserts topics it has observed, but declare them as Topic resources instead).",
+    )
+    subscription_groups: bool = Field(
+        default=False,
+        description="autoCreateSubscriptionGroup: a consumer of an unknown group creates it on the master only.",
+    )
+
+
 class UpgradeSpec(Model):
     strategy: str = Field(default=UpgradeStrategy.SWITCHOVER.value, description="switchover | restart | supervised")
 
@@ -187,6 +200,7 @@ class BrokerGroupSpec(Model):
         default_factory=dict, description="Extra broker.conf keys (validated against RocketMQ's real keys)."
     )
     failover: FailoverSpec = Field(default_factory=FailoverSpec)
+    auto_create: AutoCreateSpec = Field(default_factory=AutoCreateSpec)
 
     _broker_config_scalars = field_validator("broker_config", mode="before")(_scalar_config)
 
@@ -311,3 +325,168 @@ class ControllerGroup(Model):
 
 
 Resource = BrokerGroup | ControllerGroup
+
+
+# --- Topic and ConsumerGroup (declared on the masters of broker groups; RocketMQ's TopicConfig and
+# SubscriptionGroupConfig, created with UPDATE_AND_CREATE_TOPIC / UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) ---
+
+
+class MessageType(StrEnum):
+    """The topic attribute `message.type` (RocketMQ `TopicMessageType`) a producer's messages must match."""
+
+    NORMAL = "NORMAL"
+    FIFO = "FIFO"
+    DELAY = "DELAY"
+    TRANSACTION = "TRANSACTION"
+
+
+class TopicPermission(StrEnum):
+    """TopicConfig.perm: READ 4, WRITE 2 (PermName)."""
+
+    READ_WRITE = "ReadWrite"
+    READ_ONLY = "ReadOnly"
+    WRITE_ONLY = "WriteOnly"
+
+
+class DeletionPolicy(StrEnum):
+    """What deleting the resource does on the brokers: Keep the topic/group (and its data), or Delete it."""
+
+    KEEP = "Keep"
+    DELETE = "Delete"
+
+
+class ConsumeMode(StrEnum):
+    """SubscriptionGroupConfig.consumeMessageOrderly: Orderly consumes each queue in order."""
+
+    CONCURRENTLY = "Concurrently"
+    ORDERLY = "Orderly"
+
+
+class TopicSpec(Model):
+    topic_name: str | None = Field(
+        default=None,
+        description="The RocketMQ topic name (default: metadata.name). Up to 127 characters of "
+        "letters, digits, '%', '|', '_' and '-'.",
+    )
+    broker_groups: list[str] = Field(
+        default_factory=list,
+        description="BrokerGroups (in this namespace) whose masters hold the topic.",
+    )
+    cluster_name: str | None = Field(
+        default=None,
+        description="Alternatively, every BrokerGroup with this spec.clusterName holds the topic.",
+    )
+    read_queue_nums: int = Field(default=8, description="Read queues per broker group (readQueueNums).")
+    write_queue_nums: int = Field(default=8, description="Write queues per broker group (writeQueueNums).")
+    permission: str = Field(
+        default=TopicPermission.READ_WRITE.value, description="ReadWrite | ReadOnly | WriteOnly (TopicConfig.perm)."
+    )
+    message_type: str = Field(
+        default=MessageType.NORMAL.value,
+        description="NORMAL | FIFO | DELAY | TRANSACTION (the topic attribute message.type).",
+    )
+    attributes: dict[str, str] = Field(
+        default_factory=dict,
+        description="Other topic attributes: queue.type, cleanup.policy, reserve.time (message.type is messageType).",
+    )
+    deletion_policy: str = Field(
+        default=DeletionPolicy.KEEP.value,
+        description="Keep (default): deleting the resource leaves the topic and its messages on the brokers; "
+        "Delete: the topic is deleted from every master.",
+    )
+
+
+class ConsumerGroupSpec(Model):
+    group_name: str | None = Field(
+        default=None, description="The RocketMQ consumer group name (default: metadata.name)."
+    )
+    broker_groups: list[str] = Field(
+        default_factory=list, description="BrokerGroups (in this namespace) whose masters hold the group."
+    )
+    cluster_name: str | None = Field(
+        default=None, description="Alternatively, every BrokerGroup with this spec.clusterName holds the group."
+    )
+    topics: list[str] = Field(
+        default_factory=list, description="Topics the group consumes: status reports its lag on them."
+    )
+    consume_enable: bool = Field(default=True, description="consumeEnable: false stops every consumer of the group.")
+    consume_mode: str = Field(
+        default=ConsumeMode.CONCURRENTLY.value, description="Concurrently | Orderly (consumeMessageOrderly)."
+    )
+    broadcast: bool = Field(
+        default=True, description="consumeBroadcastEnable: broadcasting consumers of this group are allowed."
+    )
+    consume_from_min_enable: bool = Field(default=True, description="consumeFromMinEnable.")
+    retry_max_times: int = Field(default=16, description="retryMaxTimes: redeliveries before the dead-letter queue.")
+    retry_queue_nums: int = Field(default=1, description="retryQueueNums of the group's retry topic.")
+    deletion_policy: str = Field(
+        default=DeletionPolicy.KEEP.value,
+        description="Keep (default): deleting the resource leaves the group and its offsets; Delete removes them.",
+    )
+
+
+class TopicPlacementStatus(Model):
+    broker_group: str
+    master: str | None = Field(default=None, description="The master the topic was read from.")
+    exists: bool = False
+    read_queue_nums: int | None = None
+    write_queue_nums: int | None = None
+    perm: int | None = None
+    message_type: str | None = None
+    max_offsets: int | None = Field(default=None, description="Messages stored: sum of the queues' max offsets.")
+
+
+class TopicStatus(Model):
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    topic_name: str | None = None
+    placements: list[TopicPlacementStatus] = Field(default_factory=list)
+    broker_groups: list[str] = Field(default_factory=list, description="Groups whose master has the topic.")
+    read_queue_nums: int | None = None
+    write_queue_nums: int | None = None
+    ready: bool | None = None
+    last_asserted: str | None = None
+
+
+class ConsumerGroupPlacementStatus(Model):
+    broker_group: str
+    master: str | None = None
+    exists: bool = False
+    lag: int | None = None
+
+
+class ConsumerGroupStatus(Model):
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    group_name: str | None = None
+    placements: list[ConsumerGroupPlacementStatus] = Field(default_factory=list)
+    broker_groups: list[str] = Field(default_factory=list)
+    lag: int | None = Field(default=None, description="Sum over queues of max offset - committed offset.")
+    ready: bool | None = None
+
+
+class Topic(Model):
+    api_version: str = API_GROUP_VERSION
+    kind: Literal["Topic"] = "Topic"
+    metadata: ObjectMeta
+    spec: TopicSpec
+    status: TopicStatus | None = None
+
+    @property
+    def topic_name(self) -> str:
+        return self.spec.topic_name or self.metadata.name
+
+
+class ConsumerGroup(Model):
+    api_version: str = API_GROUP_VERSION
+    kind: Literal["ConsumerGroup"] = "ConsumerGroup"
+    metadata: ObjectMeta
+    spec: ConsumerGroupSpec
+    status: ConsumerGroupStatus | None = None
+
+    @property
+    def group_name(self) -> str:
+        return self.spec.group_name or self.metadata.name
+
+
+AnyResource = BrokerGroup | ControllerGroup | Topic | ConsumerGroup

@@ -16,15 +16,19 @@ from typing import Any, Literal
 
 from rocketmq_operator.api.broker_config_keys import BROKER_CONFIG_KEYS, CONTROLLER_CONFIG_KEYS
 from rocketmq_operator.api.models import (
+    AnyResource,
     BrokerGroup,
-    ControllerGroup,
+    ConsumeMode,
+    DeletionPolicy,
     HAMode,
+    MessageType,
     ReclaimPolicy,
+    TopicPermission,
     UpgradeStrategy,
 )
 from rocketmq_operator.api.quantity import QUANTITY_PATTERN, is_quantity
 
-Kind = Literal["BrokerGroup", "ControllerGroup"]
+Kind = Literal["BrokerGroup", "ControllerGroup", "Topic", "ConsumerGroup"]
 
 NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 NAME_MAX = 45  # leaves room for "-headless", "-connection" and the StatefulSet pod ordinal within 63
@@ -32,6 +36,29 @@ VERSION_PATTERN = r"^5\.[0-9]+\.[0-9]+$"
 HOST_PORT_PATTERN = r"^[A-Za-z0-9]([-.A-Za-z0-9]*[A-Za-z0-9])?:[0-9]{1,5}$"
 MAX_BROKER_REPLICAS = 16
 MAX_CONFIG_KEYS = 128
+
+# RocketMQ's TopicValidator: topic (and group) names are ^[%|a-zA-Z0-9_-]+$, topics at most 127 characters,
+# and the system topics are refused; Validators.checkGroup allows groups up to 255 characters.
+TOPIC_NAME_PATTERN = r"^[%|a-zA-Z0-9_-]+$"
+TOPIC_NAME_MAX = 127
+GROUP_NAME_MAX = 255
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+SYSTEM_TOPICS: tuple[str, ...] = (
+    "TBW102",
+    "SCHEDULE_TOPIC_XXXX",
+    "SCHEDULE_TOPIC_XXXX_V2",
+    "BenchmarkTest",
+    "RMQ_SYS_TRANS_HALF_TOPIC",
+    "RMQ_SYS_TRACE_TOPIC",
+    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+    "TRANS_CHECK_MAX_TIME_TOPIC",
+    "SELF_TEST_TOPIC",
+    "OFFSET_MOVED_EVENT",
+)
+MAX_QUEUES = 1024
+MAX_PLACEMENTS = 64
+# TopicAttributes other than message.type (which is spec.messageType).
+TOPIC_ATTRIBUTE_KEYS: tuple[str, ...] = ("cleanup.policy", "queue.type", "reserve.time")
 
 # broker.conf keys the operator renders itself, and the spec field a user sets instead.
 OPERATOR_OWNED_BROKER_KEYS: dict[str, str] = {
@@ -60,6 +87,8 @@ OPERATOR_OWNED_BROKER_KEYS: dict[str, str] = {
     "allAckInSyncStateSet": "spec.quorum.allAckInSyncStateSet",
     "haMaxGapNotInSync": "spec.quorum.maxGapNotInSync",
     "slaveReadEnable": "spec.slaveRead.enabled",
+    "autoCreateTopicEnable": "spec.autoCreate.topics",
+    "autoCreateSubscriptionGroup": "spec.autoCreate.subscriptionGroups",
     "accessMessageInMemoryMaxRatio": "spec.slaveRead.memoryRatio",
     "rocketmqHome": "(the image)",
 }
@@ -560,15 +589,224 @@ def _controller_rules() -> list[Rule]:
     ]
 
 
+def _resource_name_rules(kind: Kind, what: str, field: str, max_len: int, system: bool) -> list[Rule]:
+    """The RocketMQ name of a Topic or ConsumerGroup (spec.<field>, default metadata.name)."""
+    name_cel = f"(has(self.spec.{field}) ? self.spec.{field} : self.metadata.name)"
+    attr = "topic_name" if kind == "Topic" else "group_name"
+
+    def name(r: Any) -> str:
+        return str(getattr(r, attr))
+
+    value = {"name": Placeholder(name_cel, name)}
+    rules = [
+        Rule(
+            id=f"{kind}.name.chars",
+            kind=kind,
+            scope="",
+            field_path=f".spec.{field}",
+            problem=f"{what} name '{{name}}' has characters RocketMQ refuses",
+            rule=f"{what} names match {TOPIC_NAME_PATTERN} (letters, digits, '%', '|', '_', '-')",
+            fix=f"set spec.{field} to a name such as 'orders_v1' (metadata.name is the default and may not fit)",
+            cel=f"{name_cel}.matches({_cel_string(TOPIC_NAME_PATTERN)})",
+            valid=lambda r: bool(_re(TOPIC_NAME_PATTERN).match(name(r))),
+            values=value,
+        ),
+        Rule(
+            id=f"{kind}.name.length",
+            kind=kind,
+            scope="",
+            field_path=f".spec.{field}",
+            problem=f"{what} name '{{name}}' is longer than {max_len} characters",
+            rule=f"RocketMQ refuses {what} names longer than {max_len} characters",
+            fix=f"choose a shorter spec.{field}",
+            cel=f"size({name_cel}) <= {max_len}",
+            valid=lambda r: len(name(r)) <= max_len,
+            values=value,
+        ),
+    ]
+    if system:
+        rules.append(
+            Rule(
+                id=f"{kind}.name.system",
+                kind=kind,
+                scope="",
+                field_path=f".spec.{field}",
+                problem=f"'{{name}}' is a RocketMQ system {what}",
+                rule=f"system topics ({', '.join(SYSTEM_TOPICS)} and names starting with {SYSTEM_TOPIC_PREFIX}) "
+                "are the broker's own",
+                fix=f"choose another spec.{field}",
+                cel=f"!({name_cel} in {_cel_list(SYSTEM_TOPICS)}) && !{name_cel}.startsWith("
+                f"{_cel_string(SYSTEM_TOPIC_PREFIX)})",
+                valid=lambda r: name(r) not in SYSTEM_TOPICS and not name(r).startswith(SYSTEM_TOPIC_PREFIX),
+                values=value,
+            )
+        )
+    return rules
+
+
+def _placement_rule(kind: Kind) -> Rule:
+    return Rule(
+        id=f"{kind}.placement.required",
+        kind=kind,
+        scope="spec",
+        field_path=".brokerGroups",
+        problem=f"the {kind} names no broker group to live on",
+        rule="brokerGroups lists at least one BrokerGroup, or clusterName names their cluster",
+        fix="set spec.brokerGroups: [broker-a] (or spec.clusterName: DefaultCluster)",
+        cel="(has(self.brokerGroups) && size(self.brokerGroups) > 0) || has(self.clusterName)",
+        valid=lambda r: bool(r.spec.broker_groups) or r.spec.cluster_name is not None,
+    )
+
+
+def _enum_rule(kind: Kind, field: str, attr: str, values: Sequence[str], fix: str, what: str) -> Rule:
+    return Rule(
+        id=f"{kind}.{field}.enum",
+        kind=kind,
+        scope="spec",
+        field_path=f".{field}",
+        problem=f"'{{value}}' is not {what}",
+        rule=f"{field} is one of " + ", ".join(values),
+        fix=fix,
+        cel=f"self.{field} in {_cel_list(values)}",
+        valid=lambda r: getattr(r.spec, attr) in values,
+        values={"value": Placeholder(f"self.{field}", lambda r: getattr(r.spec, attr))},
+    )
+
+
+def _topic_rules() -> list[Rule]:
+    k: Kind = "Topic"
+    perms = [p.value for p in TopicPermission]
+    types = [t.value for t in MessageType]
+    policies = [p.value for p in DeletionPolicy]
+    known_attrs = list(TOPIC_ATTRIBUTE_KEYS)
+
+    def unknown_attrs(r: Any) -> list[str]:
+        return [key for key in r.spec.attributes if key not in TOPIC_ATTRIBUTE_KEYS]
+
+    def queue_rule(field: str, attr: str) -> Rule:
+        return Rule(
+            id=f"Topic.{field}.range",
+            kind=k,
+            scope="spec",
+            field_path=f".{field}",
+            problem=f"{{value}} {field.removesuffix('QueueNums')} queues is out of range",
+            rule=f"1 <= {field} <= {MAX_QUEUES} (a topic without queues can hold no message)",
+            fix=f"set {field} to 8 (RocketMQ's own default is 16)",
+            cel=f"self.{field} >= 1 && self.{field} <= {MAX_QUEUES}",
+            valid=lambda r: 1 <= getattr(r.spec, attr) <= MAX_QUEUES,
+            values={"value": Placeholder(f"self.{field}", lambda r: getattr(r.spec, attr))},
+        )
+
+    return [
+        *_resource_name_rules(k, "topic", "topicName", TOPIC_NAME_MAX, system=True),
+        _placement_rule(k),
+        queue_rule("readQueueNums", "read_queue_nums"),
+        queue_rule("writeQueueNums", "write_queue_nums"),
+        _enum_rule(k, "permission", "permission", perms, "use 'ReadWrite'", "a topic permission"),
+        _enum_rule(
+            k,
+            "messageType",
+            "message_type",
+            types,
+            "use NORMAL unless producers send FIFO, DELAY or TRANSACTION messages",
+            "a RocketMQ message type",
+        ),
+        _enum_rule(
+            k,
+            "deletionPolicy",
+            "deletion_policy",
+            policies,
+            "use 'Keep' (deleting the resource keeps the topic) or 'Delete'",
+            "a deletion policy",
+        ),
+        Rule(
+            id="Topic.attributes.known",
+            kind=k,
+            scope="spec",
+            field_path=".attributes",
+            problem="{keys} is not a topic attribute the operator sets",
+            rule="attributes keys are " + ", ".join(known_attrs) + " (message.type is spec.messageType)",
+            fix="remove the key, or set spec.messageType instead of message.type",
+            cel=f"!has(self.attributes) || self.attributes.all(k, k in {_cel_list(known_attrs)})",
+            valid=lambda r: not unknown_attrs(r),
+            values={"keys": Placeholder(None, lambda r: ", ".join(unknown_attrs(r)), "a key")},
+        ),
+    ]
+
+
+def _consumer_group_rules() -> list[Rule]:
+    k: Kind = "ConsumerGroup"
+    modes = [m.value for m in ConsumeMode]
+    policies = [p.value for p in DeletionPolicy]
+    return [
+        *_resource_name_rules(k, "consumer group", "groupName", GROUP_NAME_MAX, system=False),
+        _placement_rule(k),
+        _enum_rule(k, "consumeMode", "consume_mode", modes, "use 'Concurrently' or 'Orderly'", "a consume mode"),
+        _enum_rule(
+            k,
+            "deletionPolicy",
+            "deletion_policy",
+            policies,
+            "use 'Keep' (deleting the resource keeps the group and its offsets) or 'Delete'",
+            "a deletion policy",
+        ),
+        Rule(
+            id="ConsumerGroup.retryMaxTimes.range",
+            kind=k,
+            scope="spec",
+            field_path=".retryMaxTimes",
+            problem="{value} retries is out of range",
+            rule="0 <= retryMaxTimes <= 1024",
+            fix="use 16 (RocketMQ's default)",
+            cel="self.retryMaxTimes >= 0 && self.retryMaxTimes <= 1024",
+            valid=lambda r: 0 <= r.spec.retry_max_times <= 1024,
+            values={"value": Placeholder("self.retryMaxTimes", lambda r: r.spec.retry_max_times)},
+        ),
+        Rule(
+            id="ConsumerGroup.retryQueueNums.range",
+            kind=k,
+            scope="spec",
+            field_path=".retryQueueNums",
+            problem="{value} retry queues is out of range",
+            rule=f"0 <= retryQueueNums <= {MAX_QUEUES}",
+            fix="use 1 (RocketMQ's default)",
+            cel=f"self.retryQueueNums >= 0 && self.retryQueueNums <= {MAX_QUEUES}",
+            valid=lambda r: 0 <= r.spec.retry_queue_nums <= MAX_QUEUES,
+            values={"value": Placeholder("self.retryQueueNums", lambda r: r.spec.retry_queue_nums)},
+        ),
+        Rule(
+            id="ConsumerGroup.topics.format",
+            kind=k,
+            scope="spec",
+            field_path=".topics",
+            problem="topics lists a name RocketMQ refuses",
+            rule=f"each topic matches {TOPIC_NAME_PATTERN} and has at most {TOPIC_NAME_MAX} characters",
+            fix="list the Topic names (spec.topicName of each Topic)",
+            cel=f"!has(self.topics) || self.topics.all(t, t.matches({_cel_string(TOPIC_NAME_PATTERN)}) "
+            f"&& size(t) <= {TOPIC_NAME_MAX})",
+            valid=lambda r: all(_re(TOPIC_NAME_PATTERN).match(t) and len(t) <= TOPIC_NAME_MAX for t in r.spec.topics),
+        ),
+    ]
+
+
 BROKER_GROUP_RULES: tuple[Rule, ...] = tuple(_broker_rules())
 CONTROLLER_GROUP_RULES: tuple[Rule, ...] = tuple(_controller_rules())
+TOPIC_RULES: tuple[Rule, ...] = tuple(_topic_rules())
+CONSUMER_GROUP_RULES: tuple[Rule, ...] = tuple(_consumer_group_rules())
+
+_RULES: dict[str, tuple[Rule, ...]] = {
+    "BrokerGroup": BROKER_GROUP_RULES,
+    "ControllerGroup": CONTROLLER_GROUP_RULES,
+    "Topic": TOPIC_RULES,
+    "ConsumerGroup": CONSUMER_GROUP_RULES,
+}
 
 
 def rules_for(kind: Kind) -> tuple[Rule, ...]:
-    return BROKER_GROUP_RULES if kind == "BrokerGroup" else CONTROLLER_GROUP_RULES
+    return _RULES[kind]
 
 
-def check_rules(resource: BrokerGroup | ControllerGroup) -> list[tuple[Rule, str]]:
+def check_rules(resource: AnyResource) -> list[tuple[Rule, str]]:
     """Every rule the resource breaks, with its Python message."""
     broken: list[tuple[Rule, str]] = []
     for rule in rules_for(resource.kind):

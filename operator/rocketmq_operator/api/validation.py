@@ -7,7 +7,7 @@ mean something else in RocketMQ (inSyncReplicas=1 makes a SYNC_MASTER asynchrono
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,15 +18,20 @@ from pydantic import ValidationError
 from rocketmq_operator.api.models import (
     API_GROUP,
     API_GROUP_VERSION,
+    AnyResource,
     BrokerGroup,
+    ConsumerGroup,
     ControllerGroup,
     HAMode,
+    Topic,
 )
 from rocketmq_operator.api.rules import check_rules
 
-KINDS: dict[str, type[BrokerGroup] | type[ControllerGroup]] = {
+KINDS: dict[str, type[BrokerGroup] | type[ControllerGroup] | type[Topic] | type[ConsumerGroup]] = {
     "BrokerGroup": BrokerGroup,
     "ControllerGroup": ControllerGroup,
+    "Topic": Topic,
+    "ConsumerGroup": ConsumerGroup,
 }
 
 
@@ -43,7 +48,7 @@ class Problem:
 @dataclass
 class Report:
     source: str
-    resource: BrokerGroup | ControllerGroup | None = None
+    resource: AnyResource | None = None
     errors: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
 
@@ -139,7 +144,7 @@ def _shape_problem(doc: dict[str, Any], err: Any) -> Problem:
     return Problem(path, f"{value!r} is not {expected}; rule: {err.get('msg', '')}; fix: {fix}", f"shape.{etype}")
 
 
-def parse_resource(doc: dict[str, Any]) -> tuple[BrokerGroup | ControllerGroup | None, list[Problem]]:
+def parse_resource(doc: dict[str, Any]) -> tuple[AnyResource | None, list[Problem]]:
     """Shape only: the typed resource, or the problems that stop it being one."""
     kind = doc.get("kind")
     api_version = doc.get("apiVersion")
@@ -147,7 +152,8 @@ def parse_resource(doc: dict[str, Any]) -> tuple[BrokerGroup | ControllerGroup |
         return None, [
             Problem(
                 "kind",
-                f"{kind!r} is not a kind this operator manages; rule: kind is BrokerGroup or ControllerGroup; "
+                f"{kind!r} is not a kind this operator manages; "
+                "rule: kind is BrokerGroup, ControllerGroup, Topic or ConsumerGroup; "
                 "fix: set kind, or remove the document",
                 "shape.kind",
             )
@@ -192,8 +198,10 @@ def validate_document(doc: dict[str, Any], source: str = "") -> Report:
         report.resource = resource
         if isinstance(resource, BrokerGroup):
             report.warnings.extend(broker_group_warnings(resource))
-        else:
+        elif isinstance(resource, ControllerGroup):
             report.warnings.extend(controller_group_warnings(resource))
+        elif isinstance(resource, Topic):
+            report.warnings.extend(topic_warnings(resource))
     return report
 
 
@@ -207,10 +215,11 @@ def validate_file(path: str | Path) -> list[Report]:
     return reports
 
 
-def validate_cross_references(resources: list[BrokerGroup | ControllerGroup]) -> list[Problem]:
-    """Within one set of manifests: a controllerRef that names a ControllerGroup in the set, if any is given."""
+def validate_cross_references(resources: Sequence[AnyResource]) -> list[Problem]:
+    """Within one set of manifests: a controllerRef that names a ControllerGroup in the set, if any is given; a
+    Topic's or ConsumerGroup's brokerGroups/clusterName that match a BrokerGroup of the set, if any is given."""
     controllers = {(r.metadata.namespace, r.metadata.name) for r in resources if isinstance(r, ControllerGroup)}
-    problems: list[Problem] = []
+    problems: list[Problem] = _placement_references(resources)
     if not controllers:
         return problems  # the ControllerGroup may live in the cluster already
     for r in resources:
@@ -230,7 +239,66 @@ def validate_cross_references(resources: list[BrokerGroup | ControllerGroup]) ->
     return problems
 
 
+def _placement_references(resources: Sequence[AnyResource]) -> list[Problem]:
+    brokers = [r for r in resources if isinstance(r, BrokerGroup)]
+    if not brokers:
+        return []  # the BrokerGroups may live in the cluster already
+    names = {(b.metadata.namespace, b.metadata.name) for b in brokers}
+    clusters = {(b.metadata.namespace, b.spec.cluster_name) for b in brokers}
+    known = ", ".join(sorted(b.metadata.name for b in brokers))
+    problems: list[Problem] = []
+    for r in resources:
+        if not isinstance(r, Topic | ConsumerGroup):
+            continue
+        ns = r.metadata.namespace
+        for group in r.spec.broker_groups:
+            if (ns, group) not in names:
+                problems.append(
+                    Problem(
+                        "spec.brokerGroups",
+                        f"{r.kind}/{r.metadata.name}: '{group}' is not a BrokerGroup in these manifests ({known}); "
+                        f"rule: brokerGroups names BrokerGroups in the same namespace; fix: use one of: {known}",
+                        "xref.brokerGroups",
+                    )
+                )
+        if r.spec.cluster_name is not None and (ns, r.spec.cluster_name) not in clusters:
+            have = ", ".join(sorted({c for _, c in clusters}))
+            problems.append(
+                Problem(
+                    "spec.clusterName",
+                    f"{r.kind}/{r.metadata.name}: no BrokerGroup in these manifests has clusterName "
+                    f"'{r.spec.cluster_name}'; rule: clusterName selects BrokerGroups by spec.clusterName; "
+                    f"fix: use one of: {have}",
+                    "xref.clusterName",
+                )
+            )
+    return problems
+
+
 # --- warnings: legal but probably not what the user meant ---
+
+AUTO_CREATE_WARNING = (
+    "is true: a topic created by a send lives only in the master's topic table; after a failover the new "
+    "master does not have it and its acknowledged messages cannot be read (TOPIC_NOT_EXIST) until the topic "
+    "is created again. The operator re-asserts every topic it has seen on a master, but a topic created "
+    "between two observations can still be missed; declare Topic resources instead"
+)
+
+
+def topic_warnings(topic: Topic) -> list[Problem]:
+    s = topic.spec
+    w: list[Problem] = []
+    if s.read_queue_nums < s.write_queue_nums:
+        w.append(
+            Problem(
+                "spec.readQueueNums",
+                f"is {s.read_queue_nums}, fewer than writeQueueNums ({s.write_queue_nums}): messages written to "
+                f"queues {s.read_queue_nums}..{s.write_queue_nums - 1} are never read; set readQueueNums >= "
+                "writeQueueNums (shrink writeQueueNums first, readQueueNums once those queues are drained)",
+                "warn.unread-queues",
+            )
+        )
+    return w
 
 
 def broker_group_warnings(bg: BrokerGroup) -> list[Problem]:
@@ -312,6 +380,17 @@ def broker_group_warnings(bg: BrokerGroup) -> list[Problem]:
             ignored("spec.failover.allowUnclean", "the operator elects only in controller mode")
     if s.replicas == 1:
         w.append(Problem("spec.replicas", "is 1: there is no replica to fail over to", "warn.single"))
+    if s.auto_create.topics:
+        w.append(Problem("spec.autoCreate.topics", AUTO_CREATE_WARNING, "warn.auto-create"))
+    if s.auto_create.subscription_groups:
+        w.append(
+            Problem(
+                "spec.autoCreate.subscriptionGroups",
+                "is true: a consumer group created by a consumer lives only in the master's group table and is "
+                "missing on the next master; declare ConsumerGroup resources instead",
+                "warn.auto-create",
+            )
+        )
     if mode is not HAMode.CONTROLLER and s.upgrade.strategy == "switchover":
         w.append(
             Problem(

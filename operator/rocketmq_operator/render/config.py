@@ -109,6 +109,10 @@ def broker_config(bg: BrokerGroup, ordinal: int, placement: BrokerPlacement) -> 
                 brokerHeartbeatInterval="1000",
                 brokerNotActiveTimeoutMillis="10000",
             )
+    # Off unless asked for: an auto-created topic or group exists only on the master that created it and is
+    # missing after a failover (api.validation warns when spec.autoCreate switches it on).
+    conf["autoCreateTopicEnable"] = _text(spec.auto_create.topics)
+    conf["autoCreateSubscriptionGroup"] = _text(spec.auto_create.subscription_groups)
     conf["slaveReadEnable"] = _text(spec.slave_read.enabled)
     if spec.slave_read.memory_ratio is not None:
         conf["accessMessageInMemoryMaxRatio"] = str(spec.slave_read.memory_ratio)

@@ -7,10 +7,12 @@ Same input, same output, byte for byte (a test pins golden files): the operator 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from rocketmq_operator.api.models import (
     DEFAULT_IMAGE_REPOSITORY,
+    AnyResource,
     BrokerGroup,
     ControllerGroup,
     HAMode,
@@ -498,7 +500,7 @@ def render_controller_group(cg: ControllerGroup) -> list[JSON]:
     return objects
 
 
-def render_all(resources: list[BrokerGroup | ControllerGroup]) -> list[JSON]:
+def render_all(resources: Sequence[AnyResource]) -> list[JSON]:
     """Every object for a set of manifests; BrokerGroups find their ControllerGroup among them."""
     controllers = {(namespace_of(r), r.metadata.name): r for r in resources if isinstance(r, ControllerGroup)}
     out: list[JSON] = []

@@ -35,6 +35,7 @@ from rocketmq_operator.remoting import (
     ResponseCode,
     TopicRoute,
 )
+from rocketmq_operator.tools.consume import ensure_consumer_group
 
 from .errors import RocketMQSourceError
 from .offsets import EARLIEST, LATEST, Offsets, QueueRef
@@ -91,6 +92,8 @@ async def discover_queues(client: MetadataClient, opts: SourceOptions, timeout: 
             if opts.topic_pattern is not None:
                 continue
             raise RocketMQSourceError(f"topic {topic!r} does not exist (namesrv has no route for it)") from exc
+        if isinstance(client, RemotingClient):  # brokers refuse pulls for an unknown group (autoCreate off)
+            await ensure_consumer_group(client, route, opts.consumer_group, timeout=timeout)
         for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
             if not qd.readable or qd.read_queue_nums <= 0:
                 continue

@@ -49,6 +49,7 @@ from rocketmq_operator.remoting import (
     RemotingTimeout,
     TopicRoute,
 )
+from rocketmq_operator.remoting.admin import SubscriptionGroupInfo, TopicAdmin
 
 from .digest import Digest, body_matches
 from .routing import RouteClient, ToolError, TopicRouter, broker_address, is_topic_not_exist
@@ -331,6 +332,21 @@ def _queues(route: TopicRoute) -> list[QueueProgress]:
     return out
 
 
+async def ensure_consumer_group(client: RemotingClient, route: TopicRoute, group: str, *, timeout: float) -> None:
+    """Create ``group`` on every master of the route that lacks it, through the admin path
+    (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP): brokers render autoCreateSubscriptionGroup=false, and a pull for an
+    unknown group is refused (SUBSCRIPTION_GROUP_NOT_EXIST). A master that cannot be asked is left alone: the
+    pulls report what it answers."""
+    admin = TopicAdmin(client)
+    for broker in route.broker_datas:
+        addr = broker.master_addr
+        if addr is None:
+            continue
+        with contextlib.suppress(RemotingException, OSError):
+            if group not in await admin.subscription_groups(addr, timeout=timeout):
+                await admin.create_subscription_group(addr, SubscriptionGroupInfo(group), timeout=timeout)
+
+
 async def consume(
     namesrv: str | Sequence[str] | None,
     topic: str,
@@ -369,6 +385,8 @@ async def consume(
             if is_topic_not_exist(exc):
                 raise ToolError(f"topic {topic!r} does not exist") from exc
             raise ToolError(f"route lookup for topic {topic!r} failed: {exc}") from exc
+        if isinstance(client, RemotingClient):
+            await ensure_consumer_group(client, route, group, timeout=timeout)
         router = TopicRouter(client, topic, timeout=timeout, route=route)
         run = _Run(
             client,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
+from rocketmq_operator.api.models import BrokerGroup, ConsumerGroup, ControllerGroup, Topic
 from rocketmq_operator.api.validation import validate_document, validate_file
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import (
@@ -189,7 +189,7 @@ def test_build_state_argv_and_paths() -> None:
            for k, p in (("listen", ports[f"broker-a-{i}.listen"]), ("vip", ports[f"broker-a-{i}.listen"] - 2),
                         ("ha", ports[f"broker-a-{i}.listen"] + 1))},
     }.items()}  # fmt: skip
-    assert [type(r) for r in load_resources(state)] == [ControllerGroup, BrokerGroup]
+    assert [type(r) for r in load_resources(state)] == [ControllerGroup, BrokerGroup, Topic, ConsumerGroup]
 
 
 def test_digest_is_about_meaning_not_text(tmp_path: Path) -> None:

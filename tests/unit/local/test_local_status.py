@@ -88,3 +88,45 @@ def test_render_table() -> None:
     assert "  Degraded: FewerInSync: 1 in sync" in text
     assert "Ready" not in text  # only problem conditions
     assert "ctl-0" in text and "namesrv 127.0.0.1:1;controller 127.0.0.1:2" in text
+
+
+def test_topics_hold_readiness_and_show_in_the_table(tmp_path: Any) -> None:
+    import json
+
+    from rocketmq_operator.platforms.local.layout import StateLayout
+    from rocketmq_operator.platforms.local.status import _with_topics
+    from rocketmq_operator.platforms.local.topics import topics_status_path
+
+    layout = StateLayout(tmp_path)
+    doc = group(2, [1, 2, 3])
+    doc["master"]["address"] = "127.0.0.1:20"
+    _with_topics(doc, layout, "g", wanted=True)  # the supervisor has written nothing yet
+    assert doc["writable"] is False and doc["topicsAsserted"] is False and not group_ready(doc)
+    assert progress_line(doc).endswith("topics not yet asserted")
+    path = topics_status_path(layout, "g")
+    path.parent.mkdir(parents=True)
+    found = {
+        "master": "127.0.0.1:20",
+        "asserted": True,
+        "errors": [],
+        "topics": [{"name": "orders", "exists": True, "writeQueueNums": 8, "readQueueNums": 8,
+                    "messageType": "NORMAL", "maxOffsets": 2000}],
+        "consumerGroups": [{"name": "readers", "exists": True, "lag": 120}],
+    }  # fmt: skip
+    path.write_text(json.dumps(found))
+    doc = group(2, [1, 2, 3])
+    doc["master"]["address"] = "127.0.0.1:20"
+    _with_topics(doc, layout, "g", wanted=True)
+    assert doc["writable"] is True and doc["topicsAsserted"] is True and group_ready(doc)
+    # A new master: not writable until the supervisor has asserted the topics on it.
+    moved = group(3, [1, 2, 3])
+    moved["master"]["address"] = "127.0.0.1:30"
+    _with_topics(moved, layout, "g", wanted=True)
+    assert moved["writable"] is False
+    assert any(c["type"] == "TopicsAsserted" and c["status"] == "False" for c in moved["conditions"])
+    table = render_table(
+        {"stateDir": "/s", "supervisor": {"pid": 7, "running": True, "phase": "running"}, "nameServers": [],
+         "controllers": [], "groups": [doc], "processes": []}
+    )  # fmt: skip
+    assert ["g", "orders", "yes", "8", "8", "NORMAL", "2000"] in [line.split() for line in table.splitlines()]
+    assert ["g", "readers", "yes", "120"] in [line.split() for line in table.splitlines()]

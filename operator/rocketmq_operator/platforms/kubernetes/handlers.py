@@ -114,4 +114,17 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         finally:
             memo.metrics.api_writes.labels(kind="observer").inc(memo.kube.writes - before)
 
+    @kopf.on.delete(API_GROUP, API_VERSION, "topics", registry=registry, id="topics-delete")
+    @kopf.on.delete(API_GROUP, API_VERSION, "consumergroups", registry=registry, id="consumergroups-delete")
+    async def on_topic_delete(spec: kopf.Spec, status: kopf.Status, **_: Any) -> None:
+        # deletionPolicy Keep (the default) leaves the topic or group, and its messages or offsets, on the brokers.
+        # Delete: the BrokerGroups' observer passes delete it from their masters; the finalizer stays until
+        # every placement reports it gone.
+        if dict(spec).get("deletionPolicy", "Keep") != "Delete":
+            return
+        placements: list[dict[str, Any]] = list(dict(status or {}).get("placements") or [])
+        left = [p.get("brokerGroup") for p in placements if p.get("exists")]
+        if left:
+            raise kopf.TemporaryError(f"still on the masters of {', '.join(map(str, left))}", delay=2)
+
     return registry

@@ -29,6 +29,8 @@ _KINDS: dict[str, tuple[str, str, bool]] = {
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
     "BrokerGroup": ("/apis/rocketmq-operator.dev/v1alpha1", "brokergroups", True),
     "ControllerGroup": ("/apis/rocketmq-operator.dev/v1alpha1", "controllergroups", True),
+    "Topic": ("/apis/rocketmq-operator.dev/v1alpha1", "topics", True),
+    "ConsumerGroup": ("/apis/rocketmq-operator.dev/v1alpha1", "consumergroups", True),
 }
 
 

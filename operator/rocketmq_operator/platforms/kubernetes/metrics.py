@@ -52,5 +52,18 @@ class OperatorMetrics:
             registry=self.registry,
         )
 
+        self.topic_present = Gauge(
+            "rocketmq_operator_topic_present",
+            "1 if the group's master has the declared topic",
+            ["namespace", "topic", "group"],
+            registry=self.registry,
+        )
+        self.consumer_lag = Gauge(
+            "rocketmq_operator_consumer_group_lag",
+            "Messages not yet consumed: sum over the topic's queues of max offset - committed offset",
+            ["namespace", "consumer_group", "topic", "group"],
+            registry=self.registry,
+        )
+
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)

@@ -32,6 +32,7 @@ from rocketmq_operator.plan.status import build_broker_status
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.reconcile import now_iso
+from rocketmq_operator.platforms.kubernetes.topics import reassert_topics
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.render.config import BROKER_PORT
 from rocketmq_operator.render.kubernetes import (
@@ -95,12 +96,14 @@ async def observe_pass(
             name_servers = name_servers or name_server_addresses(cg, ns)
     states = await observe_groups(client, controllers, {name: endpoints}, {name: controller_mode})
     state = states[name]
+    topics_asserted = await reassert_topics(kube, client, metrics, bg, ns, state, memory)  # before writable
     previous_doc = body.get("status") or {}
     try:
         previous = BrokerGroupStatus.model_validate(previous_doc)
     except ValueError:
         previous = None
     status = build_broker_status(bg.spec, state, previous, now_iso(), body["metadata"].get("generation"))
+    status.writable = status.writable and topics_asserted
     wanted = _status_doc(status)
     if not _same_status(previous_doc, wanted):
         # Keep the reconciler's conditions (Reconciled) next to the observer's.

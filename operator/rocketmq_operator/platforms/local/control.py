@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
+from rocketmq_operator.api.models import AnyResource
 from rocketmq_operator.api.validation import ManifestError, validate_cross_references, validate_file
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local.distribution import (
@@ -94,7 +94,7 @@ class LocalError(RuntimeError):
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def validate(files: Sequence[str]) -> tuple[list[BrokerGroup | ControllerGroup], list[str], list[str]]:
+def validate(files: Sequence[str]) -> tuple[list[AnyResource], list[str], list[str]]:
     """Resources, error lines and warning lines, exactly as `rocketmq-operator validate` reports them."""
     reports = []
     for path in files:
@@ -205,9 +205,12 @@ def java_available() -> bool:
 
 
 def group_ready(group: dict[str, Any]) -> bool:
-    """Controller mode: a live master and a SyncStateSet of every replica; classic modes: every broker answers."""
+    """Controller mode: a live master and a SyncStateSet of every replica; classic modes: every broker answers.
+    Either way, with declared topics (or automatic creation on), the master holds them (`topicsAsserted`)."""
     replicas = group.get("replicas") or []
     if not replicas or not all(r.get("alive") for r in replicas):
+        return False
+    if group.get("topicsAsserted") is False:
         return False
     sss = group.get("syncStateSet")
     master = group.get("master") or {}
@@ -229,6 +232,8 @@ def progress_line(group: dict[str, Any]) -> str:
     sss = group.get("syncStateSet")
     if sss is not None:
         text += f", SyncStateSet {sss.get('members')} ({len(sss.get('members') or [])}/{len(replicas)})"
+    if group.get("topicsAsserted") is not None:
+        text += ", topics " + ("asserted" if group["topicsAsserted"] else "not yet asserted")
     restarts = sum(int(r.get("restarts") or 0) for r in replicas)
     if restarts:
         text += f", {restarts} restart(s)"
@@ -332,7 +337,7 @@ def up(
 
 
 def _up(
-    resources: list[BrokerGroup | ControllerGroup],
+    resources: list[AnyResource],
     files: Sequence[str],
     layout: StateLayout,
     *,

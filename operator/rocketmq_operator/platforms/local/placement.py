@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, HAMode
+from rocketmq_operator.api.models import AnyResource, BrokerGroup, ConsumerGroup, ControllerGroup, HAMode, Topic
 from rocketmq_operator.platforms.local.distribution import java_command
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.ports import BROKER_OFFSETS, SINGLE, PortNeed
@@ -61,7 +61,7 @@ CONTROLLER_PLATFORM_DEFAULTS: Mapping[str, str] = {
     "mappedFileSize": str(8 * 1024 * 1024),  # DLedger entry files (default 1 GiB)
 }
 
-Resource = BrokerGroup | ControllerGroup
+Resource = AnyResource
 
 HEADER = "Rendered by rocketmq-operator local for {kind} {name}; edit the manifest, not this."
 
@@ -213,6 +213,8 @@ def check_names(resources: Sequence[Resource]) -> None:
     seen: dict[tuple[str, str], int] = {}
     owners: dict[str, str] = {}
     for r in resources:
+        if not isinstance(r, BrokerGroup | ControllerGroup):
+            continue  # Topics and ConsumerGroups run no process
         key = (r.kind, r.metadata.name)
         seen[key] = seen.get(key, 0) + 1
         if seen[key] > 1:
@@ -378,4 +380,8 @@ def load_resources(state: LocalState) -> list[Resource]:
             out.append(BrokerGroup.model_validate(doc))
         elif doc.get("kind") == "ControllerGroup":
             out.append(ControllerGroup.model_validate(doc))
+        elif doc.get("kind") == "Topic":
+            out.append(Topic.model_validate(doc))
+        elif doc.get("kind") == "ConsumerGroup":
+            out.append(ConsumerGroup.model_validate(doc))
     return out

@@ -30,10 +30,12 @@ from rocketmq_operator.plan.status import GroupView, build_broker_status
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, pid_alive, write_json_atomic
+from rocketmq_operator.platforms.local.topics import topics_status_path
 from rocketmq_operator.remoting import RemotingClient
 
 # Conditions whose True status is a problem worth a line in the human output.
 PROBLEM_CONDITIONS = ("ControllerUnavailable", "NoEligibleMaster", "Degraded", "QuorumAtRisk")
+PROBLEM_FALSE_CONDITIONS = ("Available", "TopicsAsserted")
 
 
 def now_iso() -> str:
@@ -79,6 +81,30 @@ async def observe(
     return out
 
 
+def _with_topics(doc: dict[str, Any], layout: StateLayout, group: str, wanted: bool) -> None:
+    """The supervisor's last topic assertion (`status/<group>.topics.json`): `topics`, `consumerGroups`, and
+    `writable` false until the master now reported holds every declared topic and group."""
+    if not wanted:
+        return
+    try:
+        found = json.loads(topics_status_path(layout, group).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        found = None
+    master = (doc.get("master") or {}).get("address")
+    if not isinstance(found, dict):
+        found = {"asserted": False, "master": None, "errors": ["the supervisor has not asserted topics yet"]}
+    doc["topics"] = found.get("topics", [])
+    doc["consumerGroups"] = found.get("consumerGroups", [])
+    asserted = bool(found.get("asserted")) and master is not None and found.get("master") == master
+    doc["topicsAsserted"] = asserted
+    if not asserted and doc.get("writable"):
+        doc["writable"] = False
+        why = "; ".join(found.get("errors") or []) or f"topics last asserted on {found.get('master')}, not {master}"
+        doc.setdefault("conditions", []).append(
+            {"type": "TopicsAsserted", "status": "False", "reason": "NotYetAsserted", "message": why}
+        )
+
+
 def _process_doc(state: LocalState) -> list[dict[str, Any]]:
     return [
         {
@@ -115,6 +141,7 @@ async def collect(state: LocalState, layout: StateLayout, *, persist: bool = Tru
         if persist:
             write_json_atomic(layout.status(info.name), status.model_dump(mode="json", by_alias=True))
         doc: dict[str, Any] = {"name": info.name, **status.model_dump(mode="json", by_alias=True)}
+        _with_topics(doc, layout, info.name, wanted=True)
         doc["nameServers"] = info.name_servers
         doc["controllers"] = info.controllers
         for replica in doc["replicas"]:
@@ -199,10 +226,32 @@ def render_table(doc: dict[str, Any]) -> str:
         lines.append(text)
         for c in g.get("conditions", []):
             problem = (c["type"] in PROBLEM_CONDITIONS and c["status"] == "True") or (
-                c["type"] == "Available" and c["status"] == "False"
+                c["type"] in PROBLEM_FALSE_CONDITIONS and c["status"] == "False"
             )
             if problem:
                 lines.append(f"  {c['type']}: {c.get('reason', '')}: {c.get('message', '')}".rstrip(": "))
+    rows = [["GROUP", "TOPIC", "EXISTS", "WRITE", "READ", "TYPE", "MESSAGES"]]
+    for g in doc["groups"]:
+        for t in g.get("topics", []):
+            rows.append(
+                [
+                    g["name"],
+                    t["name"],
+                    _cell(t.get("exists")),
+                    _cell(t.get("writeQueueNums")),
+                    _cell(t.get("readQueueNums")),
+                    _cell(t.get("messageType")),
+                    _cell(t.get("maxOffsets")),
+                ]
+            )
+    if len(rows) > 1:
+        lines.extend(_table(rows))
+    rows = [["GROUP", "CONSUMERGROUP", "EXISTS", "LAG"]]
+    for g in doc["groups"]:
+        for c in g.get("consumerGroups", []):
+            rows.append([g["name"], c["name"], _cell(c.get("exists")), _cell(c.get("lag"))])
+    if len(rows) > 1:
+        lines.extend(_table(rows))
     procs = [p for p in doc["processes"] if p["role"] != "broker"]
     if procs:
         rows = [["PROCESS", "ROLE", "ADDRESS", "RUNNING", "PID", "RESTARTS"]]

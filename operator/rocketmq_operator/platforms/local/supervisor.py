@@ -67,6 +67,7 @@ from rocketmq_operator.platforms.local.state import (
     read_state,
     write_state,
 )
+from rocketmq_operator.platforms.local.topics import TopicPolicy
 from rocketmq_operator.remoting import RemotingClient
 
 TICK_S = 0.1
@@ -103,6 +104,7 @@ class Supervisor:
         self.dirty = True
         self.policy_interval_s = float(os.environ.get("ROCKETMQ_OPERATOR_OBSERVE_SECONDS", "0.5"))
         self.policy_memory: dict[str, PolicyMemory] = {}  # per group, for the replication policy
+        self.topic_policy = TopicPolicy(self.state, layout)  # declared topics/groups, re-asserted on every master
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -384,7 +386,9 @@ class Supervisor:
         }
 
     async def _policy_loop(self) -> None:
-        if self.policy_interval_s <= 0 or not any(g.controller_mode for g in self.state.groups):
+        if self.policy_interval_s <= 0 or not (
+            any(g.controller_mode for g in self.state.groups) or self.topic_policy.wanted
+        ):
             return
         settings = self._policy_settings()
         # A hung broker must not stall the pass (and with it the detection of the hang) for long.
@@ -409,6 +413,9 @@ class Supervisor:
                         )
                         for step in outcome.steps:
                             log.info("%s: %s", name, step)
+                    # After the fence (a deposed master must not wait on a hung broker's timeouts); a master
+                    # elected in this pass is observed, and gets its topics, in the next one.
+                    await self.topic_policy.run(client, states)
                 except Exception:  # a pass must never take the supervisor down; the next one retries
                     log.exception("replication policy pass failed")
 

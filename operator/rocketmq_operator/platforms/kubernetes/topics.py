@@ -1,0 +1,185 @@
+"""Topics and consumer groups on Kubernetes: the observer pass's call into the shared `topics` executor.
+
+Contract: `reassert_topics(kube, client, metrics, bg, namespace, state, memory)` runs on every observer pass of a
+BrokerGroup, before its status is written: it lists the namespace's Topic and ConsumerGroup resources, asserts
+those placed on this group on its master (`topics.assert_group`; a Topic being deleted with deletionPolicy
+Delete is deleted from the master instead), writes each resource's status (its placement on this group: master,
+exists, queue counts, lag) and the Prometheus gauges, and returns whether the master holds everything declared
+(the caller reports the group not writable until it does). Deletion: the kopf delete handler (handlers.py)
+keeps the finalizer until every placement reports the topic gone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rocketmq_operator.api.models import BrokerGroup, ConsumerGroup, DeletionPolicy, Topic
+from rocketmq_operator.api.validation import validate_document
+from rocketmq_operator.observe import GroupState
+from rocketmq_operator.plan.topics import wanted_on_groups
+from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
+from rocketmq_operator.platforms.kubernetes.reconcile import now_iso
+from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.topics import AssertReport, GroupTopicMemory, assert_group
+
+JSON = dict[str, Any]
+
+
+def _valid(items: list[JSON], kind: str) -> list[tuple[JSON, Topic | ConsumerGroup]]:
+    out: list[tuple[JSON, Topic | ConsumerGroup]] = []
+    for item in items:
+        report = validate_document({k: item.get(k) for k in ("apiVersion", "kind", "metadata", "spec")})
+        if isinstance(report.resource, Topic | ConsumerGroup) and report.resource.kind == kind:
+            out.append((item, report.resource))
+    return out
+
+
+def _deleting(item: JSON, resource: Topic | ConsumerGroup) -> bool:
+    return bool(item["metadata"].get("deletionTimestamp")) and (
+        resource.spec.deletion_policy == DeletionPolicy.DELETE.value
+    )
+
+
+def _placements(status: JSON, group: str, mine: JSON) -> list[JSON]:
+    mine = {k: v for k, v in mine.items() if v is not None}  # as the API server stores it (merge patch drops nulls)
+    others = [p for p in status.get("placements") or [] if p.get("brokerGroup") != group]
+    return sorted([*others, mine], key=lambda p: str(p.get("brokerGroup")))
+
+
+async def reassert_topics(
+    kube: KubeClient,
+    client: RemotingClient,
+    metrics: OperatorMetrics,
+    bg: BrokerGroup,
+    namespace: str,
+    state: GroupState,
+    memory: dict[str, Any],
+) -> bool:
+    group = bg.metadata.name
+    topics = _valid(await kube.list("Topic", namespace), "Topic")
+    groups = _valid(await kube.list("ConsumerGroup", namespace), "ConsumerGroup")
+    live_topics = [r for i, r in topics if isinstance(r, Topic) and not _deleting(i, r)]
+    live_groups = [r for i, r in groups if isinstance(r, ConsumerGroup) and not _deleting(i, r)]
+    wanted = wanted_on_groups([bg], live_topics, live_groups)[group]
+    placed = {r.topic_name for _, r in topics if isinstance(r, Topic) and group in _groups_of(r, bg)} | {
+        r.group_name for _, r in groups if isinstance(r, ConsumerGroup) and group in _groups_of(r, bg)
+    }
+    wanted.deleting_topics = [
+        r.topic_name for i, r in topics if isinstance(r, Topic) and _deleting(i, r) and r.topic_name in placed
+    ]
+    wanted.deleting_groups = [
+        r.group_name for i, r in groups if isinstance(r, ConsumerGroup) and _deleting(i, r) and r.group_name in placed
+    ]
+    topic_memory = memory.setdefault("topics", GroupTopicMemory())
+    report = await assert_group(client, state, wanted, topic_memory, measure=True)
+    await _write_statuses(kube, metrics, namespace, group, topics, groups, report, bg)
+    return report.asserted
+
+
+def _groups_of(resource: Topic | ConsumerGroup, bg: BrokerGroup) -> list[str]:
+    names = list(resource.spec.broker_groups)
+    if resource.spec.cluster_name == bg.spec.cluster_name:
+        names.append(bg.metadata.name)
+    return names
+
+
+async def _write_statuses(
+    kube: KubeClient,
+    metrics: OperatorMetrics,
+    ns: str,
+    group: str,
+    topics: list[tuple[JSON, Topic | ConsumerGroup]],
+    groups: list[tuple[JSON, Topic | ConsumerGroup]],
+    report: AssertReport,
+    bg: BrokerGroup,
+) -> None:
+    now = now_iso()
+    for item, resource in topics:
+        if not isinstance(resource, Topic) or group not in _groups_of(resource, bg):
+            continue
+        info = report.topics.get(resource.topic_name)
+        mine: JSON = {"brokerGroup": group, "master": report.master, "exists": info is not None}
+        if info is not None:
+            mine.update(
+                readQueueNums=info.read_queue_nums,
+                writeQueueNums=info.write_queue_nums,
+                perm=info.perm,
+                messageType=info.message_type,
+            )
+            if resource.topic_name in report.topic_max_offsets:
+                mine["maxOffsets"] = report.topic_max_offsets[resource.topic_name]
+        metrics.topic_present.labels(namespace=ns, topic=resource.topic_name, group=group).set(
+            1 if info is not None else 0
+        )
+        status: JSON = item.get("status") or {}
+        placements = _placements(status, group, mine)
+        on = sorted(str(p["brokerGroup"]) for p in placements if p.get("exists"))
+        ready = all(p.get("exists") for p in placements)
+        refusals = [r.message for r in report.refusals if r.name == resource.topic_name]
+        wanted: JSON = {
+            "topicName": resource.topic_name,
+            "placements": placements,
+            "brokerGroups": on,
+            "readQueueNums": resource.spec.read_queue_nums,
+            "writeQueueNums": resource.spec.write_queue_nums,
+            "ready": ready,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready and not refusals else "False",
+                    "reason": "Asserted" if ready and not refusals else ("Refused" if refusals else "Missing"),
+                    "message": "; ".join(refusals) or ("on " + ", ".join(on) if on else "not on any master yet"),
+                    "lastTransitionTime": now,
+                }
+            ],
+        }
+        if _changed(status, wanted):
+            await kube.patch_status("Topic", ns, item["metadata"]["name"], wanted)
+    for item, resource in groups:
+        if not isinstance(resource, ConsumerGroup) or group not in _groups_of(resource, bg):
+            continue
+        exists = resource.group_name in report.consumer_groups
+        lag_by_topic = report.lag.get(resource.group_name, {})
+        lag = sum(lag_by_topic.values()) if lag_by_topic else None
+        for topic, value in lag_by_topic.items():
+            metrics.consumer_lag.labels(namespace=ns, consumer_group=resource.group_name, topic=topic, group=group).set(
+                value
+            )
+        mine = {"brokerGroup": group, "master": report.master, "exists": exists, "lag": lag}
+        status = item.get("status") or {}
+        placements = _placements(status, group, mine)
+        ready = all(p.get("exists") for p in placements)
+        lags = [p["lag"] for p in placements if p.get("lag") is not None]
+        wanted = {
+            "groupName": resource.group_name,
+            "placements": placements,
+            "brokerGroups": sorted(str(p["brokerGroup"]) for p in placements if p.get("exists")),
+            "lag": sum(lags) if lags else None,
+            "ready": ready,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": "Asserted" if ready else "Missing",
+                    "message": "on every master" if ready else "not on every master yet",
+                    "lastTransitionTime": now,
+                }
+            ],
+        }
+        if wanted["lag"] is None:
+            del wanted["lag"]
+        if _changed(status, wanted):
+            await kube.patch_status("ConsumerGroup", ns, item["metadata"]["name"], wanted)
+
+
+def _changed(current: JSON, wanted: JSON) -> bool:
+    for key, value in wanted.items():
+        if key == "conditions":
+            old = [(c.get("status"), c.get("reason"), c.get("message")) for c in current.get("conditions") or []]
+            new = [(c.get("status"), c.get("reason"), c.get("message")) for c in value]
+            if old != new:
+                return True
+        elif current.get(key) != value:
+            return True
+    return False
