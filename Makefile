@@ -10,6 +10,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 include mk/k8s.mk
 include mk/node.mk
+include mk/images.mk
 
 install: $(STAMP)
 

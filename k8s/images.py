@@ -253,12 +253,12 @@ def archive(role: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=("build", "load", "list", "deps"))
+    ap.add_argument("cmd", choices=("build", "base", "load", "list", "deps"))
     ap.add_argument("--only", default="broker,controller,operator")
     ap.add_argument("--state-dir", type=Path, default=Path(".k8s"))
     args = ap.parse_args(argv)
     roles = [r.strip() for r in args.only.split(",") if r.strip()]
-    unknown = [r for r in roles if r not in ("broker", "controller", "operator")]
+    unknown = [r for r in roles if r not in ("broker", "controller", "operator")] if args.cmd != "base" else []
     try:
         if unknown:
             raise ImageError(f"unknown image {', '.join(unknown)}; choose from broker, controller, operator")
@@ -271,6 +271,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise ImageError("building images needs root (debootstrap, buildah)")
             for role in roles:
                 build_image(role)
+        elif args.cmd == "base":  # e.g. `images.py base --only jre` (bases are independent: run them in parallel)
+            for name in [b.strip() for b in args.only.split(",")]:
+                if name not in BASES:
+                    raise ImageError(f"unknown base {name}; choose from {', '.join(BASES)}")
+                build_base(name)
         elif args.cmd == "load":
             sys.path.insert(0, str(ROOT / "k8s"))
             import node

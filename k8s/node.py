@@ -46,6 +46,7 @@ POD_CIDR = "10.213.0.0/24"
 NODE_IP = "10.213.0.1"
 CLUSTER_DNS = "10.0.0.10"
 GUARD_TABLE = "rmq-node"  # nft table family inet
+PERSISTENT_VOLUMES = 12
 NODE_COMPONENTS = ("containerd", "kubelet", "kube-scheduler", "kube-proxy")  # start order; stop in reverse
 DEBIAN_PACKAGES = {  # command -> Debian package
     "containerd": "containerd",
@@ -476,6 +477,31 @@ def _coredns_manifest(image: str) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
 
 
+def _persistent_volumes(nd: Path) -> str:
+    """Static hostPath PVs without a class (PVCs without a class bind to them), world-writable directories so
+    that any pod user can write (fsGroup does not apply to hostPath). Removed with the state dir."""
+    items = []
+    for i in range(PERSISTENT_VOLUMES):
+        path = nd / "volumes" / f"pv{i}"
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(0o777)
+        items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": f"{NODE_NAME}-pv{i}", "labels": {"rocketmq-operator.dev/node": NODE_NAME}},
+                "spec": {
+                    "capacity": {"storage": "100Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "storageClassName": "",
+                    "hostPath": {"path": str(path), "type": "Directory"},
+                },
+            }
+        )
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+
+
 # ---------------------------------------------------------------- host network and sysctls
 
 
@@ -847,6 +873,8 @@ def _start(state: Path, bin_dir: Path, images: dict[str, Path], timeout: float) 
         return res.stdout.strip() == "1", res.stdout + res.stderr
 
     wait("CoreDNS Ready", dns_ready, "kubelet")
+    _say(f"creating {PERSISTENT_VOLUMES} hostPath PersistentVolumes under {nd / 'volumes'}")
+    kc("apply", "-f", "-", input=_persistent_volumes(nd))
     for tool in ("ctr",):
         link = state / "bin" / tool
         if not link.exists():
