@@ -507,8 +507,8 @@ def _start(  # type: ignore[no-untyped-def]
         _merge_flags([
             str(bin_dir / "kube-apiserver"),
             f"--etcd-servers={etcd_url}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={address}",
+            f"--advertise-address={address}",
             # Since 1.37 a loopback advertise address is refused by the endpoint reconciler, and there
             # are no pods that could use the `kubernetes` Service endpoints anyway.
             "--endpoint-reconciler-type=none",

@@ -281,7 +281,9 @@ disabled_plugins = [
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   enable_selinux = false
-  restrict_oom_score_adj = false
+  # This machine gives root no CAP_SYS_RESOURCE: runc cannot lower oom_score_adj below containerd's own
+  # (the kubelet asks -998 for sandboxes; runc init then fails with "can't get final child's PID from pipe").
+  restrict_oom_score_adj = true
   disable_apparmor = true
   [{cri}.containerd]
     snapshotter = "overlayfs"
@@ -389,7 +391,7 @@ def _kube_proxy_config(nd: Path, healthz_port: int, metrics_port: int) -> str:
 
 def _coredns_manifest(image: str) -> str:
     corefile = (
-        ".:53 {\n    errors\n    health :8080\n    ready :8181\n"
+        ".:1053 {\n    errors\n    health :8080\n    ready :8181\n"
         "    kubernetes cluster.local in-addr.arpa ip6.arpa {\n        pods insecure\n"
         "        fallthrough in-addr.arpa ip6.arpa\n    }\n    cache 30\n    loadbalance\n}\n"
     )  # no `forward`: nothing is ever asked of a DNS server outside this node
@@ -438,11 +440,13 @@ def _coredns_manifest(image: str) -> str:
                                 "imagePullPolicy": "Never",
                                 "args": ["-conf", "/etc/coredns/Corefile"],
                                 "ports": [
-                                    {"name": "dns", "containerPort": 53, "protocol": "UDP"},
-                                    {"name": "dns-tcp", "containerPort": 53, "protocol": "TCP"},
+                                    {"name": "dns", "containerPort": 1053, "protocol": "UDP"},
+                                    {"name": "dns-tcp", "containerPort": 1053, "protocol": "TCP"},
                                 ],
+                                # Unprivileged port: an added NET_BIND_SERVICE is not effective for a non-root user
+                                # without file capabilities, which our one-layer image does not set.
                                 "securityContext": {
-                                    "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]},
+                                    "capabilities": {"drop": ["ALL"]},
                                     "readOnlyRootFilesystem": True,
                                     "allowPrivilegeEscalation": False,
                                 },
@@ -468,8 +472,8 @@ def _coredns_manifest(image: str) -> str:
                 "selector": labels,
                 "clusterIP": CLUSTER_DNS,
                 "ports": [
-                    {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
-                    {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
+                    {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 1053},
+                    {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 1053},
                 ],
             },
         },
@@ -738,6 +742,9 @@ def up(state_dir: Path, *, build: bool = True, timeout: float = 300.0) -> None:
     try:
         _start(state, bin_dir, images, timeout)
     except BaseException:
+        if os.environ.get("ROCKETMQ_OPERATOR_NODE_KEEP") == "1":  # debugging: leave it up for inspection
+            _say("node start failed; ROCKETMQ_OPERATOR_NODE_KEEP=1: left running, `make k8s-node-down` stops it")
+            raise
         _say("node start failed or interrupted; stopping what was started ...")
         down(state, quiet=True)
         raise
