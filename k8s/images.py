@@ -230,6 +230,11 @@ def build_image(role: str) -> str:
     argv = ["build", "--layers", "--network", "host", "-f", str(spec["dockerfile"]), "-t", name]
     for k, val in args.items():
         argv += ["--build-arg", f"{k}={val}"]
+    # Build steps (pip, Maven) trust what the host trusts: on machines whose egress re-signs TLS with its own CA,
+    # the host's bundle has that CA. Mounted read-only while RUN steps execute; never copied into an image.
+    for bundle in ("/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/certs/java/cacerts"):
+        if Path(bundle).is_file():
+            argv += ["--volume", f"{bundle}:{bundle}:ro"]
     _buildah(*argv, ".", nice=True, capture=False, cwd=ROOT)
     _write_stamp(role, key, seconds=round(time.monotonic() - started, 1))
     print(f"built {name} in {time.monotonic() - started:.0f}s", flush=True)
