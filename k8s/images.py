@@ -43,7 +43,7 @@ REPO = "localhost/rocketmq-operator"
 BASES = {
     "jre": ["openjdk-17-jre-headless"],
     "jdk": ["openjdk-17-jdk-headless", "maven"],
-    "python": ["python3", "python3-pip"],
+    "python": ["python3", "python3-pip", "python-is-python3"],  # `python`, as in python:3.11-slim
 }
 NICE = ["nice", "-n", "19"]  # the machine is shared: builds yield the CPU
 
