@@ -73,3 +73,24 @@ def test_quickstart_brokers_ready_with_master_and_sync_state_set(operator: Any) 
     print(operator.kubectl("-n", NS, "get", "bg", "-o", "wide"))
     status = operator.json("-n", NS, "get", "bg", "broker-a")["status"]
     assert status.get("writable") is True
+    master = status["master"]["replica"]
+    pods = {p["metadata"]["name"]: p for p in operator.json("-n", NS, "get", "pods")["items"]}
+    roles = {name: p["metadata"]["labels"].get("rocketmq-operator.dev/role") for name, p in pods.items()}
+    assert roles[master] == "master" and sorted(r for n, r in roles.items() if n.startswith("broker-a-")) == [
+        "master",
+        "slave",
+        "slave",
+    ]
+    # The master Service points at the master pod only.
+    slices = operator.json("-n", NS, "get", "endpointslices", "-l", "kubernetes.io/service-name=broker-a-master")
+    addresses = [a for s in slices["items"] for e in s.get("endpoints") or [] for a in e["addresses"]]
+    assert addresses == [pods[master]["status"]["podIP"]]
+    # The connection ConfigMap names the name servers by their StatefulSet DNS names.
+    conn = operator.json("-n", NS, "get", "configmap", "rocketmq-ctl-connection")["data"]
+    assert conn["nameServers"] == "rocketmq-ctl-0.rocketmq-ctl-headless.rocketmq.svc:9876"
+    assert operator.json("-n", NS, "get", "pdb", "broker-a")["spec"]["maxUnavailable"] == 1
+    # Real RocketMQ brokers: the JVM in the master's container runs BrokerStartup.
+    procs = operator.kubectl("-n", NS, "exec", master, "--", "sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
+    assert "org.apache.rocketmq.broker.BrokerStartup" in procs
+    logs = operator.kubectl("-n", "rocketmq-operator", "logs", "deploy/rocketmq-operator")
+    assert "broker-a" in logs
