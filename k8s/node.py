@@ -933,6 +933,17 @@ def status(state_dir: Path) -> int:
     return 0 if rc == 0 and _node_healthy(state) else 1
 
 
+def _still_running(state: Path) -> str:
+    """One line for Ctrl-C: which of our processes still run, and how to stop them."""
+    pids = sorted(set(harness._strays(state)) | set(_node_strays(state)) | _pod_pids())  # type: ignore[attr-defined]
+    names = sorted({Path((harness._cmdline(p) or ["?"])[0]).name for p in pids})  # type: ignore[attr-defined]
+    bridge = _run("ip", "link", "show", BRIDGE, check=False).returncode == 0 if shutil.which("ip") else False
+    if not pids and not bridge and not _read_record():
+        return "nothing of the node is left running"
+    left = ", ".join(names) + (f" (pids {' '.join(map(str, pids))})" if pids else "")
+    return f"still running: {left or 'no process'}{'; bridge ' + BRIDGE if bridge else ''}; `make k8s-down` stops it"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cmd", choices=("up", "down", "status", "import", "deps"))
@@ -958,7 +969,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("interrupted; `make k8s-down` removes whatever the node left running", file=sys.stderr)
+        print(f"interrupted; {_still_running(args.state_dir.resolve())}", file=sys.stderr)
         return 130
     return 0
 
