@@ -9,6 +9,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 .PHONY: install run test lint typecheck prepare clean
 
 include mk/k8s.mk
+include mk/node.mk
+include mk/images.mk
 
 install: $(STAMP)
 

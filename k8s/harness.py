@@ -249,8 +249,11 @@ def _openssl(*args: str, cwd: Path) -> None:
         raise HarnessError(f"openssl {' '.join(args)} failed: {res.stderr.strip()}")
 
 
-def _make_pki(pki: Path) -> None:
-    """CA, apiserver serving cert, admin and controller-manager client certs, service-account keys."""
+def _make_pki(pki: Path, extra_sans: tuple[str, ...] = (), extra_certs: dict[str, str] | None = None) -> None:
+    """CA, apiserver serving cert, admin and controller-manager client certs, service-account keys.
+
+    ``extra_sans`` go into the apiserver's certificate; ``extra_certs`` maps more client cert names to
+    subjects (the node's components, k8s/node.py)."""
     if not shutil.which("openssl"):
         raise HarnessError("the openssl CLI is required to generate certificates (apt-get install openssl)")
     pki.mkdir(parents=True, exist_ok=True)
@@ -271,12 +274,14 @@ def _make_pki(pki: Path) -> None:
             "DNS:kubernetes.default",
             "DNS:kubernetes.default.svc",
             "DNS:kubernetes.default.svc.cluster.local",
+            *extra_sans,
         ]
     )
     certs = {
         "apiserver": ("/CN=kube-apiserver", "serverAuth", sans),
         "admin": (f"/O=system:masters/CN={ADMIN_USER}", "clientAuth", ""),
         "controller-manager": ("/CN=system:kube-controller-manager", "clientAuth", ""),
+        **{name: (subject, "clientAuth", "") for name, subject in (extra_certs or {}).items()},
     }
     for name, (subject, usage, san) in certs.items():
         _openssl("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject, cwd=pki)
@@ -408,7 +413,12 @@ def up(
     bin_dir: Path | None = None,
     timeout: float = 180.0,
     quiet: bool = False,
+    address: str = "127.0.0.1",
+    apiserver_flags: tuple[str, ...] = (),
+    extra_certs: dict[str, str] | None = None,
 ) -> Cluster:
+    """Start (or reuse) the control plane. The node (k8s/node.py) passes ``address`` (its node IP, which
+    pods can reach), more apiserver flags (replacing flags of the same name) and more client certs."""
     state = state_dir.resolve()
     say = (lambda *_: None) if quiet else (lambda msg: print(msg, flush=True))
     if bin_dir is None:
@@ -432,19 +442,28 @@ def up(
             else:
                 child.unlink()
         try:
-            return _start(state, bin_dir, port, timeout, say)
+            return _start(state, bin_dir, port, timeout, say, address, apiserver_flags, extra_certs)
         except BaseException:
             _stop_all(state)
             raise
 
 
-def _start(state: Path, bin_dir: Path, port: int, timeout: float, say) -> Cluster:  # type: ignore[no-untyped-def]
+def _start(  # type: ignore[no-untyped-def]
+    state: Path,
+    bin_dir: Path,
+    port: int,
+    timeout: float,
+    say,
+    address: str = "127.0.0.1",
+    apiserver_flags: tuple[str, ...] = (),
+    extra_certs: dict[str, str] | None = None,
+) -> Cluster:
     (state / ".gitignore").write_text("*\n")
     for d in ("logs", "bin", "etcd-data"):
         (state / d).mkdir(parents=True, exist_ok=True)
     (state / "etcd-data").chmod(0o700)
     pki = state / "pki"
-    _make_pki(pki)
+    _make_pki(pki, () if address == "127.0.0.1" else (f"IP:{address}",), extra_certs)
     versions = build_tools.Versions.load()
 
     if port and not _port_free(port):
@@ -453,7 +472,7 @@ def _start(state: Path, bin_dir: Path, port: int, timeout: float, say) -> Cluste
     etcd_port, etcd_peer, kcm_port = _free_port(), _free_port(), _free_port()
     while len({api_port, etcd_port, etcd_peer, kcm_port}) < 4:
         etcd_port, etcd_peer, kcm_port = _free_port(), _free_port(), _free_port()
-    server = f"https://127.0.0.1:{api_port}"
+    server = f"https://{address}:{api_port}"
     etcd_url = f"http://127.0.0.1:{etcd_port}"
 
     say(f"starting etcd {versions.etcd} on {etcd_url}")
@@ -485,11 +504,11 @@ def _start(state: Path, bin_dir: Path, port: int, timeout: float, say) -> Cluste
     _spawn(
         state,
         "kube-apiserver",
-        [
+        _merge_flags([
             str(bin_dir / "kube-apiserver"),
             f"--etcd-servers={etcd_url}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={address}",
+            f"--advertise-address={address}",
             # Since 1.37 a loopback advertise address is refused by the endpoint reconciler, and there
             # are no pods that could use the `kubernetes` Service endpoints anyway.
             "--endpoint-reconciler-type=none",
@@ -506,8 +525,8 @@ def _start(state: Path, bin_dir: Path, port: int, timeout: float, say) -> Cluste
             "--allow-privileged=true",
             "--profiling=false",
             "--v=1",
-        ],
-    )
+        ], apiserver_flags),
+    )  # fmt: skip
     pki_ = pki
 
     def api_ok() -> tuple[bool, str]:
@@ -578,6 +597,12 @@ def _start(state: Path, bin_dir: Path, port: int, timeout: float, say) -> Cluste
     (state / "cluster.json").write_text(json.dumps(asdict(cluster), indent=2) + "\n")
     say(f"up: {server}\n  export KUBECONFIG={state / 'kubeconfig'} PATH={state / 'bin'}:$PATH")
     return cluster
+
+
+def _merge_flags(argv: list[str], extra: tuple[str, ...]) -> list[str]:
+    """``argv`` + ``extra``; a ``--name=value`` in ``extra`` replaces the same flag in ``argv``."""
+    names = {f.split("=", 1)[0] for f in extra}
+    return [a for a in argv if a.split("=", 1)[0] not in names] + list(extra)
 
 
 def down(state_dir: Path, *, quiet: bool = False) -> None:

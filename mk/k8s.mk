@@ -27,8 +27,9 @@ k8s-tools:
 k8s-up: k8s-tools
 	$(K8S_HARNESS) up --no-build --state-dir $(K8S_STATE_DIR) --port $(K8S_API_PORT)
 
+# k8s/node.py stops a node started from this state dir too, and otherwise does what harness.py down does.
 k8s-down:
-	$(K8S_HARNESS) down --state-dir $(K8S_STATE_DIR)
+	$(K8S_PYTHON) $(K8S_ROOT)/k8s/node.py down --state-dir $(K8S_STATE_DIR)
 
 k8s-status:
 	$(K8S_HARNESS) status --state-dir $(K8S_STATE_DIR)

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Build pinned Kubernetes test binaries from the Go module proxy (stdlib only).
 
-Binaries: kube-apiserver, kube-controller-manager, kubectl (k8s.io/kubernetes), etcd
-(go.etcd.io/etcd/server/v3) from the module in this directory, and helm from the nested module
-in ./helm (kept separate so helm's newer dependencies never change the Kubernetes build graph).
+Binaries: kube-apiserver, kube-controller-manager, kubectl, and for the node kube-scheduler, kubelet and
+kube-proxy (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) from the module in this directory; helm
+and CoreDNS from the nested modules ./helm and ./coredns (kept separate so their newer dependencies never
+change the Kubernetes build graph); the node's sandbox program from ./pause (our own source, no deps).
 
 The pins live in go.mod / go.sum (and helm/go.mod / helm/go.sum). Output goes to
 ``$ROCKETMQ_OPERATOR_CACHE/k8s/<k8s-version>/bin`` (default cache ``~/.cache/rocketmq-operator``).
@@ -39,7 +40,22 @@ from pathlib import Path
 
 TOOLS_DIR = Path(__file__).resolve().parent
 HELM_DIR = TOOLS_DIR / "helm"
-BINARIES = ("kube-apiserver", "kube-controller-manager", "kubectl", "etcd", "helm")
+COREDNS_DIR = TOOLS_DIR / "coredns"
+PAUSE_DIR = TOOLS_DIR / "pause"
+BINARIES = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kubectl",
+    "etcd",
+    "helm",
+    "kube-scheduler",
+    "kubelet",
+    "kube-proxy",
+    "coredns",
+    "pause",
+)
+# The binaries a control plane without a node needs (harness.py checks these; the node needs all).
+CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
 
 # Kubernetes' own release build (hack/lib/golang.sh) uses these tags for non-debug builds and
 # links kube-apiserver/kube-controller-manager/kubectl statically.
@@ -63,6 +79,7 @@ class Versions:
     kubernetes: str
     etcd: str
     helm: str
+    coredns: str
 
     @classmethod
     def load(cls) -> Versions:
@@ -70,6 +87,7 @@ class Versions:
             kubernetes=_require(TOOLS_DIR / "go.mod", "k8s.io/kubernetes"),
             etcd=_require(TOOLS_DIR / "go.mod", "go.etcd.io/etcd/server/v3"),
             helm=_require(HELM_DIR / "go.mod", "helm.sh/helm/v4"),
+            coredns=_require(COREDNS_DIR / "go.mod", "github.com/coredns/coredns"),
         )
 
 
@@ -145,6 +163,15 @@ def targets(v: Versions, dated: bool = True) -> list[Target]:
         Target("kubectl", "k8s.io/kubernetes/cmd/kubectl", TOOLS_DIR, KUBE_TAGS, kube),
         Target("etcd", "go.etcd.io/etcd/server/v3", TOOLS_DIR, "", etcd_ld),
         Target("helm", "helm.sh/helm/v4/cmd/helm", HELM_DIR, "", helm_ld),
+        # The node (docs/node.md): same module, same tags and stamping. Upstream links kube-scheduler and
+        # kube-proxy statically; the kubelet is also built with CGO_ENABLED=0 here (it needs no cgo on Linux).
+        Target("kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", TOOLS_DIR, KUBE_TAGS, kube),
+        Target("kubelet", "k8s.io/kubernetes/cmd/kubelet", TOOLS_DIR, KUBE_TAGS, kube),
+        Target("kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", TOOLS_DIR, KUBE_TAGS, kube),
+        # Upstream CoreDNS's own main package, all plugins; its version is a constant in coremain.
+        Target("coredns", "github.com/coredns/coredns", COREDNS_DIR, "", ()),
+        # Our own sandbox program (pause/main.go), packed into the sandbox image by k8s/node.py.
+        Target("pause", "rocketmq-operator.dev/k8s-tools/pause", PAUSE_DIR, "", ()),
     ]
 
 
@@ -172,8 +199,9 @@ def _stamp(out: Path, name: str) -> Path:
 def _cheap_key(t: Target) -> str:
     """Hash of the pins only (no `go` call): lets a warm run finish without starting Go."""
     h = hashlib.sha256()
-    for f in ("go.mod", "go.sum"):
-        h.update((t.module_dir / f).read_bytes())
+    for f in ("go.mod", "go.sum", *sorted(p.name for p in t.module_dir.glob("*.go"))):
+        path = t.module_dir / f
+        h.update(path.read_bytes() if path.is_file() else b"")
     h.update(json.dumps([t.package, t.tags]).encode())
     return h.hexdigest()
 
@@ -282,7 +310,10 @@ def sync_gomod(k8s_version: str) -> None:
         "\tgo.etcd.io/etcd/server/v3",
         "\tk8s.io/kubernetes/cmd/kube-apiserver",
         "\tk8s.io/kubernetes/cmd/kube-controller-manager",
+        "\tk8s.io/kubernetes/cmd/kube-proxy",
+        "\tk8s.io/kubernetes/cmd/kube-scheduler",
         "\tk8s.io/kubernetes/cmd/kubectl",
+        "\tk8s.io/kubernetes/cmd/kubelet",
         ")",
         "",
         "require (",

@@ -272,7 +272,10 @@ def _final_stage(instr: list[tuple[str, str]]) -> list[tuple[str, str]]:
 def test_operator_dockerfile() -> None:
     instr = _instructions(DOCKERFILES["operator"])
     froms = [rest for w, rest in instr if w == "FROM"]
-    assert len(froms) == 2 and all(f.startswith("python:3.11-slim") for f in froms)
+    assert froms == ["${BUILD_IMAGE} AS wheels", "${BASE_IMAGE}"]
+    # The bases are build arguments (`make images` passes Debian-built ones); the defaults are the public images.
+    args = [rest for w, rest in instr if w == "ARG"]
+    assert "BUILD_IMAGE=python:3.11-slim" in args and "BASE_IMAGE=python:3.11-slim" in args
     final = _final_stage(instr)
     assert _last(final, "USER") == "10001:10001"
     assert _last(final, "ENTRYPOINT") == '["rocketmq-operator"]'
@@ -288,7 +291,9 @@ def test_rocketmq_dockerfiles(image: str) -> None:
     instr = _instructions(DOCKERFILES[image])
     assert instr[0] == ("ARG", "ROCKETMQ_VERSION=5.5.0")
     froms = [rest for w, rest in instr if w == "FROM"]
-    assert froms == ["maven:3-eclipse-temurin-17 AS dist", "eclipse-temurin:17-jre"]
+    assert froms == ["${BUILD_IMAGE} AS dist", "${BASE_IMAGE}"]
+    args = [rest for w, rest in instr if w == "ARG"]
+    assert "BUILD_IMAGE=maven:3-eclipse-temurin-17" in args and "BASE_IMAGE=eclipse-temurin:17-jre" in args
     copies = [rest for w, rest in instr if w == "COPY"]
     assert "rocketmq/dist/pom.xml rocketmq/dist/pom.xml" in copies
     assert "--chmod=0755 broker_image/rocketmq-entrypoint.sh /opt/rocketmq/bin/rocketmq-entrypoint.sh" in copies

@@ -1,0 +1,30 @@
+# A real one-node cluster (docs/node.md): the control plane of mk/k8s.mk plus kube-scheduler, containerd + runc,
+# the kubelet, bridge CNI, kube-proxy and CoreDNS. Needs root. Included by the Makefile after mk/k8s.mk.
+#
+#   make k8s-node-deps  apt-get install the Debian packages the node needs (containerd, runc, CNI plugins, ...)
+#   make k8s-node-up    start the node (builds what is missing first); state under $(K8S_STATE_DIR)
+#   make k8s-node-down  stop it and remove everything it created (processes, mounts, bridge, nft/iptables, sysctls)
+#   make k8s-node-status
+#   make k8s-import IMAGES="a.tar b.tar"   import image archives into the node's containerd (k8s.io namespace)
+#
+# `make k8s-down` also stops a node started from the same state dir.
+
+K8S_NODE := $(K8S_PYTHON) $(K8S_ROOT)/k8s/node.py
+
+.PHONY: k8s-node-deps k8s-node-up k8s-node-down k8s-node-status k8s-import
+
+k8s-node-deps:
+	$(K8S_NODE) deps
+
+k8s-node-up: k8s-tools k8s-node-deps
+	$(K8S_NODE) up --no-build --state-dir $(K8S_STATE_DIR)
+
+k8s-node-down:
+	$(K8S_NODE) down --state-dir $(K8S_STATE_DIR)
+
+k8s-node-status:
+	$(K8S_NODE) status --state-dir $(K8S_STATE_DIR)
+
+k8s-import:
+	@test -n "$(IMAGES)" || { echo "error: IMAGES is empty; usage: make k8s-import IMAGES='a.tar b.tar'" >&2; exit 2; }
+	$(K8S_NODE) import --state-dir $(K8S_STATE_DIR) $(IMAGES)
