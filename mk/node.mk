@@ -16,7 +16,7 @@ K8S_NODE := $(K8S_PYTHON) $(K8S_ROOT)/k8s/node.py
 k8s-node-deps:
 	$(K8S_NODE) deps
 
-k8s-node-up: k8s-tools k8s-node-deps
+k8s-node-up: k8s-node-tools k8s-node-deps
 	$(K8S_NODE) up --no-build --state-dir $(K8S_STATE_DIR)
 
 k8s-node-down:

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -232,10 +232,14 @@ def _comparable(ldflags: list[str] | tuple[str, ...]) -> list[str]:
     return [f for f in ldflags if ".buildDate=" not in f]
 
 
-def build(parallel: int = 2, quiet: bool = False) -> Path:
+def build(parallel: int = 2, quiet: bool = False, only: Sequence[str] = ()) -> Path:
+    """Build what is missing; ``only`` limits it to those binaries (`make test` needs no node binaries)."""
     v = Versions.load()
     out = bin_dir(v)
-    if all(_up_to_date(out, t) for t in targets(v, dated=False)):
+    unknown = sorted(set(only) - set(BINARIES))
+    if unknown:
+        raise SystemExit(f"error: --only {','.join(unknown)}: not one of {', '.join(BINARIES)}")
+    if all(_up_to_date(out, t) for t in targets(v, dated=False) if not only or t.name in only):
         if not quiet:
             print(f"k8s tools up to date in {out}")
         return out
@@ -245,7 +249,7 @@ def build(parallel: int = 2, quiet: bool = False) -> Path:
         env = build_env()
         go_version = _go_version(env)
         for t in ts:
-            if _up_to_date(out, t):
+            if (only and t.name not in only) or _up_to_date(out, t):
                 continue
             tmp = Path(tempfile.mkdtemp(prefix=f".{t.name}.", dir=out))
             cmd = ["go", "build", f"-p={parallel}", "-trimpath"]
@@ -338,13 +342,15 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build")
     b.add_argument("-p", type=int, default=int(os.environ.get("K8S_BUILD_PARALLEL", "2")))
     b.add_argument("-q", "--quiet", action="store_true")
+    b.add_argument("--only", default="", help="comma-separated binaries to build (default: all)")
     sub.add_parser("bin-dir")
     sub.add_parser("versions")
     s = sub.add_parser("sync-gomod")
     s.add_argument("kubernetes_version")
     args = ap.parse_args(argv)
     if args.cmd in (None, "build"):
-        build(parallel=getattr(args, "p", 2), quiet=getattr(args, "quiet", False))
+        only = [n for n in getattr(args, "only", "").split(",") if n]
+        build(parallel=getattr(args, "p", 2), quiet=getattr(args, "quiet", False), only=only)
     elif args.cmd == "bin-dir":
         print(bin_dir())
     elif args.cmd == "versions":
