@@ -19,5 +19,5 @@ images: images-deps
 images-load:
 	$(IMAGES_PY) load --only $(IMAGES_ONLY) --state-dir $(K8S_STATE_DIR)
 
-test-e2e: install k8s-tools k8s-node-deps images
+test-e2e: install k8s-node-tools k8s-node-deps images
 	ROCKETMQ_OPERATOR_E2E=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/e2e

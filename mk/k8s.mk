@@ -22,7 +22,7 @@ K8S_HARNESS := $(K8S_PYTHON) $(K8S_ROOT)/k8s/harness.py
 .PHONY: k8s-tools k8s-up k8s-down k8s-status
 
 k8s-tools:
-	$(K8S_BUILD) build -p $(K8S_BUILD_PARALLEL)
+	$(K8S_BUILD) build -p $(K8S_BUILD_PARALLEL) --only kube-apiserver,kube-controller-manager,kubectl,etcd,helm
 
 k8s-up: k8s-tools
 	$(K8S_HARNESS) up --no-build --state-dir $(K8S_STATE_DIR) --port $(K8S_API_PORT)

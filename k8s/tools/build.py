@@ -54,8 +54,10 @@ BINARIES = (
     "coredns",
     "pause",
 )
-# The binaries a control plane without a node needs (harness.py checks these; the node needs all).
-CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
+# What the API-server-only tests need (`make k8s-tools`, the k8s_cluster fixture); the node (`make k8s-node-tools`,
+# docs/node.md) needs all of BINARIES. Keeping them apart keeps the node's builds (CoreDNS alone is many minutes
+# cold) out of `make test`.
+CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kubectl", "etcd", "helm")
 
 # Kubernetes' own release build (hack/lib/golang.sh) uses these tags for non-debug builds and
 # links kube-apiserver/kube-controller-manager/kubectl statically.
@@ -232,16 +234,20 @@ def _comparable(ldflags: list[str] | tuple[str, ...]) -> list[str]:
     return [f for f in ldflags if ".buildDate=" not in f]
 
 
-def build(parallel: int = 2, quiet: bool = False) -> Path:
+def build(parallel: int = 2, quiet: bool = False, only: tuple[str, ...] | None = None) -> Path:
+    """Build what is missing or stale: every binary, or those named in ``only``."""
     v = Versions.load()
     out = bin_dir(v)
-    if all(_up_to_date(out, t) for t in targets(v, dated=False)):
+    unknown = sorted(set(only or ()) - set(BINARIES))
+    if unknown:
+        raise SystemExit(f"unknown binary {', '.join(unknown)}; choose from {', '.join(BINARIES)}")
+    if all(_up_to_date(out, t) for t in targets(v, dated=False) if only is None or t.name in only):
         if not quiet:
             print(f"k8s tools up to date in {out}")
         return out
     with _lock(out.parent / ".build.lock"):
         out.mkdir(parents=True, exist_ok=True)
-        ts = targets(v)
+        ts = [t for t in targets(v) if only is None or t.name in only]
         env = build_env()
         go_version = _go_version(env)
         for t in ts:
@@ -338,13 +344,15 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build")
     b.add_argument("-p", type=int, default=int(os.environ.get("K8S_BUILD_PARALLEL", "2")))
     b.add_argument("-q", "--quiet", action="store_true")
+    b.add_argument("--only", default="", help="comma-separated binaries (default: all), e.g. --only kubectl,helm")
     sub.add_parser("bin-dir")
     sub.add_parser("versions")
     s = sub.add_parser("sync-gomod")
     s.add_argument("kubernetes_version")
     args = ap.parse_args(argv)
     if args.cmd in (None, "build"):
-        build(parallel=getattr(args, "p", 2), quiet=getattr(args, "quiet", False))
+        only = tuple(x for x in getattr(args, "only", "").split(",") if x) or None
+        build(parallel=getattr(args, "p", 2), quiet=getattr(args, "quiet", False), only=only)
     elif args.cmd == "bin-dir":
         print(bin_dir())
     elif args.cmd == "versions":
