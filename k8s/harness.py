@@ -422,7 +422,7 @@ def up(
     state = state_dir.resolve()
     say = (lambda *_: None) if quiet else (lambda msg: print(msg, flush=True))
     if bin_dir is None:
-        bin_dir = build_tools.build(quiet=True) if build else build_tools.bin_dir()
+        bin_dir = build_tools.build(quiet=True, only=build_tools.CONTROL_PLANE) if build else build_tools.bin_dir()
     missing = [
         b for b in ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl") if not (bin_dir / b).is_file()
     ]

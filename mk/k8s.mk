@@ -19,17 +19,14 @@ K8S_BUILD_PARALLEL ?= 2
 K8S_BUILD := $(K8S_PYTHON) $(K8S_ROOT)/k8s/tools/build.py
 K8S_HARNESS := $(K8S_PYTHON) $(K8S_ROOT)/k8s/harness.py
 
-.PHONY: k8s-tools k8s-node-tools k8s-up k8s-down k8s-status
+.PHONY: k8s-tools k8s-up k8s-down k8s-status
 
 # `make test` needs the control plane and helm only; the node binaries (kubelet, kube-scheduler, kube-proxy,
-# CoreDNS, pause) are built by k8s-node-tools, for the node and `make test-e2e`.
+# CoreDNS, pause) are built by k8s-node-tools (mk/node.mk), for the node and `make test-e2e`.
 K8S_TEST_BINARIES := kube-apiserver,kube-controller-manager,kubectl,etcd,helm
 
 k8s-tools:
 	$(K8S_BUILD) build -p $(K8S_BUILD_PARALLEL) --only $(K8S_TEST_BINARIES)
-
-k8s-node-tools:
-	$(K8S_BUILD) build -p $(K8S_BUILD_PARALLEL)
 
 k8s-up: k8s-tools
 	$(K8S_HARNESS) up --no-build --state-dir $(K8S_STATE_DIR) --port $(K8S_API_PORT)

@@ -1,6 +1,7 @@
 # A real one-node cluster (docs/node.md): the control plane of mk/k8s.mk plus kube-scheduler, containerd + runc,
 # the kubelet, bridge CNI, kube-proxy and CoreDNS. Needs root. Included by the Makefile after mk/k8s.mk.
 #
+#   make k8s-node-tools build every pinned binary the node needs (no-op when warm)
 #   make k8s-node-deps  apt-get install the Debian packages the node needs (containerd, runc, CNI plugins, ...)
 #   make k8s-node-up    start the node (builds what is missing first); state under $(K8S_STATE_DIR)
 #   make k8s-node-down  stop it and remove everything it created (processes, mounts, bridge, nft/iptables, sysctls)
@@ -11,7 +12,11 @@
 
 K8S_NODE := $(K8S_PYTHON) $(K8S_ROOT)/k8s/node.py
 
-.PHONY: k8s-node-deps k8s-node-up k8s-node-down k8s-node-status k8s-import
+.PHONY: k8s-node-tools k8s-node-deps k8s-node-up k8s-node-down k8s-node-status k8s-import
+
+# Every pinned binary: the control plane's plus kube-scheduler, kubelet, kube-proxy, CoreDNS and pause.
+k8s-node-tools:
+	$(K8S_BUILD) build -p $(K8S_BUILD_PARALLEL)
 
 k8s-node-deps:
 	$(K8S_NODE) deps

@@ -91,7 +91,7 @@ def _unavailable(reason: str) -> None:
 def k8s_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[K8sCluster]:
     failure = ""
     try:
-        bin_dir = harness.build_tools.build(quiet=True)
+        bin_dir = harness.build_tools.build(quiet=True, only=harness.build_tools.CONTROL_PLANE)
     except (SystemExit, OSError, subprocess.CalledProcessError) as exc:
         failure = f"building the Kubernetes binaries (make k8s-tools) failed: {exc}"
     if failure:
