@@ -47,6 +47,7 @@ from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, read_state
 from rocketmq_operator.remoting import RemotingClient, RemotingException
+from rocketmq_operator.remoting.admin import SubscriptionGroupInfo, TopicAdmin
 from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.produce import SendRecord, SteadyProducer
 
@@ -54,6 +55,7 @@ T = TypeVar("T")
 RECOVERY_TIMEOUT_S = 60.0
 FAULTS = ("kill", "stop")
 STALE_SEND_INTERVAL_S = 0.02
+CHECK_GROUP = "rocketmq-operator-bench-check"  # the consumer group the deposed-ack check reads with
 
 
 @dataclass
@@ -157,13 +159,17 @@ async def held_at_offsets(
     client: RemotingClient, master_addr: str, topic: str, wanted: dict[int, set[int]]
 ) -> dict[tuple[int, int], tuple[str, ...]]:
     """What the master holds at each wanted (queue, offset): the keys of the message there."""
+    # Brokers render autoCreateSubscriptionGroup=false: a pull needs a group that exists on that master.
+    admin = TopicAdmin(client)
+    if CHECK_GROUP not in await admin.subscription_groups(master_addr, timeout=5.0):
+        await admin.create_subscription_group(master_addr, SubscriptionGroupInfo(CHECK_GROUP), timeout=5.0)
     held: dict[tuple[int, int], tuple[str, ...]] = {}
     for queue_id, offsets in wanted.items():
         if not offsets:
             continue
         offset, last = min(offsets), max(offsets)
         while offset <= last:
-            result = await client.pull(master_addr, topic, queue_id, offset, 32, timeout=5.0)
+            result = await client.pull(master_addr, topic, queue_id, offset, 32, CHECK_GROUP, timeout=5.0)
             if result.status != "FOUND" or not result.messages:
                 break
             for message in result.messages:
