@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install run test lint typecheck prepare clean
+.PHONY: install run test lint typecheck prepare prepare-rocketmq prepare-cluster clean
 
 include mk/k8s.mk
 include mk/node.mk
@@ -33,13 +33,22 @@ typecheck: install
 	$(BIN)/lint-imports
 
 # The real parts tests need, fetched and built once and cached under ~/.cache/rocketmq-operator:
-# RocketMQ jars from Maven Central, and kube-apiserver/etcd/kubectl/helm from the Go module proxy.
-prepare: install k8s-tools
+# RocketMQ jars from Maven Central (prepare-rocketmq); the control plane and the node (kubelet, scheduler,
+# proxy, CoreDNS, pause) from the Go module proxy, containerd/runc/CNI from Debian, and the images from
+# Debian's packages by buildah (prepare-cluster).
+prepare: prepare-rocketmq prepare-cluster
+
+prepare-rocketmq: install
 	$(BIN)/rocketmq-operator local dist-path >/dev/null
 	@command -v shellcheck >/dev/null || { apt-get update -qq && apt-get install -y -qq shellcheck >/dev/null; }
 
-test: install lint typecheck prepare
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+prepare-cluster: k8s-node-deps
+	$(MAKE) --no-print-directory --output-sync=target -j2 k8s-node-tools images
+
+# scripts/run-tests.sh: prepare-cluster and then the e2e suite run in the background while the tests that need
+# no cluster run; the k8s-marked tests follow once the build is done.
+test: install lint typecheck prepare-rocketmq
+	scripts/run-tests.sh $(MAKE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -8,16 +8,18 @@ Python 3.11 stdlib only; needs root, debootstrap and buildah (Debian packages, `
      localhost/rocketmq-operator/base-jre:bookworm      openjdk-17-jre-headless      (runtime of broker/controller)
      localhost/rocketmq-operator/base-jdk:bookworm      openjdk-17-jdk-headless, maven (their build stage)
      localhost/rocketmq-operator/base-python:bookworm   python3, python3-pip         (operator image, both stages)
+     localhost/rocketmq-operator/base-jre-python:bookworm  both                      (the Spark example's image)
 2. The images, built by buildah from the project's own Dockerfiles with the bases passed as build args
    (BASE_IMAGE / BUILD_IMAGE; the Dockerfiles' defaults are the public images a user with a registry gets):
      ghcr.io/rocketmq-operator/rocketmq-broker:<rocketmq>       broker_image/Dockerfile
      ghcr.io/rocketmq-operator/rocketmq-controller:<rocketmq>   controller_image/Dockerfile
      ghcr.io/rocketmq-operator/rocketmq-operator:<version>      operator/Dockerfile
+     ghcr.io/rocketmq-operator/rocketmq-spark:<version>         examples/spark/Dockerfile
    They carry the names the operator and the chart default to, so the node runs them without a pull.
 3. ``load``: each image is saved as a docker-archive under ``.../images/archives`` and imported into the
    node's containerd (namespace k8s.io).
 
-    images.py build [--only broker,controller,operator]   # bases + images (each step skipped when up to date)
+    images.py build [--only broker,controller,operator,spark]   # bases + images (each step skipped when up to date)
     images.py load  [--state-dir .k8s]                     # into the running node
     images.py list
 """
@@ -25,6 +27,7 @@ Python 3.11 stdlib only; needs root, debootstrap and buildah (Debian packages, `
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -44,7 +47,9 @@ BASES = {
     "jre": ["openjdk-17-jre-headless"],
     "jdk": ["openjdk-17-jdk-headless", "maven"],
     "python": ["python3", "python3-pip", "python-is-python3"],  # `python`, as in python:3.11-slim
+    "jre-python": ["openjdk-17-jre-headless", "python3", "python3-pip", "python-is-python3"],  # Spark
 }
+ROLES = ("broker", "controller", "operator", "spark")
 NICE = ["nice", "-n", "19"]  # the machine is shared: builds yield the CPU
 
 
@@ -87,6 +92,13 @@ def images() -> dict[str, dict[str, object]]:
             "dockerfile": "operator/Dockerfile",
             "args": {"BUILD_IMAGE": f"{REPO}/base-python:{SUITE}", "BASE_IMAGE": f"{REPO}/base-python:{SUITE}"},
             "inputs": ["operator/Dockerfile", "operator/rocketmq_operator", "pyproject.toml"],
+        },
+        "spark": {
+            "name": f"ghcr.io/rocketmq-operator/rocketmq-spark:{v['operator']}",
+            "dockerfile": "examples/spark/Dockerfile",
+            "args": {"BASE_IMAGE": f"{REPO}/base-jre-python:{SUITE}"},
+            "inputs": ["examples/spark/Dockerfile", "examples/spark/consumer_job.py", "operator/rocketmq_operator",
+                       "pyproject.toml"],
         },
     }
 
@@ -154,6 +166,7 @@ def build_base(name: str) -> str:
         return image
     if not shutil.which("debootstrap"):
         raise ImageError("debootstrap is missing (apt-get install debootstrap, or `python3 k8s/images.py deps`)")
+    cache_root().mkdir(parents=True, exist_ok=True)  # a fresh machine has no cache yet
     work = Path(tempfile.mkdtemp(prefix=f"rootfs-{name}-", dir=cache_root()))
     started = time.monotonic()
     print(f"debootstrap {SUITE} (minbase) + {' '.join(packages)} ...", flush=True)
@@ -211,10 +224,22 @@ def build_base(name: str) -> str:
 _BASE_RECIPE = "minbase;rm-apt-lists;rm-EXTERNALLY-MANAGED;env LANG=C.UTF-8;v1"
 
 
+def bases_of(role: str) -> list[str]:
+    args: dict[str, str] = images()[role]["args"]  # type: ignore[assignment]
+    return sorted({a.rsplit("base-", 1)[1].split(":")[0] for a in args.values()})
+
+
+def build_bases(names: list[str]) -> None:
+    """Build stale bases concurrently: debootstrap mostly waits on downloads and dpkg, not on the CPU."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        for future in [pool.submit(build_base, n) for n in names]:
+            future.result()
+
+
 def build_image(role: str) -> str:
     spec = images()[role]
     args: dict[str, str] = spec["args"]  # type: ignore[assignment]
-    for base in sorted({a.rsplit("base-", 1)[1].split(":")[0] for a in args.values()}):
+    for base in bases_of(role):
         build_base(base)
     name = str(spec["name"])
     base_keys = [
@@ -227,7 +252,10 @@ def build_image(role: str) -> str:
         return name
     started = time.monotonic()
     print(f"buildah build {spec['dockerfile']} -> {name} ...", flush=True)
-    argv = ["build", "--layers", "--network", "host", "-f", str(spec["dockerfile"]), "-t", name]
+    # No --layers: buildah 1.28 reused a cached COPY layer after the copied sources had changed (an operator
+    # image without the code it was rebuilt for). A stamp per image already skips builds whose inputs are
+    # unchanged; the Maven and pip downloads are kept in cache mounts.
+    argv = ["build", "--network", "host", "-f", str(spec["dockerfile"]), "-t", name]
     for k, val in args.items():
         argv += ["--build-arg", f"{k}={val}"]
     # Build steps (pip, Maven) trust what the host trusts: on machines whose egress re-signs TLS with its own CA,
@@ -236,6 +264,8 @@ def build_image(role: str) -> str:
         if Path(bundle).is_file():
             argv += ["--volume", f"{bundle}:{bundle}:ro"]
     _buildah(*argv, ".", nice=True, capture=False, cwd=ROOT)
+    for stale in (cache_root() / "archives").glob(f"{role}-*.tar"):  # archive() saves the new image again
+        stale.unlink()
     _write_stamp(role, key, seconds=round(time.monotonic() - started, 1))
     print(f"built {name} in {time.monotonic() - started:.0f}s", flush=True)
     return name
@@ -259,21 +289,22 @@ def archive(role: str) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cmd", choices=("build", "base", "load", "list", "deps"))
-    ap.add_argument("--only", default="broker,controller,operator")
+    ap.add_argument("--only", default=",".join(ROLES))
     ap.add_argument("--state-dir", type=Path, default=Path(".k8s"))
     args = ap.parse_args(argv)
     roles = [r.strip() for r in args.only.split(",") if r.strip()]
-    unknown = [r for r in roles if r not in ("broker", "controller", "operator")] if args.cmd != "base" else []
+    unknown = [r for r in roles if r not in ROLES] if args.cmd != "base" else []
     try:
         if unknown:
-            raise ImageError(f"unknown image {', '.join(unknown)}; choose from broker, controller, operator")
+            raise ImageError(f"unknown image {', '.join(unknown)}; choose from {', '.join(ROLES)}")
         if args.cmd == "deps":
-            need = [p for p, c in (("debootstrap", "debootstrap"), ("buildah", "buildah")) if not shutil.which(c)]
+            need = [p for p, c in (("debootstrap", "debootstrap"), ("buildah", "buildah"), ("runc", "runc")) if not shutil.which(c)]
             if need:
                 subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *need], check=True)
         elif args.cmd == "build":
             if os.geteuid() != 0:
                 raise ImageError("building images needs root (debootstrap, buildah)")
+            build_bases(sorted({b for r in roles for b in bases_of(r)}))
             for role in roles:
                 build_image(role)
         elif args.cmd == "base":  # e.g. `images.py base --only jre` (bases are independent: run them in parallel)
@@ -289,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "list":
             for role, spec in images().items():
                 print(f"{role:10} {spec['name']}")
-    except ImageError as exc:
+    except (ImageError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

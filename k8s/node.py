@@ -23,6 +23,7 @@ node need. ``down`` removes all of it and restores every sysctl it changed. One 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import gzip
 import hashlib
@@ -703,12 +704,20 @@ def ctr(state: Path, *args: str, timeout: float = 600) -> subprocess.CompletedPr
 
 
 def import_images(state: Path, archives: list[Path]) -> None:
+    """Import image archives into the node's containerd, concurrently: each import mostly waits on unpacking
+    layers to disk, and containerd serializes what must be (shared layers are unpacked once)."""
     for archive in archives:
         if not archive.is_file():
             raise HarnessError(f"no image archive at {archive}")
+
+    def one(archive: Path) -> None:
         started = time.monotonic()
         ctr(state, "images", "import", "--snapshotter", "overlayfs", str(archive))
         _say(f"imported {archive.name} in {time.monotonic() - started:.1f}s")
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(archives))) as pool:
+        for future in [pool.submit(one, a) for a in archives]:
+            future.result()
 
 
 def up(state_dir: Path, *, build: bool = True, timeout: float = 300.0) -> None:

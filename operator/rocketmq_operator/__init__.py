@@ -1,8 +1,9 @@
 """rocketmq-operator: runs Apache RocketMQ 5 broker replica groups with quorum writes.
 
-Layers (checked by import-linter in `make test`): the core (`api`, `quorum`, `render`, `plan`) is pure;
-`remoting` is a stdlib-only client of RocketMQ's protocol; `observe` turns answers into one state value;
-`platforms.kubernetes` and `platforms.local` apply the same rendered plan; `spark` reads groups; `cli` ties it up.
+Layers (checked by import-linter in `make test`): `api`, `core` and `render` are pure; `remoting` is a
+stdlib-only client of RocketMQ's protocol; `control` observes groups and carries decisions out;
+`platforms.kubernetes` and `platforms.local` apply the same rendered plan; `spark` reads groups; `tools` and
+`bench` produce, consume and measure; `cli` ties it up.
 """
 
 __version__ = "0.1.0"

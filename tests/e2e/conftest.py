@@ -1,11 +1,12 @@
 """End-to-end tests on a real one-node cluster (k8s/node.py, docs/node.md): real kubelet, containerd, pods.
 
-Not part of ``make test`` yet (docs/node.md, "Status"): they run only with ``ROCKETMQ_OPERATOR_E2E=1``, which
-``make test-e2e`` sets. When they run, a missing part (root, Debian packages, binaries, images) skips them
-locally and fails them under ``CI=true`` (tests/real_parts.py).
+Part of ``make test`` (which builds the node's binaries and the images first). A missing part (root, Debian
+packages, binaries, images) skips them locally and fails them under ``CI=true`` (tests/real_parts.py).
+``ROCKETMQ_OPERATOR_E2E=0`` leaves them out of a local run; under ``CI=true`` it is refused.
 
 The ``k8s_node`` fixture starts the node in a temporary state dir (one node per machine: it refuses when one is
-already up), imports the images built by ``make images`` and stops everything at the end of the session.
+already up), imports the images built by ``make images`` and stops everything when the last e2e test is done
+(package scope), so that the node's JVMs never compete with the tests that follow.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -23,12 +25,15 @@ from typing import Any
 
 import pytest
 
-from real_parts import missing
+from e2e.e2e_helpers import operator_version, pod_ready
+from real_parts import IN_CI, missing
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
-if os.environ.get("ROCKETMQ_OPERATOR_E2E", "") not in {"1", "true", "yes"}:
+if os.environ.get("ROCKETMQ_OPERATOR_E2E", "").strip().lower() in {"0", "false", "no"}:
+    if IN_CI:
+        raise pytest.UsageError("ROCKETMQ_OPERATOR_E2E=0 is refused under CI=true: CI runs the e2e suite")
     collect_ignore_glob = ["test_*.py"]
 
 
@@ -70,6 +75,26 @@ class Node:
             raise AssertionError(f"helm {' '.join(map(str, args))} failed: {res.stderr.strip()}")
         return res.stdout
 
+    def start_pod(self, ns: str, pod: str, image: str, *command: str) -> None:
+        """Start a one-shot pod running ``command`` in a locally built image (never pulled)."""
+        self.kubectl(
+            "-n", ns, "run", pod, "--restart=Never", f"--image={image}", "--image-pull-policy=Never",
+            "--command", "--", *command,
+        )  # fmt: skip
+
+    def pod_output(self, ns: str, pod: str, timeout: float = 900) -> str:
+        """Wait for a one-shot pod to finish, delete it and return its log (``kubectl run -i`` can miss the
+        output of a pod that finishes before it attaches)."""
+
+        def done() -> bool:
+            phase = (self.json("-n", ns, "get", "pod", pod).get("status") or {}).get("phase")
+            return phase in {"Succeeded", "Failed"}
+
+        self.wait_for(f"pod {pod} to finish", done, timeout=timeout, interval=2)
+        out = self.kubectl("-n", ns, "logs", pod)
+        self.kubectl("-n", ns, "delete", "pod", pod, "--wait=false")
+        return out
+
     def wait_for(self, what: str, predicate: Callable[[], bool], timeout: float = 300, interval: float = 2) -> float:
         started = time.monotonic()
         while time.monotonic() - started < timeout:
@@ -77,10 +102,26 @@ class Node:
                 return time.monotonic() - started
             time.sleep(interval)
         pods = self.kubectl("get", "pods", "-A", "-o", "wide", check=False)
-        raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{pods}")
+        groups = self.kubectl("get", "cg,bg", "-A", "-o", "yaml", check=False)
+        log = self.kubectl("-n", "rocketmq-operator", "logs", "deploy/rocketmq-operator", "--tail=60", check=False)
+        raise AssertionError(
+            f"timed out after {timeout:.0f}s waiting for {what}\n{pods}\n{groups[-5000:]}\noperator log:\n{log}"
+        )
+
+    def save_diagnostics(self, out: Path) -> None:
+        """What a bug report needs, kept after the node is gone: resources, events, every container's log."""
+        out.mkdir(parents=True, exist_ok=True)
+        kinds = "cg,bg,topics,consumergroups,sts,pods,pdb,endpointslices"
+        (out / "resources.yaml").write_text(self.kubectl("get", kinds, "-A", "-o", "yaml", check=False))
+        (out / "events.txt").write_text(self.kubectl("get", "events", "-A", "--sort-by=.lastTimestamp", check=False))
+        for pod in self.json("get", "pods", "-A").get("items", []):
+            ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+            for c in pod["spec"]["containers"]:
+                log = self.kubectl("-n", ns, "logs", name, "-c", c["name"], "--tail=2000", check=False)
+                (out / f"{ns}.{name}.{c['name']}.log").write_text(log)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def k8s_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     if os.geteuid() != 0:
         missing("the e2e node needs root (containerd, kubelet, network)")
@@ -92,7 +133,7 @@ def k8s_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     if absent:
         missing(f"binaries not built: {', '.join(absent)} (make k8s-tools)")
     archives = {}
-    for role in ("broker", "controller", "operator"):
+    for role in ("broker", "controller", "operator", "spark"):
         try:
             archives[role] = images.archive(role)
         except (OSError, ValueError, images.ImageError) as exc:
@@ -100,16 +141,169 @@ def k8s_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     if node._read_record():
         missing(f"a node is already up on this machine ({node._read_record()['state_dir']}); stop it first")
     state = tmp_path_factory.mktemp("k8s-node").resolve()
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # scripts/run-tests.sh stops its background line with SIGTERM: stop the node too
+
+    signal.signal(signal.SIGTERM, interrupted)
     try:
         node.up(state, build=False)
         node.import_images(state, list(archives.values()))
     except BaseException as exc:
         node.down(state, quiet=True)
         pytest.fail(f"starting the node failed: {exc}", pytrace=False)
+    cluster = Node(state_dir=state, env=harness.cluster_env(state))
     try:
-        yield Node(state_dir=state, env=harness.cluster_env(state))
+        yield cluster
     finally:
+        diagnostics = tmp_path_factory.getbasetemp() / "e2e-diagnostics"
+        try:
+            cluster.save_diagnostics(diagnostics)
+            print(f"\ne2e diagnostics (resources, events, container logs): {diagnostics}")
+        except Exception as exc:  # diagnostics must never hide the test outcome or keep the node up
+            print(f"\nsaving e2e diagnostics failed: {exc}")
         node.down(state, quiet=True)
+
+
+ROCKETMQ_NS = "rocketmq"
+TOPIC = "orders"  # declared by examples/quickstart.yaml (autoCreate is off)
+CONSUMER_GROUP = "orders-readers"
+
+
+@pytest.fixture(scope="package")
+def operator(k8s_node: Node) -> Node:
+    """The chart's operator, installed with the locally built image (never pulled)."""
+    k8s_node.kubectl("apply", "--server-side", "-f", ROOT / "crds")
+    k8s_node.kubectl("create", "namespace", "rocketmq-operator")
+    k8s_node.helm(
+        "install", "rocketmq-operator", ROOT / "charts" / "rocketmq-operator",
+        "--namespace", "rocketmq-operator", "--set", "image.pullPolicy=Never", "--wait", "--timeout", "5m",
+    )  # fmt: skip
+    return k8s_node
+
+
+@dataclass
+class Group:
+    """The quickstart's broker group on the node, and what a user does with it."""
+
+    node: Node
+    ns: str = ROCKETMQ_NS
+    name: str = "broker-a"
+
+    def status(self) -> dict[str, Any]:
+        return dict(self.node.json("-n", self.ns, "get", "bg", self.name).get("status") or {})
+
+    def master(self) -> str | None:
+        master = self.status().get("master") or {}
+        return master.get("replica")
+
+    def pods(self) -> dict[str, dict[str, Any]]:
+        items = self.node.json("-n", self.ns, "get", "pods", "-l", f"rocketmq-operator.dev/group={self.name}")["items"]
+        return {p["metadata"]["name"]: p for p in items}
+
+    def healthy(self) -> bool:
+        """Every replica Ready, a master, a full SyncStateSet and writable: the state every test starts from."""
+        pods = self.pods()
+        status = self.status()
+        members = (status.get("syncStateSet") or {}).get("members") or []
+        return (
+            len(pods) == 3
+            and all(pod_ready(p) for p in pods.values())
+            and bool(status.get("master"))
+            and len(members) == 3
+            and status.get("writable") is True
+            and all(r.get("alive") and r.get("inSync") for r in status.get("replicas") or [])
+        )
+
+    def wait_healthy(self, timeout: float = 600) -> float:
+        return self.node.wait_for(f"{self.name}: 3 Ready replicas, a master, SyncStateSet of 3, writable",
+                                  self.healthy, timeout=timeout, interval=3)  # fmt: skip
+
+    def name_servers(self) -> str:
+        data = self.node.json("-n", self.ns, "get", "configmap", "rocketmq-ctl-connection")["data"]
+        return str(data["nameServers"])
+
+    def events(self, reason: str) -> list[dict[str, Any]]:
+        items = self.node.json("-n", self.ns, "get", "events")["items"]
+        return [
+            e for e in items
+            if e.get("reason") == reason and (e.get("involvedObject") or {}).get("name") == self.name
+        ]  # fmt: skip
+
+    def master_endpoints(self) -> list[str]:
+        slices = self.node.json(
+            "-n", self.ns, "get", "endpointslices", "-l", f"kubernetes.io/service-name={self.name}-master"
+        )  # fmt: skip
+        return sorted(
+            a for s in slices["items"] for e in s.get("endpoints") or []
+            if (e.get("conditions") or {}).get("ready", True) for a in e["addresses"]
+        )  # fmt: skip
+
+    def roles(self) -> dict[str, str | None]:
+        return {n: p["metadata"]["labels"].get("rocketmq-operator.dev/role") for n, p in self.pods().items()}
+
+    def tool(self, pod: str, *args: str, wait: bool = True, timeout: float = 900) -> dict[str, Any] | None:
+        """Run ``rocketmq-operator ARGS --json`` in a pod of the operator image, inside the cluster (as a user's
+        job would: DNS names, the name server's Service). Returns its JSON report when ``wait``."""
+        image = f"ghcr.io/rocketmq-operator/rocketmq-operator:{operator_version()}"
+        # stderr after the report: `kubectl logs` interleaves the two streams of a container
+        script = 'rocketmq-operator "$@" --json 2>/tmp/stderr; rc=$?; cat /tmp/stderr; exit $rc'
+        self.node.start_pod(self.ns, pod, image, "sh", "-c", script, "sh", *args)
+        if not wait:
+            return None
+        return self.tool_result(pod, timeout=timeout)
+
+    def tool_result(self, pod: str, timeout: float = 900) -> dict[str, Any]:
+        out = self.node.pod_output(self.ns, pod, timeout=timeout)
+        start = out.find("{")
+        assert start >= 0, f"{pod} printed no JSON report:\n{out}"
+        report, _ = json.JSONDecoder().raw_decode(out[start:])  # an error line may follow the report
+        return dict(report)
+
+    def produce(self, pod: str, count: int, *extra: str, wait: bool = True) -> dict[str, Any] | None:
+        """``rocketmq-operator produce`` COUNT keyed messages to the quickstart's declared topic, from a pod."""
+        return self.tool(
+            pod, "produce", "--namesrv", self.name_servers(), "--topic", TOPIC, "--count", str(count),
+            "--no-create-topic", "--key-prefix", f"{pod}-", *extra, wait=wait,
+        )  # fmt: skip
+
+    def consume_all(self, pod: str) -> dict[str, Any]:
+        """Read every message of the topic from the masters (offsets are not committed), from a pod."""
+        report = self.tool(
+            pod, "consume", "--namesrv", self.name_servers(), "--topic", TOPIC, "--group", CONSUMER_GROUP,
+            "--from", "earliest", "--read-from", "master", "--idle-timeout", "5",
+        )  # fmt: skip
+        assert report is not None
+        return report
+
+    def kill_jvm(self, pod: str) -> int:
+        """SIGKILL the RocketMQ JVM of ``pod`` from the node (the container's PID 1 ignores signals sent from
+        inside its own PID namespace). Returns the host PID killed."""
+        uid = self.node.json("-n", self.ns, "get", "pod", pod)["metadata"]["uid"]
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                cgroup = (proc / "cgroup").read_text()
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if uid in cgroup and ("BrokerStartup" in cmdline or "ControllerStartup" in cmdline
+                                  or "NamesrvStartup" in cmdline):  # fmt: skip
+                os.kill(int(proc.name), signal.SIGKILL)
+                return int(proc.name)
+        raise AssertionError(f"no RocketMQ JVM found in the cgroups of pod {pod} (uid {uid})")
+
+
+@pytest.fixture(scope="package")
+def quickstart(operator: Node) -> Group:
+    """examples/quickstart.yaml applied as a user would, healthy."""
+    operator.kubectl("create", "namespace", ROCKETMQ_NS)
+    operator.kubectl("-n", ROCKETMQ_NS, "apply", "-f", ROOT / "examples" / "quickstart.yaml")
+    group = Group(operator)
+    seconds = group.wait_healthy(timeout=900)
+    print(f"quickstart apply -> healthy in {seconds:.0f}s")
+    return group
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from rocketmq_operator.operations import facts_from_state
-from rocketmq_operator.plan.failover import plan_failover
+from rocketmq_operator.control.operations import facts_from_state
+from rocketmq_operator.core.failover import plan_failover
 from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.report import observe
 from rocketmq_operator.platforms.local.state import read_state
-from rocketmq_operator.platforms.local.status import observe
 from rocketmq_operator.remoting import RemotingClient
 
 pytestmark = pytest.mark.integration

@@ -19,8 +19,8 @@ import pytest
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.api.validation import validate_file
+from rocketmq_operator.core.quorum import PutOutcome, QuorumParams, effective_quorum, predict_put
 from rocketmq_operator.platforms.local import distribution
-from rocketmq_operator.quorum import PutOutcome, QuorumParams, effective_quorum, predict_put
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.tools.consume import ConsumeReport, consume
 from rocketmq_operator.tools.produce import ProduceReport, produce

@@ -362,6 +362,7 @@ def test_argocd_application() -> None:
     assert operator["path"] == "charts/rocketmq-operator" and operator["helm"]["skipCrds"] is True
 
 
+@pytest.mark.k8s  # needs the kubectl that `make test` builds (phase 2 of scripts/run-tests.sh)
 def test_gitops_kustomize_build() -> None:
     kubectl = _tool("kubectl")
     proc = subprocess.run(
@@ -436,12 +437,14 @@ def helm() -> str:
     return _tool("helm")
 
 
+@pytest.mark.k8s
 def test_helm_lint(helm: str) -> None:
     for sets in ([], ["--set", "rbac.scope=namespace", "--set", "watchNamespaces={a,b}"]):
         proc = subprocess.run([helm, "lint", "--strict", str(CHART), *sets], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.k8s
 def test_helm_template_cluster_scope(helm: str) -> None:
     objects = _objects(_template(helm))
     kinds = sorted(o["kind"] for o in objects)
@@ -468,6 +471,7 @@ def test_helm_template_cluster_scope(helm: str) -> None:
     assert not any("leases" in rule["resources"] for rule in role["rules"])
 
 
+@pytest.mark.k8s
 def test_helm_template_namespace_scope(helm: str) -> None:
     objects = _objects(
         _template(
@@ -487,6 +491,7 @@ def test_helm_template_namespace_scope(helm: str) -> None:
     assert args[:5] == ["run", "--namespace", "a", "--namespace", "b"] and "--standalone" not in args
 
 
+@pytest.mark.k8s
 def test_helm_refuses_bad_values(helm: str) -> None:
     for sets in (
         ['rbac={"create":true,"scope":"global","crdAccess":true}'],

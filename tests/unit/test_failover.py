@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from rocketmq_operator.plan.failover import (
+from rocketmq_operator.core.failover import (
     ActionKind,
     GroupFacts,
     ReplicaFacts,

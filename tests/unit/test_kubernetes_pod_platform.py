@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from rocketmq_operator.observe import ReplicaObservation
-from rocketmq_operator.platforms.kubernetes.observer import PodPlatform
+from rocketmq_operator.core.observation import ReplicaObservation
+from rocketmq_operator.platforms.kubernetes.group_pass import PodPlatform
 
 
 @dataclass

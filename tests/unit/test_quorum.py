@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rocketmq_operator.api.models import HAMode
-from rocketmq_operator.quorum import PutOutcome, QuorumParams, calc_need_ack_nums, explain_table, predict_put
+from rocketmq_operator.core.quorum import PutOutcome, QuorumParams, calc_need_ack_nums, explain_table, predict_put
 
 OK, TIMEOUT, REFUSED = (
     PutOutcome.PUT_OK,

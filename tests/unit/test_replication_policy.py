@@ -11,10 +11,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketmq_operator.observe import GroupState, ReplicaObservation
-from rocketmq_operator.operations import PolicyMemory, PolicySettings, run_replication_policy
-from rocketmq_operator.remoting import HaInfo, RemotingException
-from rocketmq_operator.remoting.client import BrokerData, ClusterInfo, ElectMasterResult, SyncStateInfo
+import pytest
+from kube_fake import FakeApi
+
+from rocketmq_operator.control.operations import PolicyMemory, PolicySettings, run_replication_policy
+from rocketmq_operator.core.observation import GroupState, ReplicaObservation
+from rocketmq_operator.platforms.kubernetes.group_pass import PodPlatform
+from rocketmq_operator.platforms.kubernetes.kube import KubeError
+from rocketmq_operator.remoting import (
+    BrokerData,
+    ClusterInfo,
+    ElectMasterResult,
+    HaInfo,
+    RemotingException,
+    SyncStateInfo,
+)
 
 GROUP = "broker-a"
 ADDR = {1: "10.0.0.1:10911", 2: "10.0.0.2:10911", 3: "10.0.0.3:10911"}
@@ -244,3 +255,22 @@ def test_no_route_for_two_brokers_claiming_master_without_a_controller() -> None
     observed = state(1, replica(1, master=True), replica(2, master=True), replica(3), controller=False)
     run(client, platform, memory, observed)
     assert [c for c in client.calls if c[0] == "update_broker_config"] == []
+
+
+def test_no_election_when_the_kubernetes_fence_is_refused() -> None:
+    """Fence first, then elect: when the API server refuses the pod deletion, the pass stops (kopf retries)
+    before any election, and the next pass, with the API back, fences and elects."""
+    fake = FakeApi()
+    fake.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{GROUP}-1"}})
+    fake.fail_on("delete", "Pod", f"{GROUP}-1", status=500)
+    client, memory = FakeClient(), PolicyMemory()
+    now = time.time()
+    memory.last_answered[1] = now - 3.0
+    hung = state(1, replica(1, reachable=False), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]), at=now)
+    platform = PodPlatform(fake, "ns", [])  # type: ignore[arg-type]
+    with pytest.raises(KubeError):
+        asyncio.run(run_replication_policy(client, hung, SETTINGS, memory, platform))  # type: ignore[arg-type]
+    assert [c for c in client.calls if c[0] == "elect_master"] == []
+    steps = asyncio.run(run_replication_policy(client, hung, SETTINGS, memory, platform)).steps  # type: ignore[arg-type]
+    assert fake.writes_of("delete") == [("Pod", f"{GROUP}-1")]
+    assert ("elect_master", ("c", GROUP, 2, True)) in client.calls and "elected broker 2" in steps[1]

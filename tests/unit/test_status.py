@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rocketmq_operator.api.models import BrokerGroupSpec, ControllerRef, QuorumSpec
-from rocketmq_operator.observe import GroupState, ReplicaObservation
-from rocketmq_operator.plan.status import build_broker_status
+from rocketmq_operator.core.observation import GroupState, ReplicaObservation
+from rocketmq_operator.core.status import build_broker_status
 
 SPEC = BrokerGroupSpec(
     replicas=3, controller_ref=ControllerRef(name="c"), quorum=QuorumSpec(in_sync_replicas=2, min_in_sync_replicas=2)

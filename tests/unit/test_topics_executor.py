@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rocketmq_operator.observe import GroupState, ReplicaObservation
-from rocketmq_operator.plan.topics import ConsumerGroupFacts, TopicConfigFacts, WantedOnGroup
+from rocketmq_operator.control.topics import GroupTopicMemory, assert_group
+from rocketmq_operator.core.observation import GroupState, ReplicaObservation
+from rocketmq_operator.core.topics import ConsumerGroupFacts, TopicConfigFacts, WantedOnGroup
 from rocketmq_operator.remoting import RemotingCommand, RemotingConnectionError
-from rocketmq_operator.topics import GroupTopicMemory, assert_group
 
 
 class FakeBrokers:

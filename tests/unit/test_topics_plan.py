@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rocketmq_operator.api.models import BrokerGroup, ConsumerGroup, Topic
-from rocketmq_operator.plan.topics import (
+from rocketmq_operator.core.topics import (
     ActionKind,
     ConsumerGroupFacts,
     TopicConfigFacts,

@@ -286,6 +286,25 @@ class MasterChange(Model):
     duration_seconds: float | None = None
 
 
+class RolloutStatus(Model):
+    """A rolling restart in progress or finished (resumable: the roll continues from here after a restart)."""
+
+    target_revision: str = Field(default="", description="Digest of every replica's desired revision.")
+    phase: str = Field(default="Rolling", description="Rolling | Waiting | Paused | Blocked | Complete")
+    replicas_done: list[str] = Field(default_factory=list, description="Replicas running the target revision.")
+    current_step: str = ""
+    reason: str = ""
+    message: str = ""
+    started: str | None = None
+    last_transition: str | None = None
+    finished: str | None = None
+    restarts: int = 0
+    switchovers: int = 0
+    last_restarted: str | None = Field(default=None, description="The replica the roll waits for, if any.")
+    switched_from: str | None = Field(default=None, description="The old master after the roll's switchover.")
+    waiting_since: float | None = Field(default=None, description="Start of the current wait (epoch seconds).")
+
+
 class BrokerGroupStatus(Model):
     observed_generation: int | None = None
     conditions: list[Condition] = Field(default_factory=list)
@@ -296,6 +315,7 @@ class BrokerGroupStatus(Model):
     writable: bool | None = None
     history: list[MasterChange] = Field(default_factory=list)
     phase: str | None = None
+    rollout: RolloutStatus | None = None
 
 
 class ControllerGroupStatus(Model):

@@ -26,6 +26,12 @@ from rocketmq_operator.api.models import (
     TopicPermission,
     UpgradeStrategy,
 )
+from rocketmq_operator.api.modes import (
+    CEL_IN_SYNC_REPLICAS,
+    CEL_MIN_IN_SYNC_REPLICAS,
+    in_sync_replicas,
+    min_in_sync_replicas,
+)
 from rocketmq_operator.api.quantity import QUANTITY_PATTERN, is_quantity
 
 Kind = Literal["BrokerGroup", "ControllerGroup", "Topic", "ConsumerGroup"]
@@ -204,19 +210,12 @@ def _did_you_mean(key: str, known: Sequence[str]) -> str | None:
     return None
 
 
-# --- shared CEL fragments (defaults applied by the API server; derived defaults spelled out) ---
-_CEL_IN_SYNC = "(has(self.quorum.inSyncReplicas) ? self.quorum.inSyncReplicas : self.replicas / 2 + 1)"
-_CEL_MIN_IN_SYNC = f"(has(self.quorum.minInSyncReplicas) ? self.quorum.minInSyncReplicas : {_CEL_IN_SYNC})"
+def _in_sync_of(bg: BrokerGroup) -> int:
+    return in_sync_replicas(bg.spec)
 
 
-def _in_sync(bg: BrokerGroup) -> int:
-    q = bg.spec.quorum
-    return q.in_sync_replicas if q.in_sync_replicas is not None else bg.spec.replicas // 2 + 1
-
-
-def _min_in_sync(bg: BrokerGroup) -> int:
-    q = bg.spec.quorum
-    return q.min_in_sync_replicas if q.min_in_sync_replicas is not None else _in_sync(bg)
+def _min_in_sync_of(bg: BrokerGroup) -> int:
+    return min_in_sync_replicas(bg.spec)
 
 
 def _unknown_keys(config: dict[str, object], known: frozenset[str], owned: dict[str, str]) -> list[str]:
@@ -434,10 +433,10 @@ def _broker_rules() -> list[Rule]:
             problem="{value} is outside 1..replicas ({replicas})",
             rule="1 <= inSyncReplicas <= replicas (acks are counted with the master included)",
             fix="set inSyncReplicas between 1 and {replicas}",
-            cel=f"{_CEL_IN_SYNC} >= 1 && {_CEL_IN_SYNC} <= self.replicas",
-            valid=lambda r: 1 <= _in_sync(r) <= r.spec.replicas,
+            cel=f"{CEL_IN_SYNC_REPLICAS} >= 1 && {CEL_IN_SYNC_REPLICAS} <= self.replicas",
+            valid=lambda r: 1 <= in_sync_replicas(r.spec) <= r.spec.replicas,
             values={
-                "value": Placeholder(_CEL_IN_SYNC, _in_sync),
+                "value": Placeholder(CEL_IN_SYNC_REPLICAS, _in_sync_of),
                 "replicas": Placeholder("self.replicas", lambda r: r.spec.replicas),
             },
         ),
@@ -449,9 +448,9 @@ def _broker_rules() -> list[Rule]:
             problem="{value} is less than 1",
             rule="minInSyncReplicas >= 1",
             fix="set minInSyncReplicas to 1 or more",
-            cel=f"{_CEL_MIN_IN_SYNC} >= 1",
-            valid=lambda r: _min_in_sync(r) >= 1,
-            values={"value": Placeholder(_CEL_MIN_IN_SYNC, _min_in_sync)},
+            cel=f"{CEL_MIN_IN_SYNC_REPLICAS} >= 1",
+            valid=lambda r: min_in_sync_replicas(r.spec) >= 1,
+            values={"value": Placeholder(CEL_MIN_IN_SYNC_REPLICAS, _min_in_sync_of)},
         ),
         Rule(
             id="BrokerGroup.quorum.minInSyncReplicas.order",
@@ -461,11 +460,11 @@ def _broker_rules() -> list[Rule]:
             problem="{value} is greater than inSyncReplicas ({inSync})",
             rule="minInSyncReplicas <= inSyncReplicas <= replicas",
             fix="set minInSyncReplicas to at most {inSync}, or raise inSyncReplicas",
-            cel=f"{_CEL_MIN_IN_SYNC} <= {_CEL_IN_SYNC}",
-            valid=lambda r: _min_in_sync(r) <= _in_sync(r),
+            cel=f"{CEL_MIN_IN_SYNC_REPLICAS} <= {CEL_IN_SYNC_REPLICAS}",
+            valid=lambda r: min_in_sync_replicas(r.spec) <= in_sync_replicas(r.spec),
             values={
-                "value": Placeholder(_CEL_MIN_IN_SYNC, _min_in_sync),
-                "inSync": Placeholder(_CEL_IN_SYNC, _in_sync),
+                "value": Placeholder(CEL_MIN_IN_SYNC_REPLICAS, _min_in_sync_of),
+                "inSync": Placeholder(CEL_IN_SYNC_REPLICAS, _in_sync_of),
             },
         ),
         _quantity_rule(

@@ -25,6 +25,17 @@ from rocketmq_operator.api.models import (
     HAMode,
     Topic,
 )
+from rocketmq_operator.api.modes import (
+    ALL_ACK_IN_SYNC_STATE_SET,
+    AUTO_IN_SYNC_REPLICAS,
+    HA_MAX_GAP_NOT_IN_SYNC,
+    IN_SYNC_REPLICAS,
+    MIN_IN_SYNC_REPLICAS,
+    MODES,
+    QUORUM_FIELDS,
+    in_sync_replicas,
+    waits_for_in_sync_replicas,
+)
 from rocketmq_operator.api.rules import check_rules
 
 KINDS: dict[str, type[BrokerGroup] | type[ControllerGroup] | type[Topic] | type[ConsumerGroup]] = {
@@ -215,6 +226,31 @@ def validate_file(path: str | Path) -> list[Report]:
     return reports
 
 
+@dataclass
+class ManifestSet:
+    """What a set of manifest files says: one report per document, and the lines a user is shown."""
+
+    reports: list[Report]
+    errors: list[str]  # `source: problem` lines, cross-references included
+    warnings: list[str]
+
+    @property
+    def resources(self) -> list[AnyResource]:
+        return [r.resource for r in self.reports if r.resource is not None]
+
+
+def validate_files(paths: Sequence[str | Path]) -> ManifestSet:
+    """Every document of every file ('-' = stdin), checked alone and against each other."""
+    reports: list[Report] = []
+    for path in paths:
+        reports.extend(validate_file(path))
+    errors = [r.prefixed(p) for r in reports for p in r.errors]
+    warnings = [r.prefixed(p) for r in reports for p in r.warnings]
+    manifests = ManifestSet(reports, errors, warnings)
+    errors.extend(str(p) for p in validate_cross_references(manifests.resources))
+    return manifests
+
+
 def validate_cross_references(resources: Sequence[AnyResource]) -> list[Problem]:
     """Within one set of manifests: a controllerRef that names a ControllerGroup in the set, if any is given; a
     Topic's or ConsumerGroup's brokerGroups/clusterName that match a BrokerGroup of the set, if any is given."""
@@ -301,6 +337,23 @@ def topic_warnings(topic: Topic) -> list[Problem]:
     return w
 
 
+# Why a quorum field is ignored when the mode's broker does not read its key (MODES): key → (why, and in
+# controller mode also).
+_IGNORED_BECAUSE: dict[str, tuple[str, str]] = {
+    AUTO_IN_SYNC_REPLICAS: (
+        "enableAutoInSyncReplicas only works with slaveActingMaster",
+        " (controller mode degrades only through allAckInSyncStateSet)",
+    ),
+    HA_MAX_GAP_NOT_IN_SYNC: (
+        "haMaxGapNotInSync is read only by the slave-acting-master pre-check",
+        " (the SyncStateSet decides in controller mode)",
+    ),
+    ALL_ACK_IN_SYNC_STATE_SET: ("there is no SyncStateSet outside controller mode", ""),
+    MIN_IN_SYNC_REPLICAS: ("only slaveActingMaster and controller modes check it", ""),
+    IN_SYNC_REPLICAS: ("an ASYNC_MASTER never waits for slave acks", ""),
+}
+
+
 def broker_group_warnings(bg: BrokerGroup) -> list[Problem]:
     s = bg.spec
     q = s.quorum
@@ -310,20 +363,16 @@ def broker_group_warnings(bg: BrokerGroup) -> list[Problem]:
     def ignored(path: str, why: str) -> None:
         w.append(Problem(path, f"ignored in haMode {mode.value}: {why}", "warn.ignored"))
 
-    if q.auto_degrade and mode is not HAMode.SLAVE_ACTING_MASTER:
-        ignored(
-            "spec.quorum.autoDegrade",
-            "enableAutoInSyncReplicas only works with slaveActingMaster"
-            + (" (controller mode degrades only through allAckInSyncStateSet)" if mode is HAMode.CONTROLLER else ""),
-        )
-    if q.max_gap_not_in_sync is not None and mode is not HAMode.SLAVE_ACTING_MASTER:
-        ignored(
-            "spec.quorum.maxGapNotInSync",
-            "haMaxGapNotInSync is read only by the slave-acting-master "
-            "pre-check" + (" (the SyncStateSet decides in controller mode)" if mode is HAMode.CONTROLLER else ""),
-        )
-    if q.all_ack_in_sync_state_set is not None and q.all_ack_in_sync_state_set and mode is not HAMode.CONTROLLER:
-        ignored("spec.quorum.allAckInSyncStateSet", "there is no SyncStateSet outside controller mode")
+    set_in_spec = {
+        AUTO_IN_SYNC_REPLICAS: bool(q.auto_degrade),
+        HA_MAX_GAP_NOT_IN_SYNC: q.max_gap_not_in_sync is not None,
+        ALL_ACK_IN_SYNC_STATE_SET: bool(q.all_ack_in_sync_state_set),
+        MIN_IN_SYNC_REPLICAS: q.min_in_sync_replicas is not None,
+        IN_SYNC_REPLICAS: q.in_sync_replicas is not None,
+    }
+    for key, (why, in_controller_mode) in _IGNORED_BECAUSE.items():
+        if set_in_spec[key] and not MODES[mode].reads(key):
+            ignored(QUORUM_FIELDS[key], why + (in_controller_mode if mode is HAMode.CONTROLLER else ""))
     if mode is HAMode.CONTROLLER and q.all_ack_in_sync_state_set and q.in_sync_replicas is not None:
         w.append(
             Problem(
@@ -332,10 +381,6 @@ def broker_group_warnings(bg: BrokerGroup) -> list[Problem]:
                 "warn.ignored",
             )
         )
-    if mode in (HAMode.SYNC, HAMode.ASYNC) and q.min_in_sync_replicas is not None:
-        ignored("spec.quorum.minInSyncReplicas", "only slaveActingMaster and controller modes check it")
-    if mode is HAMode.ASYNC and q.in_sync_replicas is not None:
-        ignored("spec.quorum.inSyncReplicas", "an ASYNC_MASTER never waits for slave acks")
     if (
         mode is HAMode.SLAVE_ACTING_MASTER
         and q.auto_degrade
@@ -350,11 +395,7 @@ def broker_group_warnings(bg: BrokerGroup) -> list[Problem]:
                 "warn.noop",
             )
         )
-    in_sync = q.in_sync_replicas if q.in_sync_replicas is not None else s.replicas // 2 + 1
-    waits = mode in (HAMode.SYNC, HAMode.SLAVE_ACTING_MASTER) or (
-        mode is HAMode.CONTROLLER and not q.all_ack_in_sync_state_set
-    )
-    if waits and in_sync == 1 and s.replicas > 1:
+    if waits_for_in_sync_replicas(s) and in_sync_replicas(s) == 1 and s.replicas > 1:
         w.append(
             Problem(
                 "spec.quorum.inSyncReplicas",

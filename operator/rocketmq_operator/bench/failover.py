@@ -9,7 +9,7 @@ Per trial it measures, with one clock (wall time):
 
 * `election_s`: the SIGKILL (as the supervisor sent it) → the controller leader names a new master (polled
   directly every 20 ms);
-* `observe_lag_s`: the controller's election → the operator's status (observe + plan.status, polled every
+* `observe_lag_s`: the controller's election → the operator's status (observe + core.status, polled every
   `observe_interval_s` like the operator's observer) shows the new master;
 * `rto_s`: OpenChaos's client-visible recovery (first failed send → next acknowledged send; 0 when the
   producer's retries hid the failover). The trial waits until the producer is through the outage (at most
@@ -40,8 +40,10 @@ from typing import Any, TypeVar
 import yaml
 
 from rocketmq_operator.api.models import BrokerGroup
-from rocketmq_operator.observe import ReplicaEndpoint, observe_groups
-from rocketmq_operator.plan.status import build_broker_status
+from rocketmq_operator.api.validation import load_documents
+from rocketmq_operator.control.observe import observe_groups
+from rocketmq_operator.core.observation import ReplicaEndpoint
+from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.platforms.local import control
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
@@ -49,9 +51,23 @@ from rocketmq_operator.platforms.local.state import LocalState, read_state
 from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.remoting.admin import SubscriptionGroupInfo, TopicAdmin
 from rocketmq_operator.tools.consume import consume
-from rocketmq_operator.tools.produce import SendRecord, SteadyProducer
+from rocketmq_operator.tools.produce import ProduceReport, SendRecord, SteadyProducer
 
 T = TypeVar("T")
+
+
+def delivery(report: ProduceReport, consumed: int, lost: int) -> dict[str, Any]:
+    """What the bench producer saw, and what a consumer read back afterwards (the JSON keys every bench shares)."""
+    return {
+        "sent": report.sent,
+        "acknowledged": report.acknowledged,
+        "consumed": consumed,
+        "statuses": report.statuses,
+        "failures": report.failures,
+        "lost": lost,
+    }
+
+
 RECOVERY_TIMEOUT_S = 60.0
 FAULTS = ("kill", "stop")
 STALE_SEND_INTERVAL_S = 0.02
@@ -112,7 +128,7 @@ def with_detection(files: list[str], detection_s: float, directory: Path) -> lis
     """Copies of the manifests with spec.failover.detectionSeconds set on every BrokerGroup."""
     out: list[str] = []
     for index, name in enumerate(files):
-        docs = [d for d in yaml.safe_load_all(Path(name).read_text(encoding="utf-8")) if d]
+        docs = load_documents(name)
         for doc in docs:
             if doc.get("kind") == "BrokerGroup":
                 doc.setdefault("spec", {}).setdefault("failover", {})["detectionSeconds"] = detection_s
@@ -439,12 +455,7 @@ async def run_bench(
         "detection_s": group.spec.failover.detection_seconds,
         "trials": len(results),
         "rate_msgs_per_s": rate,
-        "sent": report.sent,
-        "acknowledged": report.acknowledged,
-        "consumed": got.count,
-        "statuses": report.statuses,
-        "failures": report.failures,
-        "lost": lost,
+        **delivery(report, got.count, lost),
         "deposed_acks": deposed_acks,
         "stale_route_sends": sum(t.stale_sends for t in results),
         "stale_route_acks": sum(t.stale_acks for t in results),

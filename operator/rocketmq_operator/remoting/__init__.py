@@ -4,32 +4,21 @@ Contract: this package imports nothing outside the Python standard library (chec
 import-linter). It speaks the TCP remoting protocol of RocketMQ 5.x to name servers, controllers and
 brokers: framing (:mod:`.codec`), codes and send statuses (:mod:`.codes`), connections
 (:mod:`.connection`), stored-message decoding (:mod:`.message`, LZ4 bodies via :mod:`.lz4frame`) and
-typed calls (:mod:`.client`).
+typed calls (:mod:`.client`, one module per role: :mod:`.namesrv`, :mod:`.controller`, :mod:`.broker`
+(admin), :mod:`.producer`, :mod:`.consumer`; topic and group admin in :mod:`.admin`).
 Every deliberate failure is a :class:`RemotingException` (see :mod:`.errors`).
 """
 
-from .client import (
+from .broker import (
     BrokerConfigResult,
-    BrokerData,
-    ClusterInfo,
-    ControllerMetadata,
-    ElectMasterResult,
     HaClient,
     HaConnection,
     HaInfo,
     HaStatus,
-    PullResult,
-    QueueData,
-    RemotingClient,
-    ReplicaIdentity,
-    ReplicaInfo,
-    SendResult,
-    SyncStateInfo,
-    TopicRoute,
     format_properties_text,
-    new_message_id,
     parse_properties_text,
 )
+from .client import RemotingClient
 from .codec import (
     DEFAULT_VERSION,
     FLAG_ONEWAY,
@@ -46,6 +35,8 @@ from .codec import (
 )
 from .codes import PutStatus, RequestCode, ResponseCode, put_status, request_code_name, response_code_name
 from .connection import ClientPool, Connection, parse_addr
+from .consumer import PullResult
+from .controller import ControllerMetadata, ElectMasterResult, ReplicaIdentity, ReplicaInfo, SyncStateInfo
 from .errors import (
     FrameError,
     MessageDecodeError,
@@ -58,6 +49,8 @@ from .errors import (
     UnsupportedCompression,
 )
 from .message import Message, decode_message, decode_messages, encode_message, offset_msg_id
+from .namesrv import BrokerData, ClusterInfo, QueueData, TopicRoute
+from .producer import SendResult, new_message_id
 
 __all__ = [
     "DEFAULT_VERSION",

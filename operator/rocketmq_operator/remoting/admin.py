@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .client import RemotingClient, _body_json, _bool, _fields, _int, _obj
-from .codes import PERM_READ, PERM_WRITE, RequestCode
+from .client import RemotingClient
+from .codes import DEFAULT_TOPIC, PERM_READ, PERM_WRITE, RequestCode
+from .parsing import _body_json, _bool, _fields, _int, _obj
 
-DEFAULT_TOPIC = "TBW102"
 MESSAGE_TYPE_ATTRIBUTE = "message.type"
 
 

@@ -238,3 +238,7 @@ def put_status(code: int, remark: str | None = None) -> PutStatus:
     if code == ResponseCode.SYSTEM_BUSY and "pc_synchronized" in text:
         return PutStatus("OS_PAGE_CACHE_BUSY", False)
     return PutStatus(response_code_name(code), False)
+
+
+DEFAULT_TOPIC = "TBW102"
+"""The topic a producer names when it sends to a topic that does not exist yet (the auto-create template)."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, HAMode
-from rocketmq_operator.quorum import effective_quorum
+from rocketmq_operator.core.quorum import config_text, effective_quorum, quorum_keys
 
 NAMESRV_PORT = 9876
 CONTROLLER_PORT = 9878
@@ -56,12 +56,6 @@ class ControllerPlacement:
     platform_defaults: Mapping[str, str] = field(default_factory=dict)
 
 
-def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def broker_config(bg: BrokerGroup, ordinal: int, placement: BrokerPlacement) -> dict[str, str]:
     """The broker.conf of replica `ordinal` (0-based)."""
     spec = bg.spec
@@ -88,38 +82,32 @@ def broker_config(bg: BrokerGroup, ordinal: int, placement: BrokerPlacement) -> 
             brokerRole="SLAVE",
             enableControllerMode="true",
             controllerAddr=";".join(placement.controllers),
-            inSyncReplicas=str(q.in_sync_replicas),
-            minInSyncReplicas=str(q.min_in_sync_replicas),
-            allAckInSyncStateSet=_text(q.all_ack_in_sync_state_set),
-            **CONTROLLER_MODE_TIMINGS,
         )
+        conf.update(quorum_keys(q))
+        conf.update(CONTROLLER_MODE_TIMINGS)
     else:
         role = "SLAVE"
         if ordinal == 0:
             role = "ASYNC_MASTER" if mode is HAMode.ASYNC else "SYNC_MASTER"
         conf.update(brokerId=str(ordinal), brokerRole=role)
-        if mode is not HAMode.ASYNC:
-            conf["inSyncReplicas"] = str(q.in_sync_replicas)
+        conf.update(quorum_keys(q))
         if mode is HAMode.SLAVE_ACTING_MASTER:
             conf.update(
-                minInSyncReplicas=str(q.min_in_sync_replicas),
-                enableAutoInSyncReplicas=_text(q.auto_degrade),
-                haMaxGapNotInSync=str(q.ha_max_gap_not_in_sync),
                 enableSlaveActingMaster="true",
                 brokerHeartbeatInterval="1000",
                 brokerNotActiveTimeoutMillis="10000",
             )
     # Off unless asked for: an auto-created topic or group exists only on the master that created it and is
     # missing after a failover (api.validation warns when spec.autoCreate switches it on).
-    conf["autoCreateTopicEnable"] = _text(spec.auto_create.topics)
-    conf["autoCreateSubscriptionGroup"] = _text(spec.auto_create.subscription_groups)
-    conf["slaveReadEnable"] = _text(spec.slave_read.enabled)
+    conf["autoCreateTopicEnable"] = config_text(spec.auto_create.topics)
+    conf["autoCreateSubscriptionGroup"] = config_text(spec.auto_create.subscription_groups)
+    conf["slaveReadEnable"] = config_text(spec.slave_read.enabled)
     if spec.slave_read.memory_ratio is not None:
         conf["accessMessageInMemoryMaxRatio"] = str(spec.slave_read.memory_ratio)
     for key, value in placement.platform_defaults.items():
         conf.setdefault(key, value)
     for key, user_value in spec.broker_config.items():
-        conf[key] = _text(user_value)
+        conf[key] = config_text(user_value)
     return conf
 
 
@@ -148,7 +136,7 @@ def controller_config(cg: ControllerGroup, ordinal: int, placement: ControllerPl
     for key, value in placement.platform_defaults.items():
         conf.setdefault(key, value)
     for key, user_value in cg.spec.controller_config.items():
-        conf[key] = _text(user_value)
+        conf[key] = config_text(user_value)
     return conf
 
 
@@ -166,7 +154,7 @@ def namesrv_config(cg: ControllerGroup, ordinal: int, placement: ControllerPlace
         "kvConfigPath": f"{where.store_root}/kvConfig.json",
     }
     for key, value in cg.spec.controller_config.items():
-        conf[key] = _text(value)
+        conf[key] = config_text(value)
     return conf
 
 

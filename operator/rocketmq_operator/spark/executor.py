@@ -46,6 +46,7 @@ from rocketmq_operator.remoting import (
     ResponseCode,
     TopicRoute,
 )
+from rocketmq_operator.remoting.admin import SubscriptionGroupInfo, TopicAdmin
 from rocketmq_operator.remoting.message import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS
 from rocketmq_operator.tools.consume import PullSource
 from rocketmq_operator.tools.routing import broker_address
@@ -221,6 +222,18 @@ class _QueueReader:
             addr, self.queue.topic, self.queue.queue_id, offset, count, self.s.consumer_group, timeout=self.s.timeout
         )
 
+    async def _create_group_if_missing(self, exc: RemotingException, addr: str) -> None:
+        """Brokers run with autoCreateSubscriptionGroup=false: a group the driver created on one master is
+        missing on a master elected later unless it is declared (a ConsumerGroup). Create it where the pull was
+        refused, then retry; a broker that cannot be asked is left to the pull's own retries."""
+        missing = isinstance(exc, RemotingError) and exc.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+        if missing and isinstance(self.client, RemotingClient):
+            with contextlib.suppress(RemotingException, OSError):
+                admin = TopicAdmin(self.client)
+                info = SubscriptionGroupInfo(self.s.consumer_group)
+                await admin.create_subscription_group(addr, info, timeout=self.s.timeout)
+                log.info("rocketmq source: created consumer group %s on %s", self.s.consumer_group, addr)
+
     def _prefetch_next(self, wanted: int, offset: int, end: int) -> None:
         """Send the next pull before handing the current messages to Spark, so the broker serves it while
         this thread builds Arrow batches (one request ahead; speculative, :meth:`_pull` checks it fits)."""
@@ -273,6 +286,7 @@ class _QueueReader:
             except RemotingException as exc:
                 self.last_problem = f"pull from {addr} (id {broker_id}): {exc}"
                 wanted = 0
+                await self._create_group_if_missing(exc, addr)
                 if broker_id != 0:
                     log.info("rocketmq source: %s; reading from the master for a while", self.last_problem)
                     self.slave_cooldown_until = time.monotonic() + SLAVE_COOLDOWN_S

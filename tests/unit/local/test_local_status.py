@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from rocketmq_operator.platforms.local.control import group_ready, progress_line
-from rocketmq_operator.platforms.local.status import render_table
+from rocketmq_operator.platforms.local.report import render_table
 
 
 def replica(name: str, broker_id: int | None, role: str, alive: bool, in_sync: bool, **extra: Any) -> dict[str, Any]:
@@ -94,7 +94,7 @@ def test_topics_hold_readiness_and_show_in_the_table(tmp_path: Any) -> None:
     import json
 
     from rocketmq_operator.platforms.local.layout import StateLayout
-    from rocketmq_operator.platforms.local.status import _with_topics
+    from rocketmq_operator.platforms.local.report import _with_topics
     from rocketmq_operator.platforms.local.topics import topics_status_path
 
     layout = StateLayout(tmp_path)

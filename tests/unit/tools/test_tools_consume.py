@@ -9,9 +9,9 @@ from collections import deque
 import pytest
 from tools_fakes import FakeClient, make_route
 
+from rocketmq_operator.cli import tools as tools_cli
 from rocketmq_operator.remoting import PullResult, RemotingConnectionError, RemotingError, ResponseCode
 from rocketmq_operator.tools import ToolError, body_for, consume, digest_of
-from rocketmq_operator.tools import cli as tools_cli
 
 FAST = {"idle_timeout": 0.05, "poll_interval": 0.005}
 

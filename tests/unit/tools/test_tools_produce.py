@@ -10,6 +10,7 @@ from collections import Counter, deque
 import pytest
 from tools_fakes import FakeClient, SendCall, make_route
 
+from rocketmq_operator.cli import tools as tools_cli
 from rocketmq_operator.remoting import (
     RemotingConnectionError,
     RemotingTimeout,
@@ -29,7 +30,6 @@ from rocketmq_operator.tools import (
     produce,
     recovery_windows,
 )
-from rocketmq_operator.tools import cli as tools_cli
 
 ISR = (ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough")
 PRODUCE_KEYS = {

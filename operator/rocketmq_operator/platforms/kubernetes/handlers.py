@@ -9,9 +9,10 @@ from typing import Any
 import kopf
 
 from rocketmq_operator.api.models import API_GROUP, API_VERSION
+from rocketmq_operator.platforms.kubernetes.controller_pass import controller_pass
+from rocketmq_operator.platforms.kubernetes.group_pass import observe_pass
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
-from rocketmq_operator.platforms.kubernetes.observer import observe_pass
 from rocketmq_operator.platforms.kubernetes.reconcile import Outcome, reconcile
 from rocketmq_operator.remoting import RemotingClient
 
@@ -111,6 +112,23 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         before = memo.kube.writes
         try:
             await observe_pass(memo.kube, memo.remoting, memo.metrics, body, memo["failover"], logger)
+        finally:
+            memo.metrics.api_writes.labels(kind="observer").inc(memo.kube.writes - before)
+
+    @kopf.timer(
+        API_GROUP,
+        API_VERSION,
+        "controllergroups",
+        registry=registry,
+        id="controllergroups-observe",
+        interval=OBSERVE_SECONDS,
+        initial_delay=2.0,
+        idle=None,
+    )
+    async def observe_controllers(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        before = memo.kube.writes
+        try:
+            await controller_pass(memo.kube, memo.remoting, body)
         finally:
             memo.metrics.api_writes.labels(kind="observer").inc(memo.kube.writes - before)
 

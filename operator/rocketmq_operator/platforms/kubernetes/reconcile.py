@@ -12,13 +12,13 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
-from rocketmq_operator.api.validation import validate_document
-from rocketmq_operator.plan.conditions import same_conditions, set_condition
+from rocketmq_operator.control.clock import now_iso
+from rocketmq_operator.core.conditions import conditions_match, set_condition
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
 from rocketmq_operator.render.kubernetes import render_broker_group, render_controller_group
 
 JSON = dict[str, Any]
@@ -33,10 +33,6 @@ class Outcome:
     blocked_message: str = ""
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def object_hash(obj: JSON) -> str:
@@ -61,17 +57,6 @@ def with_ownership(obj: JSON, owner: JSON) -> JSON:
     return out
 
 
-def _clean_body(body: JSON) -> JSON:
-    return {
-        "apiVersion": body.get("apiVersion"),
-        "kind": body.get("kind"),
-        "metadata": {
-            k: v for k, v in (body.get("metadata") or {}).items() if k in ("name", "namespace", "labels", "annotations")
-        },
-        "spec": body.get("spec") or {},
-    }
-
-
 async def apply_objects(kube: KubeClient, objects: list[JSON], owner: JSON, outcome: Outcome) -> None:
     for obj in objects:
         meta = obj["metadata"]
@@ -89,7 +74,7 @@ async def reconcile(kube: KubeClient, body: JSON) -> Outcome:
     """One pass for either kind. `body` is the custom resource as read from the API."""
     started = time.monotonic()
     outcome = Outcome()
-    report = validate_document(_clean_body(body))
+    report = validated(body)
     namespace = body["metadata"]["namespace"]
     if not report.ok or report.resource is None:
         outcome.blocked_reason = "InvalidSpec"
@@ -113,22 +98,12 @@ async def reconcile(kube: KubeClient, body: JSON) -> Outcome:
 async def _render_broker(kube: KubeClient, bg: BrokerGroup, namespace: str, outcome: Outcome) -> list[JSON] | None:
     cg: ControllerGroup | None = None
     if bg.spec.controller_ref is not None:
-        ref = bg.spec.controller_ref.name
-        raw = await kube.get("ControllerGroup", namespace, ref)
-        if raw is None:
-            outcome.blocked_reason = "ControllerGroupNotFound"
-            outcome.blocked_message = (
-                f"spec.controllerRef.name: ControllerGroup '{ref}' does not exist in namespace {namespace}; "
-                "fix: create it, or correct the name"
-            )
+        lookup = await controller_group(kube, namespace, bg.spec.controller_ref.name)
+        if lookup.resource is None:
+            outcome.blocked_reason = lookup.reason
+            outcome.blocked_message = lookup.message
             return None
-        ref_report = validate_document(_clean_body(raw))
-        if ref_report.resource is None or not isinstance(ref_report.resource, ControllerGroup):
-            outcome.blocked_reason = "ControllerGroupInvalid"
-            outcome.blocked_message = f"ControllerGroup '{ref}' is invalid; fix it first"
-            return None
-        cg = ref_report.resource
-        cg.metadata.namespace = namespace
+        cg = lookup.resource
     return render_broker_group(bg, cg)
 
 
@@ -136,6 +111,8 @@ def desired_status(body: JSON, outcome: Outcome, now: str) -> JSON:
     status = dict(body.get("status") or {})
     generation = body["metadata"].get("generation")
     conditions = list(status.get("conditions") or [])
+    # One writer of Ready per resource: the observing pass, which knows the replicas (a BrokerGroup's group
+    # pass, a ControllerGroup's controller pass); the reconciler writes Reconciled only.
     if outcome.blocked_reason:
         conditions = set_condition(
             conditions,
@@ -146,9 +123,6 @@ def desired_status(body: JSON, outcome: Outcome, now: str) -> JSON:
             now,
             generation,
         )
-        conditions = set_condition(
-            conditions, "Ready", "False", outcome.blocked_reason, outcome.blocked_message, now, generation
-        )
     else:
         message = "objects match the spec" if not outcome.applied else "applied " + ", ".join(outcome.applied)
         if outcome.warnings:
@@ -157,23 +131,13 @@ def desired_status(body: JSON, outcome: Outcome, now: str) -> JSON:
         if old is not None and old.get("status") == "True" and not outcome.applied:
             message = str(old.get("message", message))  # a no-op pass must not rewrite status
         conditions = set_condition(conditions, "Reconciled", "True", "Applied", message, now, generation)
-        if not any(c.get("type") == "Ready" for c in conditions) or outcome.applied:
-            conditions = set_condition(
-                conditions,
-                "Ready",
-                "Unknown",
-                "WaitingForReplicas",
-                "objects applied; replica state is observed separately",
-                now,
-                generation,
-            )
     return {"observedGeneration": generation, "conditions": conditions}
 
 
 async def write_status(kube: KubeClient, body: JSON, outcome: Outcome) -> None:
     current = body.get("status") or {}
     wanted = desired_status(body, outcome, now_iso())
-    if current.get("observedGeneration") == wanted["observedGeneration"] and same_conditions(
+    if current.get("observedGeneration") == wanted["observedGeneration"] and conditions_match(
         current.get("conditions") or [], wanted["conditions"]
     ):
         return

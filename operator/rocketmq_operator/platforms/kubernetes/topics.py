@@ -14,14 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ConsumerGroup, DeletionPolicy, Topic
-from rocketmq_operator.api.validation import validate_document
-from rocketmq_operator.observe import GroupState
-from rocketmq_operator.plan.topics import wanted_on_groups
+from rocketmq_operator.control.clock import now_iso
+from rocketmq_operator.control.topics import AssertReport, GroupTopicMemory, assert_group
+from rocketmq_operator.core.conditions import condition, conditions_match
+from rocketmq_operator.core.observation import GroupState
+from rocketmq_operator.core.topics import wanted_on_groups
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
-from rocketmq_operator.platforms.kubernetes.reconcile import now_iso
+from rocketmq_operator.platforms.kubernetes.resources import validated
 from rocketmq_operator.remoting import RemotingClient
-from rocketmq_operator.topics import AssertReport, GroupTopicMemory, assert_group
 
 JSON = dict[str, Any]
 
@@ -29,7 +30,7 @@ JSON = dict[str, Any]
 def _valid(items: list[JSON], kind: str) -> list[tuple[JSON, Topic | ConsumerGroup]]:
     out: list[tuple[JSON, Topic | ConsumerGroup]] = []
     for item in items:
-        report = validate_document({k: item.get(k) for k in ("apiVersion", "kind", "metadata", "spec")})
+        report = validated(item)
         if isinstance(report.resource, Topic | ConsumerGroup) and report.resource.kind == kind:
             out.append((item, report.resource))
     return out
@@ -125,13 +126,14 @@ async def _write_statuses(
             "writeQueueNums": resource.spec.write_queue_nums,
             "ready": ready,
             "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True" if ready and not refusals else "False",
-                    "reason": "Asserted" if ready and not refusals else ("Refused" if refusals else "Missing"),
-                    "message": "; ".join(refusals) or ("on " + ", ".join(on) if on else "not on any master yet"),
-                    "lastTransitionTime": now,
-                }
+                condition(
+                    "Ready",
+                    "True" if ready and not refusals else "False",
+                    "Asserted" if ready and not refusals else ("Refused" if refusals else "Missing"),
+                    "; ".join(refusals) or ("on " + ", ".join(on) if on else "not on any master yet"),
+                    now,
+                    previous=_ready(status),
+                )
             ],
         }
         if _changed(status, wanted):
@@ -158,13 +160,14 @@ async def _write_statuses(
             "lag": sum(lags) if lags else None,
             "ready": ready,
             "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True" if ready else "False",
-                    "reason": "Asserted" if ready else "Missing",
-                    "message": "on every master" if ready else "not on every master yet",
-                    "lastTransitionTime": now,
-                }
+                condition(
+                    "Ready",
+                    "True" if ready else "False",
+                    "Asserted" if ready else "Missing",
+                    "on every master" if ready else "not on every master yet",
+                    now,
+                    previous=_ready(status),
+                )
             ],
         }
         if wanted["lag"] is None:
@@ -173,12 +176,14 @@ async def _write_statuses(
             await kube.patch_status("ConsumerGroup", ns, item["metadata"]["name"], wanted)
 
 
+def _ready(status: JSON) -> JSON | None:
+    return next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+
+
 def _changed(current: JSON, wanted: JSON) -> bool:
     for key, value in wanted.items():
         if key == "conditions":
-            old = [(c.get("status"), c.get("reason"), c.get("message")) for c in current.get("conditions") or []]
-            new = [(c.get("status"), c.get("reason"), c.get("message")) for c in value]
-            if old != new:
+            if not conditions_match(current.get("conditions") or [], value):
                 return True
         elif current.get(key) != value:
             return True

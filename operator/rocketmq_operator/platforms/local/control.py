@@ -30,17 +30,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from rocketmq_operator.api.models import AnyResource
-from rocketmq_operator.api.validation import ManifestError, validate_cross_references, validate_file
+from rocketmq_operator.api.validation import ManifestError, validate_files
 from rocketmq_operator.platforms.local import commands
+from rocketmq_operator.platforms.local import roll as local_roll
 from rocketmq_operator.platforms.local.distribution import (
-    ROCKETMQ_VERSION,
     DistributionError,
     ensure_distribution,
     java_executable,
@@ -48,13 +48,13 @@ from rocketmq_operator.platforms.local.distribution import (
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import (
     PlacementError,
-    build_state,
     check_names,
     manifest_digest,
     port_needs,
     render_configs,
 )
 from rocketmq_operator.platforms.local.ports import PortError, all_free, allocate, port_answers, port_is_free, seed_for
+from rocketmq_operator.platforms.local.report import collect, render_table, supervisor_running
 from rocketmq_operator.platforms.local.state import (
     RUNNING,
     LocalState,
@@ -65,7 +65,6 @@ from rocketmq_operator.platforms.local.state import (
     read_state,
     write_state,
 )
-from rocketmq_operator.platforms.local.status import collect, render_table, supervisor_running
 from rocketmq_operator.platforms.local.supervisor import GRACE_S
 
 EXIT_OK = 0
@@ -96,14 +95,8 @@ class LocalError(RuntimeError):
 
 def validate(files: Sequence[str]) -> tuple[list[AnyResource], list[str], list[str]]:
     """Resources, error lines and warning lines, exactly as `rocketmq-operator validate` reports them."""
-    reports = []
-    for path in files:
-        reports.extend(validate_file(path))
-    errors = [r.prefixed(p) for r in reports for p in r.errors]
-    warnings = [r.prefixed(p) for r in reports for p in r.warnings]
-    resources = [r.resource for r in reports if r.resource is not None]
-    errors.extend(str(p) for p in validate_cross_references(resources))
-    return resources, errors, warnings
+    manifests = validate_files(files)
+    return manifests.resources, manifests.errors, manifests.warnings
 
 
 def _try_read(layout: StateLayout) -> LocalState | None:
@@ -166,9 +159,10 @@ def _signal(pid: int, sig: signal.Signals) -> None:
         os.kill(pid, sig)
 
 
-def stop_leftovers(layout: StateLayout, grace: float = GRACE_S, out: Out = _stdout) -> int:
-    """TERM (and CONT), then KILL, every process of this state directory still alive; how many there were."""
-    pids = our_pids(layout)
+def stop_leftovers(layout: StateLayout, grace: float = GRACE_S, out: Out = _stdout, keep: Collection[int] = ()) -> int:
+    """TERM (and CONT), then KILL, every process of this state directory still alive but those in ``keep``;
+    how many there were."""
+    pids = [p for p in our_pids(layout) if p not in keep]
     if not pids:
         return 0
     out(f"stopping {len(pids)} leftover process(es) of {layout.root}: {', '.join(map(str, pids))}")
@@ -360,29 +354,28 @@ def _up(
                 f"{layout.root} holds the data of other manifests ({', '.join(existing.files)}); "
                 f"fix: `{down_hint} --purge` to drop it, or use another --state-dir"
             )
-    stop_leftovers(layout, out=out)  # a supervisor killed -9 leaves its java processes behind
+    # A supervisor killed -9 leaves its java processes behind: those of the same manifest are adopted by the
+    # next supervisor (a roll in progress resumes), any other is stopped.
+    adopted = local_roll.adoptable(existing, digest)
+    stop_leftovers(layout, out=out, keep=adopted)
 
-    home = ensure_distribution(log=_stderr)
+    ensure_distribution(log=_stderr)
     if not java_available():
         raise LocalError("no java: install a JDK 17 (java on PATH) or set JAVA_HOME")
 
     needs = port_needs(resources)
-    if existing is not None and all_free(needs, existing.ports(), port_is_free):
+    if existing is not None and (adopted or all_free(needs, existing.ports(), port_is_free)):
+        # Adopted processes keep serving on their ports: the same allocation, whatever is busy.
         ports = {n.key: existing.ports()[n.key] for n in needs}
     else:
         ports = allocate(needs, seed_for(str(layout.root)), port_is_free)
 
-    state = build_state(
-        resources,
-        ports,
-        layout,
-        files=[str(Path(f).resolve()) if f != "-" else "-" for f in files],
-        distribution=str(home),
-        rocketmq_version=ROCKETMQ_VERSION,
-    )
+    texts = render_configs(resources, ports, layout)
+    files_abs = [str(Path(f).resolve()) if f != "-" else "-" for f in files]
+    state = local_roll.desired_state(resources, ports, layout, files=files_abs, texts=texts, log=_stderr)
+    local_roll.carry_over(existing, state)  # a roll interrupted with the supervisor goes on
     layout.ensure()
-    for name, text in render_configs(resources, ports, layout).items():
-        layout.config(name).write_text(text, encoding="utf-8")
+    local_roll.write_configs(layout, state, texts, existing)
     layout.manifest.write_text(
         yaml.safe_dump_all(state.resources, sort_keys=False, default_flow_style=False), encoding="utf-8"
     )
@@ -520,7 +513,7 @@ def start(state_dir: Path, replica: str, *, out: Out = _stdout) -> int:
 
 
 def status(state_dir: Path, *, as_json: bool = False, watch: float | None = None, out: Out = _stdout) -> int:
-    from rocketmq_operator.platforms.local.status import dumps
+    from rocketmq_operator.platforms.local.report import dumps
 
     layout = StateLayout(state_dir)
     try:

@@ -75,6 +75,14 @@ class ReplicaProcess:
     suspended: bool = False
     failures: int = 0  # consecutive failures, for the back-off
     next_start_at: float | None = None
+    # Rolling restarts (see platforms.local.roll): the revision the process runs, the one it should run, the
+    # argv of that one, and whether the roll asked for the next start to take it.
+    revision: str = ""
+    target_revision: str = ""
+    target_argv: list[str] | None = None
+    roll_requested: bool = False
+    removing: bool = False  # a scale-in removes it: stopped for good, then forgotten
+    removed_broker_id: int | None = None  # its controller-assigned id, for the controller to forget it
 
     def to_json(self) -> dict[str, Any]:
         return {_camel(k): v for k, v in asdict(self).items()}

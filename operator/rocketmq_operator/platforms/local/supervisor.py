@@ -40,19 +40,21 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from rocketmq_operator.api.models import BrokerGroup
-from rocketmq_operator.observe import ReplicaObservation
-from rocketmq_operator.operations import PolicyMemory, PolicySettings, run_replication_policy
+from rocketmq_operator.control.clock import iso_time
+from rocketmq_operator.control.operations import PolicyMemory, PolicySettings, run_replication_policy
+from rocketmq_operator.core.observation import ReplicaObservation
 from rocketmq_operator.platforms.local import commands
-from rocketmq_operator.platforms.local import status as local_status
+from rocketmq_operator.platforms.local import report as local_status
+from rocketmq_operator.platforms.local.adopt import AdoptedProcess
 from rocketmq_operator.platforms.local.backoff import DEFAULT_BACKOFF, BackoffPolicy
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.ports import port_answers
+from rocketmq_operator.platforms.local.roll import LocalRoll, handle_apply, promote_target
 from rocketmq_operator.platforms.local.state import (
     EXITED,
     RUNNING,
@@ -87,16 +89,12 @@ SIGNALS: dict[str, signal.Signals] = {
 }
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class Supervisor:
     def __init__(self, layout: StateLayout, policy: BackoffPolicy = DEFAULT_BACKOFF) -> None:
         self.layout = layout
         self.policy = policy
         self.state: LocalState = read_state(layout.state_file)
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.procs: dict[str, subprocess.Popen[bytes] | AdoptedProcess] = {}
         self.stop_requested = asyncio.Event()
         self.signals_received = 0
         self.gate_open = False  # phase-1 processes may start
@@ -105,6 +103,7 @@ class Supervisor:
         self.policy_interval_s = float(os.environ.get("ROCKETMQ_OPERATOR_OBSERVE_SECONDS", "0.5"))
         self.policy_memory: dict[str, PolicyMemory] = {}  # per group, for the replication policy
         self.topic_policy = TopicPolicy(self.state, layout)  # declared topics/groups, re-asserted on every master
+        self.roll = LocalRoll(self)  # rolling restarts, one step per policy pass
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -118,19 +117,22 @@ class Supervisor:
         log.info("received %s (%d)", signal.Signals(signum).name, self.signals_received)
         self.stop_requested.set()
 
-    def _kill_leftovers(self) -> None:
-        """Processes of a previous supervisor that died without stopping them: a clean slate."""
+    def _adopt_leftovers(self) -> None:
+        """Processes of a previous supervisor that died without stopping them (`local up` kept their pids only
+        for the same manifest, see `roll.carry_over`): adopted, so a roll in progress resumes without
+        restarting every broker."""
         for r in self.state.replicas:
             if r.pid is not None and pid_alive(r.pid, r.run_config):
-                log.warning("killing leftover %s (pid %d) from an earlier supervisor", r.name, r.pid)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(r.pid, signal.SIGKILL)
+                log.warning("adopting %s (pid %d), left running by an earlier supervisor", r.name, r.pid)
+                self.procs[r.name] = AdoptedProcess(r.pid, r.run_config)
+                continue
             r.pid = None
             r.suspended = False
 
     # ------------------------------------------------------------------ processes
 
     def _start(self, r: ReplicaProcess, now: float) -> None:
+        promote_target(r, self.layout)
         data = Path(r.data_dir)
         run_config = Path(r.run_config)
         run_config.parent.mkdir(parents=True, exist_ok=True)
@@ -140,7 +142,7 @@ class Supervisor:
         handle: IO[bytes]
         with log_path.open("ab") as handle:
             attempt = r.starts + 1
-            handle.write(f"\n=== {_iso(now)} rocketmq-operator local: start #{attempt} of {r.name}\n".encode())
+            handle.write(f"\n=== {iso_time(now)} rocketmq-operator local: start #{attempt} of {r.name}\n".encode())
             handle.flush()
             try:
                 proc = subprocess.Popen(
@@ -224,6 +226,9 @@ class Supervisor:
 
     def _handle(self, body: dict[str, Any], now: float) -> dict[str, Any]:
         op = body.get("op")
+        if op == "apply":
+            self.dirty = True
+            return handle_apply(self.state, body)
         name = str(body.get("replica", ""))
         r = self.state.replica(name)
         if r is None:
@@ -309,10 +314,10 @@ class Supervisor:
             loop.add_signal_handler(sig, self._on_signal, sig)
         now = time.time()
         self.state.supervisor = SupervisorInfo(pid=os.getpid(), phase=STARTING, started_at=now)
-        self._kill_leftovers()
+        self._adopt_leftovers()
         for r in self.state.replicas:
             r.failures = 0
-            r.next_start_at = now if r.desired == RUNNING else None
+            r.next_start_at = now if r.desired == RUNNING and r.pid is None else None
         self.layout.ensure()
         self.save()
         log.info("supervising %d processes in %s", len(self.state.replicas), self.layout.root)
@@ -413,6 +418,10 @@ class Supervisor:
                         )
                         for step in outcome.steps:
                             log.info("%s: %s", name, step)
+                        if not outcome.acted:
+                            rolled = await self.roll.run(client, name, group)
+                            if rolled:
+                                log.info("%s: %s", name, rolled)
                     # After the fence (a deposed master must not wait on a hung broker's timeouts); a master
                     # elected in this pass is observed, and gets its topics, in the next one.
                     await self.topic_policy.run(client, states)

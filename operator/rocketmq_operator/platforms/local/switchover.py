@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 from rocketmq_operator.api.models import BrokerGroup
-from rocketmq_operator.observe import ReplicaEndpoint
-from rocketmq_operator.operations import OperationRefused, OperationReport, switchover
+from rocketmq_operator.control.operations import OperationRefused, OperationReport, switchover
+from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, StateError, read_state

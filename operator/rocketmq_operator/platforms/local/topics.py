@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ConsumerGroup, Topic
-from rocketmq_operator.observe import GroupState
-from rocketmq_operator.plan.topics import WantedOnGroup, wanted_on_groups, wanted_topics
+from rocketmq_operator.control.topics import AssertReport, GroupTopicMemory, assert_group
+from rocketmq_operator.core.observation import GroupState
+from rocketmq_operator.core.topics import WantedOnGroup, wanted_on_groups, wanted_topics
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, write_json_atomic
 from rocketmq_operator.remoting import RemotingClient
-from rocketmq_operator.topics import AssertReport, GroupTopicMemory, assert_group
 
 log = logging.getLogger("rocketmq_operator.local.topics")
 

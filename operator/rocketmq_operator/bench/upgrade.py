@@ -1,0 +1,165 @@
+"""`rocketmq-operator bench upgrade`: a full rolling upgrade under a steady producer, on the local platform.
+
+The manifest's `spec.version` is the starting version; `--to-version` (default: the operator's default version)
+is applied with `local apply`, and the supervisor rolls the group (slaves, switchover, the old master). The
+producer is the project's own (3 s timeout, 2 retries, as the Java client's defaults). Measured by the client:
+
+* `write_pause_s`: the longest gap between two acknowledgements from the apply to the end of the roll;
+* `failed_sends`: sends that failed after their retries; `lost`: acknowledged messages not consumed afterwards.
+
+From the supervisor's rollout status: `replicas_restarted`, `switchovers`; `restart_order` lists the replicas in
+the order their process changed, with the role each had just before (`master_restarted_last` checks the rule).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rocketmq_operator.bench.failover import _cli, delivery
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.report import collect
+from rocketmq_operator.platforms.local.roll import read_rollout
+from rocketmq_operator.platforms.local.state import read_state
+from rocketmq_operator.tools.consume import consume
+from rocketmq_operator.tools.produce import SendRecord, SteadyProducer
+
+ROLL_TIMEOUT_S = 900.0
+
+
+def with_version(files: list[str], version: str, directory: Path) -> list[str]:
+    """Copies of the manifests with spec.version set on every BrokerGroup."""
+    out: list[str] = []
+    for index, name in enumerate(files):
+        docs = [d for d in yaml.safe_load_all(Path(name).read_text(encoding="utf-8")) if d]
+        for doc in docs:
+            if doc.get("kind") == "BrokerGroup":
+                doc.setdefault("spec", {})["version"] = version
+        target = directory / f"{index}-{Path(name).name}"
+        target.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+        out.append(str(target))
+    return out
+
+
+def longest_gap(records: list[SendRecord], start: float, end: float) -> float:
+    acks = sorted(r.end for r in records if r.ok and start <= r.end <= end)
+    return max((b - a for a, b in itertools.pairwise(acks)), default=end - start)
+
+
+class RestartWatch:
+    """Polls `local status`: which replica's process changed, in order, and the role it had just before."""
+
+    def __init__(self, layout: StateLayout, group: str) -> None:
+        self.layout = layout
+        self.group = group
+        self.order: list[dict[str, Any]] = []
+        self._pids: dict[str, int | None] = {}
+        self._roles: dict[str, str] = {}
+        self.master: str | None = None
+        self._stop = asyncio.Event()
+
+    async def run(self) -> None:
+        while not self._stop.is_set():
+            doc = await collect(read_state(self.layout.state_file), self.layout, persist=False)
+            group = next((g for g in doc["groups"] if g["name"] == self.group), None)
+            if group and (group.get("master") or {}).get("replica"):
+                self.master = group["master"]["replica"]
+            for r in group["replicas"] if group else []:
+                pid = r.get("pid")
+                name = r["name"]
+                if name in self._pids and pid is not None and pid != self._pids[name]:
+                    self.order.append({"replica": name, "role_before": self._roles.get(name), "at": time.time()})
+                if pid is not None:
+                    self._pids[name] = pid
+                if r.get("alive") and r.get("role") in ("master", "slave"):
+                    self._roles[name] = r["role"]
+            await asyncio.sleep(0.5)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+async def run_bench(
+    files: list[str], state_dir: Path, to_version: str, rate: float, keep: bool, roll_timeout_s: float = ROLL_TIMEOUT_S
+) -> dict[str, Any]:
+    layout = StateLayout(state_dir)
+    manifests = tempfile.TemporaryDirectory(prefix="bench-upgrade-")
+    up_args = ["local", "up", "--wait", "--state-dir", str(state_dir)]
+    for f in files:
+        up_args += ["-f", f]
+    await _cli(*up_args)
+    state = read_state(layout.state_file)
+    groups = [g.name for g in state.groups if g.kind == "BrokerGroup" and g.controller_mode]
+    if not groups:
+        raise SystemExit("error: bench upgrade needs a controller-mode BrokerGroup")
+    group = groups[0]
+    target = with_version(files, to_version, Path(manifests.name))
+    topic = f"bench-upgrade-{int(time.time())}"
+    try:
+        producer = SteadyProducer(topic, rate, namesrv=state.name_servers, size=512, timeout=3.0, retries=2)
+        await producer.start()
+        watch = RestartWatch(layout, group)
+        watcher = asyncio.create_task(watch.run())
+        try:
+            await asyncio.sleep(3.0)  # steady traffic first
+            before = read_rollout(layout, group)
+            initial_master = watch.master
+            apply_args = ["local", "apply", "--state-dir", str(state_dir)]
+            for f in target:
+                apply_args += ["-f", f]
+            applied_at = time.time()
+            apply_output = await _cli(*apply_args)
+            rollout = None
+            deadline = time.monotonic() + roll_timeout_s
+            while time.monotonic() < deadline:
+                rollout = read_rollout(layout, group)
+                if (
+                    rollout is not None
+                    and rollout.phase in ("Complete", "Blocked")
+                    and (before is None or rollout.target_revision != before.target_revision)
+                ):
+                    break
+                await asyncio.sleep(0.5)
+            finished_at = time.time()
+            await asyncio.sleep(2.0)  # steady traffic after
+        finally:
+            watch.stop()
+            await watcher
+            await producer.stop()
+        records = list(producer.records)
+        report = producer.report()
+        acknowledged = {r.key for r in records if r.ok}
+        got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
+        lost = len(acknowledged - set(got.keys))
+    finally:
+        if not keep:
+            await _cli("local", "down", "--purge", "--state-dir", str(state_dir))
+        manifests.cleanup()
+    order = [o for o in watch.order if applied_at <= o["at"] <= finished_at]
+    return {
+        "group": group,
+        "from_version": next(
+            (d.get("spec", {}).get("version") for d in state.resources if d.get("kind") == "BrokerGroup"), None
+        ),
+        "to_version": to_version,
+        "apply": apply_output.strip().splitlines(),
+        "phase": rollout.phase if rollout else None,
+        "rollout_message": rollout.message if rollout else None,
+        "replicas_restarted": rollout.restarts if rollout else 0,
+        "switchovers": rollout.switchovers if rollout else 0,
+        "write_pause_s": round(longest_gap(records, applied_at, finished_at), 3),
+        "failed_sends": sum(report.failures.values()),
+        "duration_s": round(finished_at - applied_at, 3),
+        "rate_msgs_per_s": rate,
+        **delivery(report, got.count, lost),
+        "initial_master": initial_master,
+        "restart_order": [{"replica": o["replica"], "role_before": o["role_before"]} for o in order],
+        "master_restarted_last": bool(order) and order[-1]["replica"] == initial_master,
+        "restarted_while_master": sum(1 for o in order if o["role_before"] == "master"),
+    }

@@ -1,0 +1,96 @@
+"""`rocketmq-operator bench …` subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from rocketmq_operator.api.models import DEFAULT_ROCKETMQ_VERSION
+from rocketmq_operator.cli import bench_spark
+
+
+def cmd_failover(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.failover import run_bench
+
+    state_dir = Path(args.state_dir or ".bench-state/failover").resolve()
+    doc = asyncio.run(
+        run_bench(
+            args.files,
+            state_dir,
+            args.trials,
+            args.rate,
+            args.observe_interval,
+            args.keep,
+            fault=args.fault,
+            detection_s=args.detection_seconds,
+            after_leader_change=args.after_leader_change,
+        )
+    )
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(json.dumps({k: v for k, v in doc.items() if k != "per_trial"}, indent=2))
+    return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
+
+
+def cmd_routes(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.routes import run_bench
+
+    state_dir = Path(args.state_dir or ".bench-state/routes").resolve()
+    doc = asyncio.run(run_bench(args.files, state_dir, args.trials, args.keep))
+    print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_trial"}, indent=2))
+    return 0
+
+
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.upgrade import run_bench
+
+    state_dir = Path(args.state_dir or ".bench-state/upgrade").resolve()
+    doc = asyncio.run(run_bench(args.files, state_dir, args.to_version, args.rate, args.keep))
+    print(json.dumps(doc, indent=2 if args.json else None))
+    return 0 if doc["lost"] == 0 and doc["phase"] == "Complete" else 1
+
+
+def register(sub: Any) -> None:
+    bench = sub.add_parser("bench", help="benchmarks that print JSON (failover, spark)")
+    bsub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    p = bsub.add_parser("failover", help="SIGKILL or SIGSTOP the master N times under load on the local platform")
+    p.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--rate", type=float, default=200.0, help="producer messages per second")
+    p.add_argument("--observe-interval", type=float, default=0.25, help="status poll interval, seconds")
+    p.add_argument(
+        "--fault",
+        choices=("kill", "stop"),
+        default="kill",
+        help="kill: SIGKILL the master; stop: SIGSTOP it (a hung master) until another is elected, then SIGCONT",
+    )
+    p.add_argument("--detection-seconds", type=float, help="set spec.failover.detectionSeconds on every BrokerGroup")
+    p.add_argument(
+        "--after-leader-change",
+        action="store_true",
+        help="SIGKILL the controller leader (3+ controllers) right before each master fault",
+    )
+    p.add_argument("--state-dir", help="default: .bench-state/failover")
+    p.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
+    p.add_argument("--json", action="store_true", help="include every trial")
+    p.set_defaults(func=cmd_failover)
+    r = bsub.add_parser("routes", help="restart every name server N times; time until the master's route is back")
+    r.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    r.add_argument("--trials", type=int, default=5)
+    r.add_argument("--state-dir", help="default: .bench-state/routes")
+    r.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
+    r.add_argument("--json", action="store_true", help="include every trial")
+    r.set_defaults(func=cmd_routes)
+    u = bsub.add_parser("upgrade", help="a rolling version upgrade under a steady producer on the local platform")
+    u.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    u.add_argument("--to-version", default=DEFAULT_ROCKETMQ_VERSION, help="the version to roll to")
+    u.add_argument("--rate", type=float, default=200.0, help="producer messages per second")
+    u.add_argument("--state-dir", help="default: .bench-state/upgrade")
+    u.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
+    u.add_argument("--json", action="store_true", help="indented JSON")
+    u.set_defaults(func=cmd_upgrade)
+    bench_spark.register_bench(bsub)

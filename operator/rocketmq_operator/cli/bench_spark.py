@@ -1,0 +1,171 @@
+"""``rocketmq-operator bench spark``.
+
+Contract:
+
+* :func:`register_bench` adds ``spark`` to the subcommands of ``bench`` (``rocketmq_operator.cli.bench``
+  calls it; idempotent). Importing this module imports neither pyspark nor the local platform (the console
+  script imports it for every command).
+* The group: ``--namesrv host:port[;host:port]`` uses a running cluster as is. Otherwise ``-f FILE`` is
+  brought up with the local platform's CLI (``local up -f FILE --wait``, run as a subprocess as any user
+  would) unless ``local status --json`` in ``--state-dir`` shows a running
+  supervisor; a cluster brought up here is brought down (data kept) at the end unless ``--keep-up``.
+* Output: ``--json`` prints :func:`.bench.run_bench`'s document; otherwise a short table. Exit 0 when
+  ``count_ok``, 1 when not, or with one ``error:`` line on stderr when pyspark is missing or the group cannot
+  be reached or brought up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from typing import Any
+
+from rocketmq_operator.spark.bench import DEFAULT_MASTER, DEFAULT_MESSAGES, DEFAULT_ROUNDS, DEFAULT_SIZE
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+
+class BenchError(Exception):
+    """A setup problem, printed as one line."""
+
+
+def _local(args: argparse.Namespace, *command: str, timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "rocketmq_operator.cli", "local", *command]
+    if args.state_dir:
+        argv += ["--state-dir", args.state_dir]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _local_status(args: argparse.Namespace) -> dict[str, Any] | None:
+    proc = _local(args, "status", "--json", timeout=120)
+    if proc.returncode != 0:
+        return None
+    try:
+        doc: dict[str, Any] = json.loads(proc.stdout)
+    except ValueError:
+        return None
+    return doc if (doc.get("supervisor") or {}).get("running") and doc.get("nameServers") else None
+
+
+def _ensure_group(args: argparse.Namespace) -> tuple[str, bool]:
+    """(name servers, brought up here)."""
+    if args.namesrv:
+        return args.namesrv, False
+    if not args.file:
+        raise BenchError("give -f FILE (a manifest for the local platform) or --namesrv host:port")
+    doc = _local_status(args)
+    started = False
+    if doc is None:
+        print(f"bringing up {', '.join(args.file)} with the local platform ...", file=sys.stderr)
+        files = [a for f in args.file for a in ("-f", f)]
+        proc = _local(args, "up", *files, "--wait", timeout=900)
+        if proc.returncode != 0:
+            raise BenchError(f"`local up` exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-800:]}")
+        started = True
+        doc = _local_status(args)
+        if doc is None:
+            raise BenchError("`local up --wait` succeeded but `local status --json` shows no running cluster")
+    return ";".join(doc["nameServers"]), started
+
+
+def format_result(doc: dict[str, Any]) -> str:
+    rows = [
+        (
+            "topic",
+            f"{doc['topic']} ({doc['messages']} x {doc['size']} B, produced at {doc['produce_msgs_per_s']} msg/s)",
+        ),
+        (
+            "spark source",
+            f"{doc['spark_msgs_per_s']} msg/s  {doc['spark_mb_per_s']} MB/s  ({doc['spark_count']} in "
+            f"{doc['spark_elapsed_s']} s, {doc['spark_partitions']} partitions, {doc['spark_master']}, "
+            f"Spark {doc['spark_version']})",
+        ),
+        (
+            "raw pull client",
+            f"{doc['raw_msgs_per_s']} msg/s  {doc['raw_mb_per_s']} MB/s  "
+            f"({doc['raw_count']} in {doc['raw_elapsed_s']} s)",
+        ),
+        ("ratio", f"{doc['ratio']} (spark / raw)"),
+        ("count_ok", str(doc["count_ok"])),
+        ("machine", ", ".join(f"{k}={v}" for k, v in doc["machine"].items())),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def cmd_bench_spark(args: argparse.Namespace) -> int:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as exc:
+        print(
+            f"error: bench spark needs the spark extra ({exc}); pip install 'rocketmq-operator[spark]'", file=sys.stderr
+        )
+        return EXIT_FAILED
+    from rocketmq_operator.spark.bench import run_bench
+
+    started = False
+    try:
+        namesrv, started = _ensure_group(args)
+        doc = run_bench(
+            namesrv,
+            args.messages,
+            size=args.size,
+            topic=args.topic,
+            master=args.master,
+            read_from=args.read_from,
+            rounds=args.rounds,
+        )
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        if started and not args.keep_up:
+            _local(args, "down", timeout=300)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(format_result(doc))
+    if not doc["count_ok"]:
+        print("error: counts or digests differ (see spark_count, raw_count, *_digest)", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def register_bench(bench_sub: Any) -> None:
+    """Add ``spark`` to the subcommands of ``bench`` (``rocketmq_operator.cli.bench`` calls this); idempotent."""
+    if "spark" in getattr(bench_sub, "choices", {}):
+        return
+    p = bench_sub.add_parser(
+        "spark",
+        help="Spark source vs raw pull client throughput on a local (or given) broker group",
+        description="Produce N messages, then time the rocketmq Spark source (batch read on local[2], count + "
+        "digest) against the raw remoting pull client draining the same topic.",
+    )
+    p.add_argument("-f", "--file", action="append", default=[], metavar="FILE", help="manifest for `local up`")
+    p.add_argument("--state-dir", metavar="DIR", help="local platform state directory (as for `local up`)")
+    p.add_argument("--namesrv", metavar="HOST:PORT[;...]", help="use this running cluster instead of -f")
+    p.add_argument("--messages", type=_positive, default=DEFAULT_MESSAGES, metavar="N")
+    p.add_argument("--size", type=_positive, default=DEFAULT_SIZE, metavar="BYTES", help="body size (1024)")
+    p.add_argument("--topic", help="topic to use (default: a fresh bench-spark-<hex>)")
+    p.add_argument("--master", default=DEFAULT_MASTER, help="Spark master (local[2])")
+    p.add_argument("--read-from", choices=("auto", "master"), default="auto")
+    p.add_argument(
+        "--rounds",
+        type=_positive,
+        default=DEFAULT_ROUNDS,
+        metavar="K",
+        help=f"rounds of (raw read, Spark read); each side's fastest counts ({DEFAULT_ROUNDS})",
+    )
+    p.add_argument("--keep-up", action="store_true", help="leave a cluster brought up here running")
+    p.add_argument("--json", action="store_true", help="print the JSON document")
+    p.set_defaults(func=cmd_bench_spark)

@@ -1,0 +1,127 @@
+"""`rocketmq-operator local ...`: the local platform's subcommands (registered by `rocketmq_operator.cli`).
+
+Contract: `register(sub)` adds the `local` command with `up`, `status`, `down`, `kill`, `start` and
+`dist-path`; each handler resolves the state directory (`layout.resolve_state_dir`: `--state-dir`, then
+`$ROCKETMQ_OPERATOR_STATE`, then `./.local-state`) and returns `control`'s exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local.commands import SIGNALS
+from rocketmq_operator.platforms.local.layout import DEFAULT_STATE_DIR, STATE_ENV, resolve_state_dir
+
+
+def _state_dir_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help=f"state directory (default: ${STATE_ENV}, else ./{DEFAULT_STATE_DIR})",
+    )
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    return control.up(args.files, resolve_state_dir(args.state_dir), wait=args.wait, timeout=args.timeout)
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from rocketmq_operator.platforms.local.roll import apply
+
+    return apply(args.files, resolve_state_dir(args.state_dir))
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    return control.status(resolve_state_dir(args.state_dir), as_json=args.json, watch=args.watch)
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    return control.down(resolve_state_dir(args.state_dir), purge=args.purge)
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    return control.kill(resolve_state_dir(args.state_dir), args.replica, sig=args.signal, no_restart=args.no_restart)
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    return control.start(resolve_state_dir(args.state_dir), args.replica)
+
+
+def cmd_switchover(args: argparse.Namespace) -> int:
+    from rocketmq_operator.platforms.local.switchover import cmd_switchover as run
+
+    return run(resolve_state_dir(args.state_dir), args.group, args.to, args.json)
+
+
+def cmd_dist_path(args: argparse.Namespace) -> int:
+    del args
+    return control.dist_path()
+
+
+def _signal_name(text: str) -> str:
+    name = text.upper().removeprefix("SIG")
+    if name not in SIGNALS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(SIGNALS)}")
+    return name
+
+
+def register(sub: Any) -> None:
+    local = sub.add_parser(
+        "local",
+        help="run manifests as real RocketMQ processes on this machine (no cluster)",
+        description="Run BrokerGroup/ControllerGroup manifests as local RocketMQ processes under a supervisor.",
+    )
+    lsub = local.add_subparsers(dest="local_command", required=True, metavar="SUBCOMMAND")
+
+    p = lsub.add_parser("up", help="validate, render and start the manifests' processes")
+    p.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    _state_dir_arg(p)
+    p.add_argument("--wait", action="store_true", help="wait until every group has a master and a full set")
+    p.add_argument("--timeout", type=float, default=180.0, metavar="S", help="--wait gives up after S seconds")
+    p.set_defaults(func=cmd_up)
+
+    p = lsub.add_parser(
+        "apply",
+        help="change running groups (version, config): hot keys at once, the rest by a rolling restart",
+    )
+    p.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    _state_dir_arg(p)
+    p.set_defaults(func=cmd_apply)
+
+    p = lsub.add_parser("status", help="observe the groups: master, SyncStateSet, replicas, conditions")
+    p.add_argument("--json", action="store_true", help="print the status document as JSON")
+    _state_dir_arg(p)
+    p.add_argument("--watch", type=float, metavar="S", help="repeat every S seconds")
+    p.set_defaults(func=cmd_status)
+
+    p = lsub.add_parser("down", help="stop the supervisor and every process (data is kept)")
+    _state_dir_arg(p)
+    p.add_argument("--purge", action="store_true", help="also delete data, logs and state")
+    p.set_defaults(func=cmd_down)
+
+    p = lsub.add_parser("kill", help="signal one replica's process (the supervisor restarts it unless told not to)")
+    p.add_argument("replica", help="replica name, e.g. broker-a-0 (see `local status`)")
+    p.add_argument("--signal", type=_signal_name, default="KILL", help="KILL (default), TERM, STOP or CONT")
+    p.add_argument("--no-restart", action="store_true", help="keep it down until `local start REPLICA`")
+    _state_dir_arg(p)
+    p.set_defaults(func=cmd_kill)
+
+    p = lsub.add_parser("start", help="start (or resume) a replica stopped with `local kill`")
+    p.add_argument("replica")
+    _state_dir_arg(p)
+    p.set_defaults(func=cmd_start)
+
+    p = lsub.add_parser("dist-path", help="print the RocketMQ distribution directory (built first if missing)")
+    p.set_defaults(func=cmd_dist_path)
+
+    p = sub.add_parser(
+        "switchover",
+        help="move a local group's master to an alive in-sync replica (fence, catch up, elect, unfence)",
+    )
+    p.add_argument("group", metavar="GROUP")
+    p.add_argument("--to", type=int, required=True, metavar="BROKER_ID", help="the controller-assigned broker id")
+    p.add_argument("--json", action="store_true")
+    _state_dir_arg(p)
+    p.set_defaults(func=cmd_switchover)

@@ -1,0 +1,178 @@
+"""The `rocketmq-operator` console script: one entry point, one subcommand per task.
+
+Bad input never produces a stack trace: problems are printed as `path: message` lines and the exit code is 2.
+Heavy imports (kopf, pyspark) happen only inside the subcommands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from rocketmq_operator.api.crd import crds_yaml, dump_yaml
+from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup
+from rocketmq_operator.api.validation import ManifestError, Report, validate_files
+from rocketmq_operator.cli import bench as cli_bench
+from rocketmq_operator.cli import local as cli_local
+from rocketmq_operator.cli import tools as cli_tools
+
+EXIT_INVALID = 2
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit code 2."""
+
+
+def _resources_or_fail(files: Sequence[str]) -> tuple[list[AnyResource], list[Report]]:
+    manifests = validate_files(files)
+    for w in manifests.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if manifests.errors:
+        for e in manifests.errors:
+            print(e)
+        raise SystemExit(EXIT_INVALID)
+    return manifests.resources, manifests.reports
+
+
+def cmd_crds(args: argparse.Namespace) -> int:
+    if args.write:
+        from pathlib import Path
+
+        from rocketmq_operator.api.crd import all_crds, crd_file_name
+
+        out = Path(args.write)
+        out.mkdir(parents=True, exist_ok=True)
+        for crd in all_crds():
+            (out / crd_file_name(crd)).write_text(dump_yaml(crd), encoding="utf-8")
+        return 0
+    sys.stdout.write(crds_yaml())
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    manifests = validate_files(args.files)
+    for w in manifests.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    for e in manifests.errors:
+        print(e)
+    if manifests.errors:
+        return EXIT_INVALID
+    if not args.quiet:
+        print(f"{len(manifests.reports)} resource(s) valid", file=sys.stderr)
+    return 0
+
+
+def cmd_diff(files: Sequence[str]) -> int:
+    """`render --diff OLD NEW` / `explain --diff OLD NEW`: what applying NEW over OLD needs, per BrokerGroup."""
+    from rocketmq_operator.render.diff import describe_manifests
+
+    if len(files) != 2:
+        raise CliError(f"--diff takes two files, OLD and NEW; got {len(files)}; fix: --diff old.yaml new.yaml")
+    old, _ = _resources_or_fail(files[:1])
+    new, _ = _resources_or_fail(files[1:])
+    print("\n".join(describe_manifests(old, new)) or "no BrokerGroup in NEW")
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from rocketmq_operator.render.kubernetes import RenderError, render_all
+
+    if args.diff:
+        return cmd_diff(args.files)
+    resources, _ = _resources_or_fail(args.files)
+    try:
+        objects = render_all(resources)
+    except RenderError as exc:
+        raise CliError(str(exc)) from None
+    sys.stdout.write("---\n".join(dump_yaml(o) for o in objects))
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from rocketmq_operator.core.explain import explain_broker_group, explain_controller_group
+
+    if args.diff:
+        return cmd_diff(args.files)
+    _, reports = _resources_or_fail(args.files)
+    blocks: list[str] = []
+    for report in reports:
+        r = report.resource
+        if isinstance(r, BrokerGroup):
+            blocks.append(explain_broker_group(r, report.warnings))
+        elif isinstance(r, ControllerGroup):
+            blocks.append(explain_controller_group(r, report.warnings))
+    print("\n\n".join(blocks))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        from rocketmq_operator.platforms.kubernetes.runner import run_operator
+    except ImportError as exc:  # kopf is an extra
+        raise CliError(
+            f"the Kubernetes operator needs the 'kubernetes' extra ({exc.name} is missing); "
+            "fix: pip install 'rocketmq-operator[kubernetes]'"
+        ) from None
+    return run_operator(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rocketmq-operator",
+        description="Run Apache RocketMQ 5 broker replica groups with quorum writes, on Kubernetes or locally.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("crds", help="print the CustomResourceDefinitions (multi-document YAML)")
+    p.add_argument("--write", metavar="DIR", help="write one file per CRD into DIR instead")
+    p.set_defaults(func=cmd_crds)
+
+    p = sub.add_parser("validate", help="check manifests; exit 2 with one 'path: message' line per problem")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("render", help="print every Kubernetes object the operator would create")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--diff", action="store_true", help="FILES are OLD NEW: say what the change needs (hot or roll)")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("explain", help="what each group's quorum settings mean: acks needed and put outcomes")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--diff", action="store_true", help="FILES are OLD NEW: say what the change needs (hot or roll)")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("run", help="run the Kubernetes operator (kopf)")
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", action="append", default=[], help="watch these namespaces")
+    scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace (default)")
+    p.add_argument("--liveness", default="http://0.0.0.0:8080/healthz", help="liveness endpoint URL")
+    p.add_argument("--metrics-port", type=int, default=9090)
+    p.add_argument("--standalone", action="store_true", help="no peering (single operator instance)")
+    p.add_argument("--verbose", action="store_true")
+    p.set_defaults(func=cmd_run)
+
+    cli_local.register(sub)
+    cli_tools.register(sub)
+    cli_bench.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = int(args.func(args))
+    except (ManifestError, CliError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,214 @@
+"""`rocketmq-operator produce` and `rocketmq-operator consume`: the client tools as CLI subcommands.
+
+Contract: :func:`register` adds both subcommands to an argparse subparsers object. ``--json`` prints the
+report's ``to_json()`` document on stdout; otherwise a short summary table. ``produce`` exits 0 when every
+message was acknowledged and 1 otherwise (saying so on stderr); ``consume`` exits 0 when it read what it
+could, 1 when a ``--commit`` failed. A setup problem (no route, no cluster, unreachable namesrv, bad
+argument value) prints one ``error:`` line on stderr and exits 1. No stack traces for expected failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from rocketmq_operator.remoting import RemotingException
+from rocketmq_operator.tools.consume import (
+    DEFAULT_BATCH,
+    DEFAULT_CONSUMER_GROUP,
+    DEFAULT_IDLE_TIMEOUT_S,
+    ConsumeReport,
+    consume,
+)
+from rocketmq_operator.tools.produce import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_PRODUCER_GROUP,
+    DEFAULT_RETRIES,
+    DEFAULT_SIZE,
+    DEFAULT_TIMEOUT_S,
+    ProduceReport,
+    produce,
+)
+from rocketmq_operator.tools.routing import ToolError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+
+def _counts(values: Mapping[str, int]) -> str:
+    return "  ".join(f"{k}={v}" for k, v in values.items()) or "-"
+
+
+def _table(rows: list[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def format_produce(report: ProduceReport) -> str:
+    lat = report.latency_ms
+    pct = 100.0 * report.acknowledged / report.sent if report.sent else 100.0
+    latency = "-" if lat["p50"] is None else f"p50 {lat['p50']:.1f}  p99 {lat['p99']:.1f}  max {lat['max']:.1f}"
+    return _table(
+        [
+            ("topic", report.topic),
+            ("sent", f"{report.sent} x {report.size} B (keys {report.key_prefix}<seq>)"),
+            ("acknowledged", f"{report.acknowledged} ({pct:.1f}%)"),
+            ("statuses", _counts(report.statuses)),
+            ("failures", _counts(report.failures)),
+            ("attempt failures", _counts(report.attempt_failures)),
+            ("latency ms", latency),
+            ("elapsed", f"{report.elapsed_s:.3f} s  ({report.msgs_per_s:.1f} msgs/s)"),
+            ("digest", report.acknowledged_digest),
+        ]
+    )
+
+
+def format_consume(report: ConsumeReport) -> str:
+    caught = sum(1 for q in report.per_queue.values() if q.caught_up)
+    return _table(
+        [
+            ("topic", report.topic),
+            ("messages", f"{report.count} ({report.unique} unique, {report.duplicates} duplicates)"),
+            ("queues", f"{len(report.per_queue)} ({caught} caught up)"),
+            ("served by", _counts(report.served_by)),
+            ("errors", _counts(report.errors)),
+            ("body mismatches", str(report.body_mismatches)),
+            ("elapsed", f"{report.elapsed_s:.3f} s"),
+            ("digest", report.digest),
+        ]
+    )
+
+
+def _print_json(document: Mapping[str, Any]) -> None:
+    print(json.dumps(document, indent=2, sort_keys=False))
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    try:
+        report = asyncio.run(
+            produce(
+                args.namesrv,
+                args.topic,
+                args.count,
+                size=args.size,
+                rate=args.rate,
+                concurrency=args.concurrency,
+                key_prefix=args.key_prefix,
+                create_topic=args.create_topic,
+                cluster=args.cluster,
+                timeout=args.timeout,
+                retries=args.retries,
+                producer_group=args.group,
+                keep_records=False,
+            )
+        )
+    except (ToolError, RemotingException) as exc:
+        return _fail(str(exc))
+    if args.json:
+        _print_json(report.to_json())
+    else:
+        print(format_produce(report))
+    if not report.ok:
+        print(
+            f"error: not every message was acknowledged: {report.sent - report.acknowledged} of {report.sent} failed",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_consume(args: argparse.Namespace) -> int:
+    try:
+        report = asyncio.run(
+            consume(
+                args.namesrv,
+                args.topic,
+                start=args.start,
+                group=args.group,
+                idle_timeout=args.idle_timeout,
+                max_messages=args.max_messages,
+                read_from=args.read_from,
+                commit=args.commit,
+                timeout=args.timeout,
+                batch_size=args.batch,
+            )
+        )
+    except (ToolError, RemotingException) as exc:
+        return _fail(str(exc))
+    if args.json:
+        _print_json(report.to_json())
+    else:
+        print(format_consume(report))
+    if args.commit and not report.committed:
+        print("error: committing consumer offsets failed for some queues", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def register(sub: Any) -> None:
+    """Add ``produce`` and ``consume`` to ``sub`` (``ArgumentParser.add_subparsers()``)."""
+    p = sub.add_parser(
+        "produce",
+        help="send N keyed messages with producer-like retries; report statuses, latency and a digest",
+        description="Send COUNT messages (key PREFIX<seq>, body derived from the key) and report per-status "
+        "counts, retries, latency and an order-independent digest. Exit 1 unless every message was acknowledged.",
+    )
+    p.add_argument("--namesrv", required=True, metavar="ADDR[;ADDR]", help="name server address(es)")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--count", type=int, required=True, metavar="N")
+    p.add_argument("--size", type=int, default=DEFAULT_SIZE, metavar="B", help="body bytes (default %(default)s)")
+    p.add_argument("--rate", type=float, default=0.0, metavar="R", help="msgs/s overall, 0 = unlimited (default)")
+    p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="C", help="default %(default)s")
+    p.add_argument("--key-prefix", default=None, metavar="P", help="default: rmqop-<random>-")
+    p.add_argument(
+        "--create-topic",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="create a missing topic on every master of the cluster, 4/4 queues (default: on)",
+    )
+    p.add_argument("--cluster", default=None, metavar="NAME", help="cluster for topic creation (default: the only one)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S", help="per attempt, seconds")
+    p.add_argument("--retries", type=int, default=DEFAULT_RETRIES, metavar="K", help="default %(default)s")
+    p.add_argument("--group", default=DEFAULT_PRODUCER_GROUP, help="producer group (default %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_produce)
+
+    c = sub.add_parser(
+        "consume",
+        help="read every queue of a topic once; count, detect duplicates, digest",
+        description="Pull every queue of TOPIC until idle and report count, duplicates (by key), the "
+        "order-independent digest, per-queue progress and which replica served the reads. "
+        "Consumer offsets are not committed unless --commit.",
+    )
+    c.add_argument("--namesrv", required=True, metavar="ADDR[;ADDR]", help="name server address(es)")
+    c.add_argument("--topic", required=True)
+    c.add_argument("--from", dest="start", choices=("earliest", "latest"), default="earliest")
+    c.add_argument("--group", default=DEFAULT_CONSUMER_GROUP, help="consumer group (default %(default)s)")
+    c.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT_S,
+        metavar="S",
+        help="stop when every queue is caught up and nothing new arrived for S seconds (default %(default)s)",
+    )
+    c.add_argument("--max-messages", type=int, default=None, metavar="N")
+    c.add_argument(
+        "--read-from",
+        choices=("auto", "master"),
+        default="auto",
+        help="auto: follow the broker's suggested replica (slave read); master: always the master",
+    )
+    c.add_argument("--commit", action="store_true", help="commit the final offsets for --group")
+    c.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S", help="per request, seconds")
+    c.add_argument("--batch", type=int, default=DEFAULT_BATCH, metavar="N", help="messages per pull")
+    c.add_argument("--json", action="store_true", help="print the report as JSON")
+    c.set_defaults(func=cmd_consume)

@@ -1,0 +1,495 @@
+"""Execute failover and switchover plans against real RocketMQ processes, and measure them.
+
+Contract: decisions come from `core.failover` (pure); this module only carries out their actions in order,
+with the remoting client, and stops at the first action that cannot be completed, undoing a fence it made.
+Fencing a master that answers = turning its write permission off (`brokerPermission=4`, READ only), which
+RocketMQ checks on every send (the producer gets NO_PERMISSION and retries elsewhere). Fencing a master that
+does not answer, or a deposed one, is the platform's (`FailoverPlatform.fence`: the local supervisor kills the
+process it owns; Kubernetes deletes the pod with grace period 0). `run_replication_policy` is the one policy
+pass both platforms run after each observation: fence deposed masters, fail over a master that does not answer,
+re-attach slaves, re-register a master a name server lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rocketmq_operator.control.observe import observe_groups
+from rocketmq_operator.core.failover import (
+    ActionKind,
+    Decision,
+    GroupFacts,
+    ReplicaFacts,
+    plan_failover,
+    plan_fence_deposed,
+    plan_reattach,
+    plan_switchover,
+    track_deposed,
+    unconnected_slaves,
+)
+from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
+from rocketmq_operator.remoting import HaInfo, RemotingClient, RemotingException
+
+PERM_READ = 4
+PERM_READ_WRITE = 6
+
+
+class OperationRefused(Exception):
+    """The plan refused (message says why and what to do), or an action could not complete."""
+
+
+@dataclass
+class OperationReport:
+    decision: Decision
+    steps: list[str] = field(default_factory=list)
+    fenced_at: float | None = None
+    elected_at: float | None = None
+    new_master_serving_at: float | None = None
+    new_master: int | None = None
+    epoch: int | None = None
+
+    @property
+    def write_pause_s(self) -> float | None:
+        """From the fence to the new master answering as master (the window writes were refused)."""
+        if self.fenced_at is None or self.new_master_serving_at is None:
+            return None
+        return self.new_master_serving_at - self.fenced_at
+
+
+def facts_from_state(state: GroupState, now: float | None = None) -> GroupFacts:
+    """The plain facts decisions need, from one observation."""
+    replicas = {
+        r.broker_id: ReplicaFacts(
+            r.broker_id, r.reachable, r.max_offset, is_master=r.is_master, replicating_from=r.ha_master_address
+        )
+        for r in state.replicas
+        if r.broker_id is not None
+    }
+    master = state.named_master
+    master_connections = master.ha_connections if master is not None else None
+    return GroupFacts(
+        now=time.time() if now is None else now,
+        observed_at=state.observed_at,
+        controller_reachable=state.controller_reachable,
+        master_broker_id=state.master_broker_id,
+        sync_state_set=state.sync_state_set,
+        replicas=replicas,
+        master_ha_connections=master_connections,
+    )
+
+
+RestartReplica = Callable[[ReplicaObservation], Awaitable[None]]
+"""How a platform restarts one broker process (local: SIGTERM through the supervisor; Kubernetes: delete the pod)."""
+
+
+async def reattach_slaves(
+    client: RemotingClient,
+    state: GroupState,
+    *,
+    unconnected_since: dict[int, float] | None = None,
+    restart: RestartReplica | None = None,
+    timeout: float = 1.0,
+    master_ha: HaInfo | None = None,
+    woken: set[int] | None = None,
+) -> Decision:
+    """Carry out `plan_reattach` on one observation. Orphaned slaves get the master's HA address
+    (EXCHANGE_BROKER_HA_INFO, asked of the master). Slaves not connected to the master for the grace period
+    are restarted with ``restart`` (none given: not acted on). ``unconnected_since`` is the caller's memory of
+    when each slave was first seen unconnected, updated here; losing it only restarts the grace period. Best
+    effort: a broker that does not answer is tried again on the next observation."""
+    now = time.time()
+    facts = facts_from_state(state, now)
+    memory = unconnected_since if unconnected_since is not None else {}
+    current = set(unconnected_slaves(facts))
+    for broker_id in list(memory):
+        if broker_id not in current:
+            del memory[broker_id]
+    for broker_id in current:
+        memory.setdefault(broker_id, now)
+    master_ha_address = master_ha.master_ha_address if master_ha is not None else None
+    woken_memory = woken if woken is not None else set()
+    woken_memory &= current
+    decision = plan_reattach(
+        dataclasses.replace(
+            facts,
+            unconnected_since=dict(memory),
+            master_ha_address=master_ha_address,
+            woken=frozenset(woken_memory),
+        )
+    )
+    master = state.named_master
+    if not decision.actions or master is None:
+        return decision
+    info: HaInfo | None = master_ha if master_ha_address else None
+    for action in decision.actions:
+        replica = state.replica_by_id(action.broker_id)
+        if replica is None:
+            continue
+        if action.kind is ActionKind.RESTART:
+            if restart is not None:
+                memory.pop(action.broker_id, None)
+                await restart(replica)
+            continue
+        if info is None:
+            try:
+                info = await client.get_ha_info(master.address, timeout=timeout)
+            except (RemotingException, OSError):
+                return decision
+            if not info.master_ha_address:
+                return decision  # it stopped being master since the observation
+        with contextlib.suppress(RemotingException, OSError):
+            if action.kind is ActionKind.WAKE:
+                # The HA client wakes only when its master address changes: an address that refuses at once,
+                # then the master's again (the second change wakes it out of the first failed connect's wait).
+                woken_memory.add(action.broker_id)
+                await client.set_ha_master(replica.address, _unreachable(info), timeout=timeout)
+            await client.set_ha_master(replica.address, info, timeout=timeout)
+    return decision
+
+
+def _unreachable(info: HaInfo) -> HaInfo:
+    host = (info.master_ha_address or "127.0.0.1:0").rsplit(":", 1)[0]
+    return dataclasses.replace(info, master_ha_address=f"{host}:0")  # port 0: every connect fails at once
+
+
+async def observe_group(
+    client: RemotingClient, controllers: Sequence[str], group: str, endpoints: Sequence[ReplicaEndpoint]
+) -> GroupState:
+    states = await observe_groups(client, controllers, {group: endpoints}, {group: True})
+    return states[group]
+
+
+async def _set_permission(client: RemotingClient, addr: str, perm: int) -> None:
+    await client.update_broker_config(addr, {"brokerPermission": str(perm)})
+
+
+async def switchover(
+    client: RemotingClient,
+    controllers: Sequence[str],
+    cluster: str,
+    group: str,
+    endpoints: Sequence[ReplicaEndpoint],
+    target_id: int,
+    *,
+    catch_up_timeout_s: float = 10.0,
+    serve_timeout_s: float = 20.0,
+) -> OperationReport:
+    """Move the master to `target_id`: fence, wait for catch-up, designated election, unfence."""
+    state = await observe_group(client, controllers, group, endpoints)
+    decision = plan_switchover(facts_from_state(state), target_id)
+    report = OperationReport(decision)
+    if decision.refused:
+        raise OperationRefused(f"switchover refused ({decision.reason}): {decision.message}")
+    old = state.named_master
+    target = state.replica_by_id(target_id)
+    assert old is not None and target is not None  # plan_switchover checked both
+    leader = state.controller_leader
+    if leader is None:
+        raise OperationRefused("switchover refused: no controller leader")
+    fenced = False
+    try:
+        for action in decision.actions:
+            if action.kind is ActionKind.FENCE:
+                await _set_permission(client, old.address, PERM_READ)
+                fenced = True
+                report.fenced_at = time.time()
+                report.steps.append(f"fenced broker {old.broker_id} ({old.address}): brokerPermission=4")
+            elif action.kind is ActionKind.WAIT_CATCH_UP:
+                await _wait_catch_up(client, old.address, target.address, catch_up_timeout_s)
+                report.steps.append(f"broker {target_id} caught up with the fenced master")
+            elif action.kind is ActionKind.ELECT:
+                result = await client.elect_master(leader, cluster, group, target_id, designate=True)
+                report.elected_at = time.time()
+                report.new_master = result.master_broker_id
+                report.epoch = result.master_epoch
+                report.steps.append(
+                    f"controller elected broker {result.master_broker_id} (epoch {result.master_epoch})"
+                )
+            elif action.kind is ActionKind.UNFENCE:
+                await _set_permission(client, old.address, PERM_READ_WRITE)
+                fenced = False
+                report.steps.append(f"restored write permission on broker {old.broker_id}")
+        await _wait_serving(client, target.address, serve_timeout_s)
+        report.new_master_serving_at = time.time()
+    except (RemotingException, OSError, TimeoutError) as exc:
+        if fenced:
+            # Never leave a group with its only writable master fenced.
+            try:
+                await _set_permission(client, old.address, PERM_READ_WRITE)
+                report.steps.append("rolled back the fence")
+            except (RemotingException, OSError):
+                report.steps.append("could NOT roll back the fence: set brokerPermission=6 by hand")
+        raise OperationRefused(f"switchover to broker {target_id} failed: {exc}; steps: {report.steps}") from None
+    return report
+
+
+async def _max_offset(client: RemotingClient, addr: str) -> int:
+    info = await client.get_runtime_info(addr, timeout=2.0)
+    return int(info.get("commitLogMaxOffset", "0") or 0)
+
+
+async def _wait_catch_up(client: RemotingClient, master: str, target: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    want = await _max_offset(client, master)
+    while True:
+        have = await _max_offset(client, target)
+        if have >= want:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"target at offset {have} did not reach the fenced master's {want} in {timeout_s}s")
+        await asyncio.sleep(0.05)
+
+
+async def _wait_serving(client: RemotingClient, addr: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            ha = await client.get_ha_status(addr, timeout=1.0)
+            if ha.master:
+                return
+        except (RemotingException, OSError):
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{addr} did not become master within {timeout_s}s")
+        await asyncio.sleep(0.05)
+
+
+class FailoverPlatform(Protocol):
+    """What only a platform can do to a replica: it owns the process (local) or the pod (Kubernetes)."""
+
+    async def fence(self, replica: ReplicaObservation, *, started_before: float | None) -> str:
+        """Make sure the replica's process cannot acknowledge anything: kill it now (it restarts and registers
+        as whatever the controller says). ``started_before``: act only on a process started before that time
+        (the one that was master), not on its restarted successor. Returns what was done, for the log."""
+        ...
+
+    async def restart(self, replica: ReplicaObservation) -> None:
+        """A graceful restart (SIGTERM, or pod deletion with its grace period)."""
+        ...
+
+
+@dataclass
+class PolicyMemory:
+    """What one group's policy remembers between passes (in memory only: losing it restarts the grace periods
+    and forgets deposed masters that have not answered as slaves yet, which the next master change re-learns)."""
+
+    last_answered: dict[int, float] = field(default_factory=dict)  # broker id -> last observation it answered
+    previous_master: int | None = None  # the master the controller named at the last readable observation
+    deposed_at: dict[int, float] = field(default_factory=dict)  # see core.failover.track_deposed
+    unconnected_since: dict[int, float] = field(default_factory=dict)
+    woken: set[int] = field(default_factory=set)  # unconnected slaves woken once in this episode
+    route_wrong_since: dict[str, float] = field(default_factory=dict)  # name server -> first seen without master
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    cluster: str
+    allow_unclean: bool = False
+    detection_s: float = 5.0
+    name_servers: tuple[str, ...] = ()
+    # A name server that lists another master: the new master re-registers itself on a role change, give it this
+    # long. One that lists none (restarted, or only slaves registered so far) is given the route at once.
+    route_grace_s: float = 0.5
+
+
+@dataclass
+class PolicyOutcome:
+    decisions: list[Decision] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+
+    @property
+    def acted(self) -> bool:
+        return bool(self.steps)
+
+
+def _remember(memory: PolicyMemory, state: GroupState, facts: GroupFacts) -> GroupFacts:
+    for r in state.replicas:
+        if r.broker_id is not None and r.reachable:
+            memory.last_answered[r.broker_id] = state.observed_at
+    if facts.controller_reachable:
+        memory.deposed_at = track_deposed(memory.deposed_at, memory.previous_master, facts)
+        if facts.master_broker_id is not None:
+            memory.previous_master = facts.master_broker_id
+    since: float | None = None
+    master = facts.replicas.get(facts.master_broker_id) if facts.master_broker_id is not None else None
+    if master is not None and not master.alive:
+        # Never seen answering (the policy just started): count from now, never from the epoch.
+        since = memory.last_answered.setdefault(master.broker_id, state.observed_at)
+    return dataclasses.replace(facts, master_not_serving_since=since, deposed_at=dict(memory.deposed_at))
+
+
+async def run_replication_policy(
+    client: RemotingClient,
+    state: GroupState,
+    settings: PolicySettings,
+    memory: PolicyMemory,
+    platform: FailoverPlatform,
+    *,
+    timeout: float = 1.0,
+) -> PolicyOutcome:
+    """One pass of the replication policy for one controller-mode group, on one fresh observation. Order:
+    fence deposed masters (they must never acknowledge a write), fail over a master that does not answer
+    (fence, then elect), re-attach slaves to the confirmed master, make every name server list that master.
+    Never raises for a broker or controller that does not answer: the next pass tries again."""
+    outcome = PolicyOutcome()
+    facts = _remember(memory, state, facts_from_state(state, time.time()))
+    fence = plan_fence_deposed(facts)
+    outcome.decisions.append(fence)
+    for action in fence.actions:
+        replica = state.replica_by_id(action.broker_id)
+        if replica is not None:
+            done = await platform.fence(replica, started_before=memory.deposed_at.get(action.broker_id))
+            if done:
+                outcome.steps.append(f"{fence.message}: {done}")
+    failover = plan_failover(facts, allow_unclean=settings.allow_unclean, detection_s=settings.detection_s)
+    outcome.decisions.append(failover)
+    if failover.actions:
+        await _fail_over(client, state, settings, failover, platform, outcome, timeout)
+        return outcome
+    master = state.named_master
+    master_ha: HaInfo | None = None
+    if master is not None and master.reachable and master.is_master:
+        with contextlib.suppress(RemotingException, OSError):
+            master_ha = await client.get_ha_info(master.address, timeout=timeout)
+
+    async def restart(replica: ReplicaObservation) -> None:
+        outcome.steps.append(f"restart {replica.name}: not connected to the master")
+        await platform.restart(replica)
+
+    reattach = await reattach_slaves(
+        client,
+        state,
+        unconnected_since=memory.unconnected_since,
+        restart=restart,
+        timeout=timeout,
+        master_ha=master_ha,
+        woken=memory.woken,
+    )
+    outcome.decisions.append(reattach)
+    if reattach.actions:
+        outcome.steps.append(reattach.message)
+    route_master = _route_master(state)
+    if route_master is not None and settings.name_servers:
+        step = await _ensure_registered(client, state, route_master, settings, memory, timeout)
+        if step:
+            outcome.steps.append(step)
+    return outcome
+
+
+async def _fail_over(
+    client: RemotingClient,
+    state: GroupState,
+    settings: PolicySettings,
+    decision: Decision,
+    platform: FailoverPlatform,
+    outcome: PolicyOutcome,
+    timeout: float,
+) -> None:
+    old = state.master_broker_id
+    for action in decision.actions:
+        replica = state.replica_by_id(action.broker_id)
+        if action.kind is ActionKind.FENCE and replica is not None:
+            done = await platform.fence(replica, started_before=None)
+            outcome.steps.append(f"fenced master {replica.name}: {done}")
+        elif action.kind is ActionKind.ELECT:
+            leader = state.controller_leader
+            if leader is None:
+                return
+            try:
+                # The controller may have elected on its own meanwhile (the fence closed the master's channels):
+                # a second election would only bump the epoch again.
+                now = (await client.get_sync_state_data(leader, [state.group], timeout=timeout)).get(state.group)
+                if now is not None and now.master_broker_id not in (None, old):
+                    outcome.steps.append(f"the controller already elected broker {now.master_broker_id}")
+                    return
+                result = await client.elect_master(
+                    leader, settings.cluster, state.group, action.broker_id, designate=True, timeout=timeout
+                )
+                outcome.steps.append(
+                    f"{decision.message}: elected broker {result.master_broker_id} (epoch {result.master_epoch})"
+                )
+            except (RemotingException, OSError) as exc:
+                outcome.steps.append(f"election of broker {action.broker_id} failed: {exc}; retried next pass")
+                return
+            if replica is not None:
+                await _attach_slaves_to(client, state, replica, {old} if old is not None else set(), timeout)
+
+
+async def _attach_slaves_to(
+    client: RemotingClient, state: GroupState, master: ReplicaObservation, skip: set[int], timeout: float
+) -> None:
+    """Right after an election, hand the other replicas the new master's HA address instead of waiting for the
+    next pass (every put is refused under minInSyncReplicas until one of them is back in the SyncStateSet).
+    Best effort: a replica that resets it on its own role change is pointed again by the next pass."""
+    deadline = time.monotonic() + 2.0
+    info: HaInfo | None = None
+    while time.monotonic() < deadline:
+        with contextlib.suppress(RemotingException, OSError):
+            info = await client.get_ha_info(master.address, timeout=timeout)
+            if info.master_ha_address:
+                break
+        await asyncio.sleep(0.05)
+    if info is None or not info.master_ha_address:
+        return
+    for r in state.replicas:
+        if r.reachable and r.broker_id is not None and r.broker_id not in skip and r.address != master.address:
+            with contextlib.suppress(RemotingException, OSError):
+                await client.set_ha_master(r.address, info, timeout=timeout)
+
+
+def _route_master(state: GroupState) -> ReplicaObservation | None:
+    """Whose route a name server must have: the controller's master when it answers as master; with the
+    controller unreadable (restarting with the name servers it is hosted with), the one replica that answers as
+    master. Brokers keep their role while the controller is down, and a deposed master that still answers as
+    master is fenced by the same pass."""
+    named = state.named_master
+    if state.controller_reachable:
+        return named if named is not None and named.reachable and named.is_master else None
+    masters = [r for r in state.replicas if r.reachable and r.is_master]
+    return masters[0] if len(masters) == 1 else None
+
+
+async def _ensure_registered(
+    client: RemotingClient,
+    state: GroupState,
+    master: ReplicaObservation,
+    settings: PolicySettings,
+    memory: PolicyMemory,
+    timeout: float,
+) -> str | None:
+    """A name server that lists another master (or none) for the group, for longer than the grace, gets the
+    master's route at once: setting brokerPermission (to the value it has) makes the broker register with every
+    name server (AdminBrokerProcessor.updateBrokerConfig); RocketMQ would wait registerNameServerPeriod (30 s)."""
+    now = time.time()
+    wrong: list[str] = []
+    for namesrv in settings.name_servers:
+        try:
+            info = await client.get_cluster_info(namesrv=namesrv, timeout=timeout)
+        except (RemotingException, OSError):
+            memory.route_wrong_since.pop(namesrv, None)  # a name server that is down is not wrong
+            continue
+        broker = info.broker_addr_table.get(state.group)
+        listed = broker.broker_addrs.get(0) if broker is not None else None
+        if listed == master.address:
+            memory.route_wrong_since.pop(namesrv, None)
+            continue
+        since = memory.route_wrong_since.setdefault(namesrv, now)
+        if listed is None or now - since >= settings.route_grace_s:
+            wrong.append(f"{namesrv} lists {listed or 'no master'}")
+    if not wrong:
+        return None
+    try:
+        config = await client.get_broker_config(master.address, timeout=timeout)
+        await client.update_broker_config(
+            master.address, {"brokerPermission": config.get("brokerPermission", str(PERM_READ_WRITE))}
+        )
+    except (RemotingException, OSError):
+        return None
+    memory.route_wrong_since.clear()
+    return f"re-registered master {master.name} with every name server ({'; '.join(wrong)})"

@@ -1,0 +1,121 @@
+"""What a change of a BrokerGroup needs: nothing, a hot config update, or a rolling restart. Pure.
+
+Contract:
+
+* `HOT_BROKER_KEYS`: broker keys RocketMQ applies at runtime through UPDATE_BROKER_CONFIG. `Configuration.update`
+  sets *every* key on the config objects, but only fields the broker reads again on use take effect; these are
+  the ones read on every put, pull, heartbeat or cleanup pass (apache/rocketmq `CommitLog` for the quorum keys,
+  `PullMessageProcessor` for `slaveReadEnable`, `DefaultMessageStore.CleanCommitLogService` for retention,
+  `ReplicasManager.sendHeartbeatToController` for the heartbeat keys; see the "Runtime?" columns of the project's
+  RocketMQ facts). Every other key (ports, paths, identities, `flushDiskType`, mapped file sizes, the HA service
+  class) is fixed when the broker starts: restart-only. `brokerPermission` is the operator's fence, never the
+  user's hot key.
+* `revision(conf, version, argv_extra)`: the revision a replica runs: a digest of its version and its
+  restart-only keys (hot keys are left out: a hot change keeps every revision).
+* `classify(old, new)`: the keys that changed, split into hot and restart-only.
+* `describe_change(...)`: what a change of one group needs, in one line (`render.diff.describe_manifests` says
+  it for every BrokerGroup of two manifests: `explain --diff OLD NEW` / `render --diff OLD NEW`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+HOT_BROKER_KEYS: frozenset[str] = frozenset(
+    {
+        # quorum, read on every put (CommitLog.handleHA / calcNeedAckNums, GroupTransferService)
+        "inSyncReplicas",
+        "minInSyncReplicas",
+        "enableAutoInSyncReplicas",
+        "allAckInSyncStateSet",
+        "haMaxGapNotInSync",
+        "haMaxTimeSlaveNotCatchup",
+        "slaveTimeout",
+        "syncFlushTimeout",
+        "syncFromLastFile",
+        "readUnCommitted",
+        # reads (PullMessageProcessor, DefaultMessageStore.getMessage)
+        "slaveReadEnable",
+        "accessMessageInMemoryMaxRatio",
+        # retention (CleanCommitLogService, every pass)
+        "diskMaxUsedSpaceRatio",
+        "fileReservedTime",
+        "deleteWhen",
+        "diskSpaceWarningLevelRatio",
+        "diskSpaceCleanForciblyRatio",
+        # sent with every controller heartbeat
+        "controllerHeartBeatTimeoutMills",
+        "brokerElectionPriority",
+    }
+)
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    hot: dict[str, str] = field(default_factory=dict)  # key -> new value (removed keys are not hot)
+    restart: tuple[str, ...] = ()  # restart-only keys that changed (added, removed or new value)
+
+    @property
+    def empty(self) -> bool:
+        return not self.hot and not self.restart
+
+
+def classify(old: Mapping[str, str], new: Mapping[str, str]) -> ConfigChange:
+    hot: dict[str, str] = {}
+    restart: list[str] = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) == new.get(key):
+            continue
+        if key in HOT_BROKER_KEYS and key in new:
+            hot[key] = new[key]
+        else:
+            restart.append(key)
+    return ConfigChange(hot, tuple(restart))
+
+
+def revision(conf: Mapping[str, str], version: str, extra: Sequence[str] = ()) -> str:
+    """A short digest of what a restart would change: version, restart-only keys, extra JVM options."""
+    fixed = {k: v for k, v in conf.items() if k not in HOT_BROKER_KEYS}
+    text = json.dumps({"version": version, "conf": fixed, "extra": list(extra)}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def group_revision(revisions: Sequence[str]) -> str:
+    return hashlib.sha256("|".join(sorted(revisions)).encode()).hexdigest()[:12]
+
+
+def describe_change(
+    old_version: str,
+    new_version: str,
+    old_confs: Sequence[Mapping[str, str]],
+    new_confs: Sequence[Mapping[str, str]],
+    old_extra: Sequence[str] = (),
+    new_extra: Sequence[str] = (),
+    strategy: str = "switchover",
+) -> str:
+    """'no change', 'hot: k=v, ...', or 'rolling restart of N replicas, one switchover (...why)'."""
+    if len(old_confs) != len(new_confs):
+        return f"scale from {len(old_confs)} to {len(new_confs)} replicas (not a roll)"
+    changes = [classify(o, n) for o, n in zip(old_confs, new_confs, strict=True)]
+    why: list[str] = []
+    if old_version != new_version:
+        why.append(f"version {old_version} -> {new_version}")
+    if list(old_extra) != list(new_extra):
+        why.append("jvm options")
+    restart_keys = sorted({k for c in changes for k in c.restart})
+    if restart_keys:
+        why.append("restart-only keys " + ", ".join(restart_keys))
+    hot = {k: v for c in changes for k, v in c.hot.items()}
+    if why:
+        n = len(new_confs)
+        master = "one switchover" if strategy != "restart" else "no switchover (strategy restart)"
+        text = f"rolling restart of {n} replicas, {master} ({'; '.join(why)})"
+        if hot:
+            text += "; hot keys applied on the way: " + ", ".join(sorted(hot))
+        return text
+    if hot:
+        return "hot: " + ", ".join(f"{k}={v}" for k, v in sorted(hot.items())) + " (no restart)"
+    return "no change"

@@ -1,0 +1,256 @@
+"""Turn an observed group state into the BrokerGroup (and ControllerGroup) status both platforms show. Pure:
+time is an argument.
+
+Truthful by construction: `needAcks`/`writable` come from `quorum.predict_put` on what was observed; a
+controller quorum that could not be read is a condition (`ControllerUnavailable`), never a guess; a
+`{deadMaster}` SyncStateSet (facts §9.5) is `NoEligibleMaster` with what the user can do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rocketmq_operator.api.models import (
+    BrokerGroupSpec,
+    BrokerGroupStatus,
+    Condition,
+    ControllerGroupStatus,
+    HAMode,
+    MasterChange,
+    MasterStatus,
+    ReplicaStatus,
+    SyncStateSetStatus,
+)
+from rocketmq_operator.core.conditions import ConditionStatus, condition, set_condition
+from rocketmq_operator.core.observation import GroupState, ReplicaObservation
+from rocketmq_operator.core.quorum import effective_quorum, predict_put
+
+HISTORY_LIMIT = 10
+
+
+@dataclass(frozen=True)
+class Counts:
+    alive: int
+    in_sync: int
+    master_alive: bool
+
+
+def _master_view(state: GroupState) -> ReplicaObservation | None:
+    if state.master_address:
+        return next((r for r in state.replicas if r.address == state.master_address), None)
+    if state.controller_mode and not state.controller_reachable:
+        # The data plane outlives the controller: the broker that says it is master still serves.
+        return next((r for r in state.replicas if r.reachable and r.is_master), None)
+    return None
+
+
+def counts(spec: BrokerGroupSpec, state: GroupState, previous: BrokerGroupStatus | None = None) -> Counts:
+    master = _master_view(state)
+    master_alive = master is not None and master.reachable
+    alive = sum(1 for r in state.replicas if r.reachable)
+    if HAMode(spec.ha_mode) is HAMode.CONTROLLER:
+        in_sync = len(state.sync_state_set)
+        if not state.controller_reachable and previous is not None and previous.sync_state_set is not None:
+            # Without the controller the master cannot shrink its set (facts §3.3): the last known set holds.
+            in_sync = len(previous.sync_state_set.members)
+    else:
+        in_sync = 1 + len(state.classic_in_sync_addresses) if master_alive else 0
+    return Counts(alive=alive, in_sync=in_sync, master_alive=master_alive)
+
+
+def build_broker_status(
+    spec: BrokerGroupSpec,
+    state: GroupState,
+    previous: BrokerGroupStatus | None,
+    now: str,
+    generation: int | None = None,
+    blocked: tuple[str, str] | None = None,
+) -> BrokerGroupStatus:
+    """The whole status, this function being its one author (Ready included); `blocked` is the (reason,
+    message) of a spec the platform cannot apply (e.g. its ControllerGroup is missing): Ready is then False."""
+    params = effective_quorum(spec)
+    mode = params.mode
+    c = counts(spec, state, previous)
+    master = _master_view(state)
+    controller_down = mode is HAMode.CONTROLLER and not state.controller_reachable
+    prev = previous or BrokerGroupStatus()
+
+    master_status = prev.master
+    sss_status = prev.sync_state_set
+    if not controller_down:
+        master_status = MasterStatus(
+            broker_id=state.master_broker_id,
+            replica=master.name if master else None,
+            address=state.master_address,
+            epoch=state.master_epoch,
+        )
+        if mode is HAMode.CONTROLLER:
+            sss_status = SyncStateSetStatus(members=list(state.sync_state_set), epoch=state.sync_state_set_epoch)
+
+    master_offset = master.max_offset if master is not None else None
+    replicas: list[ReplicaStatus] = []
+    for r in state.replicas:
+        is_master = r.address == state.master_address and state.master_address is not None
+        in_sync = (r.broker_id in state.sync_state_set) if mode is HAMode.CONTROLLER else is_master
+        lag = None
+        if master_offset is not None and r.max_offset is not None:
+            lag = max(0, master_offset - r.max_offset)
+        replicas.append(
+            ReplicaStatus(
+                name=r.name,
+                broker_id=r.broker_id,
+                role="master" if is_master else ("slave" if r.reachable else "unknown"),
+                alive=r.reachable,
+                in_sync=bool(in_sync and r.reachable),
+                max_offset=r.max_offset,
+                lag_bytes=lag,
+                version=r.version,
+                address=r.address,
+            )
+        )
+
+    prediction = predict_put(params, c.alive, max(c.in_sync, 1), master_alive=c.master_alive)
+    writable = prediction.stored and c.master_alive
+    one_less = predict_put(params, max(c.alive - 1, 0), max(c.in_sync - 1, 1), master_alive=c.alive > 1)
+
+    conds: list[tuple[str, ConditionStatus, str, str]] = []
+    if mode is HAMode.CONTROLLER:
+        conds.append(
+            ("ControllerUnavailable", "True", "ControllerQuorumUnreadable", state.controller_error or "")
+            if controller_down
+            else ("ControllerUnavailable", "False", "ControllerReachable", "the controller leader answered")
+        )
+    no_master = state.master_broker_id is None or not c.master_alive
+    eligible = [
+        r for r in state.replicas if r.reachable and r.broker_id in state.sync_state_set and not controller_down
+    ]
+    if mode is HAMode.CONTROLLER and not controller_down and no_master and not eligible:
+        conds.append(
+            (
+                "NoEligibleMaster",
+                "True",
+                "NoAliveSyncStateSetMember",
+                f"no alive member of the SyncStateSet {list(state.sync_state_set)} can be elected; "
+                "bring a member back (its data is the newest), or set spec.failover.allowUnclean: true "
+                "to accept losing acknowledged messages",
+            )
+        )
+    else:
+        conds.append(("NoEligibleMaster", "False", "EligibleMasterExists", ""))
+    conds.append(
+        ("Available", "True", "Writable", f"a put needs {prediction.need_acks} ack(s): {prediction.outcome.value}")
+        if writable
+        else ("Available", "False", prediction.outcome.value, prediction.why)
+    )
+    degraded = c.in_sync < params.in_sync_replicas
+    conds.append(
+        ("Degraded", "True", "FewerInSync", f"{c.in_sync} in sync, inSyncReplicas is {params.in_sync_replicas}")
+        if degraded
+        else ("Degraded", "False", "InSync", f"{c.in_sync} in sync")
+    )
+    at_risk = writable and not one_less.stored
+    conds.append(
+        ("QuorumAtRisk", "True", "OneLossBlocksWrites", f"losing one more replica gives {one_less.outcome.value}")
+        if at_risk
+        else ("QuorumAtRisk", "False", "Tolerates", "")
+    )
+    all_good = c.master_alive and c.alive == spec.replicas and c.in_sync == spec.replicas and not controller_down
+    if blocked is not None:
+        all_good = False
+        conds.append(("Ready", "False", *blocked))
+    else:
+        conds.append(
+            ("Ready", "True", "AllReplicasInSync", f"{c.alive}/{spec.replicas} alive and in sync")
+            if all_good
+            else ("Ready", "False", "NotAllInSync", f"{c.alive}/{spec.replicas} alive, {c.in_sync} in sync")
+        )
+
+    conditions = merge_conditions(prev.conditions, conds, now, generation)
+    history = list(prev.history)
+    if (
+        not controller_down
+        and prev.master is not None
+        and (prev.master.broker_id, prev.master.epoch) != (state.master_broker_id, state.master_epoch)
+        and state.master_broker_id is not None
+        and prev.master.epoch is not None
+    ):
+        history.append(
+            MasterChange(
+                time=now,
+                from_broker_id=prev.master.broker_id,
+                to_broker_id=state.master_broker_id,
+                epoch=state.master_epoch,
+                reason="elected by the RocketMQ controller",
+            )
+        )
+        history = history[-HISTORY_LIMIT:]
+    return BrokerGroupStatus(
+        observed_generation=generation if generation is not None else prev.observed_generation,
+        conditions=conditions,
+        master=master_status,
+        sync_state_set=sss_status,
+        replicas=replicas,
+        need_acks=prediction.need_acks,
+        writable=writable,
+        history=history,
+        phase="Ready" if all_good else ("Available" if writable else "Unavailable"),
+    )
+
+
+def merge_conditions(
+    previous: Sequence[Condition],
+    wanted: Sequence[tuple[str, ConditionStatus, str, str]],
+    now: str,
+    generation: int | None,
+) -> list[Condition]:
+    """Exactly the wanted conditions (type, status, reason, message), timed by `core.conditions.condition`."""
+    old = {c.type: c.model_dump(by_alias=True) for c in previous}
+    return [
+        Condition.model_validate(condition(type_, status, reason, message, now, generation, old.get(type_)))
+        for type_, status, reason, message in wanted
+    ]
+
+
+def build_controller_status(
+    replicas: int,
+    ready_replicas: int,
+    leader: str | None,
+    name_servers: Sequence[str],
+    controllers: Sequence[str],
+    previous_conditions: Sequence[dict[str, object]],
+    now: str,
+    generation: int | None = None,
+) -> ControllerGroupStatus:
+    """The ControllerGroup status: which replica leads, how many are ready, and `Ready`.
+
+    The controller quorum works while a majority of its replicas agree on a leader, so `Ready` is True with a
+    leader and a ready majority (phase `Running` when every replica is ready, else `Degraded`), and False
+    without a leader (`NoLeader`, the brokers then cannot fail over) or without a ready majority.
+    """
+    majority = replicas // 2 + 1
+    ready: ConditionStatus
+    if leader is None:
+        ready, reason = "False", "NoLeader"
+        message = (
+            f"no controller answers as leader ({ready_replicas} of {replicas} replicas ready); brokers keep "
+            "serving but no master can be elected until a majority of controllers agree"
+        )
+        phase = "Pending" if ready_replicas == 0 else "NoLeader"
+    elif ready_replicas < majority:
+        ready, reason = "False", "NoQuorum"
+        message = f"{ready_replicas} of {replicas} replicas ready, fewer than a majority ({majority})"
+        phase = "Degraded"
+    else:
+        ready, reason = "True", "LeaderElected"
+        message = f"leader {leader}; {ready_replicas} of {replicas} replicas ready"
+        phase = "Running" if ready_replicas >= replicas else "Degraded"
+    conditions = set_condition(previous_conditions, "Ready", ready, reason, message, now, generation)
+    return ControllerGroupStatus(
+        conditions=[Condition.model_validate(c) for c in conditions],
+        leader=leader,
+        name_servers=list(name_servers),
+        controllers=list(controllers),
+        ready_replicas=ready_replicas,
+        phase=phase,
+    )

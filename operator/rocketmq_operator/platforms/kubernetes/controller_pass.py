@@ -1,0 +1,82 @@
+"""The Kubernetes ControllerGroup pass, run by a kopf timer: which controller leads, how many replicas are
+ready, and the group's `Ready` condition (`core.status.build_controller_status`, its only writer).
+
+Each pass lists the group's controller pods, asks every controller for the DLedger metadata (the leader's own
+answer wins, as in `control.observe`) and writes status only when something changed. An unreachable
+controller quorum is reported (`NoLeader`), never raised out of the pass.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import kopf
+
+from rocketmq_operator.api.models import ControllerGroup, ControllerGroupStatus
+from rocketmq_operator.control.clock import now_iso
+from rocketmq_operator.core.conditions import conditions_match, set_condition, status_unchanged
+from rocketmq_operator.core.status import build_controller_status
+from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.platforms.kubernetes.resources import validated
+from rocketmq_operator.remoting import RemotingClient, RemotingException
+from rocketmq_operator.render.kubernetes import LABEL_GROUP, controller_addresses, name_server_addresses
+
+JSON = dict[str, Any]
+_PEER_ID = re.compile(r"n(\d+)")  # render/config names DLedger peers n<ordinal>
+
+
+def _pod_ready(pod: JSON) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def leader_replica(
+    cg: ControllerGroup, leader_id: str | None, leader_address: str | None, addresses: list[str]
+) -> str | None:
+    """The pod name of the leading controller (`<group>-<ordinal>`), else its address as reported."""
+    match = _PEER_ID.fullmatch(leader_id or "")
+    if match and int(match.group(1)) < cg.spec.replicas:
+        return f"{cg.metadata.name}-{match.group(1)}"
+    if leader_address in addresses:
+        return f"{cg.metadata.name}-{addresses.index(leader_address)}"
+    return leader_address
+
+
+async def controller_pass(kube: KubeClient, client: RemotingClient, resource: kopf.Body) -> None:
+    body: JSON = dict(resource)
+    ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    current: JSON = dict(body.get("status") or {})
+    report = validated(body)
+    cg = report.resource
+    if not isinstance(cg, ControllerGroup):
+        message = "; ".join(str(p) for p in report.errors)
+        conditions = set_condition(current.get("conditions") or [], "Ready", "False", "InvalidSpec", message, now_iso())
+        if not conditions_match(current.get("conditions") or [], conditions):
+            await kube.patch_status("ControllerGroup", ns, name, {"conditions": conditions})
+        return
+    cg.metadata.namespace = ns
+    component = "controller"
+    pods = await kube.list("Pod", ns, f"{LABEL_GROUP}={name},app.kubernetes.io/component={component}")
+    addresses = controller_addresses(cg, ns)
+    leader: str | None = None
+    try:
+        meta = await client.find_controller_leader(addresses, timeout=1.0)
+        leader = leader_replica(cg, meta.leader_id, meta.leader_address, addresses)
+    except RemotingException:
+        leader = None
+    status: ControllerGroupStatus = build_controller_status(
+        cg.spec.replicas,
+        sum(1 for p in pods if _pod_ready(p)),
+        leader,
+        name_server_addresses(cg, ns),
+        addresses,
+        list(current.get("conditions") or []),
+        now_iso(),
+        body["metadata"].get("generation"),
+    )
+    wanted = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if status_unchanged(current, wanted, ("leader", "nameServers", "controllers", "readyReplicas", "phase")):
+        return
+    wanted.pop("observedGeneration", None)  # the reconciler's
+    await kube.patch_status("ControllerGroup", ns, name, wanted)

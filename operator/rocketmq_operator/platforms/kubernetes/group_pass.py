@@ -1,0 +1,279 @@
+"""The Kubernetes group pass (the observer): SyncStateSet-driven status, pod roles, the in-sync readiness gate,
+Events, metrics, and the failover policy — one pass per BrokerGroup, run by a kopf timer.
+
+Each pass: list the group's pods → observe (controller leader + brokers) → `core.status` → write only what
+changed (status, pod labels, pod readiness conditions) → one Event per master change →
+`operations.run_replication_policy`, the same pass the local supervisor runs (fence deposed masters, fail over
+a master that does not answer: fence first, then elect; re-attach slaves; re-register a lost route). Fencing
+here deletes the pod with grace period 0: its process cannot acknowledge anything once the kubelet kills it,
+and the StatefulSet brings it back as a new process that registers as the controller says. Everything is
+derived again from the cluster and the brokers; the in-memory facts (`operations.PolicyMemory`) only time
+grace periods and remember deposed masters until they answer as slaves.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import kopf
+
+from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, HAMode
+from rocketmq_operator.control.clock import now_iso
+from rocketmq_operator.control.observe import observe_groups
+from rocketmq_operator.control.operations import (
+    OperationRefused,
+    PolicyMemory,
+    PolicySettings,
+    run_replication_policy,
+    switchover,
+)
+from rocketmq_operator.core.conditions import (
+    ConditionStatus,
+    condition,
+    conditions_match,
+    set_condition,
+    status_unchanged,
+)
+from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
+from rocketmq_operator.core.status import build_broker_status
+from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
+from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
+from rocketmq_operator.platforms.kubernetes.topics import reassert_topics
+from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.render.config import BROKER_PORT
+from rocketmq_operator.render.kubernetes import (
+    LABEL_BROKER_ID,
+    LABEL_GROUP,
+    LABEL_ROLE,
+    READINESS_GATE_IN_SYNC,
+    controller_addresses,
+    name_server_addresses,
+)
+
+JSON = dict[str, Any]
+# GitOps-friendly planned switchover: set this annotation to a broker id; the operator clears it when done
+# and records the outcome as the `Switchover` condition (and an Event).
+ANNOTATION_SWITCHOVER_TO = "rocketmq-operator.dev/switchover-to"
+
+
+def _status_doc(status: BrokerGroupStatus) -> JSON:
+    return status.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+STATUS_KEYS = ("master", "syncStateSet", "replicas", "needAcks", "writable", "history", "phase")
+
+
+async def observe_pass(
+    kube: KubeClient,
+    client: RemotingClient,
+    metrics: OperatorMetrics,
+    resource: kopf.Body,
+    memory: dict[str, Any],
+    logger: Any,
+) -> None:
+    body: JSON = dict(resource)
+    report = validated(body)
+    bg = report.resource
+    if not isinstance(bg, BrokerGroup):
+        await _write_not_ready(kube, body, "InvalidSpec", "; ".join(str(p) for p in report.errors))
+        return
+    ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    pods = await kube.list("Pod", ns, f"{LABEL_GROUP}={name},app.kubernetes.io/component=broker")
+    endpoints = [
+        ReplicaEndpoint(p["metadata"]["name"], f"{p['status']['podIP']}:{BROKER_PORT}")
+        for p in sorted(pods, key=lambda p: str(p["metadata"]["name"]))
+        if (p.get("status") or {}).get("podIP")
+    ]
+    controllers: list[str] = []
+    name_servers: list[str] = list(bg.spec.name_servers)
+    controller_mode = HAMode(bg.spec.ha_mode) is HAMode.CONTROLLER
+    blocked: tuple[str, str] | None = None  # the spec cannot be applied: Ready says why
+    if bg.spec.controller_ref is not None:
+        lookup = await controller_group(kube, ns, bg.spec.controller_ref.name)
+        cg = lookup.resource
+        if cg is None:
+            blocked = (lookup.reason, lookup.message)
+        else:
+            controllers = controller_addresses(cg, ns)
+            name_servers = name_servers or name_server_addresses(cg, ns)
+    states = await observe_groups(client, controllers, {name: endpoints}, {name: controller_mode})
+    state = states[name]
+    topics_asserted = await reassert_topics(kube, client, metrics, bg, ns, state, memory)  # before writable
+    previous_doc = body.get("status") or {}
+    try:
+        previous = BrokerGroupStatus.model_validate(previous_doc)
+    except ValueError:
+        previous = None
+    status = build_broker_status(
+        bg.spec, state, previous, now_iso(), body["metadata"].get("generation"), blocked=blocked
+    )
+    status.writable = status.writable and topics_asserted
+    wanted = _status_doc(status)
+    if not status_unchanged(previous_doc, wanted, STATUS_KEYS):
+        # Keep the reconciler's conditions (Reconciled) next to the observer's.
+        observer_types = {c["type"] for c in wanted.get("conditions", [])}
+        kept = [c for c in previous_doc.get("conditions", []) if c.get("type") not in observer_types]
+        wanted["conditions"] = kept + wanted.get("conditions", [])
+        wanted["observedGeneration"] = previous_doc.get("observedGeneration")
+        await kube.patch_status("BrokerGroup", ns, name, wanted)
+    _metrics(metrics, ns, name, status)
+    if previous is not None and len(status.history) > len(previous.history):
+        change = status.history[-1]
+        metrics.master_changes.labels(namespace=ns, group=name).inc()
+        kopf.event(
+            resource,
+            type="Normal",
+            reason="MasterChanged",
+            message=f"master {change.from_broker_id} -> {change.to_broker_id} (epoch {change.epoch}): {change.reason}",
+        )
+    await _sync_pods(kube, ns, pods, status)
+    wanted_target = (body["metadata"].get("annotations") or {}).get(ANNOTATION_SWITCHOVER_TO)
+    if controller_mode and wanted_target is not None:
+        await _switchover(kube, client, bg, resource, controllers, endpoints, wanted_target)
+    elif controller_mode:
+        await _failover(kube, client, bg, resource, state, pods, name_servers, memory, logger)
+
+
+async def _write_not_ready(kube: KubeClient, body: JSON, reason: str, message: str) -> None:
+    """Ready=False for a BrokerGroup whose spec cannot be observed at all (invalid)."""
+    current = (body.get("status") or {}).get("conditions") or []
+    wanted = set_condition(current, "Ready", "False", reason, message, now_iso(), body["metadata"].get("generation"))
+    if not conditions_match(current, wanted):
+        meta = body["metadata"]
+        await kube.patch_status("BrokerGroup", meta["namespace"], meta["name"], {"conditions": wanted})
+
+
+async def _switchover(
+    kube: KubeClient,
+    client: RemotingClient,
+    bg: BrokerGroup,
+    resource: kopf.Body,
+    controllers: list[str],
+    endpoints: list[ReplicaEndpoint],
+    wanted: str,
+) -> None:
+    ns, name = resource["metadata"]["namespace"], resource["metadata"]["name"]
+    if not wanted.strip().isdigit():
+        ok, reason, message = (
+            False,
+            "InvalidTarget",
+            (
+                f"annotation {ANNOTATION_SWITCHOVER_TO}={wanted!r}: not a broker id; fix: set it to the id of an "
+                "in-sync replica (status.syncStateSet.members)"
+            ),
+        )
+    else:
+        try:
+            report = await switchover(client, controllers, bg.spec.cluster_name, name, endpoints, int(wanted))
+            pause = report.write_pause_s
+            ok, reason, message = (
+                True,
+                "Switched",
+                (
+                    f"master is now broker {report.new_master} (epoch {report.epoch}); write pause "
+                    f"{'unknown' if pause is None else f'{pause:.3f}s'}"
+                ),
+            )
+        except OperationRefused as exc:
+            ok, reason, message = False, "Refused", str(exc)
+    kopf.event(resource, type="Normal" if ok else "Warning", reason=f"Switchover{reason}", message=message)
+    outcome = condition("Switchover", "True" if ok else "False", reason, message, now_iso())
+    others = [c for c in (resource.get("status") or {}).get("conditions", []) if c.get("type") != "Switchover"]
+    await kube.patch_status("BrokerGroup", ns, name, {"conditions": [*others, outcome]})
+    # Cleared when done, so the desired state in Git can drop it and a re-apply does not switch again.
+    await kube.patch("BrokerGroup", ns, name, {"metadata": {"annotations": {ANNOTATION_SWITCHOVER_TO: None}}})
+
+
+def _metrics(metrics: OperatorMetrics, ns: str, name: str, status: BrokerGroupStatus) -> None:
+    members = status.sync_state_set.members if status.sync_state_set else []
+    metrics.sync_state_set_size.labels(namespace=ns, group=name).set(len(members))
+    metrics.in_sync.labels(namespace=ns, group=name).set(sum(1 for r in status.replicas if r.in_sync))
+    metrics.need_acks.labels(namespace=ns, group=name).set(status.need_acks or 0)
+    metrics.writable.labels(namespace=ns, group=name).set(1 if status.writable else 0)
+    for r in status.replicas:
+        if r.lag_bytes is not None:
+            metrics.lag_bytes.labels(namespace=ns, group=name, replica=r.name).set(r.lag_bytes)
+
+
+async def _sync_pods(kube: KubeClient, ns: str, pods: list[JSON], status: BrokerGroupStatus) -> None:
+    by_name = {r.name: r for r in status.replicas}
+    for pod in pods:
+        pod_name = pod["metadata"]["name"]
+        replica = by_name.get(pod_name)
+        if replica is None:
+            continue
+        labels = pod["metadata"].get("labels") or {}
+        want = {LABEL_ROLE: replica.role, LABEL_BROKER_ID: "" if replica.broker_id is None else str(replica.broker_id)}
+        if any(labels.get(k) != v for k, v in want.items()):
+            await kube.patch("Pod", ns, pod_name, {"metadata": {"labels": want}})
+        in_sync: ConditionStatus = (
+            "True" if (replica.in_sync or replica.role == "master") and replica.alive else "False"
+        )
+        current = next(
+            (c for c in (pod.get("status") or {}).get("conditions", []) if c.get("type") == READINESS_GATE_IN_SYNC),
+            None,
+        )
+        if current is None or current.get("status") != in_sync:
+            reason = "InSyncStateSet" if in_sync == "True" else "NotInSyncStateSet"
+            gate = condition(READINESS_GATE_IN_SYNC, in_sync, reason, "", now_iso())
+            await kube.patch_strategic("Pod", ns, pod_name, {"status": {"conditions": [gate]}}, "status")
+
+
+class PodPlatform:
+    """What only Kubernetes can do to a broker replica: delete its pod."""
+
+    def __init__(self, kube: KubeClient, namespace: str, pods: list[JSON]) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.pods = {p["metadata"]["name"]: p for p in pods}
+
+    def _started_at(self, name: str) -> float | None:
+        statuses = ((self.pods.get(name) or {}).get("status") or {}).get("containerStatuses") or []
+        for container in statuses:
+            started = ((container.get("state") or {}).get("running") or {}).get("startedAt")
+            if started:
+                return datetime.fromisoformat(str(started).replace("Z", "+00:00")).timestamp()
+        return None
+
+    async def fence(self, replica: ReplicaObservation, *, started_before: float | None) -> str:
+        if started_before is not None:
+            started = self._started_at(replica.name)
+            if started is None or started >= started_before:
+                return ""  # not the container that was master (restarted since, or not running)
+        await self.kube.delete("Pod", self.namespace, replica.name, grace_period_s=0)
+        return f"deleted pod {replica.name} with grace period 0"
+
+    async def restart(self, replica: ReplicaObservation) -> None:
+        await self.kube.delete("Pod", self.namespace, replica.name)
+
+
+async def _failover(
+    kube: KubeClient,
+    client: RemotingClient,
+    bg: BrokerGroup,
+    resource: kopf.Body,
+    state: GroupState,
+    pods: list[JSON],
+    name_servers: list[str],
+    memory: dict[str, Any],
+    logger: Any,
+) -> None:
+    ns = resource["metadata"]["namespace"]
+    settings = PolicySettings(
+        cluster=bg.spec.cluster_name,
+        allow_unclean=bg.spec.failover.allow_unclean,
+        detection_s=bg.spec.failover.detection_seconds,
+        name_servers=tuple(name_servers),
+    )
+    policy_memory = memory.setdefault("policy", PolicyMemory())
+    outcome = await run_replication_policy(client, state, settings, policy_memory, PodPlatform(kube, ns, pods))
+    for decision in outcome.decisions:
+        if decision.refused and decision.reason not in ("ControllerUnavailable", "MasterNotConfirmed"):
+            logger.warning("failover refused: %s", decision.message)
+        if decision.unclean and decision.actions:
+            kopf.event(resource, type="Warning", reason="UncleanFailover", message=decision.message)
+    for step in outcome.steps:
+        logger.info("%s", step)
+        kopf.event(resource, type="Normal", reason="ReplicationPolicy", message=step[:1000])

@@ -1,0 +1,266 @@
+"""`local status`: observe the groups of a state directory and describe them like the operator does.
+
+Contract:
+
+* `collect(state, layout)` observes every BrokerGroup through `observe.observe_groups` (controller calls go to
+  the DLedger peer ports, broker calls to each listenPort), builds each group's status with
+  `core.status.build_broker_status`, persisting it in `status/<group>.json` so that `history` and condition
+  `lastTransitionTime`s carry over from one command to the next, and returns a JSON-ready document:
+  `stateDir`, `supervisor` {pid, running, phase}, `nameServers`, `controllers` (`host:port`), `processes`
+  (every supervised process: name, role, group, pid, running, desired, restarts, suspended, address, log) and
+  `groups`: per BrokerGroup the `BrokerGroupStatus` dumped by alias (camelCase) plus `name`, `nameServers`,
+  `controllers`, and per replica the local `pid`, `restarts`, `desired`, `suspended`.
+* `render_table(doc)` is the human form: one row per broker replica (group, replica, brokerId, role, alive,
+  inSync, maxOffset, pid), then per group a line with needAcks/writable and every problem condition that is
+  True, then the name-server/controller processes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus
+from rocketmq_operator.control.clock import now_iso
+from rocketmq_operator.control.observe import OBSERVE_TIMEOUT_S, observe_groups
+from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint
+from rocketmq_operator.core.status import build_broker_status
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.placement import load_resources
+from rocketmq_operator.platforms.local.roll import with_rollout
+from rocketmq_operator.platforms.local.state import LocalState, pid_alive, write_json_atomic
+from rocketmq_operator.platforms.local.topics import topics_status_path
+from rocketmq_operator.remoting import RemotingClient
+
+# Conditions whose True status is a problem worth a line in the human output.
+PROBLEM_CONDITIONS = ("ControllerUnavailable", "NoEligibleMaster", "Degraded", "QuorumAtRisk")
+PROBLEM_FALSE_CONDITIONS = ("Available", "TopicsAsserted")
+
+
+def supervisor_running(state: LocalState) -> bool:
+    return pid_alive(state.supervisor.pid, state.state_dir)
+
+
+def _previous(layout: StateLayout, group: str) -> BrokerGroupStatus | None:
+    path = layout.status(group)
+    try:
+        return BrokerGroupStatus.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValidationError, ValueError):
+        return None
+
+
+async def observe(
+    state: LocalState, client: RemotingClient | None = None, *, timeout: float = OBSERVE_TIMEOUT_S
+) -> dict[str, GroupState]:
+    """One GroupState per BrokerGroup; groups sharing a ControllerGroup share one controller round trip.
+    Uses ``client`` when given (kept open by the caller), else a client of its own."""
+    if client is None:
+        async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=2.0) as own:
+            return await observe(state, own, timeout=timeout)
+    brokers = [g for g in state.groups if g.kind == "BrokerGroup"]
+    by_controllers: dict[tuple[str, ...], list[str]] = {}
+    for g in brokers:
+        by_controllers.setdefault(tuple(g.controllers), []).append(g.name)
+    out: dict[str, GroupState] = {}
+    for controllers, names in by_controllers.items():
+        endpoints: dict[str, Sequence[ReplicaEndpoint]] = {}
+        modes: dict[str, bool] = {}
+        for name in names:
+            info = state.group(name)
+            assert info is not None
+            endpoints[name] = [
+                ReplicaEndpoint(r, rp.address) for r in info.replicas if (rp := state.replica(r)) is not None
+            ]
+            modes[name] = info.controller_mode
+        out.update(await observe_groups(client, list(controllers), endpoints, controller_mode=modes, timeout=timeout))
+    return out
+
+
+def _with_topics(doc: dict[str, Any], layout: StateLayout, group: str, wanted: bool) -> None:
+    """The supervisor's last topic assertion (`status/<group>.topics.json`): `topics`, `consumerGroups`, and
+    `writable` false until the master now reported holds every declared topic and group."""
+    if not wanted:
+        return
+    try:
+        found = json.loads(topics_status_path(layout, group).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        found = None
+    master = (doc.get("master") or {}).get("address")
+    if not isinstance(found, dict):
+        found = {"asserted": False, "master": None, "errors": ["the supervisor has not asserted topics yet"]}
+    doc["topics"] = found.get("topics", [])
+    doc["consumerGroups"] = found.get("consumerGroups", [])
+    asserted = bool(found.get("asserted")) and master is not None and found.get("master") == master
+    doc["topicsAsserted"] = asserted
+    if not asserted and doc.get("writable"):
+        doc["writable"] = False
+        why = "; ".join(found.get("errors") or []) or f"topics last asserted on {found.get('master')}, not {master}"
+        doc.setdefault("conditions", []).append(
+            {"type": "TopicsAsserted", "status": "False", "reason": "NotYetAsserted", "message": why}
+        )
+
+
+def _process_doc(state: LocalState) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": r.name,
+            "role": r.role,
+            "group": r.group,
+            "pid": r.pid,
+            "running": pid_alive(r.pid, r.run_config),
+            "desired": r.desired,
+            "restarts": r.restarts,
+            "suspended": r.suspended,
+            "address": r.address,
+            "ports": r.ports,
+            "lastExitCode": r.last_exit_code,
+            "log": r.log,
+        }
+        for r in state.replicas
+    ]
+
+
+async def collect(state: LocalState, layout: StateLayout, *, persist: bool = True) -> dict[str, Any]:
+    specs = {r.metadata.name: r for r in load_resources(state) if isinstance(r, BrokerGroup)}
+    observed = await observe(state)
+    now = now_iso()
+    groups: list[dict[str, Any]] = []
+    for info in state.groups:
+        if info.kind != "BrokerGroup" or info.name not in observed or info.name not in specs:
+            continue
+        bg = specs[info.name]
+        previous = _previous(layout, info.name)
+        status = build_broker_status(bg.spec, observed[info.name], previous, now)
+        if persist:
+            write_json_atomic(layout.status(info.name), status.model_dump(mode="json", by_alias=True))
+        doc: dict[str, Any] = {"name": info.name, **status.model_dump(mode="json", by_alias=True)}
+        _with_topics(doc, layout, info.name, wanted=True)
+        with_rollout(doc, layout, info.name)
+        doc["nameServers"] = info.name_servers
+        doc["controllers"] = info.controllers
+        for replica in doc["replicas"]:
+            rp = state.replica(replica["name"])
+            if rp is None:
+                continue
+            replica["pid"] = rp.pid if pid_alive(rp.pid, rp.run_config) else None
+            replica["restarts"] = rp.restarts
+            replica["desired"] = rp.desired
+            replica["suspended"] = rp.suspended
+        groups.append(doc)
+    return {
+        "stateDir": state.state_dir,
+        "observedAt": now,
+        "supervisor": {
+            "pid": state.supervisor.pid,
+            "running": supervisor_running(state),
+            "phase": state.supervisor.phase,
+        },
+        "nameServers": state.name_servers,
+        "controllers": state.controllers,
+        "processes": _process_doc(state),
+        "groups": groups,
+    }
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    lines: list[str] = []
+    sup = doc["supervisor"]
+    lines.append(
+        f"state {doc['stateDir']}  supervisor "
+        + (f"pid {sup['pid']} ({sup['phase']})" if sup["running"] else "not running")
+    )
+    name_servers = ";".join(doc["nameServers"]) or "-"
+    lines.append(f"nameServers {name_servers}  controllers {';'.join(doc['controllers']) or '-'}")
+    rows = [["GROUP", "REPLICA", "BROKERID", "ROLE", "ALIVE", "INSYNC", "MAXOFFSET", "PID", "RESTARTS"]]
+    for g in doc["groups"]:
+        for r in g["replicas"]:
+            role = r["role"]
+            if r.get("suspended"):
+                role += " (stopped)"
+            elif r.get("desired") == "stopped":
+                role += " (down)"
+            rows.append(
+                [
+                    g["name"],
+                    r["name"],
+                    _cell(r.get("brokerId")),
+                    role,
+                    _cell(r.get("alive")),
+                    _cell(r.get("inSync")),
+                    _cell(r.get("maxOffset")),
+                    _cell(r.get("pid")),
+                    _cell(r.get("restarts")),
+                ]
+            )
+    if len(rows) > 1:
+        lines.extend(_table(rows))
+    for g in doc["groups"]:
+        master = g.get("master") or {}
+        sss = g.get("syncStateSet") or {}
+        text = (
+            f"{g['name']}: needAcks={_cell(g.get('needAcks'))} writable={_cell(g.get('writable'))} "
+            f"master={_cell(master.get('replica'))} (id {_cell(master.get('brokerId'))}, epoch "
+            f"{_cell(master.get('epoch'))})"
+        )
+        if sss:
+            text += f" syncStateSet={sss.get('members')} (epoch {_cell(sss.get('epoch'))})"
+        lines.append(text)
+        for c in g.get("conditions", []):
+            problem = (c["type"] in PROBLEM_CONDITIONS and c["status"] == "True") or (
+                c["type"] in PROBLEM_FALSE_CONDITIONS and c["status"] == "False"
+            )
+            if problem:
+                lines.append(f"  {c['type']}: {c.get('reason', '')}: {c.get('message', '')}".rstrip(": "))
+    rows = [["GROUP", "TOPIC", "EXISTS", "WRITE", "READ", "TYPE", "MESSAGES"]]
+    for g in doc["groups"]:
+        for t in g.get("topics", []):
+            rows.append(
+                [
+                    g["name"],
+                    t["name"],
+                    _cell(t.get("exists")),
+                    _cell(t.get("writeQueueNums")),
+                    _cell(t.get("readQueueNums")),
+                    _cell(t.get("messageType")),
+                    _cell(t.get("maxOffsets")),
+                ]
+            )
+    if len(rows) > 1:
+        lines.extend(_table(rows))
+    rows = [["GROUP", "CONSUMERGROUP", "EXISTS", "LAG"]]
+    for g in doc["groups"]:
+        for c in g.get("consumerGroups", []):
+            rows.append([g["name"], c["name"], _cell(c.get("exists")), _cell(c.get("lag"))])
+    if len(rows) > 1:
+        lines.extend(_table(rows))
+    procs = [p for p in doc["processes"] if p["role"] != "broker"]
+    if procs:
+        rows = [["PROCESS", "ROLE", "ADDRESS", "RUNNING", "PID", "RESTARTS"]]
+        for p in procs:
+            address = ";".join(f"{k} 127.0.0.1:{v}" for k, v in p["ports"].items())
+            running = "stopped" if p["suspended"] else _cell(p["running"])
+            rows.append([p["name"], p["role"], address, running, _cell(p["pid"]), _cell(p["restarts"])])
+        lines.extend(_table(rows))
+    return "\n".join(lines)
+
+
+def dumps(doc: dict[str, Any], *, compact: bool = False) -> str:
+    if compact:
+        return json.dumps(doc, separators=(",", ":"))
+    return json.dumps(doc, indent=2)

@@ -1,0 +1,519 @@
+"""Rolling restarts on the local platform: revisions, `local apply`, and the supervisor's side of a roll.
+
+Contract:
+
+* A replica's **revision** is `core.config_change.revision` of its rendered config (hot keys left out), its
+  RocketMQ version and its java argv. `desired_state` is `placement.build_state` with every process on the
+  distribution of its resource's `spec.version` (one distribution per version, `distribution.ensure_distribution`)
+  and `revision == target_revision` set.
+* `conf/<replica>.conf` is what the replica runs; a pending revision's config waits in
+  `conf/<replica>.target.conf` and its argv in `ReplicaProcess.target_argv`. A start takes the target only when
+  the roll asked for it (`roll_requested`, set by `LocalRoll.roll_restart`): a crash restart, or `local up` after a
+  killed supervisor, restarts every replica on the revision it ran, and the roll goes on from
+  `status/<group>.rollout.json`.
+* `apply(files, state_dir)` (`local apply -f`): validate, render with the running ports, write the configs, hand
+  the new desired state to the supervisor (request `apply`), then send hot keys to the running brokers and read
+  them back (`control.roll.apply_hot_config`). Prints what the change needs (`describe_change`). Scaling is
+  refused.
+* `LocalRoll` is the supervisor's `control.roll.RollPlatform`: one `control.roll.run_roll_step` per group per
+  policy pass; the rollout status is persisted after every step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup, RolloutStatus
+from rocketmq_operator.control.roll import Revisions, RollSettings, apply_hot_config, forget_replicas, run_roll_step
+from rocketmq_operator.core.config_change import classify, describe_change, revision
+from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
+from rocketmq_operator.core.quorum import effective_quorum
+from rocketmq_operator.core.roll import APPROVE_ANNOTATION, PAUSE_ANNOTATION
+from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION, dist_dir, ensure_distribution
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.placement import build_state, load_resources, manifest_digest
+from rocketmq_operator.platforms.local.state import (
+    STOPPED,
+    GroupInfo,
+    LocalState,
+    ReplicaProcess,
+    pid_alive,
+    write_json_atomic,
+)
+from rocketmq_operator.remoting import RemotingClient, parse_properties_text
+
+if TYPE_CHECKING:
+    from rocketmq_operator.platforms.local.supervisor import Supervisor
+
+
+def _version_of(resources: Sequence[AnyResource]) -> dict[str, str]:
+    """Owning resource name -> its RocketMQ version."""
+    return {r.metadata.name: r.spec.version for r in resources if isinstance(r, BrokerGroup | ControllerGroup)}
+
+
+def target_config(layout: StateLayout, replica: str) -> Path:
+    return layout.conf_dir / f"{replica}.target.conf"
+
+
+def rollout_path(layout: StateLayout, group: str) -> Path:
+    return layout.status_dir / f"{group}.rollout.json"
+
+
+def desired_state(
+    resources: Sequence[AnyResource],
+    ports: Mapping[str, int],
+    layout: StateLayout,
+    *,
+    files: Sequence[str],
+    texts: Mapping[str, str],
+    log: Any = print,
+) -> LocalState:
+    """`build_state` with per-version distributions and revisions (``texts``: rendered config per replica)."""
+    default_home = str(dist_dir(ROCKETMQ_VERSION))
+    state = build_state(
+        resources, ports, layout, files=files, distribution=default_home, rocketmq_version=ROCKETMQ_VERSION
+    )
+    versions = _version_of(resources)
+    for r in state.replicas:
+        version = versions.get(r.group, ROCKETMQ_VERSION)
+        home = str(ensure_distribution(version, log=log))
+        if home != default_home:
+            r.argv = [a.replace(default_home, home) for a in r.argv]
+        r.revision = r.target_revision = revision(parse_properties_text(texts[r.name]), version, r.argv)
+    return state
+
+
+def adoptable(existing: LocalState | None, digest: str) -> set[int]:
+    """Pids a killed supervisor left running for the same manifest: the next supervisor adopts them."""
+    if existing is None or existing.manifest_digest != digest:
+        return set()
+    return {r.pid for r in existing.replicas if r.pid is not None and pid_alive(r.pid, r.run_config)}
+
+
+def carry_over(existing: LocalState | None, state: LocalState) -> None:
+    """A roll in progress survives `local up` after a killed supervisor: processes still running are kept (the
+    next supervisor adopts them), and replicas not rolled yet keep the revision they ran (argv and config), with
+    the new one as their target."""
+    if existing is None or existing.manifest_digest != state.manifest_digest:
+        return
+    for r in state.replicas:
+        old = existing.replica(r.name)
+        if old is None:
+            continue
+        if old.pid is not None and pid_alive(old.pid, old.run_config):
+            r.pid, r.started_at, r.starts, r.restarts = old.pid, old.started_at, old.starts, old.restarts
+        if old.revision == r.target_revision or not old.revision:
+            continue
+        r.target_argv, r.argv = r.argv, list(old.argv)
+        r.revision = old.revision
+        r.roll_requested = old.roll_requested
+
+
+def write_configs(
+    layout: StateLayout, state: LocalState, texts: Mapping[str, str], existing: LocalState | None
+) -> None:
+    """conf/<replica>.conf for replicas on their target revision, conf/<replica>.target.conf for the others."""
+    for r in state.replicas:
+        target = target_config(layout, r.name)
+        old = existing.replica(r.name) if existing is not None else None
+        if old is None or old.revision == r.target_revision or not old.revision:
+            layout.config(r.name).write_text(texts[r.name], encoding="utf-8")
+            target.unlink(missing_ok=True)
+        else:
+            target.write_text(texts[r.name], encoding="utf-8")
+
+
+def promote_target(r: ReplicaProcess, layout: StateLayout) -> None:
+    """Before a start the roll asked for: the pending revision becomes the running one."""
+    if not r.roll_requested:
+        return
+    r.roll_requested = False
+    target = target_config(layout, r.name)
+    if target.exists():
+        target.replace(r.config)
+    if r.target_argv is not None:
+        r.argv = r.target_argv
+        r.target_argv = None
+    r.revision = r.target_revision
+
+
+def handle_apply(state: LocalState, body: Mapping[str, Any], now: float | None = None) -> dict[str, Any]:
+    """The supervisor's `apply` request: the new desired state (resources, digest, argv and revisions), and the
+    replicas a scale-out adds (started at once, on their desired revision)."""
+    replicas: Mapping[str, Mapping[str, Any]] = body.get("replicas") or {}
+    added = [ReplicaProcess.from_json(r) for r in body.get("added") or []]
+    removed = set(body.get("removed") or [])
+    running = {r.name for r in state.replicas} - removed
+    missing = sorted(set(replicas) ^ (running | {r.name for r in added}))
+    if missing:
+        return {"ok": False, "message": f"the replicas differ from the running ones: {missing}"}
+    for r in added:
+        r.pid, r.next_start_at = None, time.time() if now is None else now
+        state.replicas.append(r)
+    if body.get("groups"):
+        state.groups = [GroupInfo.from_json(g) for g in body["groups"]]
+    for r in state.replicas:
+        if r.name in removed:
+            r.removing = True  # stopped and forgotten by the roll, one at a time, never as master
+            info = state.group(r.group)
+            if info is not None and r.name not in info.replicas:
+                info.replicas.append(r.name)  # observed until it is gone
+    for r in state.replicas:
+        if r.name in removed:
+            continue
+        want = replicas[r.name]
+        if str(want["revision"]) == r.revision:
+            r.argv, r.target_argv, r.roll_requested = list(want["argv"]), None, False
+        else:
+            r.target_argv = list(want["argv"])
+        r.target_revision = str(want["revision"])
+    state.resources = list(body["resources"])
+    state.manifest_digest = str(body["manifestDigest"])
+    state.files = list(body["files"])
+    pending = [r.name for r in state.replicas if r.revision != r.target_revision]
+    return {"ok": True, "message": f"applied; {len(pending)} replica(s) to restart", "pending": pending}
+
+
+def read_rollout(layout: StateLayout, group: str) -> RolloutStatus | None:
+    try:
+        return RolloutStatus.model_validate_json(rollout_path(layout, group).read_text(encoding="utf-8"))
+    except (OSError, ValidationError, ValueError):
+        return None
+
+
+def with_rollout(doc: dict[str, Any], layout: StateLayout, group: str) -> None:
+    """`local status`: the supervisor's last rollout, and the RolloutBlocked condition while it is blocked."""
+    rollout = read_rollout(layout, group)
+    if rollout is None:
+        return
+    doc["rollout"] = rollout.model_dump(mode="json", by_alias=True)
+    if rollout.phase == "Blocked":
+        doc.setdefault("conditions", []).append(
+            {"type": "RolloutBlocked", "status": "True", "reason": rollout.reason, "message": rollout.message}
+        )
+
+
+def roll_settings(bg: BrokerGroup, state: LocalState) -> RollSettings:
+    info = state.group(bg.metadata.name)
+    endpoints = tuple(
+        ReplicaEndpoint(name, rp.address) for name in (info.replicas if info else []) if (rp := state.replica(name))
+    )
+    params = effective_quorum(bg.spec)
+    annotations = bg.metadata.annotations
+    return RollSettings(
+        cluster=bg.spec.cluster_name,
+        controllers=tuple(info.controllers if info else ()),
+        endpoints=endpoints,
+        min_in_sync_replicas=params.min_in_sync_replicas,
+        all_ack_in_sync_state_set=params.all_ack_in_sync_state_set,
+        strategy=bg.spec.upgrade.strategy,
+        paused=annotations.get(PAUSE_ANNOTATION, "").lower() == "true",
+        approved_revision=annotations.get(APPROVE_ANNOTATION),
+        removing=frozenset(r.name for r in state.replicas if r.group == bg.metadata.name and r.removing),
+    )
+
+
+class LocalRoll:
+    """The supervisor's `RollPlatform`: revisions from state.json, restarts through the supervisor."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.supervisor = supervisor
+        self.rollouts: dict[str, RolloutStatus | None] = {}
+        self.last_forget_error = ""
+
+    def revisions(self, group: str) -> Mapping[str, Revisions]:
+        return {
+            r.name: Revisions(r.revision, r.revision if r.removing else r.target_revision or r.revision)
+            for r in self.supervisor.state.replicas
+            if r.group == group and r.kind == "BrokerGroup"
+        }
+
+    async def roll_restart(self, replica: ReplicaObservation) -> str:
+        r = self.supervisor.state.replica(replica.name)
+        if r is None:
+            return ""
+        r.roll_requested = True
+        r.failures = 0
+        self.supervisor.dirty = True
+        if r.pid is None:
+            return f"{r.name} starts on revision {r.target_revision}"
+        await self.supervisor.restart(replica)
+        return f"SIGTERM to {r.name}; it starts on revision {r.target_revision}"
+
+    async def remove_replica(self, replica: ReplicaObservation) -> str:
+        r = self.supervisor.state.replica(replica.name)
+        if r is None:
+            return ""
+        r.removed_broker_id = replica.broker_id if replica.broker_id is not None else r.removed_broker_id
+        self.supervisor.dirty = True
+        if r.pid is None:
+            r.desired = STOPPED
+            return f"{r.name} is down"
+        if r.desired == STOPPED:
+            return ""  # stopping already (a broker takes 10-20 s to exit)
+        answer = self.supervisor._signal(r, "TERM", no_restart=True, now=time.time())
+        return f"SIGTERM to {r.name}; it is not restarted" if answer.get("ok") else str(answer.get("message"))
+
+    async def _forget_removed(self, client: RemotingClient, settings: RollSettings, name: str, bg: BrokerGroup) -> str:
+        """Removed replicas that are down: the controller forgets them, then so does the platform (their data is
+        kept unless spec.storage.reclaimPolicy is Delete)."""
+        state = self.supervisor.state
+        gone = [r for r in state.replicas if r.group == name and r.removing and r.desired == STOPPED and r.pid is None]
+        if not gone:
+            return ""
+        ids = [r.removed_broker_id for r in gone if r.removed_broker_id is not None]
+        if ids:
+            why = await forget_replicas(client, settings, name, ids)
+            if why is not None:
+                text = f"the controller could not forget brokers {ids} yet: {why}"
+                said, self.last_forget_error = self.last_forget_error, text
+                return "" if said == text else text  # retried every pass, said once
+        for r in gone:
+            state.replicas.remove(r)
+            info = state.group(name)
+            if info is not None and r.name in info.replicas:
+                info.replicas.remove(r.name)
+            if bg.spec.storage.reclaim_policy == "Delete":
+                shutil.rmtree(r.data_dir, ignore_errors=True)
+        self.supervisor.save()
+        return f"removed {', '.join(r.name for r in gone)}; the controller forgot brokers {ids}"
+
+    async def run(self, client: RemotingClient, name: str, group: GroupState) -> str | None:
+        """One roll step for one group; the step's text when something was done or changed."""
+        layout = self.supervisor.layout
+        bg = next(
+            (
+                r
+                for r in load_resources(self.supervisor.state)
+                if isinstance(r, BrokerGroup) and r.metadata.name == name
+            ),
+            None,
+        )
+        if bg is None:
+            return None
+        settings = roll_settings(bg, self.supervisor.state)
+        forgotten = await self._forget_removed(client, settings, name, bg)
+        before = self.rollouts[name] if name in self.rollouts else read_rollout(layout, name)
+        after = await run_roll_step(client, group, settings, before, self)
+        if forgotten and after is not None:
+            after = after.model_copy(update={"current_step": forgotten})
+        self.rollouts[name] = after
+        if after is None or after == before:
+            return None
+        write_json_atomic(rollout_path(layout, name), after.model_dump(mode="json", by_alias=True))
+        if self.supervisor.dirty:
+            self.supervisor.save()
+        if forgotten:
+            return forgotten
+        changed = before is None or (after.phase, after.message) != (before.phase, before.message)
+        shown = after.current_step if after.phase == "Rolling" else after.message
+        return f"rollout {after.phase}: {shown}" if changed else None
+
+
+# ---------------------------------------------------------------------------------------------- local apply
+
+
+def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
+    from rocketmq_operator.platforms.local import control
+    from rocketmq_operator.platforms.local.placement import PlacementError, check_names, render_configs
+    from rocketmq_operator.platforms.local.report import supervisor_running
+    from rocketmq_operator.platforms.local.state import StateError, read_state
+
+    layout = StateLayout(state_dir)
+    resources, errors, warnings = control.validate(files)
+    for w in warnings:
+        control._stderr(f"warning: {w}")
+    if errors:
+        for e in errors:
+            out(e)
+        return control.EXIT_INVALID
+    try:
+        check_names(resources)
+        existing = read_state(layout.state_file)
+        if not supervisor_running(existing):
+            raise control.LocalError(
+                f"no supervisor runs for {layout.root}; fix: `rocketmq-operator local up -f FILE` starts it"
+            )
+        ports = _ports_with_new_replicas(existing, resources, layout)
+        texts = render_configs(resources, ports, layout)
+        _refuse_unscalable(existing, texts)
+        _refuse_scale_in(existing, texts)
+        state = desired_state(resources, ports, layout, files=_abs(files), texts=texts, log=control._stderr)
+        _refuse_unrollable(existing, state)
+        summary = _summary(existing, state, resources, layout, texts)
+        write_configs(layout, state, texts, existing)
+        answer = control._request(
+            layout,
+            "apply",
+            resources=state.resources,
+            manifestDigest=manifest_digest(resources),
+            files=state.files,
+            replicas={r.name: {"argv": r.argv, "revision": r.target_revision} for r in state.replicas},
+            added=[r.to_json() for r in state.replicas if existing.replica(r.name) is None],
+            removed=sorted({r.name for r in existing.replicas} - {r.name for r in state.replicas}),
+            groups=[g.to_json() for g in state.groups],
+        )
+        if not answer.get("ok"):
+            raise control.LocalError(str(answer.get("message")))
+        out(summary)
+        hot = _hot_changes(existing, texts, layout)
+        if hot:
+            for line in asyncio.run(_apply_hot(existing, hot)):
+                out(line)
+        return control.EXIT_OK
+    except PlacementError as exc:
+        out(str(exc))
+        return control.EXIT_INVALID
+    except (control.LocalError, StateError, OSError) as exc:
+        control._stderr(f"error: {exc}")
+        return control.EXIT_FAILED
+
+
+def _ports_with_new_replicas(
+    existing: LocalState, resources: Sequence[AnyResource], layout: StateLayout
+) -> dict[str, int]:
+    """The running ports, plus a free block for replicas a scale-out adds."""
+    from rocketmq_operator.platforms.local.placement import port_needs
+    from rocketmq_operator.platforms.local.ports import allocate, port_is_free, seed_for
+
+    ports = existing.ports()
+    new = [n for n in port_needs(resources) if n.key not in ports]
+    if new:
+        taken = set(ports.values())
+        ports.update(
+            allocate(new, seed_for(f"{layout.root}+{len(ports)}"), lambda p: p not in taken and port_is_free(p))
+        )
+    return ports
+
+
+def _refuse_unscalable(existing: LocalState, texts: Mapping[str, str]) -> None:
+    """Scaling of controller-mode BrokerGroups only (the SyncStateSet drives it)."""
+    from rocketmq_operator.platforms.local.control import LocalError
+
+    names = {r.name for r in existing.replicas}
+    rollable = {g.name for g in existing.groups if g.kind == "BrokerGroup" and g.controller_mode}
+    changed = sorted(n for n in set(texts) ^ names if n.rsplit("-", 1)[0] not in rollable)
+    if changed:
+        raise LocalError(
+            f"replicas {changed} would be added or removed outside a controller-mode BrokerGroup: `local apply` "
+            "scales controller-mode BrokerGroups only; fix: `local down` and `local up` with the new manifest"
+        )
+
+
+def _refuse_scale_in(existing: LocalState, texts: Mapping[str, str]) -> None:
+    """Scale-in is switched off: under load it lost an acknowledged message (tests/integration/test_roll_real.py,
+    issue #12), and a platform that can lose data must refuse instead. Scale-out stays."""
+    from rocketmq_operator.platforms.local.control import LocalError
+
+    removed = sorted(r.name for r in existing.replicas if r.kind == "BrokerGroup" and r.name not in texts)
+    if removed:
+        raise LocalError(
+            f"spec.replicas: removing {', '.join(removed)} is refused; rule: a scale-in must not lose an "
+            "acknowledged message, and this version's scale-in lost one under load; fix: keep spec.replicas as it "
+            "is (scale-out works)"
+        )
+
+
+def _refuse_unrollable(existing: LocalState, state: LocalState) -> None:
+    """Rolls go through the controller's SyncStateSet: controller-mode BrokerGroups only, for now."""
+    from rocketmq_operator.platforms.local.control import LocalError
+
+    rollable = {g.name for g in existing.groups if g.kind == "BrokerGroup" and g.controller_mode}
+    for r in state.replicas:
+        old = existing.replica(r.name)
+        if old is None or old.revision == r.target_revision or not old.revision or r.group in rollable:
+            continue
+        what = "ControllerGroup" if r.kind == "ControllerGroup" else "BrokerGroup (not controller mode)"
+        raise LocalError(
+            f"{what} {r.group}: replica {r.name} would need a restart (version or restart-only config), and "
+            "`local apply` rolls only controller-mode BrokerGroups; fix: change only hot keys there, or "
+            "`local down` and `local up` with the new manifest"
+        )
+
+
+def _abs(files: Sequence[str]) -> list[str]:
+    return [str(Path(f).resolve()) if f != "-" else "-" for f in files]
+
+
+def _running_text(layout: StateLayout, name: str) -> str:
+    try:
+        return layout.config(name).read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def _summary(
+    existing: LocalState,
+    state: LocalState,
+    resources: Sequence[AnyResource],
+    layout: StateLayout,
+    texts: Mapping[str, str],
+) -> str:
+    old_versions = _version_of(load_resources(existing))
+    new_versions = _version_of(resources)
+    strategies = {r.metadata.name: r.spec.upgrade.strategy for r in resources if isinstance(r, BrokerGroup)}
+    lines: list[str] = []
+    for group in sorted({r.group for r in state.replicas}):
+        added = [r.name for r in state.replicas if r.group == group and existing.replica(r.name) is None]
+        replicas = [r for r in state.replicas if r.group == group and existing.replica(r.name) is not None]
+        old_confs = [parse_properties_text(_running_text(layout, r.name)) for r in replicas]
+        new_confs = [parse_properties_text(texts[r.name]) for r in replicas]
+        old_argv = [a for r in replicas if (o := existing.replica(r.name)) for a in o.argv]
+        new_argv = [a for r in replicas for a in (r.target_argv or r.argv)]
+        text = describe_change(
+            old_versions.get(group, ROCKETMQ_VERSION),
+            new_versions.get(group, ROCKETMQ_VERSION),
+            old_confs,
+            new_confs,
+            old_argv if old_versions.get(group) == new_versions.get(group) else [],
+            new_argv if old_versions.get(group) == new_versions.get(group) else [],
+            strategies.get(group, "switchover"),
+        )
+        if added:
+            text = f"scale out: start {', '.join(added)}, then " + text.replace("no change", "nothing else")
+        removed = [r.name for r in existing.replicas if r.group == group and state.replica(r.name) is None]
+        if removed:
+            text = (
+                f"scale in: remove {', '.join(removed)} one at a time (a switchover first if one is master), then "
+                + text.replace("no change", "nothing else")
+            )
+        lines.append(f"{group}: {text}")
+    return "\n".join(lines)
+
+
+def _hot_changes(existing: LocalState, texts: Mapping[str, str], layout: StateLayout) -> dict[str, dict[str, str]]:
+    """Broker address -> hot keys that changed (compared with the config it runs)."""
+    del layout
+    out: dict[str, dict[str, str]] = {}
+    for r in existing.replicas:
+        if r.kind != "BrokerGroup" or r.name not in texts:
+            continue
+        running = (
+            parse_properties_text(Path(r.run_config).read_text(encoding="utf-8")) if Path(r.run_config).exists() else {}
+        )
+        change = classify(running, parse_properties_text(texts[r.name]))
+        if change.hot:
+            out[r.address] = change.hot
+    return out
+
+
+async def _apply_hot(existing: LocalState, hot: Mapping[str, Mapping[str, str]]) -> list[str]:
+    lines: list[str] = []
+    async with RemotingClient(existing.name_servers, connect_timeout=1.0, request_timeout=3.0) as client:
+        for addr, changes in hot.items():
+            result = await apply_hot_config(client, [addr], changes)
+            if result.ok:
+                lines.append(f"hot: {addr} {json.dumps(dict(changes), sort_keys=True)} applied and read back")
+            else:
+                lines.append(
+                    f"hot: {addr} not applied now ({result.failed[addr]}); it takes the config at its next start"
+                )
+    return lines

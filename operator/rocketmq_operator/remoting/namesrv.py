@@ -1,0 +1,137 @@
+"""The name server role: topic routes and cluster info."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .caller import Caller
+from .codes import (
+    PERM_READ,
+    PERM_WRITE,
+    RequestCode,
+)
+from .parsing import _body_json, _bool, _fields, _int, _list, _obj, _opt_str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueData:
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_sys_flag: int = 0
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.perm & PERM_READ)
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.perm & PERM_WRITE)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerData:
+    cluster: str
+    broker_name: str
+    broker_addrs: Mapping[int, str]
+    """broker id -> ``"ip:port"``; id 0 is the master."""
+    zone_name: str | None = None
+    enable_acting_master: bool = False
+
+    @property
+    def master_addr(self) -> str | None:
+        return self.broker_addrs.get(0)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRoute:
+    topic: str
+    queue_datas: tuple[QueueData, ...]
+    broker_datas: tuple[BrokerData, ...]
+    order_topic_conf: str | None = None
+
+    def broker(self, broker_name: str) -> BrokerData | None:
+        return next((b for b in self.broker_datas if b.broker_name == broker_name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    broker_addr_table: Mapping[str, BrokerData]
+    """brokerName -> BrokerData."""
+    cluster_addr_table: Mapping[str, tuple[str, ...]]
+    """cluster -> brokerNames (sorted)."""
+
+
+def _broker_data(raw: Any, what: str) -> BrokerData:
+    data = _obj(raw, what)
+    addrs_raw = _obj(data.get("brokerAddrs"), f"{what}.brokerAddrs")
+    addrs = {_int(k, f"{what}.brokerAddrs key"): str(v) for k, v in addrs_raw.items()}
+    return BrokerData(
+        cluster=str(data.get("cluster", "")),
+        broker_name=str(data.get("brokerName", "")),
+        broker_addrs=dict(sorted(addrs.items())),
+        zone_name=_opt_str(data.get("zoneName")),
+        enable_acting_master=_bool(data.get("enableActingMaster", False)),
+    )
+
+
+def parse_topic_route(topic: str, body: Any) -> TopicRoute:
+    data = _obj(body, "TopicRouteData")
+    queues = tuple(
+        QueueData(
+            broker_name=str(q.get("brokerName", "")),
+            read_queue_nums=_int(q.get("readQueueNums"), "queueData.readQueueNums", 0),
+            write_queue_nums=_int(q.get("writeQueueNums"), "queueData.writeQueueNums", 0),
+            perm=_int(q.get("perm"), "queueData.perm", 0),
+            topic_sys_flag=_int(q.get("topicSysFlag"), "queueData.topicSysFlag", 0),
+        )
+        for q in (_obj(x, "queueData") for x in _list(data.get("queueDatas"), "queueDatas"))
+    )
+    brokers = tuple(_broker_data(b, "brokerData") for b in _list(data.get("brokerDatas"), "brokerDatas"))
+    return TopicRoute(topic, queues, brokers, _opt_str(data.get("orderTopicConf")))
+
+
+def parse_cluster_info(body: Any) -> ClusterInfo:
+    data = _obj(body, "ClusterInfo")
+    brokers = {
+        str(name): _broker_data(raw, f"brokerAddrTable[{name}]")
+        for name, raw in _obj(data.get("brokerAddrTable"), "brokerAddrTable").items()
+    }
+    clusters = {
+        str(name): tuple(sorted(str(n) for n in _list(names, f"clusterAddrTable[{name}]")))
+        for name, names in _obj(data.get("clusterAddrTable"), "clusterAddrTable").items()
+    }
+    return ClusterInfo(brokers, clusters)
+
+
+class NameServerCalls(Caller):
+    """Name server requests: routes, cluster info, topic list."""
+
+    async def get_route(self, topic: str, *, namesrv: str | None = None, timeout: float | None = None) -> TopicRoute:
+        """GET_ROUTEINFO_BY_TOPIC (105). TOPIC_NOT_EXIST raises :class:`RemotingError`."""
+        _, response = await self._namesrv_call(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC,
+            _fields(topic=topic, acceptStandardJsonOnly=True),
+            namesrv,
+            timeout,
+        )
+        return parse_topic_route(topic, _body_json(response, "GET_ROUTEINFO_BY_TOPIC"))
+
+    async def get_cluster_info(self, *, namesrv: str | None = None, timeout: float | None = None) -> ClusterInfo:
+        """GET_BROKER_CLUSTER_INFO (106)."""
+        _, response = await self._namesrv_call(RequestCode.GET_BROKER_CLUSTER_INFO, None, namesrv, timeout)
+        return parse_cluster_info(_body_json(response, "GET_BROKER_CLUSTER_INFO"))
+
+    async def get_all_topics(self, *, namesrv: str | None = None, timeout: float | None = None) -> tuple[str, ...]:
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic name namesrv knows, sorted. The list also holds
+        system topics (``TBW102``, ``RMQ_SYS_*``, ``%RETRY%...``) and, as namesrv registers them, cluster and
+        broker names. A name server with ``enableAllTopicList=false`` answers SYSTEM_ERROR
+        (:class:`RemotingError`)."""
+        _, response = await self._namesrv_call(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, None, namesrv, timeout)
+        if not response.body:
+            return ()
+        body = _obj(_body_json(response, "GET_ALL_TOPIC_LIST_FROM_NAMESERVER"), "TopicList")
+        return tuple(sorted({str(t) for t in _list(body.get("topicList"), "topicList")}))

@@ -1,0 +1,85 @@
+"""The objects of one BrokerGroup."""
+
+from __future__ import annotations
+
+from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, HAMode
+from rocketmq_operator.render.config import BROKER_PORT, BrokerPlacement, broker_config, properties_text
+from rocketmq_operator.render.jvm import jvm_options
+from rocketmq_operator.render.kubernetes.kinds import (
+    config_hash,
+    config_map,
+    pod_disruption_budget,
+    service,
+    statefulset,
+)
+from rocketmq_operator.render.kubernetes.names import (
+    DEFAULT_BROKER_HEAP,
+    JSON,
+    LABEL_ROLE,
+    broker_image,
+    broker_placement,
+    namespace_of,
+)
+
+BROKER_PORTS: list[JSON] = [
+    {"name": "remoting", "containerPort": BROKER_PORT, "protocol": "TCP"},
+    {"name": "vip", "containerPort": BROKER_PORT - 2, "protocol": "TCP"},
+    {"name": "ha", "containerPort": BROKER_PORT + 1, "protocol": "TCP"},
+]
+
+
+def broker_config_files(bg: BrokerGroup, placement: BrokerPlacement, pod_prefix: str) -> dict[str, str]:
+    header = f"Rendered by rocketmq-operator for BrokerGroup {bg.metadata.name}; edit the BrokerGroup, not this."
+    return {
+        f"{pod_prefix}-{i}.conf": properties_text(broker_config(bg, i, placement), header)
+        for i in range(bg.spec.replicas)
+    }
+
+
+def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None) -> list[JSON]:
+    name = bg.metadata.name
+    namespace = namespace_of(bg)
+    placement = broker_placement(bg, cg, namespace)
+    files = broker_config_files(bg, placement, name)
+    heap = bg.spec.jvm.heap or DEFAULT_BROKER_HEAP
+    java = [*jvm_options("broker", heap, bg.spec.jvm.direct_memory), *bg.spec.jvm.extra_options]
+    return [
+        config_map(f"{name}-config", namespace, "broker", name, files),
+        service(f"{name}-headless", namespace, "broker", name, BROKER_PORTS, headless=True),
+        service(name, namespace, "broker", name, BROKER_PORTS[:1], headless=False),
+        # Follows the master: the operator labels pods with their role from the controller's SyncStateSet.
+        service(
+            f"{name}-master",
+            namespace,
+            "broker",
+            name,
+            BROKER_PORTS[:1],
+            headless=False,
+            extra_selector={LABEL_ROLE: "master"},
+        ),
+        statefulset(
+            name=name,
+            namespace=namespace,
+            component="broker",
+            replicas=bg.spec.replicas,
+            image=broker_image(bg),
+            pull_policy=bg.spec.image_pull_policy,
+            role_arg="broker",
+            java_opts=java,
+            ports=BROKER_PORTS,
+            probe_port=BROKER_PORT,
+            config_map=f"{name}-config",
+            config_digest=config_hash(files),
+            storage_size=bg.spec.storage.size,
+            storage_class=bg.spec.storage.storage_class_name,
+            reclaim_policy=bg.spec.storage.reclaim_policy,
+            resources=bg.spec.resources,
+            node_selector=bg.spec.node_selector,
+            tolerations=bg.spec.tolerations,
+            affinity=bg.spec.affinity,
+            readiness_gate=True,
+            priority_class=bg.spec.priority_class_name,
+            ordered=bg.spec.ha_mode != HAMode.CONTROLLER.value,
+        ),
+        pod_disruption_budget(name, namespace, "broker", name),
+    ]

@@ -1,0 +1,227 @@
+"""One builder per Kubernetes kind: StatefulSet, Service, PodDisruptionBudget, ConfigMap."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from rocketmq_operator.api.models import ResourceRequirements
+from rocketmq_operator.render.kubernetes.names import (
+    ANNOTATION_CONFIG_HASH,
+    CONFIG_DIR,
+    DATA_DIR,
+    JSON,
+    READINESS_GATE_IN_SYNC,
+    RUN_AS_USER,
+    group_of,
+    labels,
+    selector,
+)
+
+# --- shared pod pieces ---
+
+
+def _resources(res: ResourceRequirements) -> JSON:
+    out: JSON = {}
+    if res.requests:
+        out["requests"] = {k: str(v) for k, v in sorted(res.requests.items())}
+    if res.limits:
+        out["limits"] = {k: str(v) for k, v in sorted(res.limits.items())}
+    return out
+
+
+def _anti_affinity(name: str, component: str, user: dict[str, Any]) -> JSON:
+    affinity = dict(user)
+    if "podAntiAffinity" not in affinity:
+        # Spread replicas over nodes when possible; required would block small clusters.
+        affinity["podAntiAffinity"] = {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": selector(name, component)},
+                    },
+                }
+            ]
+        }
+    return affinity
+
+
+def _env(java_opts: list[str]) -> list[JSON]:
+    def field_ref(path: str) -> JSON:
+        return {"valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+    return [
+        {"name": "POD_NAME", **field_ref("metadata.name")},
+        {"name": "POD_NAMESPACE", **field_ref("metadata.namespace")},
+        {"name": "POD_IP", **field_ref("status.podIP")},
+        {"name": "JAVA_OPTS", "value": " ".join(java_opts)},
+        {"name": "ROCKETMQ_CONFIG_DIR", "value": CONFIG_DIR},
+        {"name": "ROCKETMQ_DATA_DIR", "value": DATA_DIR},
+    ]
+
+
+def _pvc_template(size: str, storage_class: str | None) -> JSON:
+    spec: JSON = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}
+    if storage_class:
+        spec["storageClassName"] = storage_class
+    return {"metadata": {"name": "data"}, "spec": spec}
+
+
+def _security_context() -> tuple[JSON, JSON]:
+    pod = {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS_USER,
+        "runAsGroup": RUN_AS_USER,
+        "fsGroup": RUN_AS_USER,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    container = {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    return pod, container
+
+
+def config_hash(data: dict[str, str]) -> str:
+    digest = hashlib.sha256()
+    for key in sorted(data):
+        digest.update(key.encode() + b"\0" + data[key].encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def statefulset(
+    *,
+    name: str,
+    namespace: str,
+    component: str,
+    replicas: int,
+    image: str,
+    pull_policy: str | None,
+    role_arg: str,
+    java_opts: list[str],
+    ports: list[JSON],
+    probe_port: int,
+    config_map: str,
+    config_digest: str,
+    storage_size: str,
+    storage_class: str | None,
+    reclaim_policy: str,
+    resources: ResourceRequirements,
+    node_selector: dict[str, str],
+    tolerations: list[dict[str, Any]],
+    affinity: dict[str, Any],
+    readiness_gate: bool,
+    priority_class: str | None = None,
+    ordered: bool = False,
+) -> JSON:
+    pod_sc, container_sc = _security_context()
+    container: JSON = {
+        "name": component,
+        "image": image,
+        "args": [role_arg],
+        "env": _env(java_opts),
+        "ports": ports,
+        "readinessProbe": {"tcpSocket": {"port": probe_port}, "periodSeconds": 5, "failureThreshold": 3},
+        "livenessProbe": {"tcpSocket": {"port": probe_port}, "periodSeconds": 10, "failureThreshold": 6},
+        "startupProbe": {"tcpSocket": {"port": probe_port}, "periodSeconds": 5, "failureThreshold": 60},
+        "securityContext": container_sc,
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "data", "mountPath": DATA_DIR},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+    }
+    if pull_policy:
+        container["imagePullPolicy"] = pull_policy
+    res = _resources(resources)
+    if res:
+        container["resources"] = res
+    pod_spec: JSON = {
+        "securityContext": pod_sc,
+        "terminationGracePeriodSeconds": 60,
+        "affinity": _anti_affinity(group_of(name, component), component, affinity),
+        "containers": [container],
+        "volumes": [
+            {"name": "config", "configMap": {"name": config_map}},
+            {"name": "tmp", "emptyDir": {}},
+        ],
+    }
+    if readiness_gate:
+        # Flipped by the operator when the replica is in the SyncStateSet (or is master).
+        pod_spec["readinessGates"] = [{"conditionType": READINESS_GATE_IN_SYNC}]
+    if node_selector:
+        pod_spec["nodeSelector"] = dict(sorted(node_selector.items()))
+    if tolerations:
+        pod_spec["tolerations"] = tolerations
+    if priority_class:
+        pod_spec["priorityClassName"] = priority_class
+    group = group_of(name, component)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels(group, component)},
+        "spec": {
+            "serviceName": f"{name}-headless",
+            "replicas": replicas,
+            # Ordered for classic modes: the configured master (ordinal 0) must be online before its slaves.
+            "podManagementPolicy": "OrderedReady" if ordered else "Parallel",
+            # The operator restarts pods itself, in an order that keeps the quorum (never the StatefulSet).
+            "updateStrategy": {"type": "OnDelete"},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": reclaim_policy, "whenScaled": "Retain"},
+            "selector": {"matchLabels": selector(group, component)},
+            "template": {
+                "metadata": {
+                    "labels": labels(group, component),
+                    "annotations": {ANNOTATION_CONFIG_HASH: config_digest},
+                },
+                "spec": pod_spec,
+            },
+            "volumeClaimTemplates": [_pvc_template(storage_size, storage_class)],
+        },
+    }
+
+
+def service(
+    name: str,
+    namespace: str,
+    component: str,
+    group: str,
+    ports: list[JSON],
+    headless: bool,
+    extra_selector: dict[str, str] | None = None,
+) -> JSON:
+    spec: JSON = {
+        "selector": {**selector(group, component), **(extra_selector or {})},
+        "ports": [{"name": p["name"], "port": p["containerPort"], "targetPort": p["name"]} for p in ports],
+    }
+    if headless:
+        spec["clusterIP"] = "None"
+        # Peers must resolve each other before they are Ready (controllers form a quorum; brokers register).
+        spec["publishNotReadyAddresses"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels(group, component)},
+        "spec": spec,
+    }
+
+
+def pod_disruption_budget(name: str, namespace: str, component: str, group: str) -> JSON:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels(group, component)},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector(group, component)}},
+    }
+
+
+def config_map(name: str, namespace: str, component: str, group: str, data: dict[str, str]) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels(group, component)},
+        "data": data,
+    }

@@ -1,0 +1,115 @@
+"""Names, labels, images and addresses shared by every rendered object; where a group's replicas live."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rocketmq_operator.api.models import DEFAULT_IMAGE_REPOSITORY, BrokerGroup, ControllerGroup
+from rocketmq_operator.render.config import (
+    BROKER_PORT,
+    CONTROLLER_PORT,
+    NAMESRV_PORT,
+    BrokerPlacement,
+    ControllerPlacement,
+    ReplicaPlacement,
+)
+
+JSON = dict[str, Any]
+
+LABEL_GROUP = "rocketmq-operator.dev/group"
+LABEL_ROLE = "rocketmq-operator.dev/role"
+LABEL_BROKER_ID = "rocketmq-operator.dev/broker-id"
+ANNOTATION_CONFIG_HASH = "rocketmq-operator.dev/config-hash"
+READINESS_GATE_IN_SYNC = "rocketmq-operator.dev/in-sync"
+DATA_DIR = "/data"
+CONFIG_DIR = "/etc/rocketmq"
+RUN_AS_USER = 3000
+DEFAULT_BROKER_HEAP = "1Gi"
+DEFAULT_CONTROLLER_HEAP = "512Mi"
+
+
+class RenderError(ValueError):
+    """The manifests do not give the renderer what it needs (e.g. the referenced ControllerGroup)."""
+
+
+def labels(name: str, component: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": "rocketmq",
+        "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/managed-by": "rocketmq-operator",
+        LABEL_GROUP: name,
+    }
+
+
+def selector(name: str, component: str) -> dict[str, str]:
+    return {"app.kubernetes.io/instance": name, "app.kubernetes.io/component": component, LABEL_GROUP: name}
+
+
+def group_of(object_name: str, component: str) -> str:
+    # Objects are named after their group with a suffix; labels carry the group name.
+    for suffix in ("-headless", "-config", "-connection", "-namesrv", "-master"):
+        if object_name.endswith(suffix):
+            return object_name[: -len(suffix)]
+    return object_name
+
+
+def broker_image(bg: BrokerGroup) -> str:
+    return bg.spec.image or f"{DEFAULT_IMAGE_REPOSITORY}/rocketmq-broker:{bg.spec.version}"
+
+
+def controller_image(cg: ControllerGroup) -> str:
+    return cg.spec.image or f"{DEFAULT_IMAGE_REPOSITORY}/rocketmq-controller:{cg.spec.version}"
+
+
+def pod_dns(sts: str, ordinal: int, namespace: str) -> str:
+    return f"{sts}-{ordinal}.{sts}-headless.{namespace}.svc"
+
+
+# --- addresses a ControllerGroup publishes ---
+
+
+def name_server_addresses(cg: ControllerGroup, namespace: str) -> list[str]:
+    if cg.spec.standalone:
+        count = cg.spec.name_servers.replicas or cg.spec.replicas
+        sts = f"{cg.metadata.name}-namesrv"
+    else:
+        count = cg.spec.replicas
+        sts = cg.metadata.name
+    return [f"{pod_dns(sts, i, namespace)}:{NAMESRV_PORT}" for i in range(count)]
+
+
+def controller_addresses(cg: ControllerGroup, namespace: str) -> list[str]:
+    return [f"{pod_dns(cg.metadata.name, i, namespace)}:{CONTROLLER_PORT}" for i in range(cg.spec.replicas)]
+
+
+def namespace_of(resource: BrokerGroup | ControllerGroup, default: str = "default") -> str:
+    return resource.metadata.namespace or default
+
+
+def broker_placement(bg: BrokerGroup, cg: ControllerGroup | None, namespace: str) -> BrokerPlacement:
+    if bg.spec.name_servers:
+        name_servers = list(bg.spec.name_servers)
+    elif cg is not None:
+        name_servers = name_server_addresses(cg, namespace)
+    else:
+        raise RenderError(
+            f"BrokerGroup/{bg.metadata.name}: spec.controllerRef.name '{controller_ref_name(bg)}' was not found; "
+            "fix: create that ControllerGroup (or pass its manifest to render), or set spec.nameServers"
+        )
+    controllers = controller_addresses(cg, namespace) if cg is not None else []
+    replicas = [ReplicaPlacement(BROKER_PORT, f"{DATA_DIR}/store") for _ in range(bg.spec.replicas)]
+    return BrokerPlacement(name_servers=name_servers, controllers=controllers, replicas=replicas)
+
+
+def controller_ref_name(bg: BrokerGroup) -> str:
+    return bg.spec.controller_ref.name if bg.spec.controller_ref else ""
+
+
+def controller_placement(cg: ControllerGroup, namespace: str) -> ControllerPlacement:
+    ns_count = (cg.spec.name_servers.replicas or cg.spec.replicas) if cg.spec.standalone else 0
+    return ControllerPlacement(
+        peers=controller_addresses(cg, namespace),
+        replicas=[ReplicaPlacement(NAMESRV_PORT, DATA_DIR) for _ in range(cg.spec.replicas)],
+        name_server_replicas=[ReplicaPlacement(NAMESRV_PORT, DATA_DIR) for _ in range(ns_count)],
+    )

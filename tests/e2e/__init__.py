@@ -1,0 +1,1 @@
+"""End-to-end tests on the real one-node cluster (a package so that its fixtures can be package-scoped)."""

@@ -1,0 +1,142 @@
+"""Failover, pod deletion and a GitOps switchover of the quickstart group on the real node, measured as the
+client sees it: every acknowledged message is read back afterwards from whichever replica is master then.
+
+The producers and consumers run as pods of the operator image (``rocketmq-operator produce|consume``) and reach
+the group through the name server address the operator publishes in the connection ConfigMap, as a user's job
+would. The tests run in file order and each starts from, and leaves, a healthy group.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+def _wait_new_master(group: Any, old: str) -> float:
+    """Seconds from now until status names a master other than ``old`` (polled as fast as kubectl answers)."""
+    started = time.monotonic()
+    group.node.wait_for(f"a master other than {old}", lambda: group.master() not in (None, old), 300, 0.5)
+    return time.monotonic() - started
+
+
+def _assert_master_followed(group: Any, new: str, events_before: int) -> None:
+    """Pod role labels, the -master Service and one MasterChanged Event follow the new master."""
+    group.wait_healthy()
+    roles = group.roles()
+    assert roles[new] == "master" and sorted(r for r in roles.values()) == ["master", "slave", "slave"], roles
+    ip = group.pods()[new]["status"]["podIP"]
+    group.node.wait_for("the -master Service to point at the new master", lambda: group.master_endpoints() == [ip])
+    history = group.status().get("history") or []
+    assert history and history[-1]["toBrokerId"] == group.status()["master"]["brokerId"], history
+    assert len(group.events("MasterChanged")) == events_before + 1, group.events("MasterChanged")
+
+
+def test_sigkill_of_the_master_jvm_loses_no_acknowledged_message(quickstart: Any) -> None:
+    group = quickstart
+    group.wait_healthy()
+    before = group.produce("produce-before-kill", 10_000)
+    assert before is not None and before["acknowledged"] > 0, before
+    old = group.master()
+    assert old is not None
+    events_before = len(group.events("MasterChanged"))
+
+    # A producer keeps sending through the failover, as a user's application would.
+    group.produce("produce-through-kill", 3_000, "--rate", "150", "--timeout", "3", "--retries", "2", wait=False)
+    group.node.wait_for("the producer to be running", lambda: _pod_phase(group, "produce-through-kill") == "Running")
+    time.sleep(3)
+    group.kill_jvm(old)
+    seconds = _wait_new_master(group, old)
+    print(f"master SIGKILL -> status shows a new master in {seconds:.1f}s")
+    during = group.tool_result("produce-through-kill")
+    new = group.master()
+    assert new is not None and new != old
+    _assert_master_followed(group, new, events_before)
+
+    consumed = group.consume_all("consume-after-kill")
+    acked = before["acknowledged"] + during["acknowledged"]
+    sent = before["sent"] + during["sent"]
+    assert consumed["body_mismatches"] == 0
+    assert acked <= consumed["unique"] <= sent, (consumed, during)
+    # Sends that failed after their retries may or may not be stored: the count is bounded by both sides. When
+    # none is in doubt, the order-independent digests (a sum mod 2^256, tools/digest.py) must match exactly.
+    if acked == sent:
+        digest = (int(before["acknowledged_digest"], 16) + int(during["acknowledged_digest"], 16)) % 2**256
+        assert consumed["unique"] == acked and int(consumed["digest"], 16) == digest, consumed
+
+
+def test_deleting_the_master_pod_moves_the_master_and_the_pdb_holds(quickstart: Any) -> None:
+    group = quickstart
+    group.wait_healthy()
+    pdb = group.node.json("-n", group.ns, "get", "pdb", group.name)
+    assert pdb["spec"]["maxUnavailable"] == 1
+    old = group.master()
+    assert old is not None
+    events_before = len(group.events("MasterChanged"))
+    group.node.kubectl("-n", group.ns, "delete", "pod", old, "--wait=false")
+    seconds = _wait_new_master(group, old)
+    print(f"master pod deleted -> status shows a new master in {seconds:.1f}s")
+    new = group.master()
+    assert new is not None
+    _assert_master_followed(group, new, events_before)
+
+    # The PodDisruptionBudget holds: with every replica healthy one eviction is allowed, a second is refused.
+    group.node.wait_for(
+        "the PDB to allow one disruption",
+        lambda: (
+            (group.node.json("-n", group.ns, "get", "pdb", group.name).get("status") or {}).get("disruptionsAllowed")
+            == 1
+        ),
+    )
+    slaves = sorted(n for n, r in group.roles().items() if r == "slave")
+    evicted_uid = group.pods()[slaves[0]]["metadata"]["uid"]
+    assert _evict(group, slaves[0]) == ""
+    refused = _evict(group, slaves[1])
+    assert "disruption budget" in refused.lower() or "429" in refused, refused
+    # The evicted replica comes back as a new pod before the group counts as healthy again.
+    group.node.wait_for(
+        f"{slaves[0]} to be replaced",
+        lambda: group.pods().get(slaves[0], {}).get("metadata", {}).get("uid") not in (None, evicted_uid),
+    )
+    group.wait_healthy()
+
+
+def test_gitops_switchover_annotation(quickstart: Any) -> None:
+    group = quickstart
+    group.wait_healthy()
+    status = group.status()
+    old_id = status["master"]["brokerId"]
+    target = next(m for m in status["syncStateSet"]["members"] if m != old_id)
+    group.node.kubectl(
+        "-n", group.ns, "annotate", "bg", group.name, f"rocketmq-operator.dev/switchover-to={target}"
+    )  # fmt: skip
+
+    def done() -> bool:
+        doc = group.node.json("-n", group.ns, "get", "bg", group.name)
+        annotations = doc["metadata"].get("annotations") or {}
+        conds = {c["type"]: c for c in (doc.get("status") or {}).get("conditions", [])}
+        return "rocketmq-operator.dev/switchover-to" not in annotations and "Switchover" in conds
+
+    group.node.wait_for("the switchover to be done and the annotation cleared", done, timeout=180)
+    conds = {c["type"]: c for c in group.status().get("conditions", [])}
+    assert conds["Switchover"]["status"] == "True", conds["Switchover"]
+    group.node.wait_for("status to show the new master", lambda: group.status()["master"]["brokerId"] == target)
+    assert group.events("SwitchoverSwitched")
+    group.wait_healthy()
+
+
+def _pod_phase(group: Any, pod: str) -> str | None:
+    doc = group.node.json("-n", group.ns, "get", "pod", pod)
+    return (doc.get("status") or {}).get("phase")
+
+
+def _evict(group: Any, pod: str) -> str:
+    """POST an Eviction for ``pod``; '' when accepted, else the API server's refusal."""
+    body = (
+        f'{{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {{"name": "{pod}", "namespace": "{group.ns}"}}}}'
+    )
+    path = f"/api/v1/namespaces/{group.ns}/pods/{pod}/eviction"
+    try:
+        group.node.kubectl("create", "--raw", path, "-f", "-", input=body)
+    except AssertionError as exc:
+        return str(exc)
+    return ""

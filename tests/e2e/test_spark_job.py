@@ -1,0 +1,33 @@
+"""The Spark example as a user runs it on the cluster: examples/spark/consumer-job.yaml, a Job whose pod runs
+consumer_job.py in Spark local mode, finds the name servers in the operator's connection ConfigMap and reads the
+quickstart's topic into Parquet. Its row count must equal what a plain consumer reads from the masters."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_spark_job_reads_every_message_of_the_topic(quickstart: Any) -> None:
+    group = quickstart
+    group.wait_healthy()
+    produced = group.produce("produce-for-spark", 2_000)
+    assert produced is not None and produced["acknowledged"] == 2_000, produced
+    expected = group.consume_all("consume-before-spark")["count"]
+
+    group.node.kubectl("-n", group.ns, "apply", "-f", ROOT / "examples" / "spark" / "consumer-job.yaml")
+
+    def finished() -> bool:
+        status = group.node.json("-n", group.ns, "get", "job", "orders-to-parquet").get("status") or {}
+        return bool(status.get("succeeded") or status.get("failed"))
+
+    seconds = group.node.wait_for("the Spark job to finish", finished, timeout=900, interval=5)
+    logs = group.node.kubectl("-n", group.ns, "logs", "job/orders-to-parquet")
+    status = group.node.json("-n", group.ns, "get", "job", "orders-to-parquet")["status"]
+    assert status.get("succeeded") == 1, logs[-3000:]
+    rows = re.findall(r"^rows (\d+)$", logs, re.M)
+    assert rows and int(rows[-1]) == expected, (rows, expected, logs[-3000:])
+    print(f"Spark job on the node: {rows[-1]} rows in {seconds:.0f}s")

@@ -1,0 +1,132 @@
+"""An in-memory Kubernetes API for unit tests of platforms/kubernetes, with injected failures.
+
+`FakeApi` answers the calls `KubeClient` offers (get, list, apply, patch, patch_strategic, patch_status,
+delete) from a dict of objects and records every write in `log`. `fail_on(verb, kind, name=None, status=500)` makes the
+next matching call raise `KubeError` (once, or `times` times), as an API server that refuses, conflicts or
+times out would; what the code under test does next is then visible in `log` and `objects`.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from rocketmq_operator.platforms.kubernetes.kube import KubeError
+
+JSON = dict[str, Any]
+Key = tuple[str, str, str]
+
+
+@dataclass
+class Failure:
+    verb: str
+    kind: str
+    name: str | None
+    status: int
+    times: int
+
+
+def _merge(target: JSON, patch: JSON) -> JSON:
+    """JSON merge patch (RFC 7386): None deletes, dicts merge, anything else replaces."""
+    out = copy.deepcopy(target)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+@dataclass
+class FakeApi:
+    objects: dict[Key, JSON] = field(default_factory=dict)
+    log: list[tuple[str, str, str]] = field(default_factory=list)  # every write: (verb, kind, name)
+    failures: list[Failure] = field(default_factory=list)
+
+    # --- test set-up ---
+
+    def put(self, obj: JSON) -> JSON:
+        obj = copy.deepcopy(obj)
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("namespace", "ns")
+        meta.setdefault("uid", f"uid-{meta['name']}")
+        meta.setdefault("generation", 1)
+        self.objects[(obj["kind"], meta["namespace"], meta["name"])] = obj
+        return obj
+
+    def fail_on(self, verb: str, kind: str, name: str | None = None, *, status: int = 500, times: int = 1) -> None:
+        self.failures.append(Failure(verb, kind, name, status, times))
+
+    def writes_of(self, verb: str) -> list[tuple[str, str]]:
+        return [(k, n) for v, k, n in self.log if v == verb]
+
+    # --- the KubeClient surface ---
+
+    def _check(self, verb: str, kind: str, name: str) -> None:
+        for failure in self.failures:
+            if failure.times > 0 and failure.verb == verb and failure.kind == kind and failure.name in (None, name):
+                failure.times -= 1
+                raise KubeError(failure.status, f"injected: {verb} {kind}/{name}")
+
+    def _write(self, verb: str, kind: str, name: str) -> None:
+        self._check(verb, kind, name)
+        self.log.append((verb, kind, name))
+
+    @property
+    def writes(self) -> int:
+        """Like KubeClient.writes: how many writes were sent."""
+        return len(self.log)
+
+    async def get(self, kind: str, namespace: str | None, name: str) -> JSON | None:
+        self._check("get", kind, name)
+        found = self.objects.get((kind, namespace or "", name))
+        return copy.deepcopy(found) if found is not None else None
+
+    async def list(self, kind: str, namespace: str | None, label_selector: str | None = None) -> list[JSON]:
+        self._check("list", kind, "")
+        wanted = dict(pair.split("=", 1) for pair in label_selector.split(",")) if label_selector else {}
+        out = []
+        for (k, ns, _), obj in sorted(self.objects.items()):
+            labels = obj["metadata"].get("labels") or {}
+            if k == kind and ns == (namespace or ns) and all(labels.get(a) == b for a, b in wanted.items()):
+                out.append(copy.deepcopy(obj))
+        return out
+
+    async def apply(self, obj: JSON) -> JSON:
+        meta = obj["metadata"]
+        self._write("apply", obj["kind"], meta["name"])
+        key = (obj["kind"], meta["namespace"], meta["name"])
+        self.objects[key] = _merge(self.objects.get(key, {}), obj)
+        return copy.deepcopy(self.objects[key])
+
+    async def delete(self, kind: str, namespace: str | None, name: str, *, grace_period_s: int | None = None) -> None:
+        self._write("delete", kind, name)
+        if self.objects.pop((kind, namespace or "", name), None) is None:
+            raise KubeError(404, f"{kind}/{name} not found")
+
+    async def patch(self, kind: str, namespace: str, name: str, patch: JSON) -> JSON:
+        self._write("patch", kind, name)
+        key = (kind, namespace, name)
+        if key not in self.objects:
+            raise KubeError(404, f"{kind}/{name} not found")
+        self.objects[key] = _merge(self.objects[key], patch)
+        return copy.deepcopy(self.objects[key])
+
+    async def patch_strategic(self, kind: str, namespace: str, name: str, patch: JSON, sub: str | None = None) -> JSON:
+        self._write("patch_strategic", kind, name)
+        obj = self.objects[(kind, namespace, name)]
+        for cond in (patch.get("status") or {}).get("conditions", []):
+            conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+            conditions[:] = [c for c in conditions if c.get("type") != cond["type"]] + [cond]
+        return copy.deepcopy(obj)
+
+    async def patch_status(self, kind: str, namespace: str, name: str, status: JSON) -> JSON:
+        self._write("patch_status", kind, name)
+        key = (kind, namespace, name)
+        if key not in self.objects:
+            raise KubeError(404, f"{kind}/{name} not found")
+        self.objects[key] = _merge(self.objects[key], {"status": status})
+        return copy.deepcopy(self.objects[key])

@@ -1,0 +1,411 @@
+"""The Kubernetes reconciler and group pass against an in-memory API with injected failures (kube_fake.FakeApi).
+
+What they must do: apply only what differs and write status only when it changes (a no-op pass writes
+nothing); say why a pass is blocked in status; have one writer of each condition; and, when the API server
+refuses a write, raise (kopf retries the handler) without having written anything that the next pass, which
+derives everything again from the cluster, would not write the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kube_fake import FakeApi
+
+from rocketmq_operator.api.models import BrokerGroup
+from rocketmq_operator.control.operations import PolicyOutcome
+from rocketmq_operator.control.topics import AssertReport
+from rocketmq_operator.core.observation import GroupState, ReplicaObservation
+from rocketmq_operator.core.topics import Refusal
+from rocketmq_operator.platforms.kubernetes import group_pass
+from rocketmq_operator.platforms.kubernetes import topics as kube_topics
+from rocketmq_operator.platforms.kubernetes.controller_pass import controller_pass
+from rocketmq_operator.platforms.kubernetes.kube import KubeError
+from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
+from rocketmq_operator.platforms.kubernetes.reconcile import reconcile
+from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
+from rocketmq_operator.remoting import ControllerMetadata, NoControllerLeader
+from rocketmq_operator.remoting.admin import SubscriptionGroupInfo, TopicConfigInfo
+from rocketmq_operator.render.kubernetes import LABEL_GROUP, LABEL_ROLE, READINESS_GATE_IN_SYNC
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = {d["kind"]: d for d in yaml.safe_load_all((ROOT / "examples" / "quickstart.yaml").read_text())}
+NS = "ns"
+
+
+def api(*kinds: str) -> FakeApi:
+    fake = FakeApi()
+    for kind in kinds:
+        fake.put(DOCS[kind])
+    return fake
+
+
+def body(fake: FakeApi, kind: str, name: str) -> dict[str, Any]:
+    found = asyncio.run(fake.get(kind, NS, name))
+    assert found is not None
+    return found
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c.get("reason", "")) for c in (obj.get("status") or {}).get("conditions", [])}
+
+
+# --- reconcile ---
+
+
+def test_first_pass_applies_everything_and_a_second_pass_writes_nothing() -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    for kind, name in (("ControllerGroup", "rocketmq-ctl"), ("BrokerGroup", "broker-a")):
+        outcome = asyncio.run(reconcile(fake, body(fake, kind, name)))  # type: ignore[arg-type]
+        assert outcome.applied and outcome.blocked_reason is None
+    applied = fake.writes_of("apply")
+    assert ("StatefulSet", "broker-a") in applied and ("StatefulSet", "rocketmq-ctl") in applied
+    sts = body(fake, "StatefulSet", "broker-a")
+    assert sts["metadata"]["ownerReferences"][0]["uid"] == "uid-broker-a"
+    # One writer of Ready per resource: the observing passes, never the reconciler.
+    assert conditions(body(fake, "BrokerGroup", "broker-a")) == {"Reconciled": ("True", "Applied")}
+    assert conditions(body(fake, "ControllerGroup", "rocketmq-ctl")) == {"Reconciled": ("True", "Applied")}
+
+    before = fake.writes
+    for kind, name in (("ControllerGroup", "rocketmq-ctl"), ("BrokerGroup", "broker-a")):
+        outcome = asyncio.run(reconcile(fake, body(fake, kind, name)))  # type: ignore[arg-type]
+        assert not outcome.applied and outcome.unchanged > 0
+    assert fake.writes == before
+
+
+def test_a_missing_controller_group_blocks_the_broker_group_and_says_so() -> None:
+    fake = api("BrokerGroup")
+    outcome = asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert outcome.blocked_reason == "ControllerGroupNotFound"
+    assert fake.writes_of("apply") == []
+    status = body(fake, "BrokerGroup", "broker-a")
+    assert conditions(status) == {"Reconciled": ("False", "ControllerGroupNotFound")}
+    message = status["status"]["conditions"][0]["message"]
+    assert "spec.controllerRef.name" in message and "rocketmq-ctl" in message and "fix:" in message
+
+
+def test_an_invalid_spec_is_a_condition_not_an_exception() -> None:
+    fake = api("ControllerGroup")
+    bad = dict(DOCS["BrokerGroup"], spec={**DOCS["BrokerGroup"]["spec"], "replicas": 0})
+    fake.put(bad)
+    outcome = asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert outcome.blocked_reason == "InvalidSpec" and "spec.replicas" in outcome.blocked_message
+    assert conditions(body(fake, "BrokerGroup", "broker-a")) == {"Reconciled": ("False", "InvalidSpec")}
+
+
+def test_a_refused_apply_raises_and_the_next_pass_applies_only_what_is_missing() -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    asyncio.run(reconcile(fake, body(fake, "ControllerGroup", "rocketmq-ctl")))  # type: ignore[arg-type]
+    fake.fail_on("apply", "StatefulSet", "broker-a", status=500)
+    with pytest.raises(KubeError):
+        asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert ("StatefulSet", "broker-a") not in fake.writes_of("apply")
+    assert "status" not in body(fake, "BrokerGroup", "broker-a")  # no status claims what did not happen
+    applied_before = set(fake.writes_of("apply"))
+    outcome = asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert "StatefulSet/broker-a" in outcome.applied
+    assert not {("ConfigMap", "broker-a-config")} & set(fake.writes_of("apply")[len(applied_before) :])
+    assert conditions(body(fake, "BrokerGroup", "broker-a"))["Reconciled"] == ("True", "Applied")
+
+
+def test_controller_group_lookup_reports_why() -> None:
+    fake = api()
+    assert asyncio.run(controller_group(fake, NS, "nope")).reason == "ControllerGroupNotFound"  # type: ignore[arg-type]
+    fake.put(dict(DOCS["ControllerGroup"], spec={"replicas": 0}))
+    lookup = asyncio.run(controller_group(fake, NS, "rocketmq-ctl"))  # type: ignore[arg-type]
+    assert lookup.resource is None and lookup.reason == "ControllerGroupInvalid"
+    fake.put(DOCS["ControllerGroup"])
+    found = asyncio.run(controller_group(fake, NS, "rocketmq-ctl")).resource  # type: ignore[arg-type]
+    assert found is not None and found.metadata.namespace == NS
+    fake.fail_on("get", "ControllerGroup", status=503)
+    with pytest.raises(KubeError):
+        asyncio.run(controller_group(fake, NS, "rocketmq-ctl"))  # type: ignore[arg-type]
+
+
+# --- the group pass ---
+
+ADDR = {i: f"10.0.0.{i + 1}:10911" for i in range(3)}
+
+
+def pods(fake: FakeApi) -> None:
+    for i in range(3):
+        fake.put(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"broker-a-{i}",
+                    "labels": {LABEL_GROUP: "broker-a", "app.kubernetes.io/component": "broker"},
+                },
+                "status": {"podIP": ADDR[i].split(":")[0]},
+            }
+        )
+
+
+def healthy() -> GroupState:
+    return GroupState(
+        group="broker-a",
+        observed_at=time.time(),
+        controller_mode=True,
+        controller_reachable=True,
+        controller_leader="ctl:9878",
+        master_broker_id=1,
+        master_address=ADDR[0],
+        master_epoch=1,
+        sync_state_set=(1, 2, 3),
+        replicas=tuple(
+            ReplicaObservation(f"broker-a-{i}", ADDR[i], True, broker_id=i + 1, is_master=i == 0, max_offset=10)
+            for i in range(3)
+        ),
+    )
+
+
+@pytest.fixture
+def group(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The group pass with its I/O beyond the API replaced: the observation, topics and the policy pass."""
+    seen: dict[str, Any] = {"state": healthy(), "policy_runs": 0, "events": []}
+
+    async def observe_groups(client: Any, controllers: Any, endpoints: Any, modes: Any, **_: Any) -> Any:
+        seen["controllers"] = list(controllers)
+        return {"broker-a": seen["state"]}
+
+    async def reassert_topics(*_: Any) -> bool:
+        return True
+
+    async def run_replication_policy(*_: Any, **__: Any) -> PolicyOutcome:
+        seen["policy_runs"] += 1
+        return PolicyOutcome()
+
+    monkeypatch.setattr(group_pass, "observe_groups", observe_groups)
+    monkeypatch.setattr(group_pass, "reassert_topics", reassert_topics)
+    monkeypatch.setattr(group_pass, "run_replication_policy", run_replication_policy)
+    monkeypatch.setattr(group_pass.kopf, "event", lambda *a, **k: seen["events"].append(k))
+    return seen
+
+
+def run_pass(fake: FakeApi) -> None:
+    resource = body(fake, "BrokerGroup", "broker-a")
+    asyncio.run(group_pass.observe_pass(fake, None, OperatorMetrics(), resource, {}, None))  # type: ignore[arg-type]
+
+
+def test_group_pass_writes_status_roles_and_readiness_once(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    run_pass(fake)
+    bg = body(fake, "BrokerGroup", "broker-a")
+    assert conditions(bg)["Ready"] == ("True", "AllReplicasInSync")
+    assert conditions(bg)["Reconciled"] == ("True", "Applied")  # the reconciler's condition is kept
+    assert bg["status"]["master"]["replica"] == "broker-a-0"
+    assert group["controllers"] == ["rocketmq-ctl-0.rocketmq-ctl-headless.ns.svc:9878"]
+    assert group["policy_runs"] == 1
+    master = body(fake, "Pod", "broker-a-0")
+    assert master["metadata"]["labels"][LABEL_ROLE] == "master"
+    assert conditions(master)[READINESS_GATE_IN_SYNC][0] == "True"
+
+    before = fake.writes
+    run_pass(fake)
+    assert fake.writes == before  # nothing changed: no write
+    assert group["policy_runs"] == 2
+
+
+def test_group_pass_is_the_one_writer_of_ready_when_blocked(group: dict[str, Any]) -> None:
+    fake = api("BrokerGroup")  # no ControllerGroup
+    pods(fake)
+    run_pass(fake)
+    ready = next(c for c in body(fake, "BrokerGroup", "broker-a")["status"]["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ControllerGroupNotFound")
+    assert "rocketmq-ctl" in ready["message"]
+    # The reconciler, blocked for the same reason, does not write Ready again.
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert conditions(body(fake, "BrokerGroup", "broker-a"))["Ready"] == ("False", "ControllerGroupNotFound")
+
+
+def test_group_pass_on_an_invalid_spec_says_not_ready_and_observes_nothing(group: dict[str, Any]) -> None:
+    fake = api()
+    fake.put(dict(DOCS["BrokerGroup"], spec={**DOCS["BrokerGroup"]["spec"], "replicas": 0}))
+    run_pass(fake)
+    assert conditions(body(fake, "BrokerGroup", "broker-a")) == {"Ready": ("False", "InvalidSpec")}
+    assert "controllers" not in group and group["policy_runs"] == 0
+    before = fake.writes
+    run_pass(fake)
+    assert fake.writes == before
+
+
+def test_a_refused_status_write_raises_and_the_next_pass_writes_it(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    fake.fail_on("patch_status", "BrokerGroup", status=409)
+    with pytest.raises(KubeError):
+        run_pass(fake)
+    # Nothing after the refused write happened: no pod was labelled, no policy action was taken.
+    assert fake.writes_of("patch") == [] and group["policy_runs"] == 0
+    run_pass(fake)
+    assert conditions(body(fake, "BrokerGroup", "broker-a"))["Ready"] == ("True", "AllReplicasInSync")
+    assert group["policy_runs"] == 1
+
+
+def test_a_refused_pod_label_stops_the_pass_before_the_policy(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    fake.fail_on("patch", "Pod", "broker-a-1", status=500)
+    with pytest.raises(KubeError):
+        run_pass(fake)
+    assert group["policy_runs"] == 0
+    run_pass(fake)  # the status is already right; the labels are finished
+    assert body(fake, "Pod", "broker-a-1")["metadata"]["labels"][LABEL_ROLE] == "slave"
+    assert group["policy_runs"] == 1
+
+
+def test_a_master_change_is_one_event(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    run_pass(fake)
+    moved = healthy()
+    replicas = tuple(
+        ReplicaObservation(r.name, r.address, True, broker_id=r.broker_id, is_master=r.broker_id == 2, max_offset=10)
+        for r in moved.replicas
+    )
+    group["state"] = GroupState(
+        **{**moved.__dict__, "master_broker_id": 2, "master_address": ADDR[1], "master_epoch": 2, "replicas": replicas}
+    )
+    run_pass(fake)
+    run_pass(fake)
+    assert [e["reason"] for e in group["events"]] == ["MasterChanged"]
+    assert body(fake, "Pod", "broker-a-1")["metadata"]["labels"][LABEL_ROLE] == "master"
+
+
+# --- controller pass ---
+
+
+class Controllers:
+    """Stands in for the remoting client's leader lookup: the answer, or the failure, is the test's."""
+
+    def __init__(self, leader_id: str | None) -> None:
+        self.leader_id = leader_id
+
+    async def find_controller_leader(self, addrs: list[str], **_: Any) -> ControllerMetadata:
+        if self.leader_id is None:
+            raise NoControllerLeader("no controller answers")
+        return ControllerMetadata(addrs[0], "group", self.leader_id, addrs[0], True, {})
+
+
+def controller_pods(fake: FakeApi, ready: int, total: int = 1) -> None:
+    for i in range(total):
+        fake.put(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"rocketmq-ctl-{i}",
+                    "namespace": NS,
+                    "labels": {LABEL_GROUP: "rocketmq-ctl", "app.kubernetes.io/component": "controller"},
+                },
+                "status": {"conditions": [{"type": "Ready", "status": "True" if i < ready else "False"}]},
+            }
+        )
+
+
+@pytest.mark.parametrize(
+    ("leader_id", "ready", "want"),
+    [
+        ("n0", 1, ("True", "LeaderElected", "rocketmq-ctl-0", "Running")),
+        (None, 1, ("False", "NoLeader", None, "NoLeader")),
+        (None, 0, ("False", "NoLeader", None, "Pending")),
+    ],
+)
+def test_controller_pass_writes_leader_and_ready_once(leader_id: str | None, ready: int, want: tuple[Any, ...]) -> None:
+    fake = api("ControllerGroup")
+    controller_pods(fake, ready)
+    cg = body(fake, "ControllerGroup", "rocketmq-ctl")
+    asyncio.run(controller_pass(fake, Controllers(leader_id), cg))  # type: ignore[arg-type]
+    status = body(fake, "ControllerGroup", "rocketmq-ctl")["status"]
+    assert (*conditions({"status": status})["Ready"], status.get("leader"), status["phase"]) == want
+    assert status["readyReplicas"] == ready
+    assert status["nameServers"] == ["rocketmq-ctl-0.rocketmq-ctl-headless.ns.svc:9876"]
+    before = fake.writes
+    asyncio.run(controller_pass(fake, Controllers(leader_id), body(fake, "ControllerGroup", "rocketmq-ctl")))  # type: ignore[arg-type]
+    assert fake.writes == before  # nothing changed, nothing written
+
+
+def test_controller_pass_on_an_invalid_spec_says_not_ready() -> None:
+    fake = api()
+    fake.put(dict(DOCS["ControllerGroup"], spec={**DOCS["ControllerGroup"]["spec"], "replicas": 2}))
+    asyncio.run(controller_pass(fake, Controllers("n0"), body(fake, "ControllerGroup", "rocketmq-ctl")))  # type: ignore[arg-type]
+    assert conditions(body(fake, "ControllerGroup", "rocketmq-ctl")) == {"Ready": ("False", "InvalidSpec")}
+
+
+# --- the topics pass (its calls to the brokers are control.topics', tested in test_topics_executor.py) ---
+
+
+def topics_pass(fake: FakeApi, report: AssertReport, monkeypatch: pytest.MonkeyPatch) -> bool:
+    async def assert_group(*_: Any, **__: Any) -> AssertReport:
+        return report
+
+    monkeypatch.setattr(kube_topics, "assert_group", assert_group)
+    bg = validated(body(fake, "BrokerGroup", "broker-a")).resource
+    assert isinstance(bg, BrokerGroup)
+    return asyncio.run(kube_topics.reassert_topics(fake, None, OperatorMetrics(), bg, NS, healthy(), {}))  # type: ignore[arg-type]
+
+
+def test_topics_pass_reports_placements_once_and_keeps_the_transition_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = api("BrokerGroup", "Topic", "ConsumerGroup")
+    missing = AssertReport("broker-a", ADDR[0], errors=["UPDATE_AND_CREATE_TOPIC: refused"])
+    assert topics_pass(fake, missing, monkeypatch) is False
+    topic = body(fake, "Topic", "orders")["status"]
+    assert (topic["ready"], topic["conditions"][0]["reason"]) == (False, "Missing")
+    # Still not ready, for another reason: a new message, the same lastTransitionTime.
+    long_ago = "2000-01-01T00:00:00Z"
+    topic["conditions"][0]["lastTransitionTime"] = long_ago
+    asyncio.run(fake.patch_status("Topic", NS, "orders", topic))
+    refused = AssertReport("broker-a", ADDR[0], refusals=[Refusal("orders", "queues cannot shrink")])
+    topics_pass(fake, refused, monkeypatch)
+    ready = body(fake, "Topic", "orders")["status"]["conditions"][0]
+    assert (ready["reason"], ready["message"], ready["lastTransitionTime"]) == (
+        "Refused",
+        "queues cannot shrink",
+        long_ago,
+    )
+
+    here = AssertReport(
+        "broker-a",
+        ADDR[0],
+        asserted=True,
+        topics={"orders": TopicConfigInfo("orders", 8, 8)},
+        consumer_groups={"orders-readers": SubscriptionGroupInfo("orders-readers")},
+    )
+    assert topics_pass(fake, here, monkeypatch) is True
+    topic = body(fake, "Topic", "orders")["status"]
+    assert topic["ready"] is True and topic["brokerGroups"] == ["broker-a"]
+    assert topic["placements"] == [
+        {
+            "brokerGroup": "broker-a",
+            "master": ADDR[0],
+            "exists": True,
+            "readQueueNums": 8,
+            "writeQueueNums": 8,
+            "perm": 6,
+        }
+    ]
+    assert body(fake, "ConsumerGroup", "orders-readers")["status"]["ready"] is True
+    assert topic["conditions"][0]["lastTransitionTime"] != long_ago  # the status flipped
+
+    before = fake.writes
+    assert topics_pass(fake, here, monkeypatch) is True
+    assert fake.writes == before  # nothing changed: no write
+
+
+def test_topics_pass_stops_on_a_refused_status_write_and_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = api("BrokerGroup", "Topic", "ConsumerGroup")
+    here = AssertReport("broker-a", ADDR[0], asserted=True, topics={"orders": TopicConfigInfo("orders", 8, 8)})
+    fake.fail_on("patch_status", "Topic", status=409)
+    with pytest.raises(KubeError):
+        topics_pass(fake, here, monkeypatch)
+    assert "status" not in body(fake, "Topic", "orders")
+    topics_pass(fake, here, monkeypatch)
+    assert body(fake, "Topic", "orders")["status"]["ready"] is True
