@@ -15,9 +15,9 @@ def test_adopted_process_is_watched_and_signalled_by_pid() -> None:
     needle = "rocketmq-operator-adopt-test"
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", needle])
     try:
-        # Right after exec the kernel may not have published the new argv yet (/proc/<pid>/cmdline is empty).
+        # Right after spawning, /proc/<pid>/cmdline may still be empty or the parent's until exec is published.
         deadline = time.monotonic() + 10
-        while not argv_of(child.pid) and time.monotonic() < deadline:
+        while needle not in (argv_of(child.pid) or []) and time.monotonic() < deadline:
             time.sleep(0.01)
         adopted = AdoptedProcess(child.pid, needle)
         assert adopted.poll() is None
