@@ -9,8 +9,10 @@ derives everything again from the cluster, would not write the same way.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,6 +20,7 @@ import yaml
 from kube_fake import FakeApi
 
 from rocketmq_operator.api.models import BrokerGroup
+from rocketmq_operator.control import roll as control_roll
 from rocketmq_operator.control.operations import PolicyOutcome
 from rocketmq_operator.control.topics import AssertReport
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
@@ -132,8 +135,8 @@ def test_controller_group_lookup_reports_why() -> None:
 ADDR = {i: f"10.0.0.{i + 1}:10911" for i in range(3)}
 
 
-def pods(fake: FakeApi) -> None:
-    for i in range(3):
+def pods(fake: FakeApi, only: int | None = None) -> None:
+    for i in range(3) if only is None else (only,):
         fake.put(
             {
                 "apiVersion": "v1",
@@ -188,9 +191,27 @@ def group(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     return seen
 
 
-def run_pass(fake: FakeApi) -> None:
+class FakeBrokers:
+    """The brokers' config as GET/UPDATE_BROKER_CONFIG see it (the remoting client's part the pass uses beyond
+    the observation, which the fixture replaces)."""
+
+    def __init__(self) -> None:
+        self.configs: dict[str, dict[str, str]] = {}
+        self.updates: list[tuple[str, dict[str, str]]] = []
+
+    async def get_broker_config(self, addr: str, **_: Any) -> dict[str, str]:
+        return dict(self.configs.get(addr, {}))
+
+    async def update_broker_config(self, addr: str, config: dict[str, str], **_: Any) -> None:
+        self.updates.append((addr, dict(config)))
+        self.configs.setdefault(addr, {}).update(config)
+
+
+def run_pass(fake: FakeApi, brokers: FakeBrokers | None = None, memory: dict[str, Any] | None = None) -> None:
     resource = body(fake, "BrokerGroup", "broker-a")
-    asyncio.run(group_pass.observe_pass(fake, None, OperatorMetrics(), resource, {}, None))  # type: ignore[arg-type]
+    logger = logging.getLogger("test")
+    memory = {} if memory is None else memory
+    asyncio.run(group_pass.observe_pass(fake, brokers or FakeBrokers(), OperatorMetrics(), resource, memory, logger))  # type: ignore[arg-type]
 
 
 def test_group_pass_writes_status_roles_and_readiness_once(group: dict[str, Any]) -> None:
@@ -276,7 +297,7 @@ def test_a_master_change_is_one_event(group: dict[str, Any]) -> None:
     )
     run_pass(fake)
     run_pass(fake)
-    assert [e["reason"] for e in group["events"]] == ["MasterChanged"]
+    assert [e["reason"] for e in group["events"] if e["reason"] != "ConfigApplied"] == ["MasterChanged"]
     assert body(fake, "Pod", "broker-a-1")["metadata"]["labels"][LABEL_ROLE] == "master"
 
 
@@ -409,3 +430,129 @@ def test_topics_pass_stops_on_a_refused_status_write_and_retries(monkeypatch: py
     assert "status" not in body(fake, "Topic", "orders")
     topics_pass(fake, here, monkeypatch)
     assert body(fake, "Topic", "orders")["status"]["ready"] is True
+
+
+# --- rolling restarts and hot keys on Kubernetes ---
+
+
+def with_revisions(fake: FakeApi, pod_revisions: dict[int, str], update_revision: str) -> None:
+    """What the StatefulSet controller does: name the template's revision and stamp pods with theirs."""
+    sts = body(fake, "StatefulSet", "broker-a")
+    sts["metadata"].setdefault("generation", 1)
+    sts["status"] = {"observedGeneration": sts["metadata"]["generation"], "updateRevision": update_revision}
+    fake.put(sts)
+    for i, rev in pod_revisions.items():
+        pod = body(fake, "Pod", f"broker-a-{i}") if (("Pod", NS, f"broker-a-{i}") in fake.objects) else None
+        if pod is None:  # recreated by the StatefulSet after the roll deleted it
+            pods(fake, only=i)
+            pod = body(fake, "Pod", f"broker-a-{i}")
+        pod["metadata"]["labels"]["controller-revision-hash"] = rev
+        fake.put(pod)
+
+
+def test_a_new_revision_rolls_slaves_first_then_switches_over_then_restarts_the_old_master(
+    group: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    switched: list[int] = []
+
+    async def switchover(client: Any, controllers: Any, cluster: str, name: str, endpoints: Any, target: int) -> Any:
+        switched.append(target)
+        return SimpleNamespace(write_pause_s=0.2)
+
+    async def nothing(*_: Any, **__: Any) -> None:
+        return None
+
+    monkeypatch.setattr(control_roll, "switchover", switchover)
+    monkeypatch.setattr(control_roll, "observe_group", nothing)
+    monkeypatch.setattr(control_roll, "reattach_slaves", nothing)
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    brokers = FakeBrokers()
+    memory: dict[str, Any] = {}
+    with_revisions(fake, {0: "r1", 1: "r1", 2: "r1"}, "r2")
+
+    run_pass(fake, brokers, memory)
+    assert fake.writes_of("delete") == [("Pod", "broker-a-2")]
+    rollout = body(fake, "BrokerGroup", "broker-a")["status"]["rollout"]
+    assert rollout["phase"] == "Rolling" and rollout["currentStep"].startswith("restart broker-a-2")
+    run_pass(fake, brokers, memory)  # the pod is not back yet: nothing else is restarted
+    assert fake.writes_of("delete") == [("Pod", "broker-a-2")]
+    assert body(fake, "BrokerGroup", "broker-a")["status"]["rollout"]["reason"] == "WaitingForReplica"
+
+    with_revisions(fake, {2: "r2"}, "r2")
+    run_pass(fake, brokers, memory)
+    assert fake.writes_of("delete")[-1] == ("Pod", "broker-a-1")
+    with_revisions(fake, {1: "r2"}, "r2")
+    run_pass(fake, brokers, memory)
+    assert len(switched) == 1 and switched[0] in (2, 3)  # the master last, after a planned switchover
+    assert len(fake.writes_of("delete")) == 2
+    new_master = switched[0] - 1
+    moved = healthy()
+    group["state"] = GroupState(
+        **{
+            **moved.__dict__,
+            "master_broker_id": switched[0],
+            "master_address": ADDR[new_master],
+            "master_epoch": 2,
+            "replicas": tuple(
+                ReplicaObservation(
+                    r.name, r.address, True, broker_id=r.broker_id, is_master=r.broker_id == switched[0], max_offset=10
+                )
+                for r in moved.replicas
+            ),
+        }
+    )
+    run_pass(fake, brokers, memory)
+    assert [name for _, name in fake.writes_of("delete")] == ["broker-a-2", "broker-a-1", "broker-a-0"]
+    with_revisions(fake, {0: "r2"}, "r2")
+    run_pass(fake, brokers, memory)
+    rollout = body(fake, "BrokerGroup", "broker-a")["status"]["rollout"]
+    assert (rollout["phase"], rollout["restarts"], rollout["switchovers"]) == ("Complete", 3, 1)
+    assert sorted(rollout["replicasDone"]) == ["broker-a-0", "broker-a-1", "broker-a-2"]
+    assert [e["reason"] for e in group["events"]].count("RollingUpdate") == 4  # 3 restarts, 1 switchover
+    before = fake.writes
+    run_pass(fake, brokers, memory)
+    assert fake.writes == before  # complete: nothing more is written
+
+
+def test_no_revision_is_compared_until_the_statefulset_controller_saw_the_spec(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    with_revisions(fake, {0: "r1", 1: "r1", 2: "r1"}, "r2")
+    sts = body(fake, "StatefulSet", "broker-a")
+    sts["metadata"]["generation"] = 2  # a new spec the StatefulSet controller has not observed yet
+    fake.put(sts)
+    run_pass(fake)
+    assert fake.writes_of("delete") == []
+
+
+def test_a_hot_key_change_keeps_the_pod_template_and_is_applied_to_every_broker(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    template = body(fake, "StatefulSet", "broker-a")["spec"]["template"]
+    brokers = FakeBrokers()
+    memory: dict[str, Any] = {}
+    run_pass(fake, brokers, memory)  # brokers started from this config: converged
+    brokers.updates.clear()
+    group["events"].clear()
+    changed = body(fake, "BrokerGroup", "broker-a")
+    changed["spec"]["quorum"]["minInSyncReplicas"] = 1
+    fake.put(changed)
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert body(fake, "StatefulSet", "broker-a")["spec"]["template"] == template  # no new revision: no restart
+    assert "minInSyncReplicas=1" in body(fake, "ConfigMap", "broker-a-config")["data"]["broker-a-0.conf"]
+    run_pass(fake, brokers, memory)
+    assert sorted(addr for addr, _ in brokers.updates) == sorted(ADDR.values())
+    assert all(update == {"minInSyncReplicas": "1"} for _, update in brokers.updates)
+    assert [e["reason"] for e in group["events"]].count("ConfigApplied") == 3
+    run_pass(fake, brokers, memory)
+    assert len(brokers.updates) == 3 and fake.writes_of("delete") == []  # read back equal: nothing more
+
+    heavier = body(fake, "BrokerGroup", "broker-a")
+    heavier["spec"]["jvm"]["heap"] = "2Gi"
+    fake.put(heavier)
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert body(fake, "StatefulSet", "broker-a")["spec"]["template"] != template  # a restart-only change rolls

@@ -177,6 +177,8 @@ _BROKER_COLUMNS: list[JSON] = [
     {"name": "NeedAcks", "type": "integer", "jsonPath": ".status.needAcks"},
     {"name": "Writable", "type": "boolean", "jsonPath": ".status.writable"},
     {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+    {"name": "Rollout", "type": "string", "jsonPath": ".status.rollout.phase"},
+    {"name": "Step", "type": "string", "jsonPath": ".status.rollout.currentStep", "priority": 1},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 

@@ -23,11 +23,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from rocketmq_operator.api.models import RolloutStatus
+from rocketmq_operator.api.models import BrokerGroup, RolloutStatus
 from rocketmq_operator.control.operations import OperationRefused, observe_group, reattach_slaves, switchover
 from rocketmq_operator.core.config_change import group_revision
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
-from rocketmq_operator.core.roll import RollFacts, RollReplica, StepKind, plan_roll
+from rocketmq_operator.core.quorum import effective_quorum
+from rocketmq_operator.core.roll import (
+    APPROVE_ANNOTATION,
+    PAUSE_ANNOTATION,
+    RollFacts,
+    RollReplica,
+    StepKind,
+    plan_roll,
+)
 from rocketmq_operator.remoting import RemotingClient, RemotingException
 
 
@@ -75,6 +83,7 @@ class RollPlatform(Protocol):
 def roll_facts(
     state: GroupState, revisions: Mapping[str, Revisions], settings: RollSettings, rollout: RolloutStatus, now: float
 ) -> RollFacts:
+    observed = {r.name for r in state.replicas}
     replicas = tuple(
         RollReplica(
             name=r.name,
@@ -87,6 +96,12 @@ def roll_facts(
         )
         for r in state.replicas
         if r.name in revisions
+    ) + tuple(
+        # Known to the platform but not observable (a pod being recreated has no address yet): down, so the
+        # roll waits for it instead of passing over it.
+        RollReplica(name=name, current_revision=rev.current, desired_revision=rev.desired, alive=False)
+        for name, rev in sorted(revisions.items())
+        if name not in observed
     )
     return RollFacts(
         now=now,
@@ -105,6 +120,36 @@ def roll_facts(
         switched_from=rollout.switched_from,
         removing=settings.removing,
     )
+
+
+def roll_settings(
+    bg: BrokerGroup,
+    controllers: Sequence[str],
+    endpoints: Sequence[ReplicaEndpoint],
+    removing: frozenset[str] = frozenset(),
+) -> RollSettings:
+    """The roll's settings from the BrokerGroup (quorum floor, strategy, pause and approval annotations) and
+    what the platform knows (controller addresses, replica endpoints, replicas a scale-in removes)."""
+    params = effective_quorum(bg.spec)
+    annotations = bg.metadata.annotations
+    return RollSettings(
+        cluster=bg.spec.cluster_name,
+        controllers=tuple(controllers),
+        endpoints=tuple(endpoints),
+        min_in_sync_replicas=params.min_in_sync_replicas,
+        all_ack_in_sync_state_set=params.all_ack_in_sync_state_set,
+        strategy=bg.spec.upgrade.strategy,
+        paused=annotations.get(PAUSE_ANNOTATION, "").lower() == "true",
+        approved_revision=annotations.get(APPROVE_ANNOTATION),
+        removing=removing,
+    )
+
+
+def rollout_blocked_condition(rollout: RolloutStatus | None) -> dict[str, str] | None:
+    """The RolloutBlocked condition while a roll is blocked (its reason and message say why and the fix)."""
+    if rollout is None or rollout.phase != "Blocked":
+        return None
+    return {"type": "RolloutBlocked", "status": "True", "reason": rollout.reason, "message": rollout.message}
 
 
 PHASES = {

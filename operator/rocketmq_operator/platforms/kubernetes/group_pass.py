@@ -18,7 +18,7 @@ from typing import Any
 
 import kopf
 
-from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, HAMode
+from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ControllerGroup, HAMode
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.control.operations import (
@@ -40,14 +40,16 @@ from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
+from rocketmq_operator.platforms.kubernetes.roll import apply_hot_keys, roll_pass
 from rocketmq_operator.platforms.kubernetes.topics import reassert_topics
 from rocketmq_operator.remoting import RemotingClient
-from rocketmq_operator.render.config import BROKER_PORT
+from rocketmq_operator.render.config import BROKER_PORT, BrokerPlacement
 from rocketmq_operator.render.kubernetes import (
     LABEL_BROKER_ID,
     LABEL_GROUP,
     LABEL_ROLE,
     READINESS_GATE_IN_SYNC,
+    broker_placement,
     controller_addresses,
     name_server_addresses,
 )
@@ -90,6 +92,7 @@ async def observe_pass(
     name_servers: list[str] = list(bg.spec.name_servers)
     controller_mode = HAMode(bg.spec.ha_mode) is HAMode.CONTROLLER
     blocked: tuple[str, str] | None = None  # the spec cannot be applied: Ready says why
+    cg: ControllerGroup | None = None
     if bg.spec.controller_ref is not None:
         lookup = await controller_group(kube, ns, bg.spec.controller_ref.name)
         cg = lookup.resource
@@ -133,7 +136,44 @@ async def observe_pass(
     if controller_mode and wanted_target is not None:
         await _switchover(kube, client, bg, resource, controllers, endpoints, wanted_target)
     elif controller_mode:
-        await _failover(kube, client, bg, resource, state, pods, name_servers, memory, logger)
+        acted = await _failover(kube, client, bg, resource, state, pods, name_servers, memory, logger)
+        if not acted and blocked is None:
+            placement = broker_placement(bg, cg, ns)
+            await _converge(
+                kube, client, bg, resource, state, placement, controllers, endpoints, pods, previous, memory, logger
+            )
+
+
+async def _converge(
+    kube: KubeClient,
+    client: RemotingClient,
+    bg: BrokerGroup,
+    resource: kopf.Body,
+    state: GroupState,
+    placement: BrokerPlacement,
+    controllers: list[str],
+    endpoints: list[ReplicaEndpoint],
+    pods: list[JSON],
+    previous: BrokerGroupStatus | None,
+    memory: dict[str, Any],
+    logger: Any,
+) -> None:
+    """The running brokers follow the spec: hot keys applied in place, everything else by one roll step."""
+    for replica, text in (await apply_hot_keys(client, bg, placement, state)).items():
+        if memory.get(f"hot:{replica}") != text:  # a key that never reads back is said once, not every pass
+            memory[f"hot:{replica}"] = text
+            logger.info("%s: %s", replica, text)
+            kopf.event(resource, type="Normal", reason="ConfigApplied", message=f"{replica}: {text}"[:1000])
+    before = previous.rollout if previous is not None else None
+    after = await roll_pass(kube, client, bg, state, controllers, endpoints, pods, before)
+    acted_before = (before.restarts + before.switchovers) if before is not None else 0
+    if after is not None and after.restarts + after.switchovers > acted_before:
+        logger.info("rollout %s: %s", after.phase, after.current_step)
+        kopf.event(resource, type="Normal", reason="RollingUpdate", message=after.current_step[:1000])
+    elif after is not None and after.phase != (before.phase if before else None):
+        logger.info("rollout %s: %s", after.phase, after.message)
+        kind = "Warning" if after.phase == "Blocked" else "Normal"
+        kopf.event(resource, type=kind, reason=f"Rollout{after.phase}", message=after.message[:1000])
 
 
 async def _write_not_ready(kube: KubeClient, body: JSON, reason: str, message: str) -> None:
@@ -259,7 +299,8 @@ async def _failover(
     name_servers: list[str],
     memory: dict[str, Any],
     logger: Any,
-) -> None:
+) -> bool:
+    """The replication policy's pass; True when it acted (the roll waits for the next pass then)."""
     ns = resource["metadata"]["namespace"]
     settings = PolicySettings(
         cluster=bg.spec.cluster_name,
@@ -277,3 +318,4 @@ async def _failover(
     for step in outcome.steps:
         logger.info("%s", step)
         kopf.event(resource, type="Normal", reason="ReplicationPolicy", message=step[:1000])
+    return outcome.acted

@@ -32,11 +32,17 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup, RolloutStatus
-from rocketmq_operator.control.roll import Revisions, RollSettings, apply_hot_config, forget_replicas, run_roll_step
+from rocketmq_operator.control.roll import (
+    Revisions,
+    RollSettings,
+    apply_hot_config,
+    forget_replicas,
+    roll_settings,
+    rollout_blocked_condition,
+    run_roll_step,
+)
 from rocketmq_operator.core.config_change import classify, describe_change, revision
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
-from rocketmq_operator.core.quorum import effective_quorum
-from rocketmq_operator.core.roll import APPROVE_ANNOTATION, PAUSE_ANNOTATION
 from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION, dist_dir, ensure_distribution
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import build_state, load_resources, manifest_digest
@@ -195,30 +201,18 @@ def with_rollout(doc: dict[str, Any], layout: StateLayout, group: str) -> None:
     if rollout is None:
         return
     doc["rollout"] = rollout.model_dump(mode="json", by_alias=True)
-    if rollout.phase == "Blocked":
-        doc.setdefault("conditions", []).append(
-            {"type": "RolloutBlocked", "status": "True", "reason": rollout.reason, "message": rollout.message}
-        )
+    blocked = rollout_blocked_condition(rollout)
+    if blocked is not None:
+        doc.setdefault("conditions", []).append(blocked)
 
 
-def roll_settings(bg: BrokerGroup, state: LocalState) -> RollSettings:
+def local_roll_settings(bg: BrokerGroup, state: LocalState) -> RollSettings:
     info = state.group(bg.metadata.name)
-    endpoints = tuple(
+    endpoints = [
         ReplicaEndpoint(name, rp.address) for name in (info.replicas if info else []) if (rp := state.replica(name))
-    )
-    params = effective_quorum(bg.spec)
-    annotations = bg.metadata.annotations
-    return RollSettings(
-        cluster=bg.spec.cluster_name,
-        controllers=tuple(info.controllers if info else ()),
-        endpoints=endpoints,
-        min_in_sync_replicas=params.min_in_sync_replicas,
-        all_ack_in_sync_state_set=params.all_ack_in_sync_state_set,
-        strategy=bg.spec.upgrade.strategy,
-        paused=annotations.get(PAUSE_ANNOTATION, "").lower() == "true",
-        approved_revision=annotations.get(APPROVE_ANNOTATION),
-        removing=frozenset(r.name for r in state.replicas if r.group == bg.metadata.name and r.removing),
-    )
+    ]
+    removing = frozenset(r.name for r in state.replicas if r.group == bg.metadata.name and r.removing)
+    return roll_settings(bg, info.controllers if info else (), endpoints, removing)
 
 
 class LocalRoll:
@@ -299,7 +293,7 @@ class LocalRoll:
         )
         if bg is None:
             return None
-        settings = roll_settings(bg, self.supervisor.state)
+        settings = local_roll_settings(bg, self.supervisor.state)
         forgotten = await self._forget_removed(client, settings, name, bg)
         before = self.rollouts[name] if name in self.rollouts else read_rollout(layout, name)
         after = await run_roll_step(client, group, settings, before, self)

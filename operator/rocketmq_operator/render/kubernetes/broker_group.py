@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, HAMode
+from rocketmq_operator.core.config_change import group_revision, revision
 from rocketmq_operator.render.config import BROKER_PORT, BrokerPlacement, broker_config, properties_text
 from rocketmq_operator.render.jvm import jvm_options
 from rocketmq_operator.render.kubernetes.kinds import (
-    config_hash,
     config_map,
     pod_disruption_budget,
     service,
@@ -34,6 +34,13 @@ def broker_config_files(bg: BrokerGroup, placement: BrokerPlacement, pod_prefix:
         f"{pod_prefix}-{i}.conf": properties_text(broker_config(bg, i, placement), header)
         for i in range(bg.spec.replicas)
     }
+
+
+def restart_digest(bg: BrokerGroup, placement: BrokerPlacement, image: str, java: list[str]) -> str:
+    """The pod template's config digest: image, JVM options and every replica's restart-only keys. Hot keys
+    (`core.config_change.HOT_BROKER_KEYS`) are left out: a hot change keeps the pod template, so the StatefulSet
+    gets no new revision and no pod is restarted; the operator applies it to the running brokers instead."""
+    return group_revision([revision(broker_config(bg, i, placement), image, java) for i in range(bg.spec.replicas)])
 
 
 def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None) -> list[JSON]:
@@ -69,7 +76,7 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None) -> list[JSO
             ports=BROKER_PORTS,
             probe_port=BROKER_PORT,
             config_map=f"{name}-config",
-            config_digest=config_hash(files),
+            config_digest=restart_digest(bg, placement, broker_image(bg), java),
             storage_size=bg.spec.storage.size,
             storage_class=bg.spec.storage.storage_class_name,
             reclaim_policy=bg.spec.storage.reclaim_policy,

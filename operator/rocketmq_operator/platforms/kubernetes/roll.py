@@ -1,0 +1,140 @@
+"""Rolling restarts and hot config changes of a BrokerGroup on Kubernetes: `control.roll`, with pods as replicas.
+
+Contract:
+
+* The StatefulSet (updateStrategy OnDelete) holds the desired pod template. Its controller names that
+  template's revision (`status.updateRevision`) and stamps every pod it creates with the revision it was
+  created from (label `controller-revision-hash`). `PodRoll` reads both as the roll's revisions, and restarts a
+  replica by deleting its pod gracefully (the broker's shutdown hook runs), so that the StatefulSet recreates it
+  on the desired revision. Until the StatefulSet controller has seen the latest spec (`observedGeneration`)
+  there are no revisions to compare and the roll waits.
+* The pod template carries only what a restart changes (image, JVM options, restart-only keys): a change of
+  hot keys only (`core.config_change.HOT_BROKER_KEYS`) gives no new revision. `apply_hot_keys` brings every
+  running broker's hot keys to the rendered values (UPDATE_BROKER_CONFIG, read back), on every pass, so a
+  broker restarted or recreated meanwhile converges too.
+* `roll_pass` runs one `control.roll.run_roll_step` and writes `status.rollout` (and the RolloutBlocked
+  condition) only when it changed: a restarted operator resumes the roll from there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rocketmq_operator.api.models import BrokerGroup, RolloutStatus
+from rocketmq_operator.control.roll import (
+    Revisions,
+    apply_hot_config,
+    roll_settings,
+    rollout_blocked_condition,
+    run_roll_step,
+)
+from rocketmq_operator.core.config_change import HOT_BROKER_KEYS
+from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
+from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.remoting import RemotingClient, RemotingException
+from rocketmq_operator.render.config import BrokerPlacement, broker_config
+
+JSON = dict[str, Any]
+LABEL_POD_REVISION = "controller-revision-hash"
+
+
+def _ordinal(pod_name: str) -> int | None:
+    tail = pod_name.rpartition("-")[2]
+    return int(tail) if tail.isdigit() else None
+
+
+def pod_revisions(sts: JSON | None, pods: list[JSON]) -> dict[str, Revisions]:
+    """Per replica (pod name): the revision its pod was created from and the StatefulSet's update revision.
+    A replica whose pod is gone or terminating runs nothing yet (current ""). Empty while the StatefulSet
+    controller has not observed the latest spec: the roll waits for it."""
+    if sts is None:
+        return {}
+    status = sts.get("status") or {}
+    desired = status.get("updateRevision")
+    if not desired or status.get("observedGeneration") != sts["metadata"].get("generation"):
+        return {}
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    out: dict[str, Revisions] = {}
+    for ordinal in range(int((sts.get("spec") or {}).get("replicas") or 0)):
+        name = f"{sts['metadata']['name']}-{ordinal}"
+        pod = by_name.get(name)
+        running = pod is not None and not pod["metadata"].get("deletionTimestamp")
+        current = str((pod or {})["metadata"].get("labels", {}).get(LABEL_POD_REVISION, "")) if running else ""
+        out[name] = Revisions(current, str(desired))
+    return out
+
+
+class PodRoll:
+    """`control.roll.RollPlatform` on Kubernetes: revisions from the StatefulSet and its pods; a restart deletes
+    the pod."""
+
+    def __init__(self, kube: KubeClient, namespace: str, revisions: Mapping[str, Revisions]) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self._revisions = dict(revisions)
+
+    def revisions(self, group: str) -> Mapping[str, Revisions]:
+        return self._revisions
+
+    async def roll_restart(self, replica: ReplicaObservation) -> str:
+        await self.kube.delete("Pod", self.namespace, replica.name)
+        wanted = self._revisions.get(replica.name)
+        return f"deleted pod {replica.name}; the StatefulSet recreates it on {wanted.desired if wanted else '?'}"
+
+    async def remove_replica(self, replica: ReplicaObservation) -> str:
+        return ""  # scale-in on Kubernetes is the StatefulSet's (spec.replicas); nothing is removed here
+
+
+async def roll_pass(
+    kube: KubeClient,
+    client: RemotingClient,
+    bg: BrokerGroup,
+    state: GroupState,
+    controllers: list[str],
+    endpoints: list[ReplicaEndpoint],
+    pods: list[JSON],
+    before: RolloutStatus | None,
+) -> RolloutStatus | None:
+    """One roll step for the group; writes `status.rollout` when it changed. Returns the new rollout."""
+    ns, name = bg.metadata.namespace or "default", bg.metadata.name
+    sts = await kube.get("StatefulSet", ns, name)
+    revisions = pod_revisions(sts, pods)
+    settings = roll_settings(bg, controllers, endpoints)
+    after = await run_roll_step(client, state, settings, before, PodRoll(kube, ns, revisions))
+    if after is not None and after != before:
+        doc: JSON = {"rollout": after.model_dump(mode="json", by_alias=True)}
+        blocked = rollout_blocked_condition(after)
+        # This pass's observer has just written conditions: keep them (read back), set or drop RolloutBlocked.
+        current = ((await kube.get("BrokerGroup", ns, name) or {}).get("status") or {}).get("conditions") or []
+        kept = [c for c in current if c.get("type") != "RolloutBlocked"]
+        if blocked is not None or len(kept) != len(current):
+            doc["conditions"] = kept + ([blocked] if blocked is not None else [])
+        await kube.patch_status("BrokerGroup", ns, name, doc)
+    return after
+
+
+async def apply_hot_keys(
+    client: RemotingClient, bg: BrokerGroup, placement: BrokerPlacement, state: GroupState
+) -> dict[str, str]:
+    """Bring each answering broker's hot keys to the rendered values. Returns what was done or failed, per
+    replica (empty when every broker already had them)."""
+    done: dict[str, str] = {}
+    for replica in state.replicas:
+        ordinal = _ordinal(replica.name)
+        if not replica.reachable or ordinal is None or ordinal >= bg.spec.replicas:
+            continue
+        wanted = {k: v for k, v in broker_config(bg, ordinal, placement).items() if k in HOT_BROKER_KEYS}
+        try:
+            live = await client.get_broker_config(replica.address, timeout=3.0)
+        except (RemotingException, OSError):
+            continue  # observed again next pass
+        changes = {k: v for k, v in wanted.items() if live.get(k) != v}
+        if not changes:
+            continue
+        result = await apply_hot_config(client, [replica.address], changes)
+        keys = ", ".join(f"{k}={v}" for k, v in sorted(changes.items()))
+        done[replica.name] = (
+            f"hot keys applied: {keys}" if result.ok else f"hot keys {keys} not applied: {result.failed}"
+        )
+    return done
