@@ -75,6 +75,10 @@ class Node:
             raise AssertionError(f"helm {' '.join(map(str, args))} failed: {res.stderr.strip()}")
         return res.stdout
 
+    def tag_image(self, source: str, target: str) -> None:
+        """A second name for an image in the node's containerd (what a push of a new tag would give)."""
+        node.ctr(self.state_dir, "images", "tag", "--force", source, target)
+
     def start_pod(self, ns: str, pod: str, image: str, *command: str) -> None:
         """Start a one-shot pod running ``command`` in a locally built image (never pulled)."""
         self.kubectl(

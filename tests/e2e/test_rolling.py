@@ -10,8 +10,6 @@ import json
 import time
 from typing import Any
 
-from conftest import node
-
 
 def _rollout(group: Any) -> dict[str, Any]:
     return dict(group.status().get("rollout") or {})
@@ -29,7 +27,7 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(quicksta
     spec_image = group.pods()[old_master]["spec"]["containers"][0]["image"]
     new_image = spec_image.rpartition(":")[0] + ":rolled-e2e"
     # A new tag of the same image, made on the node: the registry a user would push to is not reachable here.
-    node.ctr(group.node.state_dir, "images", "tag", "--force", spec_image, new_image)
+    group.node.tag_image(spec_image, new_image)
     restarts_before = len(group.events("RollingUpdate"))
     baseline = group.consume_all("consume-before-roll")  # the topic holds the earlier tests' messages too
 
