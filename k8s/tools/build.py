@@ -168,8 +168,9 @@ def targets(v: Versions, dated: bool = True) -> list[Target]:
         Target("kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", TOOLS_DIR, KUBE_TAGS, kube),
         Target("kubelet", "k8s.io/kubernetes/cmd/kubelet", TOOLS_DIR, KUBE_TAGS, kube),
         Target("kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", TOOLS_DIR, KUBE_TAGS, kube),
-        # Upstream CoreDNS's own main package, all plugins; its version is a constant in coremain.
-        Target("coredns", "github.com/coredns/coredns", COREDNS_DIR, "", ()),
+        # CoreDNS's server with only the plugins the node's Corefile uses (coredns/main.go); its version is a
+        # constant in coremain.
+        Target("coredns", "rocketmq-operator.dev/k8s-tools/coredns", COREDNS_DIR, "", ()),
         # Our own sandbox program (pause/main.go), packed into the sandbox image by k8s/node.py.
         Target("pause", "rocketmq-operator.dev/k8s-tools/pause", PAUSE_DIR, "", ()),
     ]
