@@ -556,3 +556,21 @@ def test_a_hot_key_change_keeps_the_pod_template_and_is_applied_to_every_broker(
     fake.put(heavier)
     asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
     assert body(fake, "StatefulSet", "broker-a")["spec"]["template"] != template  # a restart-only change rolls
+
+
+def test_a_pod_deleted_by_someone_else_mid_roll_is_waited_for_not_deleted_again(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    with_revisions(fake, {0: "r1", 1: "r1", 2: "r1"}, "r2")
+    # The replication policy (or a user) deleted slave broker-a-1; its broker still answers while it shuts down.
+    terminating = body(fake, "Pod", "broker-a-1")
+    terminating["metadata"]["deletionTimestamp"] = "2026-11-24T00:00:00Z"
+    fake.put(terminating)
+    run_pass(fake)
+    assert fake.writes_of("delete") == []  # neither deleted again nor another slave restarted meanwhile
+    rollout = body(fake, "BrokerGroup", "broker-a")["status"]["rollout"]
+    assert "broker-a-1" in rollout["currentStep"] and "being replaced already" in rollout["currentStep"], rollout
+    run_pass(fake)
+    assert fake.writes_of("delete") == []
+    assert body(fake, "BrokerGroup", "broker-a")["status"]["rollout"]["reason"] == "WaitingForReplica"

@@ -44,6 +44,16 @@ def facts(
 
 CASES = [
     # name, facts, kind, replica, target, reason
+    (
+        # Replica 3 is down (being replaced) but still named in the set: it acks nothing, so restarting slave 2
+        # now would leave the master alone, below minInSyncReplicas 2.
+        "a-member-that-is-down-does-not-count",
+        facts(replica(1, master=True), replica(2), replica(3, rev=NEW, alive=False)),
+        StepKind.WAIT,
+        None,
+        None,
+        "WaitingForSyncStateSet",
+    ),
     ("slaves-first-highest-name", facts(), StepKind.RESTART, "broker-a-2", None, "RestartSlave"),
     (
         "out-of-sync-first",

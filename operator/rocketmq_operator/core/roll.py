@@ -131,8 +131,9 @@ def _wait(facts: RollFacts, reason: str, message: str, fix: str) -> RollStep:
 
 
 def _floor_refusal(facts: RollFacts, r: RollReplica, verb: str = "restarting") -> RollStep | None:
-    """None when restarting (or removing) in-sync member `r` keeps the SyncStateSet at or above the floor."""
-    members = len(facts.sync_state_set)
+    """None when restarting (or removing) in-sync member `r` keeps the SyncStateSet at or above the floor. Only
+    members that answer count: one that is down (restarting, recreated) still named in the set acks nothing."""
+    members = sum(1 for o in facts.replicas if _in_set(facts, o) and o.alive)
     floor = facts.min_in_sync_replicas
     who = f"replica {r.name} (broker {r.broker_id})"
     if len(facts.replicas) - 1 < floor:

@@ -18,6 +18,7 @@ Contract:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,19 +66,35 @@ def pod_revisions(sts: JSON | None, pods: list[JSON]) -> dict[str, Revisions]:
     return out
 
 
+def replaced_pods(sts: JSON | None, pods: list[JSON]) -> set[str]:
+    """Replicas whose pod is gone or terminating: deleted by the roll, the replication policy or a user, and
+    being replaced by the StatefulSet. A terminating broker may still answer while it shuts down; it is
+    going away all the same."""
+    if sts is None:
+        return set()
+    live = {p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")}
+    count = int((sts.get("spec") or {}).get("replicas") or 0)
+    return {f"{sts['metadata']['name']}-{i}" for i in range(count)} - live
+
+
 class PodRoll:
     """`control.roll.RollPlatform` on Kubernetes: revisions from the StatefulSet and its pods; a restart deletes
-    the pod."""
+    the pod, unless it is being replaced already."""
 
-    def __init__(self, kube: KubeClient, namespace: str, revisions: Mapping[str, Revisions]) -> None:
+    def __init__(
+        self, kube: KubeClient, namespace: str, revisions: Mapping[str, Revisions], replaced: set[str]
+    ) -> None:
         self.kube = kube
         self.namespace = namespace
         self._revisions = dict(revisions)
+        self.replaced = replaced
 
     def revisions(self, group: str) -> Mapping[str, Revisions]:
         return self._revisions
 
     async def roll_restart(self, replica: ReplicaObservation) -> str:
+        if replica.name in self.replaced:
+            return f"pod {replica.name} is being replaced already; the roll waits for it"
         await self.kube.delete("Pod", self.namespace, replica.name)
         wanted = self._revisions.get(replica.name)
         return f"deleted pod {replica.name}; the StatefulSet recreates it on {wanted.desired if wanted else '?'}"
@@ -100,8 +117,14 @@ async def roll_pass(
     ns, name = bg.metadata.namespace or "default", bg.metadata.name
     sts = await kube.get("StatefulSet", ns, name)
     revisions = pod_revisions(sts, pods)
+    replaced = replaced_pods(sts, pods)
+    # A replica being replaced counts as down whatever it still answers: no other restart while it is away.
+    state = dataclasses.replace(
+        state,
+        replicas=tuple(dataclasses.replace(r, reachable=False) if r.name in replaced else r for r in state.replicas),
+    )
     settings = roll_settings(bg, controllers, endpoints)
-    after = await run_roll_step(client, state, settings, before, PodRoll(kube, ns, revisions))
+    after = await run_roll_step(client, state, settings, before, PodRoll(kube, ns, revisions, replaced))
     if after is not None and after != before:
         doc: JSON = {"rollout": after.model_dump(mode="json", by_alias=True)}
         blocked = rollout_blocked_condition(after)
