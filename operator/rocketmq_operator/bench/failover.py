@@ -429,6 +429,14 @@ async def run_bench(
             report = producer.report()
             acked = [r for r in producer.records if r.ok]
             acknowledged = {r.key for r in acked}
+
+            # The read-back goes through the name servers like a consumer's: after the last fault the new master
+            # registers the topic again once the supervisor's topic pass re-asserts it (slow on a loaded machine).
+            async def routed() -> bool:
+                route = await client.get_route(topic, timeout=3.0)
+                return bool(route.broker_datas)
+
+            await _wait(f"a route for topic {topic} after the last fault", routed, timeout=120, interval=0.5)
             got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
             lost = len(acknowledged - set(got.keys))
             final = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
