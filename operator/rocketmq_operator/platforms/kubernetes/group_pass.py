@@ -166,7 +166,8 @@ async def _converge(
             kopf.event(resource, type="Normal", reason="ConfigApplied", message=f"{replica}: {text}"[:1000])
     before = previous.rollout if previous is not None else None
     after = await roll_pass(kube, client, bg, state, controllers, endpoints, pods, before)
-    acted_before = (before.restarts + before.switchovers) if before is not None else 0
+    same_roll = before is not None and after is not None and before.target_revision == after.target_revision
+    acted_before = (before.restarts + before.switchovers) if before is not None and same_roll else 0
     if after is not None and after.restarts + after.switchovers > acted_before:
         logger.info("rollout %s: %s", after.phase, after.current_step)
         kopf.event(resource, type="Normal", reason="RollingUpdate", message=after.current_step[:1000])

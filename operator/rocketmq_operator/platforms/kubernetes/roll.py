@@ -47,8 +47,10 @@ def _ordinal(pod_name: str) -> int | None:
 
 def pod_revisions(sts: JSON | None, pods: list[JSON]) -> dict[str, Revisions]:
     """Per replica (pod name): the revision its pod was created from and the StatefulSet's update revision.
-    A replica whose pod is gone or terminating runs nothing yet (current ""). Empty while the StatefulSet
-    controller has not observed the latest spec: the roll waits for it."""
+    A replica whose pod is gone or terminating (deleted by the roll, the replication policy or a user) comes back
+    from the update revision (an OnDelete StatefulSet creates every missing pod from it): it counts as on the
+    desired revision, and `roll_pass` marks it down, so the roll waits for it instead of restarting it again.
+    Empty while the StatefulSet controller has not observed the latest spec: the roll waits for it."""
     if sts is None:
         return {}
     status = sts.get("status") or {}
@@ -61,7 +63,7 @@ def pod_revisions(sts: JSON | None, pods: list[JSON]) -> dict[str, Revisions]:
         name = f"{sts['metadata']['name']}-{ordinal}"
         pod = by_name.get(name)
         running = pod is not None and not pod["metadata"].get("deletionTimestamp")
-        current = str((pod or {})["metadata"].get("labels", {}).get(LABEL_POD_REVISION, "")) if running else ""
+        current = str((pod or {})["metadata"].get("labels", {}).get(LABEL_POD_REVISION, "")) if running else desired
         out[name] = Revisions(current, str(desired))
     return out
 
