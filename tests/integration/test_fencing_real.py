@@ -31,13 +31,16 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ROOT / "tests" / "integration" / "manifests" / "quickstart-fast-detection.yaml"
 THREE_CONTROLLERS = ROOT / "examples" / "three-controllers.yaml"
-HUNG_MASTER_TRIALS = 10
+HUNG_MASTER_TRIALS = 6
 LEADER_CHANGE_TRIALS = 4
 
 
 def _bench(cluster: Any, manifest: Path, trials: int, **options: Any) -> dict[str, Any]:
     # The cluster is already up with the same manifest: the bench's `local up` finds it running and reuses it.
-    return asyncio.run(run_bench([str(manifest)], cluster.state_dir, trials, 200.0, 0.25, True, **options))
+    try:
+        return asyncio.run(run_bench([str(manifest)], cluster.state_dir, trials, 200.0, 0.25, True, **options))
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}\n{cluster.log_tails()}") from exc
 
 
 def _assert_clean(doc: dict[str, Any], trials: int) -> None:

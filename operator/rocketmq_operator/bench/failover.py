@@ -353,6 +353,9 @@ async def run_bench(
             await producer.start()
             try:
                 for _ in range(trials):
+                    await asyncio.sleep(2.0)  # steady traffic before the fault
+                    # Checked right before the fault: a loaded machine can drop a slave from the SyncStateSet at
+                    # any time, and a fault then has no eligible successor (correctly: no unclean election).
                     await _wait("a full SyncStateSet", lambda: _full(group, client), timeout=180, interval=0.2)
                     states = await observe_groups(
                         client, group.controllers, {group.name: group.endpoints}, {group.name: True}
@@ -363,7 +366,6 @@ async def run_bench(
                     old, old_epoch, _ = await _retrying(lambda: group.controller_master(client))
                     assert old is not None
                     old_addr = next(e.address for e in group.endpoints if e.name == by_id[old])
-                    await asyncio.sleep(2.0)  # steady traffic before the fault
                     leader_change_s = (
                         await _change_leader(state_dir, state, group, client) if after_leader_change else None
                     )
@@ -381,7 +383,15 @@ async def run_bench(
                     observe_task = asyncio.create_task(
                         _wait("the status to show it", observed, 60, interval=observe_interval_s)
                     )
-                    elected_at = await elect_task
+                    try:
+                        elected_at = await elect_task
+                    except TimeoutError as exc:
+                        # Say what the controller shows, so that a failure under load can be told apart.
+                        now_master = await _retrying(lambda: group.controller_master(client))
+                        raise TimeoutError(
+                            f"{exc}: broker {old} (epoch {old_epoch}) was faulted; the controller now names "
+                            f"master {now_master[0]} (epoch {now_master[1]}), SyncStateSet size {now_master[2]}"
+                        ) from exc
                     notes: list[str] = []
                     stale: StaleRouteClient | None = None
                     if fault == "stop":
