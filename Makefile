@@ -40,7 +40,9 @@ prepare: prepare-rocketmq prepare-cluster
 
 prepare-rocketmq: install
 	$(BIN)/rocketmq-operator local dist-path >/dev/null
-	@command -v shellcheck >/dev/null || { apt-get update -qq && apt-get install -y -qq shellcheck >/dev/null; }
+	@# shellcheck for the lint, iptables for the chaos tool's network faults (Debian's packages)
+	@need=""; for tool in shellcheck iptables; do command -v $$tool >/dev/null || need="$$need $$tool"; done; \
+	if [ -n "$$need" ]; then apt-get update -qq && apt-get install -y -qq$$need >/dev/null; fi
 
 prepare-cluster: k8s-node-deps
 	$(MAKE) --no-print-directory --output-sync=target -j2 k8s-node-tools images

@@ -131,7 +131,7 @@ class LocalPlatform:
         self.current_shared = False
         self.counter = 0
 
-    def _up(self, files: Sequence[Path], name: str | None, timeout: float) -> LocalCluster:
+    def _up(self, files: Sequence[Path], name: str | None, timeout: float, up_args: Sequence[str] = ()) -> LocalCluster:
         self.stop_current()
         self.counter += 1
         state_dir = self.root / f"{name or 'cluster'}-{self.counter}"
@@ -139,7 +139,9 @@ class LocalPlatform:
         self.current = cluster
         args = [a for f in cluster.files for a in ("-f", str(f))]
         began = time.monotonic()
-        proc = cluster.cli("up", *args, "--wait", "--timeout", str(timeout), check=False, timeout=timeout + 120)
+        proc = cluster.cli(
+            "up", *args, *up_args, "--wait", "--timeout", str(timeout), check=False, timeout=timeout + 120
+        )
         cluster.up_seconds = time.monotonic() - began
         cluster.up_output = proc.stdout
         if proc.returncode != 0:
@@ -165,8 +167,10 @@ class LocalPlatform:
             _kill_leftovers(cluster.state_dir)
 
     @contextlib.contextmanager
-    def up(self, *files: Path, name: str | None = None, timeout: float = UP_TIMEOUT_S) -> Iterator[LocalCluster]:
-        cluster = self._up(files, name, timeout)
+    def up(
+        self, *files: Path, name: str | None = None, timeout: float = UP_TIMEOUT_S, up_args: Sequence[str] = ()
+    ) -> Iterator[LocalCluster]:
+        cluster = self._up(files, name, timeout, up_args)
         try:
             yield cluster
         finally:

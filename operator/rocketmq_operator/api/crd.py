@@ -223,6 +223,16 @@ def _crd(
     _bound_config_maps(spec_schema)
     rules = rules_for(kind)
     spec_schema["x-kubernetes-validations"] = _cel_validations(rules, "spec")
+    controller_type = spec_schema.get("properties", {}).get("type")
+    if kind == "ControllerGroup" and controller_type is not None:
+        # RocketMQ cannot move a controller store between DLedger and JRaft (docs/cn/controller/deploy.md).
+        controller_type["x-kubernetes-validations"] = [
+            {
+                "rule": "self == oldSelf",
+                "message": "spec.type is fixed at creation (RocketMQ cannot convert a DLedger controller store to "
+                "JRaft or back); fix: create a new ControllerGroup with the other type",
+            }
+        ]
     status_schema = model_schema(status)
     root: JSON = {
         "type": "object",

@@ -221,7 +221,14 @@ class ControllerGroupSpec(Model):
     version: str = Field(default=DEFAULT_ROCKETMQ_VERSION)
     image: str | None = None
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
-    replicas: int = Field(default=3, description="Controllers in the DLedger quorum: 1, 3 or 5.")
+    replicas: int = Field(default=3, description="Controllers in the quorum: 1, 3 or 5.")
+    type: Literal["dledger", "jraft"] = Field(
+        default="dledger",
+        description=(
+            "The controllers' consensus: DLedger (RocketMQ's default) or JRaft (5.2+). Fixed at creation: RocketMQ "
+            "cannot move a controller's store from one to the other."
+        ),
+    )
     standalone: bool = Field(
         default=False,
         description="Run controllers apart from the name servers (default: controllers inside the name servers).",

@@ -102,7 +102,11 @@ OPERATOR_OWNED_BROKER_KEYS: dict[str, str] = {
 OPERATOR_OWNED_CONTROLLER_KEYS: dict[str, str] = {
     "listenPort": "(fixed per platform)",
     "enableControllerInNamesrv": "spec.standalone",
-    "controllerType": "(DLedger, always)",
+    "controllerType": "spec.type",
+    "jRaftGroupId": "metadata.name",
+    "jRaftServerId": "(assigned per replica)",
+    "jRaftInitConf": "spec.replicas",
+    "jRaftControllerRPCAddr": "spec.replicas",
     "controllerDLegerGroup": "metadata.name",
     "controllerDLegerPeers": "spec.replicas",
     "controllerDLegerSelfId": "(assigned per replica)",

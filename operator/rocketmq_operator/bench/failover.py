@@ -99,7 +99,7 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(ordered[index], 3)
 
 
-async def _cli(*args: str) -> str:
+async def run_cli(*args: str) -> str:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -234,7 +234,7 @@ class Group:
         return status.master.broker_id if status.master else None
 
 
-async def _wait(what: str, check: Any, timeout: float, interval: float = 0.02) -> float:
+async def wait_for(what: str, check: Any, timeout: float, interval: float = 0.02) -> float:
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -247,7 +247,7 @@ async def _wait(what: str, check: Any, timeout: float, interval: float = 0.02) -
         await asyncio.sleep(interval)
 
 
-async def _retrying(call: Callable[[], Awaitable[T]], timeout: float = 30.0) -> T:
+async def retrying(call: Callable[[], Awaitable[T]], timeout: float = 30.0) -> T:
     """A read of the controller that a loaded machine may time out once: tried again until ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
@@ -311,7 +311,7 @@ async def _change_leader(state_dir: Path, state: LocalState, group: Group, clien
         return await _controller_leader(state, group.controllers, client) != leader
 
     try:
-        return round(await _wait("another controller leader", moved, 60, interval=0.05) - killed_at, 3)
+        return round(await wait_for("another controller leader", moved, 60, interval=0.05) - killed_at, 3)
     finally:
         await control.request(layout, "start", replica=process)
 
@@ -336,7 +336,7 @@ async def run_bench(
     up_args = ["local", "up", "--wait", "--state-dir", str(state_dir)]
     for f in files:
         up_args += ["-f", f]
-    await _cli(*up_args)
+    await run_cli(*up_args)
     state = read_state(StateLayout(state_dir).state_file)
     group_names = [g.name for g in state.groups if g.kind == "BrokerGroup" and g.controller_mode]
     if not group_names:
@@ -356,14 +356,16 @@ async def run_bench(
                     await asyncio.sleep(2.0)  # steady traffic before the fault
                     # Checked right before the fault: a loaded machine can drop a slave from the SyncStateSet at
                     # any time, and a fault then has no eligible successor (correctly: no unclean election).
-                    await _wait("a full SyncStateSet", lambda: _full(group, client), timeout=180, interval=0.2)
+                    await wait_for(
+                        "a full SyncStateSet", lambda: full_sync_state_set(group, client), timeout=180, interval=0.2
+                    )
                     states = await observe_groups(
                         client, group.controllers, {group.name: group.endpoints}, {group.name: True}
                     )
                     for r in states[group.name].replicas:
                         if r.broker_id is not None:
                             by_id[r.broker_id] = r.name
-                    old, old_epoch, _ = await _retrying(lambda: group.controller_master(client))
+                    old, old_epoch, _ = await retrying(lambda: group.controller_master(client))
                     assert old is not None
                     old_addr = next(e.address for e in group.endpoints if e.name == by_id[old])
                     leader_change_s = (
@@ -379,15 +381,15 @@ async def run_bench(
                         master = await group.status_master(client)
                         return master is not None and master != old
 
-                    elect_task = asyncio.create_task(_wait("the controller's election", elected, 60))
+                    elect_task = asyncio.create_task(wait_for("the controller's election", elected, 60))
                     observe_task = asyncio.create_task(
-                        _wait("the status to show it", observed, 60, interval=observe_interval_s)
+                        wait_for("the status to show it", observed, 60, interval=observe_interval_s)
                     )
                     try:
                         elected_at = await elect_task
                     except TimeoutError as exc:
                         # Say what the controller shows, so that a failure under load can be told apart.
-                        now_master = await _retrying(lambda: group.controller_master(client))
+                        now_master = await retrying(lambda: group.controller_master(client))
                         raise TimeoutError(
                             f"{exc}: broker {old} (epoch {old_epoch}) was faulted; the controller now names "
                             f"master {now_master[0]} (epoch {now_master[1]}), SyncStateSet size {now_master[2]}"
@@ -411,7 +413,7 @@ async def run_bench(
                     observed_at = await observe_task
                     recovered = await _recovered(producer, killed_at, RECOVERY_TIMEOUT_S)
                     await asyncio.sleep(1.0)  # a little steady traffic after the recovery
-                    new_master, _, _ = await _retrying(lambda: group.controller_master(client))
+                    new_master, _, _ = await retrying(lambda: group.controller_master(client))
                     now = time.time()
                     recs = list(producer.records)
                     windows = [w for w in producer.recovery_windows() if killed_at - 5 <= w.start <= now]
@@ -446,7 +448,7 @@ async def run_bench(
                 route = await client.get_route(topic, timeout=3.0)
                 return bool(route.broker_datas)
 
-            await _wait(f"a route for topic {topic} after the last fault", routed, timeout=120, interval=0.5)
+            await wait_for(f"a route for topic {topic} after the last fault", routed, timeout=120, interval=0.5)
             got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
             lost = len(acknowledged - set(got.keys))
             final = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
@@ -459,7 +461,7 @@ async def run_bench(
                 deposed_acks = -1  # unknown: no master at the end
     finally:
         if not keep:
-            await _cli("local", "down", "--purge", "--state-dir", str(state_dir))
+            await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
         manifests.cleanup()
     rto = [t.rto_s for t in results]
     lag = [t.observe_lag_s for t in results if t.observe_lag_s is not None]
@@ -489,7 +491,7 @@ async def run_bench(
     }
 
 
-async def _full(group: Group, client: RemotingClient) -> bool:
+async def full_sync_state_set(group: Group, client: RemotingClient) -> bool:
     master, _, members = await group.controller_master(client)
     if master is None or members < group.spec.replicas:
         return False

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rocketmq_operator.bench.failover import _cli, percentile
+from rocketmq_operator.bench.failover import percentile, run_cli
 from rocketmq_operator.platforms.local import control
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.state import read_state
@@ -45,7 +45,7 @@ async def run_bench(files: list[str], state_dir: Path, trials: int, keep: bool) 
     up_args = ["local", "up", "--wait", "--state-dir", str(state_dir)]
     for f in files:
         up_args += ["-f", f]
-    await _cli(*up_args)
+    await run_cli(*up_args)
     layout = StateLayout(state_dir)
     state = read_state(layout.state_file)
     groups = [g.name for g in state.groups if g.kind == "BrokerGroup"]
@@ -86,7 +86,7 @@ async def run_bench(files: list[str], state_dir: Path, trials: int, keep: bool) 
                 raise SystemExit(f"error: the route of {group} did not come back within {TRIAL_TIMEOUT_S:.0f}s")
     finally:
         if not keep:
-            await _cli("local", "down", "--purge", "--state-dir", str(state_dir))
+            await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
     back = [t["route_back_s"] for t in per_trial]
     return {
         "group": group,

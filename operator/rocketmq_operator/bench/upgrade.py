@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from rocketmq_operator.bench.failover import _cli, delivery
+from rocketmq_operator.bench.failover import delivery, run_cli
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.report import collect
 from rocketmq_operator.platforms.local.roll import read_rollout
@@ -93,7 +93,7 @@ async def run_bench(
     up_args = ["local", "up", "--wait", "--state-dir", str(state_dir)]
     for f in files:
         up_args += ["-f", f]
-    await _cli(*up_args)
+    await run_cli(*up_args)
     state = read_state(layout.state_file)
     groups = [g.name for g in state.groups if g.kind == "BrokerGroup" and g.controller_mode]
     if not groups:
@@ -114,7 +114,7 @@ async def run_bench(
             for f in target:
                 apply_args += ["-f", f]
             applied_at = time.time()
-            apply_output = await _cli(*apply_args)
+            apply_output = await run_cli(*apply_args)
             rollout = None
             deadline = time.monotonic() + roll_timeout_s
             while time.monotonic() < deadline:
@@ -139,7 +139,7 @@ async def run_bench(
         lost = len(acknowledged - set(got.keys))
     finally:
         if not keep:
-            await _cli("local", "down", "--purge", "--state-dir", str(state_dir))
+            await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
         manifests.cleanup()
     order = [o for o in watch.order if applied_at <= o["at"] <= finished_at]
     return {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,55 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     return 0 if doc["lost"] == 0 and doc["phase"] == "Complete" else 1
 
 
+def cmd_chaos(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.chaos import run_chaos
+    from rocketmq_operator.bench.chaos_plan import ChaosPlanError
+    from rocketmq_operator.platforms.local.netfault import NetFaultError
+
+    state_dir = Path(args.state_dir or ".bench-state/chaos").resolve()
+    families = [f.strip() for f in args.families.split(",") if f.strip()]
+    plot = Path(args.plot).resolve() if args.plot else state_dir.parent / f"chaos-{args.seed}.svg"
+    try:
+        doc = asyncio.run(
+            run_chaos(
+                args.files,
+                state_dir,
+                faults=args.faults,
+                seed=args.seed,
+                families=families,
+                hold_s=args.hold,
+                recover_s=args.recover,
+                rate=args.rate,
+                keep=args.keep,
+                plot=plot,
+            )
+        )
+    except (ChaosPlanError, NetFaultError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_fault"}, indent=2))
+    return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
+
+
 def register(sub: Any) -> None:
+    c = sub.add_parser(
+        "chaos",
+        help="a seeded campaign of kill, suspend, packet-loss and partition faults under a producer (local, root)",
+    )
+    c.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    c.add_argument("--faults", type=int, default=12, help="how many faults (default 12)")
+    c.add_argument("--seed", type=int, default=1, help="the schedule's seed (default 1)")
+    c.add_argument("--families", default="kill,suspend,loss,partition", help="comma-separated fault families")
+    c.add_argument("--hold", type=float, default=5.0, metavar="S", help="each fault is held S seconds (default 5)")
+    c.add_argument(
+        "--recover", type=float, default=5.0, metavar="S", help="steady traffic after the group is healthy again"
+    )
+    c.add_argument("--rate", type=float, default=200.0, help="producer messages per second")
+    c.add_argument("--plot", metavar="FILE", help="the timeline SVG (default: chaos-SEED.svg next to the state dir)")
+    c.add_argument("--state-dir", help="default: .bench-state/chaos")
+    c.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
+    c.add_argument("--json", action="store_true", help="include every fault")
+    c.set_defaults(func=cmd_chaos)
     bench = sub.add_parser("bench", help="benchmarks that print JSON (failover, spark)")
     bsub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
     p = bsub.add_parser("failover", help="SIGKILL or SIGSTOP the master N times under load on the local platform")

@@ -24,7 +24,13 @@ def _state_dir_arg(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    return control.up(args.files, resolve_state_dir(args.state_dir), wait=args.wait, timeout=args.timeout)
+    return control.up(
+        args.files,
+        resolve_state_dir(args.state_dir),
+        wait=args.wait,
+        timeout=args.timeout,
+        fault_injection=args.fault_injection,
+    )
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -80,6 +86,11 @@ def register(sub: Any) -> None:
     _state_dir_arg(p)
     p.add_argument("--wait", action="store_true", help="wait until every group has a master and a full set")
     p.add_argument("--timeout", type=float, default=180.0, metavar="S", help="--wait gives up after S seconds")
+    p.add_argument(
+        "--fault-injection",
+        action="store_true",
+        help="start each process in a cgroup of its own, so `chaos` can drop its packets (root, cgroup v2, iptables)",
+    )
     p.set_defaults(func=cmd_up)
 
     p = lsub.add_parser(

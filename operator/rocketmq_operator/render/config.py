@@ -15,6 +15,7 @@ from rocketmq_operator.core.quorum import config_text, effective_quorum, quorum_
 
 NAMESRV_PORT = 9876
 CONTROLLER_PORT = 9878
+RAFT_PORT = 9880  # JRaft controllers: the Raft peer port (RocketMQ's documented default)
 BROKER_PORT = 10911
 
 
@@ -48,10 +49,12 @@ class BrokerPlacement:
 
 @dataclass(frozen=True)
 class ControllerPlacement:
-    """Controller peers (`host:port` of each DLedger peer, in ordinal order) and each process's place."""
+    """Controller peers (`host:port` each controller answers brokers on, in ordinal order: DLedger's peer address
+    too), and, for JRaft, the Raft peer addresses (a port of their own); and each process's place."""
 
     peers: Sequence[str]
     replicas: Sequence[ReplicaPlacement]
+    raft_peers: Sequence[str] = ()
     name_server_replicas: Sequence[ReplicaPlacement] = ()
     platform_defaults: Mapping[str, str] = field(default_factory=dict)
 
@@ -123,11 +126,24 @@ def controller_config(cg: ControllerGroup, ordinal: int, placement: ControllerPl
     if not cg.spec.standalone:
         conf.update(listenPort=str(where.listen_port), enableControllerInNamesrv="true")
         conf.update(_namesrv_keys(), kvConfigPath=f"{where.store_root}/kvConfig.json")
+    if cg.spec.type == "jraft":
+        # JRaftController: Raft between the jRaftInitConf addresses, brokers served on the jRaftControllerRPCAddr
+        # one of the same index (ControllerStartup/NamesrvStartup read these keys into JraftConfig).
+        conf.update(
+            controllerType="jRaft",
+            jRaftGroupId=cg.metadata.name,
+            jRaftServerId=placement.raft_peers[ordinal],
+            jRaftInitConf=",".join(placement.raft_peers),
+            jRaftControllerRPCAddr=",".join(placement.peers),
+        )
+    else:
+        conf.update(
+            controllerType="DLedger",
+            controllerDLegerGroup=cg.metadata.name,
+            controllerDLegerPeers=dledger_peers(placement.peers),
+            controllerDLegerSelfId=f"n{ordinal}",
+        )
     conf.update(
-        controllerType="DLedger",
-        controllerDLegerGroup=cg.metadata.name,
-        controllerDLegerPeers=dledger_peers(placement.peers),
-        controllerDLegerSelfId=f"n{ordinal}",
         controllerStorePath=f"{where.store_root}/controller",
         configStorePath=f"{where.store_root}/controller.properties",
         enableElectUncleanMaster="false",

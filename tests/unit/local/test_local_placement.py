@@ -222,3 +222,36 @@ def test_explicit_name_servers_without_controller_group() -> None:
     res = resources(bg_doc(haMode="sync", controllerRef=None, nameServers=["10.0.0.1:9876"]))
     confs = render_configs(res, pack(port_needs(res), BASE), StateLayout(STATE))
     assert props(confs["bg-0"])["namesrvAddr"] == "10.0.0.1:9876"
+
+
+@pytest.mark.parametrize("standalone", [False, True])
+def test_jraft_controllers_get_a_raft_port_and_the_jraft_keys(standalone: bool) -> None:
+    res = resources(cg_doc(replicas=3, type="jraft", standalone=standalone), bg_doc())
+    ports = pack(port_needs(res), BASE)
+    confs = {name: props(text) for name, text in render_configs(res, ports, StateLayout(STATE)).items()}
+    raft = [f"127.0.0.1:{ports[f'ctl-{i}.raft']}" for i in range(3)]
+    rpc = [f"127.0.0.1:{ports[f'ctl-{i}.controller']}" for i in range(3)]
+    assert len(set(ports.values())) == len(ports)  # the Raft port is a port of its own
+    for i in range(3):
+        conf = confs[f"ctl-{i}"]
+        assert conf["controllerType"] == "jRaft"
+        assert (conf["jRaftGroupId"], conf["jRaftServerId"]) == ("ctl", raft[i])
+        assert conf["jRaftInitConf"] == ",".join(raft)
+        assert conf["jRaftControllerRPCAddr"] == ",".join(rpc)
+        assert not any(k.startswith("controllerDLeger") for k in conf)
+    # brokers talk to the controllers' RPC addresses, whichever consensus runs behind them
+    assert confs["bg-0"]["controllerAddr"] == ";".join(rpc)
+
+
+def test_the_kubernetes_jraft_controllers_expose_the_raft_port() -> None:
+    from rocketmq_operator.render.kubernetes import render_controller_group
+
+    (cg,) = resources(cg_doc(replicas=3, type="jraft"))
+    assert isinstance(cg, ControllerGroup)
+    objects = render_controller_group(cg)
+    sts = next(o for o in objects if o["kind"] == "StatefulSet")
+    ports = {p["name"]: p["containerPort"] for p in sts["spec"]["template"]["spec"]["containers"][0]["ports"]}
+    assert ports["raft"] == 9880
+    conf = props(next(o for o in objects if o["kind"] == "ConfigMap")["data"]["ctl-1.conf"])
+    assert conf["jRaftServerId"] == "ctl-1.ctl-headless.default.svc:9880"
+    assert conf["jRaftControllerRPCAddr"].split(",")[1] == "ctl-1.ctl-headless.default.svc:9878"

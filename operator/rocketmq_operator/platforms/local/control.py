@@ -46,6 +46,7 @@ from rocketmq_operator.platforms.local.distribution import (
     java_executable,
 )
 from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.netfault import NetFaultError, NetFaults, remove_cgroups
 from rocketmq_operator.platforms.local.placement import (
     PlacementError,
     check_names,
@@ -301,6 +302,7 @@ def up(
     *,
     wait: bool = False,
     timeout: float = 180.0,
+    fault_injection: bool = False,
     out: Out = _stdout,
 ) -> int:
     layout = StateLayout(state_dir)
@@ -318,14 +320,16 @@ def up(
     try:
         check_names(resources)
         with locked(layout):
-            code = _up(resources, files, layout, out=out)
+            if fault_injection:
+                NetFaults(layout.root).check()
+            code = _up(resources, files, layout, fault_injection=fault_injection, out=out)
         if code == EXIT_OK and wait:
             return asyncio.run(wait_ready(layout, timeout, out))
         return code
     except PlacementError as exc:
         out(str(exc))
         return EXIT_INVALID
-    except (LocalError, StateError, DistributionError, PortError, commands.CommandError) as exc:
+    except (LocalError, StateError, DistributionError, PortError, commands.CommandError, NetFaultError) as exc:
         _stderr(f"error: {exc}")
         return EXIT_FAILED
 
@@ -335,6 +339,7 @@ def _up(
     files: Sequence[str],
     layout: StateLayout,
     *,
+    fault_injection: bool = False,
     out: Out,
 ) -> int:
     digest = manifest_digest(resources)
@@ -346,6 +351,11 @@ def _up(
                 raise LocalError(
                     f"{layout.root} already runs other manifests ({', '.join(existing.files)}); "
                     f"fix: `{down_hint}` first, or use another --state-dir"
+                )
+            if fault_injection and not existing.fault_injection:
+                raise LocalError(
+                    f"{layout.root} already runs without --fault-injection (its processes are in no cgroup of "
+                    f"their own); fix: `{down_hint}` first, then `local up --fault-injection`"
                 )
             out(f"already running in {layout.root} (supervisor pid {existing.supervisor.pid}); nothing to do")
             return EXIT_OK
@@ -382,6 +392,7 @@ def _up(
     for stale in layout.commands_dir.iterdir():
         stale.unlink(missing_ok=True)
     state.supervisor = SupervisorInfo()
+    state.fault_injection = fault_injection
     write_state(layout.state_file, state)
 
     began = time.monotonic()
@@ -430,6 +441,7 @@ def _down(layout: StateLayout, *, purge: bool, out: Out) -> int:
             _wait_gone([pid], 10.0)
         out(f"stopped in {time.monotonic() - began:.1f}s")
     leftovers = stop_leftovers(layout, out=out)
+    remove_cgroups(layout.root)
     if state is not None and not purge:
         with contextlib.suppress(StateError):
             state = read_state(layout.state_file)  # the supervisor's last word

@@ -125,6 +125,8 @@ def port_needs(resources: Sequence[Resource]) -> list[PortNeed]:
             if not cg.spec.standalone:
                 needs.append(PortNeed(f"{name}.namesrv", SINGLE))
             needs.append(PortNeed(f"{name}.controller", SINGLE))
+            if cg.spec.type == "jraft":
+                needs.append(PortNeed(f"{name}.raft", SINGLE))
         needs.extend(PortNeed(f"{name}.namesrv", SINGLE) for name in _namesrv_names(cg))
     for bg in _brokers(resources):
         needs.extend(PortNeed(f"{name}.listen", BROKER_OFFSETS) for name in _broker_names(bg))
@@ -150,9 +152,11 @@ def controller_placement(cg: ControllerGroup, ports: Mapping[str, int], layout: 
     key = "controller" if cg.spec.standalone else "namesrv"
     replicas = [ReplicaPlacement(ports[f"{n}.{key}"], str(layout.data(n)), LOCALHOST) for n in _controller_names(cg)]
     name_servers = [ReplicaPlacement(ports[f"{n}.namesrv"], str(layout.data(n)), LOCALHOST) for n in _namesrv_names(cg)]
+    raft = [_addr(ports[f"{n}.raft"]) for n in _controller_names(cg)] if cg.spec.type == "jraft" else []
     return ControllerPlacement(
         peers=peers,
         replicas=replicas,
+        raft_peers=raft,
         name_server_replicas=name_servers,
         platform_defaults=dict(CONTROLLER_PLATFORM_DEFAULTS),
     )
@@ -239,11 +243,12 @@ def _processes(resources: Sequence[Resource], ports: Mapping[str, int], layout: 
         extra = tuple(cg.spec.jvm.extra_options)
         for i, replica in enumerate(_controller_names(cg)):
             conf = controller_config(cg, i, placement)
+            raft = {"raft": ports[f"{replica}.raft"]} if cg.spec.type == "jraft" else {}
             if cg.spec.standalone:
                 port = ports[f"{replica}.controller"]
                 out.append(
                     _Process(
-                        replica, "controller", name, "ControllerGroup", i, 0, {"controller": port}, _addr(port),
+                        replica, "controller", name, "ControllerGroup", i, 0, {"controller": port, **raft}, _addr(port),
                         conf, CONTROLLER_HEAP, None, extra,
                     )
                 )  # fmt: skip
@@ -252,7 +257,7 @@ def _processes(resources: Sequence[Resource], ports: Mapping[str, int], layout: 
                 out.append(
                     _Process(
                         replica, "namesrv", name, "ControllerGroup", i, 0,
-                        {"namesrv": ns_port, "controller": ctl_port}, _addr(ns_port),
+                        {"namesrv": ns_port, "controller": ctl_port, **raft}, _addr(ns_port),
                         conf, NAMESRV_WITH_CONTROLLER_HEAP, None, extra,
                     )
                 )  # fmt: skip

@@ -144,6 +144,7 @@ class LocalState:
     replicas: list[ReplicaProcess]
     supervisor: SupervisorInfo = field(default_factory=SupervisorInfo)
     updated_at: float | None = None
+    fault_injection: bool = False  # each process in a cgroup of its own, for network faults (netfault.py)
 
     @property
     def name_servers(self) -> list[str]:
@@ -175,6 +176,7 @@ class LocalState:
             "controllers": self.controllers,
             "supervisor": self.supervisor.to_json(),
             "updatedAt": self.updated_at,
+            "faultInjection": self.fault_injection,
             "groups": [g.to_json() for g in self.groups],
             "replicas": [r.to_json() for r in self.replicas],
             "resources": self.resources,
@@ -196,6 +198,7 @@ class LocalState:
                 replicas=[ReplicaProcess.from_json(r) for r in data["replicas"]],
                 supervisor=SupervisorInfo.from_json(data.get("supervisor") or {}),
                 updated_at=data.get("updatedAt"),
+                fault_injection=bool(data.get("faultInjection", False)),
             )
         except (KeyError, TypeError) as exc:
             raise StateError(f"state.json is malformed: {exc!r}") from None

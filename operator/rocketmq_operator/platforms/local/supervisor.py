@@ -52,6 +52,7 @@ from rocketmq_operator.platforms.local import report as local_status
 from rocketmq_operator.platforms.local.adopt import AdoptedProcess
 from rocketmq_operator.platforms.local.backoff import DEFAULT_BACKOFF, BackoffPolicy
 from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.netfault import cgroup_preexec
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.ports import port_answers
 from rocketmq_operator.platforms.local.roll import LocalRoll, handle_apply, promote_target
@@ -152,6 +153,8 @@ class Supervisor:
                     stdout=handle,
                     stderr=subprocess.STDOUT,
                     close_fds=True,
+                    # Network faults drop a process's packets by its cgroup: it must be in it before any socket.
+                    preexec_fn=cgroup_preexec(self.layout.root, r.name) if self.state.fault_injection else None,
                 )
             except OSError as exc:
                 handle.write(f"=== cannot start: {exc}\n".encode())

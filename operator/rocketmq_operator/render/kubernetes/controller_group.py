@@ -6,6 +6,7 @@ from rocketmq_operator.api.models import ControllerGroup
 from rocketmq_operator.render.config import (
     CONTROLLER_PORT,
     NAMESRV_PORT,
+    RAFT_PORT,
     controller_config,
     namesrv_config,
     properties_text,
@@ -48,6 +49,8 @@ def render_controller_group(cg: ControllerGroup) -> list[JSON]:
     role = "controller" if standalone else "namesrv"
     java = [*jvm_options(role, heap, cg.spec.jvm.direct_memory), *cg.spec.jvm.extra_options]
     ctl_ports = CONTROLLER_PORTS[1:] if standalone else CONTROLLER_PORTS
+    if cg.spec.type == "jraft":
+        ctl_ports = [*ctl_ports, {"name": "raft", "containerPort": RAFT_PORT, "protocol": "TCP"}]
     common = dict(
         namespace=namespace,
         image=controller_image(cg),

@@ -9,6 +9,7 @@ from rocketmq_operator.render.config import (
     BROKER_PORT,
     CONTROLLER_PORT,
     NAMESRV_PORT,
+    RAFT_PORT,
     BrokerPlacement,
     ControllerPlacement,
     ReplicaPlacement,
@@ -83,6 +84,10 @@ def controller_addresses(cg: ControllerGroup, namespace: str) -> list[str]:
     return [f"{pod_dns(cg.metadata.name, i, namespace)}:{CONTROLLER_PORT}" for i in range(cg.spec.replicas)]
 
 
+def raft_addresses(cg: ControllerGroup, namespace: str) -> list[str]:
+    return [f"{pod_dns(cg.metadata.name, i, namespace)}:{RAFT_PORT}" for i in range(cg.spec.replicas)]
+
+
 def namespace_of(resource: BrokerGroup | ControllerGroup, default: str = "default") -> str:
     return resource.metadata.namespace or default
 
@@ -111,5 +116,6 @@ def controller_placement(cg: ControllerGroup, namespace: str) -> ControllerPlace
     return ControllerPlacement(
         peers=controller_addresses(cg, namespace),
         replicas=[ReplicaPlacement(NAMESRV_PORT, DATA_DIR) for _ in range(cg.spec.replicas)],
+        raft_peers=raft_addresses(cg, namespace) if cg.spec.type == "jraft" else [],
         name_server_replicas=[ReplicaPlacement(NAMESRV_PORT, DATA_DIR) for _ in range(ns_count)],
     )

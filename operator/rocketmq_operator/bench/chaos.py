@@ -1,0 +1,245 @@
+"""`rocketmq-operator chaos`: a seeded campaign of faults on a local controller-mode group, under a producer.
+
+Contract: `run_chaos` brings the manifests up with fault injection (`local up --fault-injection`: each process in
+a cgroup of its own), runs a producer (3 s timeout, 2 retries, as the Java client's defaults) for the whole
+campaign, and injects the planned faults one at a time: each held for ``hold_s`` and healed, then the group is
+given back its full health (every process up, a full SyncStateSet) plus ``recover_s`` of steady traffic before
+the next. Afterwards every acknowledged message is read back through the name servers, and every
+acknowledgement's queue offset is checked on the final master (`deposed_acks`: writes a deposed master took).
+The pure half (schedule, targets, checker) is `chaos_plan`; a fault is executed here:
+
+* kill: SIGKILL with no restart, started again at heal; suspend: SIGSTOP, SIGCONT at heal (a hung master is
+  fenced by the supervisor meanwhile, and then there is nothing to continue);
+* loss / partition: iptables drops 80% / all of what the process sends (`platforms.local.netfault`).
+
+Every fault is healed and the cluster taken down (unless ``keep``) also on an error or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+from rocketmq_operator.bench.chaos_plan import (
+    LOSS_PROBABILITY,
+    HeldFault,
+    PlannedFault,
+    Send,
+    check_campaign,
+    plan_campaign,
+    resolve_targets,
+    timeline_svg,
+)
+from rocketmq_operator.bench.failover import Group, count_deposed_acks, full_sync_state_set, retrying, run_cli, wait_for
+from rocketmq_operator.control.observe import observe_groups
+from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.netfault import NetFaults
+from rocketmq_operator.platforms.local.state import LocalState, read_state
+from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.tools.consume import consume
+from rocketmq_operator.tools.produce import SteadyProducer
+
+HEALTH_TIMEOUT_S = 240.0
+
+
+def controller_processes(state: LocalState, group: Group) -> list[str]:
+    """The processes hosting the group's controllers (standalone controllers, or name servers hosting one)."""
+    info = state.group(group.name)
+    owner = info.controller_group if info is not None else None
+    return [
+        r.name for r in state.replicas if r.kind == "ControllerGroup" and r.group == owner and "controller" in r.ports
+    ]
+
+
+class Injector:
+    """Executes one fault family on local processes, and remembers what to heal."""
+
+    def __init__(self, state_dir: Path, net: NetFaults) -> None:
+        self.layout = StateLayout(state_dir)
+        self.net = net
+        self.open: list[tuple[str, str]] = []  # (family, process) not yet healed
+
+    async def _request(self, op: str, **body: Any) -> dict[str, Any]:
+        return await control.request(self.layout, op, **body)
+
+    async def inject(self, family: str, process: str) -> str | None:
+        if family == "kill":
+            answer = await self._request("signal", replica=process, signal="KILL", noRestart=True)
+        elif family == "suspend":
+            answer = await self._request("signal", replica=process, signal="STOP", noRestart=False)
+        elif family == "loss":
+            await self.net.drop(process, LOSS_PROBABILITY)
+            answer = {"ok": True}
+        else:
+            await self.net.drop(process)
+            answer = {"ok": True}
+        self.open.append((family, process))
+        return None if answer.get("ok") else f"{family} {process}: {answer.get('message')}"
+
+    async def heal(self, family: str, process: str) -> str | None:
+        with contextlib.suppress(ValueError):
+            self.open.remove((family, process))
+        if family == "kill":
+            answer = await self._request("start", replica=process)
+        elif family == "suspend":
+            answer = await self._request("signal", replica=process, signal="CONT", noRestart=False)
+        else:
+            await self.net.heal(process, LOSS_PROBABILITY if family == "loss" else 1.0)
+            answer = {"ok": True}
+        # A suspended master the supervisor fenced (SIGKILL, restart) has nothing left to continue.
+        return None if answer.get("ok") else f"heal {family} {process}: {answer.get('message')}"
+
+    async def heal_all(self) -> None:
+        for family, process in list(self.open):
+            with contextlib.suppress(Exception):
+                await self.heal(family, process)
+
+
+async def _healthy(state_dir: Path, group: Group, client: RemotingClient) -> bool:
+    state = read_state(StateLayout(state_dir).state_file)
+    if any(r.pid is None or r.suspended for r in state.replicas):
+        return False
+    return await full_sync_state_set(group, client)
+
+
+async def _master_name(group: Group, client: RemotingClient) -> str | None:
+    states = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
+    master = states[group.name].named_master
+    return master.name if master is not None else None
+
+
+async def run_chaos(
+    files: list[str],
+    state_dir: Path,
+    *,
+    faults: int,
+    seed: int,
+    families: list[str],
+    hold_s: float = 5.0,
+    recover_s: float = 5.0,
+    rate: float = 200.0,
+    keep: bool = False,
+    plot: Path | None = None,
+) -> dict[str, Any]:
+    up_args = ["local", "up", "--wait", "--fault-injection", "--state-dir", str(state_dir)]
+    for f in files:
+        up_args += ["-f", f]
+    await run_cli(*up_args)
+    try:
+        state = read_state(StateLayout(state_dir).state_file)
+        names = [g.name for g in state.groups if g.kind == "BrokerGroup" and g.controller_mode]
+        if not names:
+            raise SystemExit("error: chaos needs a controller-mode BrokerGroup (spec.controllerRef)")
+        group = Group(state, names[0])
+        brokers = [e.name for e in group.endpoints]
+        controllers = controller_processes(state, group)
+        plan = plan_campaign(faults, seed, families, len(controllers))
+        topic = f"chaos-{seed}-{int(time.time())}"
+        held: list[HeldFault] = []
+        async with (
+            NetFaults(state_dir) as net,
+            RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=2.0) as client,
+        ):
+            injector = Injector(state_dir, net)
+            producer = SteadyProducer(topic, rate, namesrv=state.name_servers, size=512, timeout=3.0, retries=2)
+            began = time.time()
+            await producer.start()
+            try:
+                for fault in plan:
+                    held.append(
+                        await _one_fault(
+                            fault, state_dir, group, client, injector, brokers, controllers, hold_s, recover_s
+                        )
+                    )
+                await wait_for(
+                    "the group's health after the last fault",
+                    lambda: _healthy(state_dir, group, client),
+                    HEALTH_TIMEOUT_S,
+                    interval=0.5,
+                )
+                await asyncio.sleep(recover_s)
+            finally:
+                await injector.heal_all()
+                await producer.stop()
+            ended = time.time()
+            sends = [
+                Send(r.key, r.start, r.end, r.ok, r.status, f"{r.broker_name}/{r.queue_id}@{r.queue_offset}")
+                for r in producer.records
+            ]
+
+            async def routed() -> bool:
+                route = await client.get_route(topic, timeout=3.0)
+                return bool(route.broker_datas)
+
+            await wait_for(f"a route for topic {topic}", routed, timeout=120, interval=0.5)
+            got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
+            read, duplicates = set(got.keys), got.duplicates
+            missing = {r.key for r in producer.records if r.ok} - read
+            if missing:
+                # A consumer that stopped early on a loaded machine is not a loss: a message counts as lost only
+                # if a second, patient read does not find it either.
+                again = await consume(state.name_servers, topic, idle_timeout=20.0, read_from="master")
+                read |= again.keys
+            final = await retrying(
+                lambda: observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
+            )
+            master = final[group.name].named_master
+            acked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in producer.records if r.ok]
+            deposed = await count_deposed_acks(client, group.name, topic, acked, master.address) if master else -1
+        doc = check_campaign(sends, held, read, ended, deposed, duplicates)
+        doc["first_read_missing"] = len(missing)  # found by the second read, or lost
+        doc = {
+            "seed": seed,
+            "families": families,
+            "hold_s": hold_s,
+            "recover_s": recover_s,
+            "rate_msgs_per_s": rate,
+            "group": group.name,
+            "brokers": len(brokers),
+            "controllers": len(controllers),
+            **doc,
+        }
+        if plot is not None:
+            plot.write_text(timeline_svg(sends, held, began, ended), encoding="utf-8")
+            doc["plot"] = str(plot)
+        return doc
+    finally:
+        if not keep:
+            await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
+
+
+async def _one_fault(
+    fault: PlannedFault,
+    state_dir: Path,
+    group: Group,
+    client: RemotingClient,
+    injector: Injector,
+    brokers: list[str],
+    controllers: list[str],
+    hold_s: float,
+    recover_s: float,
+) -> HeldFault:
+    await wait_for(
+        "the group's health before the next fault",
+        lambda: _healthy(state_dir, group, client),
+        HEALTH_TIMEOUT_S,
+        interval=0.5,
+    )
+    await asyncio.sleep(recover_s)
+    master = await retrying(lambda: _master_name(group, client))
+    processes = resolve_targets(fault, brokers, controllers, master)
+    notes: list[str] = []
+    start = time.time()
+    for process in processes:
+        if note := await injector.inject(fault.family, process):
+            notes.append(note)
+    await asyncio.sleep(hold_s)
+    healed = time.time()
+    for process in processes:
+        if note := await injector.heal(fault.family, process):
+            notes.append(note)
+    return HeldFault(fault.index, fault.family, fault.target.value, processes, start, healed, tuple(notes))
