@@ -180,8 +180,9 @@ def check_campaign(
 ) -> dict[str, Any]:
     """The checker: acknowledged messages lost (never read back; ``consumed`` holds the keys read), duplicates
     (as the consumer counted them: a retried send the broker had stored, at-least-once), RTO per fault and per
-    family, and the failed sends while only controllers were faulted (RocketMQ claims brokers keep serving). ``deposed_acks`` is the executor's count of acknowledgements whose queue offset
-    holds another message on the final master. A window ends where the next fault starts (or at ``ended``)."""
+    family, and the failed sends while only controllers were faulted (RocketMQ claims brokers keep serving).
+    ``deposed_acks`` is the executor's count of acknowledgements whose queue offset holds another message on the
+    final master. A window ends where the next fault starts (or at ``ended``)."""
     read = set(consumed)
     acked = {s.key for s in sends if s.ok}
     lost = sorted(acked - read)
