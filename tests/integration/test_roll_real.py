@@ -98,7 +98,9 @@ def test_rolling_changes_on_real_brokers(local_platform: Any, tmp_path: Path) ->
         doc = asyncio.run(run_bench([str(old)], cluster.state_dir, TO_VERSION, 200.0, True))
         assert doc["phase"] == "Complete", doc
         assert doc["lost"] == 0, doc
-        assert doc["replicas_restarted"] == 3 and doc["switchovers"] == 1, doc
+        # One planned switchover; a failover by the policy mid-roll (a loaded machine) can hand the master to a
+        # replica not rolled yet, which then takes another. The invariant is the next line's.
+        assert doc["replicas_restarted"] == 3 and doc["switchovers"] >= 1, doc
         assert doc["master_restarted_last"] and doc["restarted_while_master"] == 0, doc
         versions = {r["name"]: r["version"] for r in cluster.group(GROUP)["replicas"]}
         assert set(versions.values()) == {"V5_5_0"}, versions
