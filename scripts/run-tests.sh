@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 MAKE_CMD=${1:-make}
 shift || true
-PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider "$@")
+PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 "$@")
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocketmq-operator-test.XXXXXX")
 build_log=$work/prepare-cluster.log
 e2e_log=$work/e2e.log

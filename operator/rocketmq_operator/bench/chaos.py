@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,17 @@ async def _healthy(state_dir: Path, group: Group, client: RemotingClient) -> boo
     return await full_sync_state_set(group, client)
 
 
+async def _settle(state_dir: Path, group: Group, client: RemotingClient, recover_s: float) -> str | None:
+    """Wait until every process is up and the SyncStateSet is full, then ``recover_s`` of steady traffic. A group
+    that does not get there in HEALTH_TIMEOUT_S is a finding, noted on the fault, and the campaign goes on."""
+    try:
+        await wait_for("the group's health", lambda: _healthy(state_dir, group, client), HEALTH_TIMEOUT_S, 0.5)
+    except TimeoutError as exc:
+        return str(exc)
+    await asyncio.sleep(recover_s)
+    return None
+
+
 async def _master_name(group: Group, client: RemotingClient) -> str | None:
     states = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
     master = states[group.name].named_master
@@ -155,13 +167,8 @@ async def run_chaos(
                             fault, state_dir, group, client, injector, brokers, controllers, hold_s, recover_s
                         )
                     )
-                await wait_for(
-                    "the group's health after the last fault",
-                    lambda: _healthy(state_dir, group, client),
-                    HEALTH_TIMEOUT_S,
-                    interval=0.5,
-                )
-                await asyncio.sleep(recover_s)
+                if note := await _settle(state_dir, group, client, recover_s):
+                    held[-1] = dataclasses.replace(held[-1], notes=(*held[-1].notes, note))
             finally:
                 await injector.heal_all()
                 await producer.stop()
@@ -223,16 +230,10 @@ async def _one_fault(
     hold_s: float,
     recover_s: float,
 ) -> HeldFault:
-    await wait_for(
-        "the group's health before the next fault",
-        lambda: _healthy(state_dir, group, client),
-        HEALTH_TIMEOUT_S,
-        interval=0.5,
-    )
-    await asyncio.sleep(recover_s)
+    unsettled = await _settle(state_dir, group, client, recover_s)
     master = await retrying(lambda: _master_name(group, client))
     processes = resolve_targets(fault, brokers, controllers, master)
-    notes: list[str] = []
+    notes: list[str] = [f"before it: {unsettled}"] if unsettled else []
     start = time.time()
     for process in processes:
         if note := await injector.inject(fault.family, process):
