@@ -64,7 +64,7 @@ class Env:
         return {k: v for k, v in env.items() if v is not None}
 
     def run(self, *args: str, shell: str | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
-        cmd = [shell, str(ENTRYPOINT), *args] if shell else [str(ENTRYPOINT), *args]
+        cmd = [*shell.split(), str(ENTRYPOINT), *args] if shell else [str(ENTRYPOINT), *args]
         return subprocess.run(cmd, env=self.environ(**extra), capture_output=True, text=True, timeout=30)
 
 
@@ -98,10 +98,13 @@ def _expected_argv(env: Env, role: str, pod: str, *extra: str) -> list[str]:
 def _shells() -> list[str]:
     """Every POSIX shell available here: the script must not depend on bash."""
     found = []
+    seen: set[Path] = set()
     for name in ("sh", "dash", "busybox", "bash"):
         path = shutil.which(name)
-        if path and Path(path).resolve() not in {Path(p).resolve() for p in found}:
-            found.append(path)
+        if path and Path(path).resolve() not in seen:
+            seen.add(Path(path).resolve())
+            # busybox is a multi-call binary: `busybox SCRIPT` would look for an applet named SCRIPT.
+            found.append(f"{path} sh" if name == "busybox" else path)
     return found
 
 

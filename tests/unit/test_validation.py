@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rocketmq_operator.api.rules import (
@@ -169,3 +171,16 @@ def test_no_warning_for_all_ack_with_insync_1() -> None:
     }
     report = validate_document(doc)
     assert not [w for w in report.warnings if "asynchronous" in w.message]
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n---\n"])
+def test_a_manifest_without_resources_is_an_error_not_zero_valid(tmp_path: Path, text: str) -> None:
+    from rocketmq_operator.api.validation import validate_files
+
+    empty = tmp_path / "empty.yaml"
+    empty.write_text(text, encoding="utf-8")
+    manifests = validate_files([empty])
+    assert manifests.errors == [
+        f"{empty}: holds no resource (empty, or only comments); rule: a manifest holds at least one BrokerGroup, "
+        "ControllerGroup, Topic or ConsumerGroup; fix: add one (see examples/quickstart.yaml)"
+    ]

@@ -242,9 +242,17 @@ class ManifestSet:
 def validate_files(paths: Sequence[str | Path]) -> ManifestSet:
     """Every document of every file ('-' = stdin), checked alone and against each other."""
     reports: list[Report] = []
+    empty: list[str] = []
     for path in paths:
-        reports.extend(validate_file(path))
-    errors = [r.prefixed(p) for r in reports for p in r.errors]
+        found = validate_file(path)
+        if not found:
+            shown = "stdin" if str(path) == "-" else str(path)
+            empty.append(
+                f"{shown}: holds no resource (empty, or only comments); rule: a manifest holds at least one "
+                "BrokerGroup, ControllerGroup, Topic or ConsumerGroup; fix: add one (see examples/quickstart.yaml)"
+            )
+        reports.extend(found)
+    errors = [*empty, *(r.prefixed(p) for r in reports for p in r.errors)]
     warnings = [r.prefixed(p) for r in reports for p in r.warnings]
     manifests = ManifestSet(reports, errors, warnings)
     errors.extend(str(p) for p in validate_cross_references(manifests.resources))
