@@ -49,7 +49,8 @@ def explain_controller_group(cg: ControllerGroup, warnings: list[Problem]) -> st
         else ("controllers inside the name servers (enableControllerInNamesrv)")
     )
     lines = [
-        f"ControllerGroup {cg.metadata.name} ({cg.spec.replicas} replicas, DLedger Raft quorum)",
+        f"ControllerGroup {cg.metadata.name} ({cg.spec.replicas} replicas, a Raft quorum by "
+        f"{'JRaft' if cg.spec.type == 'jraft' else 'DLedger'})",
         f"  deployment: {where}",
         f"  tolerates {tolerates} controller failure(s); with the quorum down, brokers keep serving but no "
         "master can be elected and SyncStateSets cannot shrink",
