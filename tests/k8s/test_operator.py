@@ -496,3 +496,20 @@ def test_render_output_applies(crds: Any) -> None:
     resources = [r.resource for r in validate_file(QUICKSTART) if r.resource is not None]
     text = "---\n".join(dump_yaml(o) for o in render_all(resources))
     crds.kubectl("apply", "--dry-run=server", "-f", "-", input=text)
+
+
+def test_controller_type_is_fixed_at_creation(crds: Any) -> None:
+    doc = {
+        "apiVersion": "rocketmq-operator.dev/v1alpha1",
+        "kind": "ControllerGroup",
+        "metadata": {"name": "ctl-type", "namespace": "default"},
+        "spec": {"replicas": 3, "type": "jraft"},
+    }
+    crds.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+    try:
+        doc["spec"]["type"] = "dledger"
+        res = crds.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc), check=False)
+        assert res.returncode != 0 and "spec.type is fixed at creation" in res.stderr, res.stderr
+        assert "fix: create a new ControllerGroup with the other type" in res.stderr
+    finally:
+        crds.kubectl("delete", "controllergroup", "ctl-type", "-n", "default", "--wait=false", check=False)
