@@ -81,6 +81,14 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     except (ChaosPlanError, NetFaultError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        left = (
+            f"the cluster is still running (--keep): rocketmq-operator local down --state-dir {state_dir}"
+            if args.keep
+            else "nothing is left running"
+        )
+        print(f"interrupted: every fault was healed; {left}", file=sys.stderr)
+        return 130
     print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_fault"}, indent=2))
     return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
 
