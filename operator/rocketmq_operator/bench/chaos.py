@@ -243,4 +243,6 @@ async def _one_fault(
     for process in processes:
         if note := await injector.heal(fault.family, process):
             notes.append(note)
-    return HeldFault(fault.index, fault.family, fault.target.value, processes, start, healed, tuple(notes))
+    return HeldFault(
+        fault.index, fault.family, fault.target.value, processes, start, healed, tuple(notes), master=master
+    )

@@ -132,6 +132,12 @@ class HeldFault:
     start: float
     healed: float
     notes: tuple[str, ...] = field(default=())
+    master: str | None = None  # the replica the controller named master when the fault started
+
+
+def failed_statuses(sends: Sequence[Send], start: float, end: float) -> dict[str, int]:
+    """What the failed sends of one window ended with (NO_ROUTE, IN_SYNC_REPLICAS_NOT_ENOUGH, ...)."""
+    return dict(sorted(Counter(s.status for s in sends if start <= s.end < end and not s.ok).items()))
 
 
 def fault_rto(sends: Sequence[Send], start: float, end: float) -> tuple[float, int, bool]:
@@ -197,9 +203,11 @@ def check_campaign(
                 "family": fault.family,
                 "target": fault.target,
                 "processes": list(fault.processes),
+                "master": fault.master,
                 "held_s": round(fault.healed - fault.start, 3),
                 "rto_s": rto,
                 "failed_sends": failed,
+                "failed_statuses": failed_statuses(sends, fault.start, end),
                 "recovered": recovered,
                 "notes": list(fault.notes),
             }
