@@ -68,6 +68,7 @@ class FakeClient:
     fail: set[str] = field(default_factory=set)
     name_server_master: str | None = ADDR[1]
     calls: list[tuple[str, Any]] = field(default_factory=list)
+    offsets: dict[int, int] = field(default_factory=dict)  # commitLogMaxOffset by broker id
 
     def _maybe_fail(self, what: str) -> None:
         if what in self.fail:
@@ -93,7 +94,12 @@ class FakeClient:
         self._maybe_fail("elect_master")
         self.calls.append(("elect_master", (cluster, name, broker_id, designate)))
         assert broker_id is not None
+        self.controller_master = broker_id
         return ElectMasterResult(broker_id, ADDR[broker_id], 3, 6, frozenset({broker_id}), {})
+
+    async def get_runtime_info(self, addr: str, *, timeout: float | None = None) -> dict[str, str]:
+        broker_id = next(i for i, a in ADDR.items() if a == addr)
+        return {"commitLogMaxOffset": str(self.offsets.get(broker_id, 100))}
 
     async def get_cluster_info(self, *, namesrv: str | None = None, timeout: float | None = None) -> ClusterInfo:
         self._maybe_fail("get_cluster_info")
@@ -111,6 +117,8 @@ class FakeClient:
 class FakePlatform:
     fenced: list[tuple[str, float | None]] = field(default_factory=list)
     restarted: list[str] = field(default_factory=list)
+    frozen: list[str] = field(default_factory=list)
+    can_freeze: bool = False
 
     async def fence(self, replica: ReplicaObservation, *, started_before: float | None) -> str:
         self.fenced.append((replica.name, started_before))
@@ -118,6 +126,10 @@ class FakePlatform:
 
     async def restart(self, replica: ReplicaObservation) -> None:
         self.restarted.append(replica.name)
+
+    async def freeze(self, replica: ReplicaObservation) -> bool:
+        self.frozen.append(replica.name)
+        return self.can_freeze
 
 
 SETTINGS = PolicySettings(cluster="c", detection_s=2.0, name_servers=("10.0.0.9:9876",))
@@ -149,6 +161,22 @@ def test_hung_master_is_fenced_then_replaced_after_detection() -> None:
     assert platform.fenced == [(f"{GROUP}-1", None)]
     assert ("elect_master", ("c", GROUP, 2, True)) in client.calls
     assert steps[0].startswith("fenced master") and "elected broker 2" in steps[1]
+
+
+def test_a_frozen_master_is_replaced_by_the_most_caught_up_member_before_the_kill() -> None:
+    # Broker 3 has 80 bytes more than broker 2 (the master's last acknowledged writes reached only 3): with the
+    # master frozen those offsets are final, and 3 is elected before the kill lets the controller choose itself.
+    client, platform, memory = FakeClient(offsets={2: 100, 3: 180}), FakePlatform(can_freeze=True), PolicyMemory()
+    now = time.time()
+    memory.last_answered[1] = now - 3.0
+    memory.previous_master = 1
+    hung = (replica(1, reachable=False), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    steps = run(client, platform, memory, state(1, *hung, at=now))
+    assert platform.frozen == [f"{GROUP}-1"] and platform.fenced == [(f"{GROUP}-1", None)]
+    assert [c[1] for c in client.calls if c[0] == "elect_master"] == [("c", GROUP, 3, True)]
+    assert steps[0] == f"froze master {GROUP}-1"
+    assert steps[1].startswith("elected the most caught-up member, broker 3 (offsets {2: 100, 3: 180}")
+    assert steps[2].startswith("fenced master") and "already elected broker 3" in steps[3]
 
 
 def test_no_second_election_when_the_controller_already_moved() -> None:

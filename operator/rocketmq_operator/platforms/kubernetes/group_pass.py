@@ -289,6 +289,10 @@ class PodPlatform:
     async def restart(self, replica: ReplicaObservation) -> None:
         await self.kube.delete("Pod", self.namespace, replica.name)
 
+    async def freeze(self, replica: ReplicaObservation) -> bool:
+        del replica
+        return False  # a container cannot be stopped from the API server
+
 
 async def _failover(
     kube: KubeClient,

@@ -366,6 +366,13 @@ class Supervisor:
         if r is not None:
             self._signal(r, "TERM", no_restart=False, now=time.time())  # restarted after the back-off
 
+    async def freeze(self, replica: ReplicaObservation) -> bool:
+        """SIGSTOP: the process keeps its sockets and sends nothing; the fence's SIGKILL follows."""
+        r = self.state.replica(replica.name)
+        if r is None or r.pid is None:
+            return False
+        return bool(self._signal(r, "STOP", no_restart=False, now=time.time()).get("ok"))
+
     async def fence(self, replica: ReplicaObservation, *, started_before: float | None) -> str:
         """SIGKILL (works on a stopped process too); the back-off restarts it and it registers as the controller
         says. Only the process that was running before ``started_before`` (the deposed master's), never its
