@@ -401,11 +401,15 @@ async def _fail_over(
     for action in decision.actions:
         replica = state.replica_by_id(action.broker_id)
         if action.kind is ActionKind.FENCE and replica is not None:
+            chosen: ReplicaObservation | None = None
             if await platform.freeze(replica):
                 outcome.steps.append(f"froze master {replica.name}")
-                await _elect_most_caught_up(client, state, settings, outcome, timeout)
+                chosen = await _elect_most_caught_up(client, state, settings, outcome, timeout)
+            # Killed right after that election: nothing may wake the deposed master in between.
             done = await platform.fence(replica, started_before=None)
             outcome.steps.append(f"fenced master {replica.name}: {done}")
+            if chosen is not None:
+                await _attach_slaves_to(client, state, chosen, {old} if old is not None else set(), timeout)
         elif action.kind is ActionKind.ELECT:
             leader = state.controller_leader
             if leader is None:
@@ -432,7 +436,7 @@ async def _fail_over(
 
 async def _elect_most_caught_up(
     client: RemotingClient, state: GroupState, settings: PolicySettings, outcome: PolicyOutcome, timeout: float
-) -> None:
+) -> ReplicaObservation | None:
     """With the master frozen its slaves' offsets are final, and, replication being one log that every
     acknowledged message reached on at least one slave, the SyncStateSet member with the highest offset holds
     every acknowledged message. Elected now, before the kill closes the master's channel: the controller would
@@ -440,7 +444,7 @@ async def _elect_most_caught_up(
     that lacks the last acknowledged messages (truncated when it becomes master: found by the chaos campaign)."""
     old, leader = state.master_broker_id, state.controller_leader
     if leader is None:
-        return
+        return None
     offsets: dict[int, int] = {}
     for broker_id in state.sync_state_set:
         member = state.replica_by_id(broker_id)
@@ -450,20 +454,18 @@ async def _elect_most_caught_up(
             info = await client.get_runtime_info(member.address, timeout=timeout)
             offsets[broker_id] = int(info.get("commitLogMaxOffset") or "")
     if not offsets:
-        return
+        return None
     best = max(offsets, key=lambda b: (offsets[b], -b))
     try:
         result = await client.elect_master(leader, settings.cluster, state.group, best, designate=True, timeout=timeout)
     except (RemotingException, OSError) as exc:
         outcome.steps.append(f"election of the most caught-up broker {best} failed: {exc}")
-        return
+        return None
     outcome.steps.append(
         f"elected the most caught-up member, broker {result.master_broker_id} (offsets {dict(sorted(offsets.items()))},"
         f" epoch {result.master_epoch})"
     )
-    master = state.replica_by_id(best)
-    if master is not None:
-        await _attach_slaves_to(client, state, master, {old} if old is not None else set(), timeout)
+    return state.replica_by_id(best)
 
 
 async def _attach_slaves_to(
