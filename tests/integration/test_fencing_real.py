@@ -63,6 +63,8 @@ def test_hung_master_is_fenced_and_acknowledges_nothing(local_platform: Any) -> 
         log = (cluster.state_dir / "supervisor.log").read_text(encoding="utf-8")
         # Fenced by the supervisor before the controller's own 10 s timeout could elect.
         assert log.count("fenced master") >= HUNG_MASTER_TRIALS, cluster.log_tails()
+        # Frozen first, and the most caught-up SyncStateSet member elected before the kill (docs/fencing.md).
+        assert "elected the most caught-up member" in log, cluster.log_tails()
 
 
 def test_master_killed_after_controller_leader_change(local_platform: Any) -> None:
