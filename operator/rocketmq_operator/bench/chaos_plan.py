@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from rocketmq_operator.tools.stats import percentile
+# p50/p99/max, rounded: the same summary the tools give latencies (here of seconds)
+from rocketmq_operator.tools.stats import latency_summary
 
 FAMILIES = ("kill", "suspend", "loss", "partition")
 LOSS_PROBABILITY = 0.8  # OpenChaos's packet-loss fault
@@ -157,16 +158,6 @@ def fault_rto(sends: Sequence[Send], start: float, end: float) -> tuple[float, i
     return round(min(after) - began, 3), len(failures), True
 
 
-def _summary(values: Sequence[float]) -> dict[str, float | None]:
-    if not values:
-        return {"p50": None, "p99": None, "max": None}
-    return {
-        "p50": round(percentile(values, 50), 3),
-        "p99": round(percentile(values, 99), 3),
-        "max": round(max(values), 3),
-    }
-
-
 def _fault_at(faults: Sequence[HeldFault], t: float) -> int | None:
     """The index of the fault whose window holds ``t`` (None before the first)."""
     index = None
@@ -217,7 +208,7 @@ def check_campaign(
         mine = [f for f in per_fault if f["family"] == family]
         by_family[family] = {
             "faults": len(mine),
-            "rto_s": _summary([f["rto_s"] for f in mine]),
+            "rto_s": latency_summary([f["rto_s"] for f in mine]),
             "failed_sends": sum(f["failed_sends"] for f in mine),
         }
     statuses = Counter(s.status for s in sends)
@@ -235,8 +226,8 @@ def check_campaign(
         "duplicates": duplicates,
         "deposed_acks": deposed_acks,
         "unrecovered_faults": sum(1 for f in per_fault if not f["recovered"]),
-        "rto_s": _summary([f["rto_s"] for f in per_fault]),
-        "rto_s_broker_kill_and_partition": _summary(
+        "rto_s": latency_summary([f["rto_s"] for f in per_fault]),
+        "rto_s_broker_kill_and_partition": latency_summary(
             [
                 f["rto_s"]
                 for f in per_fault
