@@ -92,3 +92,31 @@ def test_no_master() -> None:
 def test_explain_table_shapes() -> None:
     assert len(explain_table(params(HAMode.CONTROLLER, 3, 2, 2))) == 6
     assert len(explain_table(params(HAMode.SYNC, 3, 2))) == 3
+
+
+# A hung slave: alive to the name server and in sync until the master notices, but no ack arrives.
+# (mode params, alive, in_sync, in_sync_alive, acking, outcome)
+HUNG_SLAVE = [
+    (params(HAMode.SYNC, 3, 3), 3, 3, None, 2, TIMEOUT),  # all-sync waits for the hung one
+    (params(HAMode.SYNC, 3, 2), 3, 3, None, 2, OK),  # quorum: the other slave's ack is enough
+    (params(HAMode.SYNC, 5, 3), 5, 5, None, 4, OK),
+    (params(HAMode.ASYNC, 3, 1), 3, 3, None, 1, OK),
+    # slave-acting-master, degrade on: still counted in sync (gap not yet open) → needs 3, 2 ack
+    (params(HAMode.SLAVE_ACTING_MASTER, 3, 3, 2, auto=True), 3, 3, None, 2, TIMEOUT),
+    # ... and once it is beyond haMaxGapNotInSync the need degrades to 2
+    (params(HAMode.SLAVE_ACTING_MASTER, 3, 3, 2, auto=True), 3, 2, None, 2, OK),
+    # controller allAck: a member that does not ack times the put out until the master drops it
+    (params(HAMode.CONTROLLER, 3, 2, 2, all_ack=True), 3, 3, 2, 2, TIMEOUT),
+    (params(HAMode.CONTROLLER, 3, 2, 2, all_ack=True), 3, 2, None, 2, OK),
+    # controller, static inSyncReplicas=2 from any connection
+    (params(HAMode.CONTROLLER, 3, 2, 2), 3, 3, 2, 2, OK),
+    # acking never exceeds alive
+    (params(HAMode.SYNC, 3, 3), 2, 2, None, 3, TIMEOUT),
+]
+
+
+@pytest.mark.parametrize("p, alive, in_sync, in_sync_alive, acking, outcome", HUNG_SLAVE)
+def test_a_slave_that_sends_no_ack(
+    p: QuorumParams, alive: int, in_sync: int, in_sync_alive: int | None, acking: int, outcome: PutOutcome
+) -> None:
+    assert predict_put(p, alive, in_sync, in_sync_alive, acking=acking).outcome is outcome

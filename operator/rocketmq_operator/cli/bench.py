@@ -93,6 +93,53 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
 
 
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def cmd_quorum(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.quorum import run_quorum
+    from rocketmq_operator.bench.quorum_plan import QuorumBenchError, quorum_svg
+    from rocketmq_operator.platforms.local.netfault import NetFaultError
+
+    state_dir = Path(args.state_dir or ".bench-state/quorum").resolve()
+    try:
+        replicas = [int(n) for n in _csv(args.replicas)]
+    except ValueError:
+        print(f"error: --replicas {args.replicas!r} must be comma-separated integers, e.g. 3,5", file=sys.stderr)
+        return 2
+    try:
+        doc = asyncio.run(
+            run_quorum(
+                state_dir,
+                replicas=replicas,
+                modes=_csv(args.modes),
+                conditions=_csv(args.conditions),
+                seconds=args.seconds,
+                rate=args.rate,
+                slow_share=args.slow_share,
+                keep=args.keep,
+            )
+        )
+    except (QuorumBenchError, NetFaultError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        left = (
+            f"its local clusters are still running under {state_dir} (--keep): rocketmq-operator local down "
+            "--state-dir DIR for each"
+            if args.keep
+            else "no quota or stall is left and its local cluster was taken down"
+        )
+        print(f"interrupted: {left}", file=sys.stderr)
+        return 130
+    if args.plot:
+        Path(args.plot).write_text(quorum_svg(doc["cells"]), encoding="utf-8")
+        doc["plot"] = str(Path(args.plot).resolve())
+    print(json.dumps(doc, indent=2 if args.json else None))
+    return 0 if doc["explain_agrees"] else 1
+
+
 def register(sub: Any) -> None:
     c = sub.add_parser(
         "chaos",
@@ -112,7 +159,7 @@ def register(sub: Any) -> None:
     c.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     c.add_argument("--json", action="store_true", help="include every fault")
     c.set_defaults(func=cmd_chaos)
-    bench = sub.add_parser("bench", help="benchmarks that print JSON (failover, spark)")
+    bench = sub.add_parser("bench", help="benchmarks that print JSON (failover, routes, upgrade, quorum, spark)")
     bsub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
     p = bsub.add_parser("failover", help="SIGKILL or SIGSTOP the master N times under load on the local platform")
     p.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
@@ -150,4 +197,23 @@ def register(sub: Any) -> None:
     u.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     u.add_argument("--json", action="store_true", help="indented JSON")
     u.set_defaults(func=cmd_upgrade)
+    q = bsub.add_parser(
+        "quorum",
+        help="send latency and statuses per replica count, quorum mode and condition (healthy, stalled, slow slave)",
+    )
+    q.add_argument("--replicas", default="3,5", help="comma-separated replica counts (default 3,5)")
+    q.add_argument(
+        "--modes", default="async,allSync,quorum,autoDegrade,allAck", help="comma-separated modes (default: all)"
+    )
+    q.add_argument("--conditions", default="healthy,stalled,slow", help="comma-separated conditions (default: all)")
+    q.add_argument("--seconds", type=float, default=15.0, help="measured seconds per cell (default 15)")
+    q.add_argument("--rate", type=float, default=200.0, help="producer messages per second (default 200)")
+    q.add_argument(
+        "--slow-share", type=float, default=0.05, help="the slow slave's CPU quota, share of one CPU (default 0.05)"
+    )
+    q.add_argument("--plot", metavar="FILE", help="write an SVG chart of every cell's p50/p99")
+    q.add_argument("--state-dir", help="default: .bench-state/quorum (one local cluster per replica count and mode)")
+    q.add_argument("--keep", action="store_true", help="leave the local clusters running afterwards")
+    q.add_argument("--json", action="store_true", help="indented JSON")
+    q.set_defaults(func=cmd_quorum)
     bench_spark.register_bench(bsub)

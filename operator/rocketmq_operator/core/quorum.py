@@ -117,18 +117,22 @@ def predict_put(
     in_sync: int,
     in_sync_alive: int | None = None,
     master_alive: bool = True,
+    acking: int | None = None,
 ) -> PutPrediction:
     """What one put gets, given the group's state.
 
     alive: replicas up and replicating, master included. in_sync: the replicas the master counts as in sync,
     itself included (controller mode: its SyncStateSet size; slave-acting-master: within haMaxGapNotInSync).
     in_sync_alive: members of that set that still ack (controller mode, before a dead slave is removed);
-    defaults to min(alive, in_sync).
+    defaults to min(alive, in_sync). acking: the replicas whose acks arrive, master included (defaults to
+    alive): a hung slave is still alive to the name server, and in sync until the master notices, but sends no
+    ack.
     """
     if not master_alive or alive < 1:
         return PutPrediction(0, PutOutcome.NO_MASTER, False, "no master is serving writes")
     in_sync = max(1, min(in_sync, params.total_replicas))
-    acking = alive if in_sync_alive is None else in_sync_alive
+    acks = alive if acking is None else min(acking, alive)
+    members_acking = min(in_sync, acks) if in_sync_alive is None else min(in_sync, acks, in_sync_alive)
     mode = params.mode
 
     if mode is HAMode.ASYNC:
@@ -144,7 +148,7 @@ def predict_put(
                 False,
                 f"needs {need} in sync, only {effective_in_sync} are: refused before append",
             )
-        return _wait_for_acks(need, alive, "any connected slave's ack counts")
+        return _wait_for_acks(need, acks, "any connected slave's ack counts")
 
     if mode is HAMode.CONTROLLER:
         if in_sync < params.min_in_sync_replicas:
@@ -155,7 +159,6 @@ def predict_put(
                 f"SyncStateSet has {in_sync} < minInSyncReplicas {params.min_in_sync_replicas}: refused",
             )
         if params.all_ack_in_sync_state_set:
-            members_acking = min(in_sync, acking if in_sync_alive is not None else alive)
             if in_sync <= 1:
                 return PutPrediction(1, PutOutcome.PUT_OK, True, "SyncStateSet is the master alone")
             if members_acking >= in_sync:
@@ -166,22 +169,22 @@ def predict_put(
                 True,
                 "a SyncStateSet member does not ack: stored on the master, timed out",
             )
-        return _wait_for_acks(params.in_sync_replicas, alive, "any connected slave's ack counts")
+        return _wait_for_acks(params.in_sync_replicas, acks, "any connected slave's ack counts")
 
     # Plain SYNC_MASTER: static count, never refuses.
-    return _wait_for_acks(params.in_sync_replicas, alive, "static inSyncReplicas, no degrade")
+    return _wait_for_acks(params.in_sync_replicas, acks, "static inSyncReplicas, no degrade")
 
 
-def _wait_for_acks(need: int, alive: int, how: str) -> PutPrediction:
+def _wait_for_acks(need: int, acking: int, how: str) -> PutPrediction:
     if need <= 1:
         return PutPrediction(need, PutOutcome.PUT_OK, True, "needs only the master's own write")
-    if alive >= need:
+    if acking >= need:
         return PutPrediction(need, PutOutcome.PUT_OK, True, f"{need} acks available ({how})")
     return PutPrediction(
         need,
         PutOutcome.FLUSH_SLAVE_TIMEOUT,
         True,
-        f"needs {need} acks, {alive} replicas can ack: stored on the master, FLUSH_SLAVE_TIMEOUT",
+        f"needs {need} acks, {acking} replicas can ack: stored on the master, FLUSH_SLAVE_TIMEOUT",
     )
 
 

@@ -1,11 +1,14 @@
-"""Network faults between local processes, for real: a partition or packet loss of one process, with iptables.
+"""Faults between and in local processes, for real: a partition or packet loss of one process (iptables), and a
+slow process (a CPU quota).
 
 Contract: with fault injection on (`local up --fault-injection`), the supervisor starts every process in a
 cgroup v2 directory of its own, `<cgroup2 mount>/rocketmq-operator/<state id>/<replica>` (`cgroup_preexec` runs
 in the child before exec, so every socket the process opens belongs to that cgroup). `NetFaults` drops that
 cgroup's outgoing packets — all of them (a partition) or a random share (packet loss) — with iptables' cgroup and
 statistic matches, in a chain of its own jumped to from OUTPUT, and deletes the chain on `close()`, so nothing is
-left behind. `check()` names what is missing: root, a cgroup v2 mount, iptables, or the matches.
+left behind. `check()` names what is missing: root, a cgroup v2 mount, iptables, or the matches. `CpuQuota`
+puts one running process under a CFS quota (the cgroup v1 `cpu` controller: this machine's v2 hierarchy has no
+cpu controller) and lifts it on close; it needs no `--fault-injection`.
 
 Why cgroups rather than a network namespace per process: every address stays the loopback one the rendered
 configs and the state already hold, and a process's traffic is matched whichever peer it talks to. Dropping
@@ -145,6 +148,79 @@ class NetFaults:
 
     async def __aenter__(self) -> NetFaults:
         await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def cpu_cgroup_root(mounts: str | None = None) -> Path | None:
+    """Where the cgroup v1 ``cpu`` controller is mounted (this kind of machine: ``/sys/fs/cgroup/cpu``)."""
+    if mounts is None:
+        try:
+            mounts = Path("/proc/mounts").read_text(encoding="utf-8")
+        except OSError:
+            return None
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[2] == "cgroup" and "cpu" in parts[3].split(","):
+            return Path(parts[1])
+    return None
+
+
+class CpuQuota:
+    """A slow process, for real: a CFS quota on one process (all its threads) in a cgroup v1 ``cpu`` directory
+    of its own, ``<cpu mount>/rocketmq-operator/<state id>/<replica>``. ``async with`` lifts every quota it set and
+    removes the directories, also on an error."""
+
+    PERIOD_US = 100_000
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.limited: dict[str, int] = {}  # replica -> pid
+
+    def _root(self) -> Path:
+        root = cpu_cgroup_root()
+        if root is None:
+            raise NetFaultError(
+                "a CPU quota needs the cgroup v1 cpu controller (no 'cgroup ... cpu' mount in /proc/mounts); "
+                "fix: mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu"
+            )
+        return root
+
+    def check(self) -> None:
+        if os.geteuid() != 0:
+            raise NetFaultError("a CPU quota needs root (cgroups); fix: run as root")
+        self._root()
+
+    async def limit(self, replica: str, pid: int, share: float) -> None:
+        """Let ``pid`` run ``share`` of one CPU (0 < share ≤ 1)."""
+        if not 0 < share <= 1:
+            raise NetFaultError(f"CPU share must be within (0, 1], got {share}")
+        directory = self._root() / replica_cgroup(self.state_dir, replica)
+        await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
+        (directory / "cpu.cfs_period_us").write_text(str(self.PERIOD_US), encoding="ascii")
+        (directory / "cpu.cfs_quota_us").write_text(str(max(1000, int(share * self.PERIOD_US))), encoding="ascii")
+        (directory / "cgroup.procs").write_text(str(pid), encoding="ascii")  # moves every thread of the JVM
+        self.limited[replica] = pid
+
+    async def lift(self, replica: str) -> None:
+        pid = self.limited.pop(replica, None)
+        root = self._root()
+        if pid is not None:
+            with contextlib.suppress(OSError):  # the process may be gone
+                (root / "cgroup.procs").write_text(str(pid), encoding="ascii")
+        directory = root / replica_cgroup(self.state_dir, replica)
+        for path in (directory, directory.parent, directory.parent.parent):
+            with contextlib.suppress(OSError):  # only empty ones go
+                path.rmdir()
+
+    async def close(self) -> None:
+        for replica in list(self.limited):
+            await self.lift(replica)
+
+    async def __aenter__(self) -> CpuQuota:
+        self.check()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
