@@ -179,6 +179,25 @@ def test_a_frozen_master_is_replaced_by_the_most_caught_up_member_before_the_kil
     assert steps[2].startswith("fenced master") and "already elected broker 3" in steps[3]
 
 
+def test_a_master_the_failover_fenced_is_deposed_as_of_the_kill() -> None:
+    # The next observation comes after its successor started (a pod restarts in under a pass): deposed as of
+    # that observation, the starting successor (not answering yet) would be taken for the hung process and
+    # killed again, under load again and again.
+    client, platform, memory = FakeClient(), FakePlatform(), PolicyMemory()
+    now = time.time()
+    memory.last_answered[1] = now - 3.0
+    memory.previous_master = 1
+    hung = (replica(1, reachable=False), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    before = time.time()
+    run(client, platform, memory, state(1, *hung, at=now))
+    killed_at = memory.deposed_at[1]
+    assert before <= killed_at <= time.time()
+    starting = state(2, replica(1, reachable=False), replica(2, master=True), replica(3, ha_from=HA[2]), at=now + 5)
+    run(client, platform, memory, starting)
+    assert memory.deposed_at[1] == killed_at
+    assert platform.fenced[-1] == (f"{GROUP}-1", killed_at)  # only a process started before the kill
+
+
 def test_no_second_election_when_the_controller_already_moved() -> None:
     client, platform, memory = FakeClient(controller_master=3), FakePlatform(), PolicyMemory()
     now = time.time()

@@ -356,7 +356,7 @@ async def run_replication_policy(
     failover = plan_failover(facts, allow_unclean=settings.allow_unclean, detection_s=settings.detection_s)
     outcome.decisions.append(failover)
     if failover.actions:
-        await _fail_over(client, state, settings, failover, platform, outcome, timeout)
+        await _fail_over(client, state, settings, failover, platform, outcome, memory, timeout)
         return outcome
     master = state.named_master
     master_ha: HaInfo | None = None
@@ -395,6 +395,7 @@ async def _fail_over(
     decision: Decision,
     platform: FailoverPlatform,
     outcome: PolicyOutcome,
+    memory: PolicyMemory,
     timeout: float,
 ) -> None:
     old = state.master_broker_id
@@ -406,8 +407,13 @@ async def _fail_over(
                 outcome.steps.append(f"froze master {replica.name}")
                 chosen = await _elect_most_caught_up(client, state, settings, outcome, timeout)
             # Killed right after that election: nothing may wake the deposed master in between.
+            fenced_at = time.time()
             done = await platform.fence(replica, started_before=None)
             outcome.steps.append(f"fenced master {replica.name}: {done}")
+            if done:
+                # Deposed as of the kill, not as of the next observation: a successor that started in between
+                # (a container restarts in well under a pass) must not be taken for the deposed process.
+                memory.deposed_at[action.broker_id] = min(memory.deposed_at.get(action.broker_id, fenced_at), fenced_at)
             if chosen is not None:
                 await _attach_slaves_to(client, state, chosen, {old} if old is not None else set(), timeout)
         elif action.kind is ActionKind.ELECT:

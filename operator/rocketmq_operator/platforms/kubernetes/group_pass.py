@@ -281,7 +281,9 @@ class PodPlatform:
     async def fence(self, replica: ReplicaObservation, *, started_before: float | None) -> str:
         if started_before is not None:
             started = self._started_at(replica.name)
-            if started is None or started >= started_before:
+            # startedAt has whole seconds: a successor started in the second of the kill reads as before it. The
+            # deposed container started long before (it had to start, register and be elected).
+            if started is None or started + 1.0 >= started_before:
                 return ""  # not the container that was master (restarted since, or not running)
         await self.kube.delete("Pod", self.namespace, replica.name, grace_period_s=0)
         return f"deleted pod {replica.name} with grace period 0"
