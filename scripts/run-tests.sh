@@ -3,7 +3,9 @@
 # on a 2-core machine. Most of the time is waiting (JVMs starting, failovers, pods becoming Ready), so two
 # lines of work overlap:
 #   background: build the cluster parts (Go builds of the control plane and the node, Debian bases, images; a
-#               no-op when warm), then the e2e tests on the real one-node cluster (marker e2e)
+#               no-op when warm), then the e2e tests on the real one-node cluster (marker e2e), then the chaos
+#               campaign (marker chaos: nine JVMs under faults; beside the e2e pods it starved them into
+#               failovers of their own)
 #   foreground: the tests that need no cluster (unit, integration on real RocketMQ processes, spark; two pytest
 #               workers), then,
 #               once the build is done, the tests on the real API server (marker k8s: tests/k8s, kubectl, helm)
@@ -17,12 +19,15 @@ PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 "$@")
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocketmq-operator-test.XXXXXX")
 build_log=$work/prepare-cluster.log
 e2e_log=$work/e2e.log
+chaos_log=$work/chaos.log
 
 (
     if "$MAKE_CMD" --no-print-directory prepare-cluster >"$build_log" 2>&1; then
         touch "$work/built"
         "${PYTEST[@]}" -m e2e tests >"$e2e_log" 2>&1
         echo $? >"$work/e2e.rc"
+        "${PYTEST[@]}" -m chaos tests >"$chaos_log" 2>&1
+        echo $? >"$work/chaos.rc"
     else
         touch "$work/build-failed"
     fi
@@ -50,7 +55,7 @@ echo "== foreground: tests that need no cluster"
 rc=0
 # Two workers, whole files each (a file's tests share its local cluster): the integration files mostly wait on
 # JVMs, elections and timeouts, so two at a time nearly halve the wall time on two cores.
-"${PYTEST[@]}" -n 2 --dist loadfile -m "not k8s and not e2e" tests || rc=$?
+"${PYTEST[@]}" -n 2 --dist loadfile -m "not k8s and not e2e and not chaos" tests || rc=$?
 
 echo "== waiting for the cluster parts to be built"
 while [ ! -e "$work/built" ] && [ ! -e "$work/build-failed" ]; do
@@ -66,10 +71,14 @@ grep -E '^(built|base image|k8s tools ready|.* up to date)' "$build_log" || true
 echo "== foreground: tests on the real API server (tests/k8s, kubectl, helm)"
 "${PYTEST[@]}" -m k8s tests || rc=$?
 
-echo "== waiting for the e2e tests on the one-node cluster"
+echo "== waiting for the e2e tests on the one-node cluster, then the chaos campaign"
 wait "$background"
 echo "== e2e tests (tests/e2e), as they ran in the background:"
 cat "$e2e_log"
 e2e_rc=$(cat "$work/e2e.rc" 2>/dev/null || echo 1)
 [ "$e2e_rc" = 0 ] || rc=$e2e_rc
+echo "== the chaos campaign (marker chaos), as it ran in the background after the e2e tests:"
+cat "$chaos_log" 2>/dev/null
+chaos_rc=$(cat "$work/chaos.rc" 2>/dev/null || echo 1)
+[ "$chaos_rc" = 0 ] || rc=$chaos_rc
 exit "$rc"

@@ -24,7 +24,7 @@ from rocketmq_operator.bench.chaos import run_chaos
 from rocketmq_operator.bench.chaos_plan import FAMILIES
 from rocketmq_operator.platforms.local.netfault import NetFaults
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 ROOT = Path(__file__).resolve().parents[2]
 THREE_CONTROLLERS = ROOT / "examples" / "three-controllers.yaml"
