@@ -137,11 +137,11 @@ async def run_chaos(
     keep: bool = False,
     plot: Path | None = None,
 ) -> dict[str, Any]:
-    up_args = ["local", "up", "--wait", "--fault-injection", "--state-dir", str(state_dir)]
+    up_args = ["local", "up", "--wait", "--timeout", "600", "--fault-injection", "--state-dir", str(state_dir)]
     for f in files:
         up_args += ["-f", f]
-    await run_cli(*up_args)
     try:
+        await run_cli(*up_args)  # inside: a group that never got ready is taken down too
         state = read_state(StateLayout(state_dir).state_file)
         names = [g.name for g in state.groups if g.kind == "BrokerGroup" and g.controller_mode]
         if not names:

@@ -48,6 +48,7 @@ PRODUCER_RETRIES = 2
 MESSAGE_SIZE = 512
 WARM_UP_S = 3.0
 HEALTH_TIMEOUT_S = 120.0
+UP_TIMEOUT_S = 600  # JVMs start slowly on a loaded 2-core machine
 
 
 async def _master_and_slave(state: LocalState, client: RemotingClient, topic: str) -> tuple[str, str]:
@@ -138,8 +139,18 @@ async def run_quorum(
             directory = state_dir / f"{group.replicas}-{group.mode}"
             file = state_dir / f"{group.replicas}-{group.mode}.yaml"
             file.write_text(yaml.safe_dump_all(manifest(group), sort_keys=False), encoding="utf-8")
-            await run_cli("local", "up", "--wait", "--state-dir", str(directory), "-f", str(file))
             try:
+                await run_cli(
+                    "local",
+                    "up",
+                    "--wait",
+                    "--timeout",
+                    str(UP_TIMEOUT_S),
+                    "--state-dir",
+                    str(directory),
+                    "-f",
+                    str(file),
+                )
                 state = read_state(StateLayout(directory).state_file)
                 async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=3.0) as client:
                     for condition in conditions:
