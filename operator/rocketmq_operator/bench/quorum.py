@@ -135,6 +135,8 @@ async def run_quorum(
     cells: list[dict[str, Any]] = []
     state_dir.mkdir(parents=True, exist_ok=True)
     async with CpuQuota(state_dir) as cpu:
+        if "slow" in conditions:
+            cpu.check()  # before any group is brought up
         for group in groups:
             directory = state_dir / f"{group.replicas}-{group.mode}"
             file = state_dir / f"{group.replicas}-{group.mode}.yaml"

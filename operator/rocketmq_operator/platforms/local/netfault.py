@@ -220,8 +220,7 @@ class CpuQuota:
             await self.lift(replica)
 
     async def __aenter__(self) -> CpuQuota:
-        self.check()
-        return self
+        return self  # `check()` is for callers that will set a quota: lifting needs nothing
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
