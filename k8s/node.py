@@ -690,6 +690,19 @@ def _read_record() -> dict | None:
         return None
 
 
+def running_node() -> dict | None:
+    """The record of the node up on this machine, or None. The record lives in the cache, which outlives the
+    processes: a run killed with its machine, or a cache restored on a fresh CI machine, leaves a record whose
+    processes are all gone. Such a record is stale (`up` clears it and restores what it changed), not a node."""
+    record = _read_record()
+    if not record:
+        return None
+    state = Path(record.get("state_dir", ""))
+    if _node_strays(state) or harness._strays(state):  # type: ignore[attr-defined]
+        return record
+    return None
+
+
 def _node_healthy(state: Path) -> bool:
     nd = node_dir(state)
     cluster = harness.load(state)  # type: ignore[attr-defined]
@@ -729,7 +742,7 @@ def up(state_dir: Path, *, build: bool = True, timeout: float = 300.0) -> None:
     if need:
         raise HarnessError(f"missing binaries in {bin_dir}: {', '.join(need)} (run `make k8s-tools`)")
     record = _read_record()
-    if record and Path(record["state_dir"]) != state and Path(record["state_dir"]).exists():
+    if record and Path(record["state_dir"]) != state and running_node():
         raise HarnessError(
             f"a node is already up with state dir {record['state_dir']}; one node per machine: "
             f"run `python3 k8s/node.py down --state-dir {record['state_dir']}` first"

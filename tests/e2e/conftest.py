@@ -142,8 +142,9 @@ def k8s_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
             archives[role] = images.archive(role)
         except (OSError, ValueError, images.ImageError) as exc:
             missing(f"image {role} not built ({exc}); run `make images`")
-    if node._read_record():
-        missing(f"a node is already up on this machine ({node._read_record()['state_dir']}); stop it first")
+    running = node.running_node()  # a stale record (its processes gone) is cleared by node.up
+    if running:
+        missing(f"a node is already up on this machine ({running['state_dir']}); stop it first")
     state = tmp_path_factory.mktemp("k8s-node").resolve()
 
     def interrupted(signum: int, frame: object) -> None:
