@@ -11,12 +11,10 @@ already up), imports the images built by ``make images`` and stops everything wh
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +23,7 @@ from typing import Any
 
 import pytest
 
+import k8s_scripts
 from e2e.e2e_helpers import operator_version, pod_ready
 from real_parts import IN_CI, missing
 
@@ -37,20 +36,9 @@ if os.environ.get("ROCKETMQ_OPERATOR_E2E", "").strip().lower() in {"0", "false",
     collect_ignore_glob = ["test_*.py"]
 
 
-def _load(name: str, path: Path) -> Any:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-harness = _load("rocketmq_operator_k8s_harness", ROOT / "k8s" / "harness.py")
-node = _load("node", ROOT / "k8s" / "node.py")
-images = _load("rocketmq_operator_k8s_images", ROOT / "k8s" / "images.py")
+harness = k8s_scripts.load("harness")
+node = k8s_scripts.load("node")
+images = k8s_scripts.load("images")
 
 
 @dataclass

@@ -8,7 +8,6 @@ Tip: run ``make k8s-tools`` once beforehand; a cold build takes many minutes.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -16,26 +15,17 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+import k8s_scripts
 from real_parts import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 
-def _load_harness() -> Any:
-    spec = importlib.util.spec_from_file_location("rocketmq_operator_k8s_harness", ROOT / "k8s" / "harness.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-harness = _load_harness()
+harness = k8s_scripts.load("harness")
 
 
 class CommandError(subprocess.CalledProcessError):

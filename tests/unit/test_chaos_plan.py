@@ -20,7 +20,7 @@ from rocketmq_operator.bench.chaos_plan import (
     targets_for,
     timeline_svg,
 )
-from rocketmq_operator.platforms.local.netfault import cgroup2_root
+from rocketmq_operator.platforms.local.netfault import cgroup2_root, cpu_cgroup_root
 
 BROKERS = ["b-0", "b-1", "b-2"]
 CONTROLLERS = ["c-0", "c-1", "c-2"]
@@ -132,3 +132,14 @@ def test_the_cgroup2_mount_is_found_in_hybrid_and_unified_layouts() -> None:
     assert str(cgroup2_root(hybrid)) == "/sys/fs/cgroup/unified"
     assert str(cgroup2_root("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n")) == "/sys/fs/cgroup"
     assert cgroup2_root("cgroup /sys/fs/cgroup/cpu cgroup rw 0 0\n") is None
+
+
+def test_the_cgroup_v1_cpu_mount_is_found_by_its_options() -> None:
+    mounts = (
+        "cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n"
+        "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n"
+        "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n"
+    )
+    assert str(cpu_cgroup_root(mounts)) == "/sys/fs/cgroup/cpu,cpuacct"
+    assert cpu_cgroup_root("cgroup /sys/fs/cgroup/cpuset cgroup rw,cpuset 0 0\n") is None
+    assert cpu_cgroup_root("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n") is None

@@ -6,32 +6,20 @@ restored on a fresh machine). A stale record must not refuse the next `up` (CI o
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+import k8s_scripts
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load(name: str, path: Path) -> Any:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-_load("rocketmq_operator_k8s_harness", ROOT / "k8s" / "harness.py")
-node = _load("node", ROOT / "k8s" / "node.py")
+node = k8s_scripts.load("node")
 
 
 @pytest.fixture

@@ -35,8 +35,8 @@ class NetFaultError(RuntimeError):
     """Network faults cannot be injected here; the message says what is missing and how to get it."""
 
 
-def cgroup2_root(mounts: str | None = None) -> Path | None:
-    """Where the cgroup v2 hierarchy is mounted (``/sys/fs/cgroup`` or, in hybrid mode, ``.../unified``)."""
+def _mount_point(mounts: str | None, matches: Callable[[str, list[str]], bool]) -> Path | None:
+    """The first mount (of ``/proc/mounts`` unless given) whose type and options ``matches``."""
     if mounts is None:
         try:
             mounts = Path("/proc/mounts").read_text(encoding="utf-8")
@@ -44,9 +44,14 @@ def cgroup2_root(mounts: str | None = None) -> Path | None:
             return None
     for line in mounts.splitlines():
         parts = line.split()
-        if len(parts) >= 3 and parts[2] == "cgroup2":
+        if len(parts) >= 4 and matches(parts[2], parts[3].split(",")):
             return Path(parts[1])
     return None
+
+
+def cgroup2_root(mounts: str | None = None) -> Path | None:
+    """Where the cgroup v2 hierarchy is mounted (``/sys/fs/cgroup`` or, in hybrid mode, ``.../unified``)."""
+    return _mount_point(mounts, lambda kind, _options: kind == "cgroup2")
 
 
 def state_cgroup(state_dir: Path) -> str:
@@ -156,16 +161,7 @@ class NetFaults:
 
 def cpu_cgroup_root(mounts: str | None = None) -> Path | None:
     """Where the cgroup v1 ``cpu`` controller is mounted (this kind of machine: ``/sys/fs/cgroup/cpu``)."""
-    if mounts is None:
-        try:
-            mounts = Path("/proc/mounts").read_text(encoding="utf-8")
-        except OSError:
-            return None
-    for line in mounts.splitlines():
-        parts = line.split()
-        if len(parts) >= 4 and parts[2] == "cgroup" and "cpu" in parts[3].split(","):
-            return Path(parts[1])
-    return None
+    return _mount_point(mounts, lambda kind, options: kind == "cgroup" and "cpu" in options)
 
 
 class CpuQuota:
