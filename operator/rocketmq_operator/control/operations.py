@@ -212,9 +212,18 @@ async def switchover(
                     f"controller elected broker {result.master_broker_id} (epoch {result.master_epoch})"
                 )
             elif action.kind is ActionKind.UNFENCE:
-                await _set_permission(client, old.address, PERM_READ_WRITE)
-                fenced = False
-                report.steps.append(f"restored write permission on broker {old.broker_id}")
+                # The controller tells the old master of its demotion one way and asynchronously. Writable
+                # before it has changed to slave, it would acknowledge puts with acks from slaves still attached
+                # to it, and then truncate them away under the new master: unfence only once it is a slave.
+                fenced = False  # the group has a new master now; this fence no longer guards the only writer
+                if await _wait_demoted(client, old.address, serve_timeout_s):
+                    await _set_permission(client, old.address, PERM_READ_WRITE)
+                    report.steps.append(f"broker {old.broker_id} is a slave now; restored its write permission")
+                else:
+                    report.steps.append(
+                        f"broker {old.broker_id} did not report itself a slave within {serve_timeout_s:g}s: left "
+                        "fenced (brokerPermission=4); set 6 once it is a slave"
+                    )
         await _wait_serving(client, target.address, serve_timeout_s)
         report.new_master_serving_at = time.time()
     except (RemotingException, OSError, TimeoutError) as exc:
@@ -236,13 +245,29 @@ async def _max_offset(client: RemotingClient, addr: str) -> int:
 
 async def _wait_catch_up(client: RemotingClient, master: str, target: str, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
-    want = await _max_offset(client, master)
     while True:
+        # Read the fenced master's end every time: a put that passed the permission check before the fence
+        # may append after the first read.
+        want = await _max_offset(client, master)
         have = await _max_offset(client, target)
         if have >= want:
             return
         if time.monotonic() > deadline:
             raise TimeoutError(f"target at offset {have} did not reach the fenced master's {want} in {timeout_s}s")
+        await asyncio.sleep(0.05)
+
+
+async def _wait_demoted(client: RemotingClient, addr: str, timeout_s: float) -> bool:
+    """``True`` once the broker at ``addr`` answers that it is not a master, ``False`` at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if not (await client.get_ha_status(addr, timeout=1.0)).master:
+                return True
+        except (RemotingException, OSError):
+            pass
+        if time.monotonic() > deadline:
+            return False
         await asyncio.sleep(0.05)
 
 

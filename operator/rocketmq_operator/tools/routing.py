@@ -193,17 +193,28 @@ async def ensure_topic(
     read_queues: int = DEFAULT_QUEUES,
     write_queues: int = DEFAULT_QUEUES,
     timeout: float | None = None,
-    wait_s: float = 15.0,
+    wait_s: float = 30.0,
     poll_s: float = 0.2,
 ) -> TopicRoute:
-    """The topic's route, creating the topic on every master of the cluster if namesrv does not know it."""
-    try:
-        return await client.get_route(topic, timeout=timeout)
-    except RemotingException as exc:
-        if not is_topic_not_exist(exc):
-            raise ToolError(f"route lookup for topic {topic!r} failed: {exc}") from exc
-        if not create:
-            raise ToolError(f"topic {topic!r} does not exist (and topic creation is off)") from exc
+    """The topic's route, creating the topic on every master of the cluster if namesrv does not know it.
+
+    With ``create`` off, a missing route is waited for up to ``wait_s``, as a client's producer keeps looking
+    routes up: a name server that restarted knows a topic again only once its brokers re-register (every 30 s)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return await client.get_route(topic, timeout=timeout)
+        except RemotingException as exc:
+            if not is_topic_not_exist(exc):
+                raise ToolError(f"route lookup for topic {topic!r} failed: {exc}") from exc
+            if create:
+                break
+            if time.monotonic() >= deadline:
+                raise ToolError(
+                    f"topic {topic!r} does not exist: namesrv had no route for it for {wait_s:g}s (and topic "
+                    "creation is off; create the topic, or drop --no-create-topic)"
+                ) from exc
+        await asyncio.sleep(poll_s)
     try:
         info = await client.get_cluster_info(timeout=timeout)
     except RemotingException as exc:

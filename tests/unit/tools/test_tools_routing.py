@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from tools_fakes import FakeClient, make_route
 
@@ -118,7 +120,7 @@ async def test_ensure_topic_cluster_choice() -> None:
 
 async def test_ensure_topic_errors() -> None:
     with pytest.raises(ToolError, match="does not exist"):
-        await ensure_topic(FakeClient(cluster=_cluster(("c1", {"a": {0: "a0"}}))), "t", create=False)
+        await ensure_topic(FakeClient(cluster=_cluster(("c1", {"a": {0: "a0"}}))), "t", create=False, wait_s=0.0)
     with pytest.raises(ToolError, match="route lookup"):
         await ensure_topic(FakeClient(route_errors=1), "t")
     with pytest.raises(ToolError, match="no master"):
@@ -126,3 +128,22 @@ async def test_ensure_topic_errors() -> None:
     down = FakeClient(cluster=_cluster(("c1", {"a": {0: "a0"}})), down={"a0"})
     with pytest.raises(ToolError, match="creating topic"):
         await ensure_topic(down, "t")
+
+
+async def test_ensure_topic_without_creation_waits_for_a_route_to_return() -> None:
+    """A name server that restarted knows the topic again once its brokers re-register: a producer with topic
+    creation off waits for the route (as a client's producer keeps looking it up) instead of giving up at once."""
+    client = FakeClient()
+    route = make_route("t", {"a": {0: "a0"}})
+
+    async def register_later() -> None:
+        while client.route_lookups < 3:
+            await asyncio.sleep(0)
+        client.routes["t"] = route
+
+    registering = asyncio.create_task(register_later())
+    assert await ensure_topic(client, "t", create=False, wait_s=60.0, poll_s=0.0) is route
+    await registering
+    assert client.route_lookups >= 3 and client.created == []
+    with pytest.raises(ToolError, match=r"does not exist: namesrv had no route for it for 0s.*--no-create-topic"):
+        await ensure_topic(FakeClient(), "t", create=False, wait_s=0.0)

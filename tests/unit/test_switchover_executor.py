@@ -1,0 +1,94 @@
+"""The one switchover both platforms run (`operations.switchover`), against a fake group: the old master gets its
+write permission back only once it reports itself a slave.
+
+Why: the controller tells the old master of its demotion one way and asynchronously. A master made writable
+before that acknowledges puts with acks from slaves still attached to it, and the new master's log then
+truncates them away (acknowledged messages lost; seen as `lost: 2` in the roll bench under load)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from rocketmq_operator.control.operations import switchover
+from rocketmq_operator.core.observation import ReplicaEndpoint
+from rocketmq_operator.remoting import ElectMasterResult, HaStatus, SyncStateInfo
+from rocketmq_operator.remoting.controller import ControllerMetadata, ReplicaIdentity
+
+GROUP = "broker-a"
+CONTROLLER = "10.0.0.9:9878"
+ADDR = {1: "10.0.0.1:10911", 2: "10.0.0.2:10911", 3: "10.0.0.3:10911"}
+ENDPOINTS = [ReplicaEndpoint(f"{GROUP}-{i - 1}", a) for i, a in ADDR.items()]
+
+
+@dataclass
+class FakeGroup:
+    """A controller-mode group. After an election the old master keeps claiming master for ``demote_after``
+    more HA-status answers (the asynchronous NOTIFY_BROKER_ROLE_CHANGED); ``None``: it never learns."""
+
+    master: int = 1
+    demote_after: int | None = 3
+    master_claims: dict[int, bool] = field(default_factory=lambda: {1: True, 2: False, 3: False})
+    pending_demotion: int | None = None
+    polls_left: int = 0
+    log: list[tuple[str, Any]] = field(default_factory=list)
+
+    async def find_controller_leader(self, controllers: list[str], *, timeout: float | None = None) -> Any:
+        return ControllerMetadata(CONTROLLER, None, "1", CONTROLLER, True, {})
+
+    async def get_sync_state_data(self, leader: str, groups: list[str], *, timeout: float | None = None) -> Any:
+        members = tuple(ReplicaIdentity(GROUP, i, a, True) for i, a in ADDR.items())
+        return {GROUP: SyncStateInfo(GROUP, self.master, ADDR[self.master], 2, 2, members, ())}
+
+    async def get_runtime_info(self, addr: str, *, timeout: float | None = None) -> dict[str, str]:
+        return {"commitLogMaxOffset": "100", "brokerVersionDesc": "V5_5_0"}
+
+    async def get_ha_status(self, addr: str, *, timeout: float | None = None) -> HaStatus:
+        broker_id = next(i for i, a in ADDR.items() if a == addr)
+        if broker_id == self.pending_demotion and self.demote_after is not None:
+            if self.polls_left == 0:
+                self.master_claims[broker_id] = False
+                self.pending_demotion = None
+                self.log.append(("demoted", broker_id))
+            else:
+                self.polls_left -= 1
+        return HaStatus(master=self.master_claims[broker_id], master_commit_log_max_offset=100, in_sync_slave_nums=2)
+
+    async def update_broker_config(self, addr: str, config: dict[str, str], **_: Any) -> None:
+        broker_id = next(i for i, a in ADDR.items() if a == addr)
+        self.log.append(("brokerPermission", (broker_id, config["brokerPermission"])))
+
+    async def elect_master(self, leader: str, cluster: str, group: str, broker_id: int, **_: Any) -> Any:
+        old, self.master = self.master, broker_id
+        self.master_claims[broker_id] = True
+        self.pending_demotion, self.polls_left = old, self.demote_after or 0
+        self.log.append(("elected", broker_id))
+        return ElectMasterResult(broker_id, ADDR[broker_id], 3, 3, frozenset({broker_id}), dict(ADDR))
+
+
+def _run(group: FakeGroup, serve_timeout_s: float = 5.0) -> Any:
+    return asyncio.run(
+        switchover(group, [CONTROLLER], "c", GROUP, ENDPOINTS, 2, serve_timeout_s=serve_timeout_s)  # type: ignore[arg-type]
+    )
+
+
+def test_the_old_master_is_unfenced_only_after_it_reports_itself_a_slave() -> None:
+    group = FakeGroup(demote_after=3)
+    report = _run(group)
+    assert group.log == [
+        ("brokerPermission", (1, "4")),
+        ("elected", 2),
+        ("demoted", 1),
+        ("brokerPermission", (1, "6")),
+    ]
+    assert report.new_master == 2
+    assert any("is a slave now; restored its write permission" in s for s in report.steps), report.steps
+
+
+def test_an_old_master_that_never_learns_of_its_demotion_stays_fenced() -> None:
+    group = FakeGroup(demote_after=None)
+    report = _run(group, serve_timeout_s=0.2)
+    assert group.log == [("brokerPermission", (1, "4")), ("elected", 2)]
+    assert report.new_master == 2
+    assert any("left fenced (brokerPermission=4)" in s for s in report.steps), report.steps
