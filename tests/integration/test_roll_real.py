@@ -15,6 +15,7 @@ Outcomes only: figures (write pause, duration) are the bench's, in docs/benchmar
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -90,6 +91,15 @@ def _complete(cluster: Any, started_not: str | None = None) -> Any:
     return done
 
 
+def _loss_report(doc: dict[str, Any], state_dir: Path) -> str:
+    """The bench's figures and the supervisor's failover, switchover and fencing lines, in full (a dict in an
+    assertion message is cut short)."""
+    log = (state_dir / "supervisor.log").read_text(encoding="utf-8", errors="replace").splitlines()
+    marks = ("switchover", "failover", "fenc", "elect", "restart", "deposed", "permission")
+    lines = [line for line in log if any(m in line.lower() for m in marks)]
+    return json.dumps(doc, indent=1, default=str) + "\nsupervisor.log:\n" + "\n".join(lines[-80:])
+
+
 def test_rolling_changes_on_real_brokers(local_platform: Any, tmp_path: Path) -> None:
     _require_from_version()
     old = _manifest(tmp_path / "v540.yaml", FROM_VERSION, {})
@@ -97,7 +107,7 @@ def test_rolling_changes_on_real_brokers(local_platform: Any, tmp_path: Path) ->
         # 1. Version upgrade under load (the bench finds the cluster up and keeps it).
         doc = asyncio.run(run_bench([str(old)], cluster.state_dir, TO_VERSION, 200.0, True))
         assert doc["phase"] == "Complete", doc
-        assert doc["lost"] == 0, doc
+        assert doc["lost"] == 0, _loss_report(doc, cluster.state_dir)
         # One planned switchover; a failover by the policy mid-roll (a loaded machine) can hand the master to a
         # replica not rolled yet, which then takes another. The invariant is the next line's.
         assert doc["replicas_restarted"] == 3 and doc["switchovers"] >= 1, doc

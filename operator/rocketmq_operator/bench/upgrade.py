@@ -5,7 +5,8 @@ is applied with `local apply`, and the supervisor rolls the group (slaves, switc
 producer is the project's own (3 s timeout, 2 retries, as the Java client's defaults). Measured by the client:
 
 * `write_pause_s`: the longest gap between two acknowledgements from the apply to the end of the roll;
-* `failed_sends`: sends that failed after their retries; `lost`: acknowledged messages not consumed afterwards.
+* `failed_sends`: sends that failed after their retries; `lost`: acknowledged messages not consumed afterwards
+  (the first few in `lost_messages`: key, final status, queue and offset, when acknowledged).
 
 From the supervisor's rollout status: `replicas_restarted`, `switchovers`; `restart_order` lists the replicas in
 the order their process changed, with the role each had just before (`master_restarted_last` checks the rule).
@@ -31,6 +32,7 @@ from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.produce import SendRecord, SteadyProducer
 
 ROLL_TIMEOUT_S = 900.0
+LOST_SHOWN = 10  # lost messages listed by key, status, queue and time (the count is `lost`)
 
 
 def with_version(files: list[str], version: str, directory: Path) -> list[str]:
@@ -136,7 +138,8 @@ async def run_bench(
         report = producer.report()
         acknowledged = {r.key for r in records if r.ok}
         got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
-        lost = len(acknowledged - set(got.keys))
+        missing = acknowledged - set(got.keys)
+        lost = len(missing)
     finally:
         if not keep:
             await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
@@ -162,4 +165,13 @@ async def run_bench(
         "restart_order": [{"replica": o["replica"], "role_before": o["role_before"]} for o in order],
         "master_restarted_last": bool(order) and order[-1]["replica"] == initial_master,
         "restarted_while_master": sum(1 for o in order if o["role_before"] == "master"),
+        "lost_messages": [
+            {
+                "key": r.key,
+                "status": r.status,
+                "queue": f"{r.broker_name}/{r.queue_id}@{r.queue_offset}",
+                "acknowledged_s_after_apply": round(r.end - applied_at, 3),
+            }
+            for r in sorted((r for r in records if r.ok and r.key in missing), key=lambda r: r.end)[:LOST_SHOWN]
+        ],
     }
