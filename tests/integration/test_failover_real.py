@@ -77,6 +77,8 @@ def test_failover_switchover_and_refusals(local_platform: Any) -> None:
         assert res.returncode == 0, res.stdout + res.stderr
         report = json.loads(res.stdout)
         assert report["newMaster"] == target and report["writePauseSeconds"] is not None
+        # The old master got its write permission back only once it said it is a slave (never left fenced).
+        assert any("is a slave now; restored its write permission" in s for s in report["steps"]), report["steps"]
         cluster.wait_for("switched master", lambda d: cluster.group(GROUP, d)["master"]["brokerId"] == target)
 
         # 2. SIGKILL the master (kept down): the controller elects, status/roles/history follow, and the

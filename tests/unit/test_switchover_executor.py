@@ -92,3 +92,27 @@ def test_an_old_master_that_never_learns_of_its_demotion_stays_fenced() -> None:
     assert group.log == [("brokerPermission", (1, "4")), ("elected", 2)]
     assert report.new_master == 2
     assert any("left fenced (brokerPermission=4)" in s for s in report.steps), report.steps
+
+
+@dataclass
+class GrowingMaster(FakeGroup):
+    """The fenced master appends one in-flight put (it passed the permission check before the fence) while the
+    target's end is being read: the target is level with the first read, not with the master's new end."""
+
+    ends: dict[int, list[int]] = field(default_factory=lambda: {1: [100, 150], 2: [100, 100, 150]})
+
+    async def get_runtime_info(self, addr: str, *, timeout: float | None = None) -> dict[str, str]:
+        broker_id = next(i for i, a in ADDR.items() if a == addr)
+        ends = self.ends.get(broker_id, [100])
+        end = ends.pop(0) if len(ends) > 1 else ends[0]
+        self.log.append(("end", (broker_id, end)))
+        return {"commitLogMaxOffset": str(end), "brokerVersionDesc": "V5_5_0"}
+
+
+def test_the_election_waits_for_a_put_the_fenced_master_appended_while_the_target_was_read() -> None:
+    group = GrowingMaster(demote_after=0)
+    _run(group)
+    elected_at = group.log.index(("elected", 2))
+    ends_before = [e for e in group.log[:elected_at] if e[0] == "end"]
+    # The last reads before the election: the target at the master's final end (150), the master unchanged.
+    assert ends_before[-2:] == [("end", (2, 150)), ("end", (1, 150))], ends_before

@@ -247,10 +247,12 @@ async def _wait_catch_up(client: RemotingClient, master: str, target: str, timeo
     deadline = time.monotonic() + timeout_s
     while True:
         # Read the fenced master's end every time: a put that passed the permission check before the fence
-        # may append after the first read.
+        # may append after the first read. Done only when its end has not moved while the target was read: a
+        # put appended in between could be acknowledged by another slave's ack and then truncated away under
+        # the new master.
         want = await _max_offset(client, master)
         have = await _max_offset(client, target)
-        if have >= want:
+        if have >= want and await _max_offset(client, master) == want:
             return
         if time.monotonic() > deadline:
             raise TimeoutError(f"target at offset {have} did not reach the fenced master's {want} in {timeout_s}s")
