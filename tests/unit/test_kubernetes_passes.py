@@ -577,3 +577,107 @@ def test_a_pod_deleted_by_someone_else_mid_roll_is_waited_for_not_deleted_again(
     with_revisions(fake, {1: "r2"}, "r2")  # the StatefulSet recreated it from the update revision
     run_pass(fake)
     assert fake.writes_of("delete") == [("Pod", "broker-a-2")]  # the roll goes on with the other slave
+
+
+class FakeController(FakeBrokers):
+    """The controller's part a scale-in uses: CLEAN_BROKER_DATA, refused while it holds a broker alive."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.alive: set[int] = set()
+        self.forgotten: list[list[int]] = []
+
+    async def find_controller_leader(self, controllers: Any, **_: Any) -> Any:
+        return ControllerMetadata("ctl:9878", None, "1", "ctl:9878", True, {})
+
+    async def clean_broker_data(self, leader: str, cluster: str, group: str, ids: list[int], **_: Any) -> None:
+        if self.alive & set(ids):
+            raise OSError(f"brokers {sorted(self.alive & set(ids))} are still alive")
+        self.forgotten.append(list(ids))
+
+
+def sts_patches(fake: FakeApi) -> list[tuple[str, str]]:
+    return [w for w in fake.writes_of("patch") if w[0] == "StatefulSet"]
+
+
+def with_master(broker_id: int, names: range) -> GroupState:
+    moved = healthy()
+    return GroupState(
+        **{
+            **moved.__dict__,
+            "master_broker_id": broker_id,
+            "master_address": ADDR[broker_id - 1],
+            "sync_state_set": tuple(i + 1 for i in names),
+            "replicas": tuple(
+                ReplicaObservation(f"broker-a-{i}", ADDR[i], True, broker_id=i + 1, is_master=i + 1 == broker_id)
+                for i in names
+            ),
+        }
+    )
+
+
+def test_a_scale_in_switches_the_master_off_the_removed_ordinal_then_shrinks_the_statefulset_itself(
+    group: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """3 → 2 with the master on broker-a-2: the reconciler keeps 3 pods, the roll switches over to a kept
+    replica, then lowers the StatefulSet to 2 (never removing a master), and the controller forgets broker 3
+    once its pod is gone (refused while it is alive); then the kept replicas roll for totalReplicas=2."""
+    switched: list[int] = []
+
+    async def switchover(client: Any, controllers: Any, cluster: str, name: str, endpoints: Any, target: int) -> Any:
+        switched.append(target)
+        return SimpleNamespace(write_pause_s=0.2)
+
+    async def nothing(*_: Any, **__: Any) -> None:
+        return None
+
+    monkeypatch.setattr(control_roll, "switchover", switchover)
+    monkeypatch.setattr(control_roll, "observe_group", nothing)
+    monkeypatch.setattr(control_roll, "reattach_slaves", nothing)
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    group["state"] = with_master(3, range(3))
+    smaller = body(fake, "BrokerGroup", "broker-a")
+    smaller["spec"]["replicas"] = 2
+    smaller["spec"]["quorum"] = {"inSyncReplicas": 2, "minInSyncReplicas": 1}
+    fake.put(smaller)
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    sts = body(fake, "StatefulSet", "broker-a")
+    assert sts["spec"]["replicas"] == 3  # the reconciler never removes a replica: the roll does
+    assert "broker-a-2.conf" in body(fake, "ConfigMap", "broker-a-config")["data"]  # it keeps its config meanwhile
+    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"]["whenScaled"] == "Retain"  # reclaimPolicy Retain
+    with_revisions(fake, {0: "r1", 1: "r1", 2: "r1"}, "r2")
+    controller = FakeController()
+    memory: dict[str, Any] = {}
+
+    run_pass(fake, controller, memory)
+    assert switched == [1] or switched == [2], switched  # the master first moves to a kept replica
+    assert sts_patches(fake) == [] and fake.writes_of("delete") == []
+    group["state"] = with_master(switched[0], range(3))
+    run_pass(fake, controller, memory)
+    assert sts_patches(fake) == [("StatefulSet", "broker-a")]
+    assert body(fake, "StatefulSet", "broker-a")["spec"]["replicas"] == 2
+    rollout = body(fake, "BrokerGroup", "broker-a")["status"]["rollout"]
+    assert rollout["removedBrokerIds"] == [3], rollout
+
+    # The reconciler follows the StatefulSet's new count; broker-a-2's pod terminates while its broker answers.
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert body(fake, "StatefulSet", "broker-a")["spec"]["replicas"] == 2
+    terminating = body(fake, "Pod", "broker-a-2")
+    terminating["metadata"]["deletionTimestamp"] = "2026-11-25T00:00:00Z"
+    fake.put(terminating)
+    controller.alive = {3}
+    run_pass(fake, controller, memory)
+    assert controller.forgotten == []  # its pod is still there
+    del fake.objects[("Pod", NS, "broker-a-2")]
+    group["state"] = with_master(switched[0], range(2))
+    run_pass(fake, controller, memory)
+    assert controller.forgotten == []  # the controller still holds it alive: tried again
+    assert body(fake, "BrokerGroup", "broker-a")["status"]["rollout"]["removedBrokerIds"] == [3]
+    controller.alive = set()
+    run_pass(fake, controller, memory)
+    assert controller.forgotten == [[3]]
+    rollout = body(fake, "BrokerGroup", "broker-a")["status"]["rollout"]
+    assert rollout["removedBrokerIds"] == [] and rollout["currentStep"].startswith("restart broker-a-"), rollout
+    assert [name for _, name in fake.writes_of("delete")] == [f"broker-a-{2 - switched[0]}"]  # the slave first

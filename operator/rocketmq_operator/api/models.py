@@ -310,6 +310,10 @@ class RolloutStatus(Model):
     last_restarted: str | None = Field(default=None, description="The replica the roll waits for, if any.")
     switched_from: str | None = Field(default=None, description="The old master after the roll's switchover.")
     waiting_since: float | None = Field(default=None, description="Start of the current wait (epoch seconds).")
+    removed_broker_ids: list[int] = Field(
+        default_factory=list,
+        description="Broker ids of replicas a scale-in removed that the controller has not forgotten yet.",
+    )
 
 
 class BrokerGroupStatus(Model):

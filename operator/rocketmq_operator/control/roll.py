@@ -206,6 +206,8 @@ async def run_roll_step(
         replica = next((r for r in state.replicas if r.name == step.replica), None)
         if replica is not None:
             done = await platform.remove_replica(replica)
+            if replica.broker_id is not None and replica.broker_id not in out.removed_broker_ids:
+                out.removed_broker_ids.append(replica.broker_id)  # forgotten by the controller once it is gone
             out.last_restarted = None
             out.waiting_since = None
             out.current_step = f"remove {step.replica}" + (f" ({done})" if done else "")

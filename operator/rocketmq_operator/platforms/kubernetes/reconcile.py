@@ -104,7 +104,9 @@ async def _render_broker(kube: KubeClient, bg: BrokerGroup, namespace: str, outc
             outcome.blocked_message = lookup.message
             return None
         cg = lookup.resource
-    return render_broker_group(bg, cg)
+    sts = await kube.get("StatefulSet", namespace, bg.metadata.name)
+    running = int(((sts or {}).get("spec") or {}).get("replicas") or 0) if sts is not None else None
+    return render_broker_group(bg, cg, running)
 
 
 def desired_status(body: JSON, outcome: Outcome, now: str) -> JSON:

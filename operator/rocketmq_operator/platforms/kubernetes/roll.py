@@ -14,6 +14,12 @@ Contract:
   broker restarted or recreated meanwhile converges too.
 * `roll_pass` runs one `control.roll.run_roll_step` and writes `status.rollout` (and the RolloutBlocked
   condition) only when it changed: a restarted operator resumes the roll from there.
+* **Scale-in** of a controller-mode group goes through the roll, never through the StatefulSet alone (which
+  removes the highest ordinals whatever their role): the reconciler keeps the StatefulSet's replica count
+  (`render.kubernetes.broker_group.serving_replicas`), the roll switches the master off a removed ordinal, then
+  `PodRoll.remove_replica` lowers the count by one (the StatefulSet deletes that pod gracefully; its PVC follows
+  `spec.storage.reclaimPolicy` through `whenScaled`). Once no removed pod is left, the controller forgets their
+  broker ids (`status.rollout.removedBrokerIds`, so an operator restart does not lose them).
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ from typing import Any
 from rocketmq_operator.api.models import BrokerGroup, RolloutStatus
 from rocketmq_operator.control.roll import (
     Revisions,
+    RollSettings,
     apply_hot_config,
+    forget_replicas,
     roll_settings,
     rollout_blocked_condition,
     run_roll_step,
@@ -79,17 +87,29 @@ def replaced_pods(sts: JSON | None, pods: list[JSON]) -> set[str]:
     return {f"{sts['metadata']['name']}-{i}" for i in range(count)} - live
 
 
+def removing_pods(bg: BrokerGroup, sts: JSON | None) -> frozenset[str]:
+    """The StatefulSet's pods beyond `spec.replicas`: what a scale-in still has to remove."""
+    count = int(((sts or {}).get("spec") or {}).get("replicas") or 0)
+    return frozenset(f"{bg.metadata.name}-{i}" for i in range(bg.spec.replicas, count))
+
+
 class PodRoll:
     """`control.roll.RollPlatform` on Kubernetes: revisions from the StatefulSet and its pods; a restart deletes
-    the pod, unless it is being replaced already."""
+    the pod, unless it is being replaced already; a removal lowers the StatefulSet's replica count."""
 
     def __init__(
-        self, kube: KubeClient, namespace: str, revisions: Mapping[str, Revisions], replaced: set[str]
+        self,
+        kube: KubeClient,
+        namespace: str,
+        revisions: Mapping[str, Revisions],
+        replaced: set[str],
+        sts: JSON | None = None,
     ) -> None:
         self.kube = kube
         self.namespace = namespace
         self._revisions = dict(revisions)
         self.replaced = replaced
+        self.sts = sts
 
     def revisions(self, group: str) -> Mapping[str, Revisions]:
         return self._revisions
@@ -102,7 +122,17 @@ class PodRoll:
         return f"deleted pod {replica.name}; the StatefulSet recreates it on {wanted.desired if wanted else '?'}"
 
     async def remove_replica(self, replica: ReplicaObservation) -> str:
-        return ""  # scale-in on Kubernetes is the StatefulSet's (spec.replicas); nothing is removed here
+        if self.sts is None:
+            return ""
+        name = self.sts["metadata"]["name"]
+        count = int((self.sts.get("spec") or {}).get("replicas") or 0)
+        ordinal = _ordinal(replica.name)
+        if ordinal is None or ordinal != count - 1:
+            # The StatefulSet removes its highest ordinal only; the roll removes highest first, so this is a
+            # stale observation: the next pass sees the new count.
+            return f"pod {replica.name} is not the StatefulSet's highest ordinal ({count - 1}); waiting"
+        await self.kube.patch("StatefulSet", self.namespace, name, {"spec": {"replicas": ordinal}})
+        return f"StatefulSet {name} scaled to {ordinal}: pod {replica.name} is deleted gracefully"
 
 
 async def roll_pass(
@@ -125,8 +155,10 @@ async def roll_pass(
         state,
         replicas=tuple(dataclasses.replace(r, reachable=False) if r.name in replaced else r for r in state.replicas),
     )
-    settings = roll_settings(bg, controllers, endpoints)
-    after = await run_roll_step(client, state, settings, before, PodRoll(kube, ns, revisions, replaced))
+    removing = removing_pods(bg, sts)
+    settings = roll_settings(bg, controllers, endpoints, removing)
+    current = await _forget_removed(client, settings, bg, before, pods, removing)
+    after = await run_roll_step(client, state, settings, current, PodRoll(kube, ns, revisions, replaced, sts))
     if after is not None and after != before:
         doc: JSON = {"rollout": after.model_dump(mode="json", by_alias=True)}
         blocked = rollout_blocked_condition(after)
@@ -137,6 +169,25 @@ async def roll_pass(
             doc["conditions"] = kept + ([blocked] if blocked is not None else [])
         await kube.patch_status("BrokerGroup", ns, name, doc)
     return after
+
+
+async def _forget_removed(
+    client: RemotingClient,
+    settings: RollSettings,
+    bg: BrokerGroup,
+    rollout: RolloutStatus | None,
+    pods: list[JSON],
+    removing: frozenset[str],
+) -> RolloutStatus | None:
+    """Once every pod a scale-in removed is gone (terminating ones included), the controller forgets their broker
+    ids. It refuses while its heartbeat table still holds one alive: tried again on the next pass."""
+    if rollout is None or not rollout.removed_broker_ids or removing:
+        return rollout
+    if any((_ordinal(p["metadata"]["name"]) or 0) >= bg.spec.replicas for p in pods):
+        return rollout
+    if await forget_replicas(client, settings, bg.metadata.name, rollout.removed_broker_ids) is not None:
+        return rollout
+    return rollout.model_copy(update={"removed_broker_ids": []})
 
 
 async def apply_hot_keys(

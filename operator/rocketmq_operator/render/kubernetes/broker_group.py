@@ -32,7 +32,7 @@ def broker_config_files(bg: BrokerGroup, placement: BrokerPlacement, pod_prefix:
     header = f"Rendered by rocketmq-operator for BrokerGroup {bg.metadata.name}; edit the BrokerGroup, not this."
     return {
         f"{pod_prefix}-{i}.conf": properties_text(broker_config(bg, i, placement), header)
-        for i in range(bg.spec.replicas)
+        for i in range(len(placement.replicas))
     }
 
 
@@ -43,10 +43,22 @@ def restart_digest(bg: BrokerGroup, placement: BrokerPlacement, image: str, java
     return group_revision([revision(broker_config(bg, i, placement), image, java) for i in range(bg.spec.replicas)])
 
 
-def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None) -> list[JSON]:
+def serving_replicas(bg: BrokerGroup, running: int | None) -> int:
+    """The StatefulSet's replica count. A controller-mode group never shrinks it here: the roll removes the
+    highest ordinals one at a time, after a switchover if one is master (`platforms.kubernetes.roll`), and lowers
+    the count itself; until then the removed replicas keep running, with their configs. Classic modes keep the
+    StatefulSet's own scale-in (the master is ordinal 0, never removed)."""
+    if bg.spec.ha_mode != HAMode.CONTROLLER.value or running is None:
+        return bg.spec.replicas
+    return max(bg.spec.replicas, running)
+
+
+def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: int | None = None) -> list[JSON]:
+    """Every object of the group; ``running``: the StatefulSet's current replica count, if it exists."""
     name = bg.metadata.name
     namespace = namespace_of(bg)
-    placement = broker_placement(bg, cg, namespace)
+    serving = serving_replicas(bg, running)
+    placement = broker_placement(bg, cg, namespace, serving)
     files = broker_config_files(bg, placement, name)
     heap = bg.spec.jvm.heap or DEFAULT_BROKER_HEAP
     java = [*jvm_options("broker", heap, bg.spec.jvm.direct_memory), *bg.spec.jvm.extra_options]
@@ -68,7 +80,7 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None) -> list[JSO
             name=name,
             namespace=namespace,
             component="broker",
-            replicas=bg.spec.replicas,
+            replicas=serving,
             image=broker_image(bg),
             pull_policy=bg.spec.image_pull_policy,
             role_arg="broker",

@@ -170,7 +170,8 @@ def statefulset(
             "podManagementPolicy": "OrderedReady" if ordered else "Parallel",
             # The operator restarts pods itself, in an order that keeps the quorum (never the StatefulSet).
             "updateStrategy": {"type": "OnDelete"},
-            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": reclaim_policy, "whenScaled": "Retain"},
+            # A scale-in's removed replicas keep or lose their data as on deletion (the roll removes them).
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": reclaim_policy, "whenScaled": reclaim_policy},
             "selector": {"matchLabels": selector(group, component)},
             "template": {
                 "metadata": {

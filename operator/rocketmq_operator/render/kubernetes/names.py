@@ -92,7 +92,10 @@ def namespace_of(resource: BrokerGroup | ControllerGroup, default: str = "defaul
     return resource.metadata.namespace or default
 
 
-def broker_placement(bg: BrokerGroup, cg: ControllerGroup | None, namespace: str) -> BrokerPlacement:
+def broker_placement(
+    bg: BrokerGroup, cg: ControllerGroup | None, namespace: str, count: int | None = None
+) -> BrokerPlacement:
+    """Where each of ``count`` replicas (default ``spec.replicas``) runs and what it connects to."""
     if bg.spec.name_servers:
         name_servers = list(bg.spec.name_servers)
     elif cg is not None:
@@ -103,7 +106,7 @@ def broker_placement(bg: BrokerGroup, cg: ControllerGroup | None, namespace: str
             "fix: create that ControllerGroup (or pass its manifest to render), or set spec.nameServers"
         )
     controllers = controller_addresses(cg, namespace) if cg is not None else []
-    replicas = [ReplicaPlacement(BROKER_PORT, f"{DATA_DIR}/store") for _ in range(bg.spec.replicas)]
+    replicas = [ReplicaPlacement(BROKER_PORT, f"{DATA_DIR}/store") for _ in range(count or bg.spec.replicas)]
     return BrokerPlacement(name_servers=name_servers, controllers=controllers, replicas=replicas)
 
 
