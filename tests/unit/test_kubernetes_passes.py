@@ -9,6 +9,7 @@ derives everything again from the cluster, would not write the same way.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 from pathlib import Path
@@ -114,6 +115,34 @@ def test_a_refused_apply_raises_and_the_next_pass_applies_only_what_is_missing()
     assert "StatefulSet/broker-a" in outcome.applied
     assert not {("ConfigMap", "broker-a-config")} & set(fake.writes_of("apply")[len(applied_before) :])
     assert conditions(body(fake, "BrokerGroup", "broker-a"))["Reconciled"] == ("True", "Applied")
+
+
+def test_a_larger_storage_size_keeps_the_claim_template_and_the_reconcile_does_not_fail() -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    sts = body(fake, "StatefulSet", "broker-a")
+    claim = sts["spec"]["volumeClaimTemplates"][0]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "10Gi"
+    bigger = body(fake, "BrokerGroup", "broker-a")
+    bigger["spec"]["storage"]["size"] = "20Gi"
+    bigger["spec"]["jvm"]["heap"] = "2Gi"  # and a change the StatefulSet does take
+    fake.put(bigger)
+    # The fake refuses a changed claim template as the API server does (immutable): prove it first.
+    changed = copy.deepcopy(sts)
+    changed["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] = "20Gi"
+    with pytest.raises(KubeError) as refused:
+        asyncio.run(fake.apply(changed))
+    assert refused.value.status == 422 and "Forbidden" in str(refused.value)
+
+    outcome = asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert "StatefulSet/broker-a" in outcome.applied and outcome.blocked_reason is None
+    after = body(fake, "StatefulSet", "broker-a")
+    assert after["spec"]["volumeClaimTemplates"] == sts["spec"]["volumeClaimTemplates"]  # the PVCs grow instead
+    assert after["spec"]["template"] != sts["spec"]["template"]
+    assert conditions(body(fake, "BrokerGroup", "broker-a"))["Reconciled"] == ("True", "Applied")
+    before = fake.writes
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert fake.writes == before  # the kept size is what was applied: nothing to apply again
 
 
 def test_controller_group_lookup_reports_why() -> None:
