@@ -606,3 +606,218 @@ def test_a_pod_deleted_by_someone_else_mid_roll_is_waited_for_not_deleted_again(
     with_revisions(fake, {1: "r2"}, "r2")  # the StatefulSet recreated it from the update revision
     run_pass(fake)
     assert fake.writes_of("delete") == [("Pod", "broker-a-2")]  # the roll goes on with the other slave
+
+
+# --- storage expansion (core.storage, platforms/kubernetes/storage.py) ---
+
+
+def pvc(
+    fake: FakeApi,
+    i: int,
+    requested: str = "10Gi",
+    capacity: str | None = None,
+    cls: str | None = "fast",
+    **status: Any,
+) -> None:
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": requested}}}
+    if cls is not None:
+        spec["storageClassName"] = cls
+    fake.put(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": f"data-broker-a-{i}",
+                # The StatefulSet controller copies its selector's labels onto the claims it creates.
+                "labels": {
+                    LABEL_GROUP: "broker-a",
+                    "app.kubernetes.io/component": "broker",
+                    "app.kubernetes.io/instance": "broker-a",
+                },
+            },
+            "spec": spec,
+            "status": {"phase": "Bound", "capacity": {"storage": capacity or requested}, **status},
+        }
+    )
+
+
+def storage_class(fake: FakeApi, name: str, expandable: bool | None) -> None:
+    sc: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name}}
+    if expandable is not None:
+        sc["allowVolumeExpansion"] = expandable
+    fake.put(sc)
+
+
+def set_size(fake: FakeApi, size: str) -> None:
+    bg = body(fake, "BrokerGroup", "broker-a")
+    bg["spec"]["storage"]["size"] = size
+    fake.put(bg)
+
+
+def claim(fake: FakeApi, i: int) -> dict[str, Any]:
+    return body(fake, "PersistentVolumeClaim", f"data-broker-a-{i}")
+
+
+def claim_patches(fake: FakeApi) -> list[str]:
+    return [name for kind, name in fake.writes_of("patch") if kind == "PersistentVolumeClaim"]
+
+
+def storage_condition(fake: FakeApi) -> dict[str, Any] | None:
+    found = body(fake, "BrokerGroup", "broker-a").get("status", {}).get("conditions", [])
+    return next((c for c in found if c["type"] == "StorageResized"), None)
+
+
+def reasons(group: dict[str, Any]) -> list[str]:
+    return [e["reason"] for e in group["events"] if e["reason"] != "ConfigApplied"]
+
+
+def test_a_larger_size_grows_each_claim_in_place_and_reports_progress_from_the_claims(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    storage_class(fake, "fast", True)
+    for i in range(3):
+        pvc(fake, i)
+    pvc(fake, 3)  # left behind by an earlier scale-in (whenScaled: Retain): not this group's replica any more
+    memory: dict[str, Any] = {}
+    run_pass(fake, memory=memory)
+    assert claim_patches(fake) == [] and storage_condition(fake) is None  # never resized: nothing to say
+
+    set_size(fake, "20Gi")
+    run_pass(fake, memory=memory)
+    assert claim_patches(fake) == [
+        "data-broker-a-0",
+        "data-broker-a-1",
+        "data-broker-a-2",
+    ]
+    assert all(claim(fake, i)["spec"]["resources"]["requests"]["storage"] == "20Gi" for i in range(3))
+    assert claim(fake, 3)["spec"]["resources"]["requests"]["storage"] == "10Gi"
+    cond = storage_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Resizing"), cond
+    assert reasons(group).count("StorageExpansion") == 3 and "Resizing" in reasons(group)
+
+    run_pass(fake, memory=memory)  # asked already: nothing patched again, progress read from the claims
+    assert len(claim_patches(fake)) == 3
+    cond = storage_condition(fake)
+    assert cond is not None and "0/3 PVCs have 20Gi" in cond["message"], cond
+
+    pvc(fake, 0, "20Gi")
+    pvc(fake, 1, "20Gi", "10Gi", conditions=[{"type": "FileSystemResizePending", "status": "True"}])
+    pvc(fake, 2, "20Gi", "10Gi", conditions=[{"type": "Resizing", "status": "True"}])
+    run_pass(fake, memory=memory)
+    cond = storage_condition(fake)
+    assert cond is not None and cond["reason"] == "Resizing"
+    assert "1/3 PVCs have 20Gi" in cond["message"] and "FileSystemResizePending" in cond["message"]
+    assert "data-broker-a-2: volume being resized" in cond["message"]
+
+    for i in range(3):
+        pvc(fake, i, "20Gi")
+    run_pass(fake, memory=memory)
+    cond = storage_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Resized"), cond
+    assert reasons(group).count("StorageResized") == 1
+    assert conditions(body(fake, "BrokerGroup", "broker-a"))["Ready"] == ("True", "AllReplicasInSync")  # kept
+    before = fake.writes
+    run_pass(fake, memory=memory)
+    assert fake.writes == before  # settled: nothing written
+
+
+@pytest.mark.parametrize(
+    ("cls", "expandable", "words"),
+    [
+        (None, None, "has no StorageClass"),  # the test node's static hostPath PVs
+        ("fixed", False, "StorageClass fixed of PVC data-broker-a-0"),
+        ("fixed", None, "StorageClass fixed of PVC data-broker-a-0"),  # allowVolumeExpansion unset: false
+        (
+            "gone",
+            "missing",
+            "StorageClass gone of PVC data-broker-a-0, data-broker-a-1, data-broker-a-2 does not exist",
+        ),
+    ],
+)
+def test_a_claim_that_cannot_grow_is_not_patched_and_status_says_why(
+    group: dict[str, Any], cls: str | None, expandable: bool | str | None, words: str
+) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    if cls is not None and expandable != "missing":
+        storage_class(fake, cls, expandable)  # type: ignore[arg-type]
+    for i in range(3):
+        pvc(fake, i, cls=cls)
+    set_size(fake, "20Gi")
+    memory: dict[str, Any] = {}
+    run_pass(fake, memory=memory)
+    run_pass(fake, memory=memory)
+    assert claim_patches(fake) == []
+    cond = storage_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "ExpansionNotSupported"), cond
+    message = cond["message"]
+    assert words in message and "spec.storage.size 20Gi" in message
+    assert "allowVolumeExpansion: true" in message and "rule:" in message and "fix:" in message
+    assert "back to 10Gi" in message
+    warnings = [e for e in group["events"] if e["reason"] == "ExpansionNotSupported"]
+    assert len(warnings) == 1 and warnings[0]["type"] == "Warning"  # said once, not every pass
+
+
+def test_a_refused_claim_patch_is_a_condition_and_the_next_pass_goes_on(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    storage_class(fake, "fast", True)
+    for i in range(3):
+        pvc(fake, i)
+    set_size(fake, "20Gi")
+    fake.fail_on("patch", "PersistentVolumeClaim", "data-broker-a-1", status=422)
+    run_pass(fake)  # no exception out of the pass
+    assert claim(fake, 0)["spec"]["resources"]["requests"]["storage"] == "20Gi"
+    assert claim(fake, 1)["spec"]["resources"]["requests"]["storage"] == "10Gi"
+    assert claim(fake, 2)["spec"]["resources"]["requests"]["storage"] == "10Gi"  # stopped at the refusal
+    cond = storage_condition(fake)
+    assert cond is not None and cond["reason"] == "ResizeRefused", cond
+    assert "data-broker-a-1" in cond["message"] and "HTTP 422" in cond["message"] and "fix:" in cond["message"]
+    run_pass(fake)
+    assert all(claim(fake, i)["spec"]["resources"]["requests"]["storage"] == "20Gi" for i in range(3))
+    cond = storage_condition(fake)
+    assert cond is not None and cond["reason"] == "Resizing", cond
+
+
+@pytest.mark.parametrize(
+    ("verb", "kind", "reason", "words"),
+    [
+        ("get", "StorageClass", "StorageClassUnreadable", "rbac.clusterRead"),
+        ("list", "PersistentVolumeClaim", "ClaimsUnreadable", "persistentvolumeclaims"),
+    ],
+)
+def test_a_forbidden_read_is_a_condition_and_nothing_is_patched(
+    group: dict[str, Any], verb: str, kind: str, reason: str, words: str
+) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    storage_class(fake, "fast", True)
+    for i in range(3):
+        pvc(fake, i)
+    set_size(fake, "20Gi")
+    fake.fail_on(verb, kind, status=403)
+    run_pass(fake)
+    assert claim_patches(fake) == []
+    cond = storage_condition(fake)
+    assert cond is not None and cond["reason"] == reason and "HTTP 403" in cond["message"], cond
+    assert words in cond["message"] and "fix:" in cond["message"]
+    assert group["policy_runs"] == 1  # the rest of the pass ran
+
+
+def test_a_smaller_size_is_refused_and_the_reconcile_keeps_the_claim_template(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    storage_class(fake, "fast", True)
+    for i in range(3):
+        pvc(fake, i)
+    set_size(fake, "5Gi")
+    outcome = asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert outcome.blocked_reason is None
+    template = body(fake, "StatefulSet", "broker-a")["spec"]["volumeClaimTemplates"][0]
+    assert template["spec"]["resources"]["requests"]["storage"] == "10Gi"
+    run_pass(fake)
+    assert claim_patches(fake) == []
+    cond = storage_condition(fake)
+    assert cond is not None and cond["reason"] == "ShrinkRefused", cond
+    assert "spec.storage.size 5Gi" in cond["message"] and "back to 10Gi or more" in cond["message"]
