@@ -22,10 +22,11 @@ from kube_fake import FakeApi
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control import roll as control_roll
-from rocketmq_operator.control.operations import PolicyOutcome
+from rocketmq_operator.control.operations import OperationRefused, PolicyOutcome
 from rocketmq_operator.control.topics import AssertReport
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.core.topics import Refusal
+from rocketmq_operator.platforms.kubernetes import drain as kube_drain
 from rocketmq_operator.platforms.kubernetes import group_pass
 from rocketmq_operator.platforms.kubernetes import topics as kube_topics
 from rocketmq_operator.platforms.kubernetes.controller_pass import controller_pass
@@ -821,3 +822,175 @@ def test_a_smaller_size_is_refused_and_the_reconcile_keeps_the_claim_template(gr
     cond = storage_condition(fake)
     assert cond is not None and cond["reason"] == "ShrinkRefused", cond
     assert "spec.storage.size 5Gi" in cond["message"] and "back to 10Gi or more" in cond["message"]
+
+
+# --- the switchover before a node drain (core.drain, platforms/kubernetes/drain.py) ---
+
+
+def node(fake: FakeApi, name: str, cordoned: bool = False) -> None:
+    spec = {"unschedulable": True} if cordoned else {}
+    fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": spec})
+
+
+def placed(fake: FakeApi, cordoned: tuple[str, ...] = ()) -> None:
+    """Pods broker-a-<i> on nodes n<i>; the named nodes cordoned."""
+    pods(fake)
+    for i in range(3):
+        pod = body(fake, "Pod", f"broker-a-{i}")
+        pod["spec"] = {"nodeName": f"n{i}"}
+        fake.put(pod)
+        node(fake, f"n{i}", f"n{i}" in cordoned)
+
+
+def drain_condition(fake: FakeApi) -> dict[str, Any] | None:
+    found = body(fake, "BrokerGroup", "broker-a").get("status", {}).get("conditions", [])
+    return next((c for c in found if c["type"] == "DrainSwitchover"), None)
+
+
+@pytest.fixture
+def switchovers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The switchover operation as the drain pass calls it: each call's target, or the exception to raise."""
+    calls: list[Any] = []
+
+    async def switchover(client: Any, controllers: Any, cluster: str, name: str, endpoints: Any, target: int) -> Any:
+        calls.append(target)
+        if isinstance(calls[0], Exception):
+            raise calls.pop(0)
+        return SimpleNamespace(write_pause_s=0.2, epoch=2)
+
+    async def nothing(*_: Any, **__: Any) -> None:
+        return None
+
+    monkeypatch.setattr(kube_drain, "switchover", switchover)
+    monkeypatch.setattr(kube_drain, "observe_group", nothing)
+    monkeypatch.setattr(kube_drain, "reattach_slaves", nothing)
+    return calls
+
+
+def master_is(group: dict[str, Any], broker_id: int) -> None:
+    moved = healthy()
+    group["state"] = GroupState(
+        **{
+            **moved.__dict__,
+            "master_broker_id": broker_id,
+            "master_address": ADDR[broker_id - 1],
+            "master_epoch": 2,
+            "replicas": tuple(
+                ReplicaObservation(
+                    r.name, r.address, True, broker_id=r.broker_id, is_master=r.broker_id == broker_id, max_offset=10
+                )
+                for r in moved.replicas
+            ),
+        }
+    )
+
+
+def test_a_cordoned_master_node_switches_the_master_over_once(group: dict[str, Any], switchovers: list[Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    placed(fake)
+    memory: dict[str, Any] = {}
+    run_pass(fake, memory=memory)
+    assert switchovers == [] and drain_condition(fake) is None  # schedulable: nothing to do, nothing said
+
+    node(fake, "n0", cordoned=True)  # `kubectl drain n0` cordons first
+    node(fake, "n2", cordoned=True)  # and broker-a-2's node is on its way out too
+    run_pass(fake, memory=memory)
+    assert switchovers == [2]  # broker-a-1 on n1: in sync, caught up, on a schedulable node
+    cond = drain_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Switched"), cond
+    assert "broker-a-0 on cordoned node n0 to broker-a-1" in cond["message"]
+    assert reasons(group).count("DrainSwitchover") == 1
+    assert group["policy_runs"] == 2
+
+    master_is(group, 2)  # the controller elected it
+    run_pass(fake, memory=memory)
+    run_pass(fake, memory=memory)
+    assert switchovers == [2]  # on a schedulable node now: no loop
+    cond = drain_condition(fake)
+    assert cond is not None and cond["reason"] == "Switched"  # the record of the last one stays
+
+
+def test_no_slave_on_a_schedulable_node_holds_says_so_once_and_clears(
+    group: dict[str, Any], switchovers: list[Any]
+) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    placed(fake, cordoned=("n0", "n1", "n2"))
+    memory: dict[str, Any] = {}
+    run_pass(fake, memory=memory)
+    run_pass(fake, memory=memory)
+    assert switchovers == [] and fake.writes_of("delete") == []  # nothing destructive
+    cond = drain_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "NoSchedulableTarget"), cond
+    assert "node n0" in cond["message"] and "uncordon n0" in cond["message"] and "add a node" in cond["message"]
+    warnings = [e for e in group["events"] if e["reason"] == "DrainNoSchedulableTarget"]
+    assert len(warnings) == 1 and warnings[0]["type"] == "Warning"
+    assert group["policy_runs"] == 2
+
+    node(fake, "n0")  # uncordoned
+    run_pass(fake, memory=memory)
+    assert drain_condition(fake) is None and switchovers == []
+    before = fake.writes
+    run_pass(fake, memory=memory)
+    assert fake.writes == before
+
+
+def test_a_forbidden_node_read_is_a_condition_not_an_exception(group: dict[str, Any], switchovers: list[Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    placed(fake, cordoned=("n0",))
+    fake.fail_on("get", "Node", status=403, times=100)
+    run_pass(fake)
+    assert switchovers == []
+    cond = drain_condition(fake)
+    assert cond is not None and cond["reason"] == "NodeUnknown", cond
+    assert "node n0" in cond["message"] and "HTTP 403" in cond["message"] and "rbac.clusterRead" in cond["message"]
+    assert group["policy_runs"] == 1
+
+
+def test_a_slave_node_that_cannot_be_read_is_no_target(group: dict[str, Any], switchovers: list[Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    placed(fake, cordoned=("n0",))
+    fake.fail_on("get", "Node", "n1", status=500, times=100)
+    run_pass(fake)
+    assert switchovers == [3]  # broker-a-2 on n2, the one slave known to be on a schedulable node
+
+
+@pytest.mark.parametrize(
+    ("annotations", "rollout", "reason"),
+    [
+        ({"rocketmq-operator.dev/rollout-paused": "true"}, None, "Paused"),
+        ({}, {"targetRevision": "abc", "phase": "Waiting"}, "RolloutInProgress"),
+    ],
+)
+def test_a_pause_or_a_roll_in_progress_holds_the_switchover(
+    group: dict[str, Any],
+    switchovers: list[Any],
+    annotations: dict[str, str],
+    rollout: dict[str, Any] | None,
+    reason: str,
+) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    placed(fake, cordoned=("n0",))
+    bg = body(fake, "BrokerGroup", "broker-a")
+    bg["metadata"]["annotations"] = annotations
+    if rollout is not None:
+        bg["status"] = {"rollout": rollout}
+    fake.put(bg)
+    run_pass(fake)
+    assert switchovers == []
+    cond = drain_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", reason), cond
+    assert "node n0" in cond["message"] and "fix:" in cond["message"]
+
+
+def test_a_failed_switchover_is_a_condition_and_is_tried_again(group: dict[str, Any], switchovers: list[Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    placed(fake, cordoned=("n0",))
+    switchovers.append(OperationRefused("switchover refused (TargetNotInSync): broker 2 is not in the SyncStateSet"))
+    memory: dict[str, Any] = {}
+    run_pass(fake, memory=memory)
+    cond = drain_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "SwitchoverFailed"), cond
+    assert "TargetNotInSync" in cond["message"] and "fix:" in cond["message"]
+    run_pass(fake, memory=memory)
+    cond = drain_condition(fake)
+    assert cond is not None and cond["reason"] == "Switched" and switchovers == [2, 2]

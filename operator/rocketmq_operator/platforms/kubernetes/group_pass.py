@@ -38,6 +38,7 @@ from rocketmq_operator.core.conditions import (
 )
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status
+from rocketmq_operator.platforms.kubernetes.drain import drain_pass
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
@@ -139,6 +140,10 @@ async def observe_pass(
         await _switchover(kube, client, bg, resource, controllers, endpoints, wanted_target)
     elif controller_mode:
         acted = await _failover(kube, client, bg, resource, state, pods, name_servers, memory, logger)
+        if not acted and blocked is None:
+            acted = await drain_pass(
+                kube, client, bg, body, resource, state, pods, controllers, endpoints, previous, memory, logger
+            )
         if not acted and blocked is None:
             placement = broker_placement(bg, cg, ns)
             await _converge(
