@@ -103,7 +103,9 @@ async def drain_pass(
     if step.kind is DrainKind.NONE:
         # A hold is over (the master's node is schedulable again, or another pass moved it): drop it. A
         # switchover's True condition stays as the record of the last one.
-        current = next((c for c in (body.get("status") or {}).get("conditions") or [] if c["type"] == CONDITION), None)
+        current = next(
+            (c for c in (body.get("status") or {}).get("conditions") or [] if c.get("type") == CONDITION), None
+        )
         if current is not None and current.get("status") == "False":
             await write_condition(kube, body, CONDITION, None)
         memory.pop("drain:reason", None)
