@@ -4,6 +4,10 @@
 delete) from a dict of objects and records every write in `log`. `fail_on(verb, kind, name=None, status=500)` makes the
 next matching call raise `KubeError` (once, or `times` times), as an API server that refuses, conflicts or
 times out would; what the code under test does next is then visible in `log` and `objects`.
+
+As the real API server does, `apply` refuses (422) a change of a StatefulSet's immutable spec fields
+(volumeClaimTemplates, selector, serviceName, podManagementPolicy). Cluster-scoped kinds (Node, StorageClass)
+are stored without a namespace: `put` them as they are and read them with namespace None.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from rocketmq_operator.platforms.kubernetes.kube import KubeError
 
 JSON = dict[str, Any]
 Key = tuple[str, str, str]
+CLUSTER_SCOPED = frozenset({"Node", "StorageClass", "PersistentVolume"})
+# What the API server lets an apply change on an existing StatefulSet; anything else is refused (422).
+STATEFULSET_IMMUTABLE = ("volumeClaimTemplates", "selector", "serviceName", "podManagementPolicy")
 
 
 @dataclass
@@ -51,10 +58,11 @@ class FakeApi:
     def put(self, obj: JSON) -> JSON:
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
-        meta.setdefault("namespace", "ns")
+        if obj["kind"] not in CLUSTER_SCOPED:
+            meta.setdefault("namespace", "ns")
         meta.setdefault("uid", f"uid-{meta['name']}")
         meta.setdefault("generation", 1)
-        self.objects[(obj["kind"], meta["namespace"], meta["name"])] = obj
+        self.objects[(obj["kind"], meta.get("namespace", ""), meta["name"])] = obj
         return obj
 
     def fail_on(self, verb: str, kind: str, name: str | None = None, *, status: int = 500, times: int = 1) -> None:
@@ -97,8 +105,18 @@ class FakeApi:
 
     async def apply(self, obj: JSON) -> JSON:
         meta = obj["metadata"]
-        self._write("apply", obj["kind"], meta["name"])
         key = (obj["kind"], meta["namespace"], meta["name"])
+        current = self.objects.get(key)
+        if obj["kind"] == "StatefulSet" and current is not None:
+            changed = [f for f in STATEFULSET_IMMUTABLE if obj["spec"].get(f) != current["spec"].get(f)]
+            if changed:
+                raise KubeError(
+                    422,
+                    f'StatefulSet.apps "{meta["name"]}" is invalid: spec: Forbidden: updates to statefulset spec for '
+                    "fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', "
+                    f"'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden ({changed})",
+                )
+        self._write("apply", obj["kind"], meta["name"])
         self.objects[key] = _merge(self.objects.get(key, {}), obj)
         return copy.deepcopy(self.objects[key])
 

@@ -5,6 +5,7 @@
   when it is importable and ALWAYS with the small draft-07 subset validator below (the test also pins that
   the schema uses no keyword outside that subset, so the fallback never silently ignores a rule).
 * Every YAML file under examples/gitops parses, and the kustomization builds when kubectl is on PATH.
+* The RBAC rules grant what the operator calls (read from the templates' rule blocks, without helm).
 * When a helm binary is found (PATH or the k8s tools cache), `helm lint --strict` and `helm template` run.
 """
 
@@ -225,6 +226,12 @@ GOOD = {
         "resources": {"requests": {"cpu": 0.5, "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
     },
     "extras": {"extraArgs": ["--verbose"], "extraEnv": [{"name": "TZ", "value": "UTC"}], "verbose": True},
+    "no cluster-wide reads": {
+        "rbac.scope": "namespace",
+        "watchNamespaces": ["a"],
+        "rbac.crdAccess": False,
+        "rbac.clusterRead": False,
+    },
 }
 
 BAD = {
@@ -249,6 +256,8 @@ BAD = {
     "bad interval": {"metrics.serviceMonitor.interval": "30 seconds"},
     "bad toleration key": {"tolerations": [{"keys": "x"}]},
     "missing rbac": {"rbac": None},
+    "clusterRead not a boolean": {"rbac.clusterRead": "yes"},
+    "clusterRead missing": {"rbac.clusterRead": None},
 }
 
 
@@ -314,6 +323,46 @@ def test_the_cli_accepts_the_chart_arguments(args: list[str]) -> None:
     parsed = build_parser().parse_args(args)
     assert parsed.liveness == "http://0.0.0.0:8080/healthz" and parsed.metrics_port == 9090
     assert parsed.all_namespaces or parsed.namespace == ["a", "b"]
+
+
+# --- RBAC rules, read from the templates ---------------------------------------------------------------------
+
+
+def _rules(define: str) -> list[dict[str, Any]]:
+    """The rules of one `{{- define ... }}` block of _helpers.tpl, up to its first template line (the
+    conditional peering rules are left out: they are not the operator's own calls)."""
+    text = (CHART / "templates" / "_helpers.tpl").read_text()
+    body = text.split(f'{{{{- define "{define}" -}}}}\n', 1)[1]
+    lines = []
+    for line in body.splitlines():
+        if line.startswith("{{"):
+            break
+        lines.append(line)
+    rules = yaml.safe_load("\n".join(lines))
+    assert isinstance(rules, list), body
+    return rules
+
+
+def _grants(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+    out: dict[tuple[str, str], set[str]] = {}
+    for rule in rules:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                out.setdefault((group, resource), set()).update(rule["verbs"])
+    return out
+
+
+def test_rbac_grants_what_the_storage_and_drain_passes_call() -> None:
+    namespaced = _grants(_rules("rocketmq-operator.namespacedRules"))
+    # storage expansion: list the broker PVCs, patch spec.resources.requests.storage
+    assert {"list", "patch"} <= namespaced[("", "persistentvolumeclaims")]
+    cluster = _grants(_rules("rocketmq-operator.clusterReadRules"))
+    # get by name only: a PVC's StorageClass, the Node of a master's pod
+    assert cluster == {("storage.k8s.io", "storageclasses"): {"get"}, ("", "nodes"): {"get"}}
+    rbac = (CHART / "templates" / "rbac.yaml").read_text()
+    # both scopes: in the ClusterRole (cluster), in a ClusterRole of its own (namespace: a Role cannot grant them)
+    assert rbac.count('include "rocketmq-operator.clusterReadRules"') == 2
+    assert rbac.count("{{- if .Values.rbac.clusterRead }}") == 2
 
 
 # --- examples/gitops --------------------------------------------------------------------------------------
@@ -467,6 +516,7 @@ def test_helm_template_cluster_scope(helm: str) -> None:
     (role,) = [o for o in objects if o["kind"] == "ClusterRole"]
     resources = {r for rule in role["rules"] for r in rule["resources"]}
     assert {"namespaces", "customresourcedefinitions", "pods/status", "brokergroups/status"} <= resources
+    assert {"nodes", "storageclasses"} <= resources
     assert not any("kopf.dev" in rule["apiGroups"] for rule in role["rules"])
     assert not any("leases" in rule["resources"] for rule in role["rules"])
 
@@ -484,8 +534,13 @@ def test_helm_template_namespace_scope(helm: str) -> None:
     roles = [o for o in objects if o["kind"] == "Role"]
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["a", "b"]
     assert len([o for o in objects if o["kind"] == "RoleBinding"]) == 2
-    (cluster_role,) = [o for o in objects if o["kind"] == "ClusterRole"]
-    assert [r["resources"] for r in cluster_role["rules"]] == [["customresourcedefinitions"]]
+    cluster_roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
+    assert sorted(cluster_roles) == ["rel-rocketmq-operator-cluster-read", "rel-rocketmq-operator-crd-read"]
+    crd_read = cluster_roles["rel-rocketmq-operator-crd-read"]
+    assert [r["resources"] for r in crd_read["rules"]] == [["customresourcedefinitions"]]
+    cluster_read = cluster_roles["rel-rocketmq-operator-cluster-read"]
+    assert [r["resources"] for r in cluster_read["rules"]] == [["storageclasses"], ["nodes"]]
+    assert len([o for o in objects if o["kind"] == "ClusterRoleBinding"]) == 2
     assert any(rule["resources"] == ["kopfpeerings"] for rule in roles[0]["rules"])
     args = _container(objects)["args"]
     assert args[:5] == ["run", "--namespace", "a", "--namespace", "b"] and "--standalone" not in args

@@ -9,6 +9,7 @@ derives everything again from the cluster, would not write the same way.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 from pathlib import Path
@@ -21,10 +22,11 @@ from kube_fake import FakeApi
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control import roll as control_roll
-from rocketmq_operator.control.operations import PolicyOutcome
+from rocketmq_operator.control.operations import OperationRefused, PolicyOutcome
 from rocketmq_operator.control.topics import AssertReport
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.core.topics import Refusal
+from rocketmq_operator.platforms.kubernetes import drain as kube_drain
 from rocketmq_operator.platforms.kubernetes import group_pass
 from rocketmq_operator.platforms.kubernetes import topics as kube_topics
 from rocketmq_operator.platforms.kubernetes.controller_pass import controller_pass
@@ -114,6 +116,34 @@ def test_a_refused_apply_raises_and_the_next_pass_applies_only_what_is_missing()
     assert "StatefulSet/broker-a" in outcome.applied
     assert not {("ConfigMap", "broker-a-config")} & set(fake.writes_of("apply")[len(applied_before) :])
     assert conditions(body(fake, "BrokerGroup", "broker-a"))["Reconciled"] == ("True", "Applied")
+
+
+def test_a_larger_storage_size_keeps_the_claim_template_and_the_reconcile_does_not_fail() -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    sts = body(fake, "StatefulSet", "broker-a")
+    claim = sts["spec"]["volumeClaimTemplates"][0]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "10Gi"
+    bigger = body(fake, "BrokerGroup", "broker-a")
+    bigger["spec"]["storage"]["size"] = "20Gi"
+    bigger["spec"]["jvm"]["heap"] = "2Gi"  # and a change the StatefulSet does take
+    fake.put(bigger)
+    # The fake refuses a changed claim template as the API server does (immutable): prove it first.
+    changed = copy.deepcopy(sts)
+    changed["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] = "20Gi"
+    with pytest.raises(KubeError) as refused:
+        asyncio.run(fake.apply(changed))
+    assert refused.value.status == 422 and "Forbidden" in str(refused.value)
+
+    outcome = asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert "StatefulSet/broker-a" in outcome.applied and outcome.blocked_reason is None
+    after = body(fake, "StatefulSet", "broker-a")
+    assert after["spec"]["volumeClaimTemplates"] == sts["spec"]["volumeClaimTemplates"]  # the PVCs grow instead
+    assert after["spec"]["template"] != sts["spec"]["template"]
+    assert conditions(body(fake, "BrokerGroup", "broker-a"))["Reconciled"] == ("True", "Applied")
+    before = fake.writes
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert fake.writes == before  # the kept size is what was applied: nothing to apply again
 
 
 def test_controller_group_lookup_reports_why() -> None:
@@ -577,6 +607,393 @@ def test_a_pod_deleted_by_someone_else_mid_roll_is_waited_for_not_deleted_again(
     with_revisions(fake, {1: "r2"}, "r2")  # the StatefulSet recreated it from the update revision
     run_pass(fake)
     assert fake.writes_of("delete") == [("Pod", "broker-a-2")]  # the roll goes on with the other slave
+
+
+# --- storage expansion (core.storage, platforms/kubernetes/storage.py) ---
+
+
+def pvc(
+    fake: FakeApi,
+    i: int,
+    requested: str = "10Gi",
+    capacity: str | None = None,
+    cls: str | None = "fast",
+    **status: Any,
+) -> None:
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": requested}}}
+    if cls is not None:
+        spec["storageClassName"] = cls
+    fake.put(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": f"data-broker-a-{i}",
+                # The StatefulSet controller copies its selector's labels onto the claims it creates.
+                "labels": {
+                    LABEL_GROUP: "broker-a",
+                    "app.kubernetes.io/component": "broker",
+                    "app.kubernetes.io/instance": "broker-a",
+                },
+            },
+            "spec": spec,
+            "status": {"phase": "Bound", "capacity": {"storage": capacity or requested}, **status},
+        }
+    )
+
+
+def storage_class(fake: FakeApi, name: str, expandable: bool | None) -> None:
+    sc: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name}}
+    if expandable is not None:
+        sc["allowVolumeExpansion"] = expandable
+    fake.put(sc)
+
+
+def set_size(fake: FakeApi, size: str) -> None:
+    bg = body(fake, "BrokerGroup", "broker-a")
+    bg["spec"]["storage"]["size"] = size
+    fake.put(bg)
+
+
+def claim(fake: FakeApi, i: int) -> dict[str, Any]:
+    return body(fake, "PersistentVolumeClaim", f"data-broker-a-{i}")
+
+
+def claim_patches(fake: FakeApi) -> list[str]:
+    return [name for kind, name in fake.writes_of("patch") if kind == "PersistentVolumeClaim"]
+
+
+def storage_condition(fake: FakeApi) -> dict[str, Any] | None:
+    found = body(fake, "BrokerGroup", "broker-a").get("status", {}).get("conditions", [])
+    return next((c for c in found if c["type"] == "StorageResized"), None)
+
+
+def reasons(group: dict[str, Any]) -> list[str]:
+    return [e["reason"] for e in group["events"] if e["reason"] != "ConfigApplied"]
+
+
+def test_a_larger_size_grows_each_claim_in_place_and_reports_progress_from_the_claims(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    storage_class(fake, "fast", True)
+    for i in range(3):
+        pvc(fake, i)
+    pvc(fake, 3)  # left behind by an earlier scale-in (whenScaled: Retain): not this group's replica any more
+    memory: dict[str, Any] = {}
+    run_pass(fake, memory=memory)
+    assert claim_patches(fake) == [] and storage_condition(fake) is None  # never resized: nothing to say
+
+    set_size(fake, "20Gi")
+    run_pass(fake, memory=memory)
+    assert claim_patches(fake) == [
+        "data-broker-a-0",
+        "data-broker-a-1",
+        "data-broker-a-2",
+    ]
+    assert all(claim(fake, i)["spec"]["resources"]["requests"]["storage"] == "20Gi" for i in range(3))
+    assert claim(fake, 3)["spec"]["resources"]["requests"]["storage"] == "10Gi"
+    cond = storage_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Resizing"), cond
+    assert reasons(group).count("StorageExpansion") == 3 and "Resizing" in reasons(group)
+
+    run_pass(fake, memory=memory)  # asked already: nothing patched again, progress read from the claims
+    assert len(claim_patches(fake)) == 3
+    cond = storage_condition(fake)
+    assert cond is not None and "0/3 PVCs have 20Gi" in cond["message"], cond
+
+    pvc(fake, 0, "20Gi")
+    pvc(fake, 1, "20Gi", "10Gi", conditions=[{"type": "FileSystemResizePending", "status": "True"}])
+    pvc(fake, 2, "20Gi", "10Gi", conditions=[{"type": "Resizing", "status": "True"}])
+    run_pass(fake, memory=memory)
+    cond = storage_condition(fake)
+    assert cond is not None and cond["reason"] == "Resizing"
+    assert "1/3 PVCs have 20Gi" in cond["message"] and "FileSystemResizePending" in cond["message"]
+    assert "data-broker-a-2: volume being resized" in cond["message"]
+
+    for i in range(3):
+        pvc(fake, i, "20Gi")
+    run_pass(fake, memory=memory)
+    cond = storage_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Resized"), cond
+    assert reasons(group).count("StorageResized") == 1
+    assert conditions(body(fake, "BrokerGroup", "broker-a"))["Ready"] == ("True", "AllReplicasInSync")  # kept
+    before = fake.writes
+    run_pass(fake, memory=memory)
+    assert fake.writes == before  # settled: nothing written
+
+
+@pytest.mark.parametrize(
+    ("cls", "expandable", "words"),
+    [
+        (None, None, "has no StorageClass"),  # the test node's static hostPath PVs
+        ("fixed", False, "StorageClass fixed of PVC data-broker-a-0"),
+        ("fixed", None, "StorageClass fixed of PVC data-broker-a-0"),  # allowVolumeExpansion unset: false
+        (
+            "gone",
+            "missing",
+            "StorageClass gone of PVC data-broker-a-0, data-broker-a-1, data-broker-a-2 does not exist",
+        ),
+    ],
+)
+def test_a_claim_that_cannot_grow_is_not_patched_and_status_says_why(
+    group: dict[str, Any], cls: str | None, expandable: bool | str | None, words: str
+) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    if cls is not None and expandable != "missing":
+        storage_class(fake, cls, expandable)  # type: ignore[arg-type]
+    for i in range(3):
+        pvc(fake, i, cls=cls)
+    set_size(fake, "20Gi")
+    memory: dict[str, Any] = {}
+    run_pass(fake, memory=memory)
+    run_pass(fake, memory=memory)
+    assert claim_patches(fake) == []
+    cond = storage_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "ExpansionNotSupported"), cond
+    message = cond["message"]
+    assert words in message and "spec.storage.size 20Gi" in message
+    assert "allowVolumeExpansion: true" in message and "rule:" in message and "fix:" in message
+    assert "back to 10Gi" in message
+    warnings = [e for e in group["events"] if e["reason"] == "ExpansionNotSupported"]
+    assert len(warnings) == 1 and warnings[0]["type"] == "Warning"  # said once, not every pass
+
+
+def test_a_refused_claim_patch_is_a_condition_and_the_next_pass_goes_on(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    storage_class(fake, "fast", True)
+    for i in range(3):
+        pvc(fake, i)
+    set_size(fake, "20Gi")
+    fake.fail_on("patch", "PersistentVolumeClaim", "data-broker-a-1", status=422)
+    run_pass(fake)  # no exception out of the pass
+    assert claim(fake, 0)["spec"]["resources"]["requests"]["storage"] == "20Gi"
+    assert claim(fake, 1)["spec"]["resources"]["requests"]["storage"] == "10Gi"
+    assert claim(fake, 2)["spec"]["resources"]["requests"]["storage"] == "10Gi"  # stopped at the refusal
+    cond = storage_condition(fake)
+    assert cond is not None and cond["reason"] == "ResizeRefused", cond
+    assert "data-broker-a-1" in cond["message"] and "HTTP 422" in cond["message"] and "fix:" in cond["message"]
+    run_pass(fake)
+    assert all(claim(fake, i)["spec"]["resources"]["requests"]["storage"] == "20Gi" for i in range(3))
+    cond = storage_condition(fake)
+    assert cond is not None and cond["reason"] == "Resizing", cond
+
+
+@pytest.mark.parametrize(
+    ("verb", "kind", "reason", "words"),
+    [
+        ("get", "StorageClass", "StorageClassUnreadable", "rbac.clusterRead"),
+        ("list", "PersistentVolumeClaim", "ClaimsUnreadable", "persistentvolumeclaims"),
+    ],
+)
+def test_a_forbidden_read_is_a_condition_and_nothing_is_patched(
+    group: dict[str, Any], verb: str, kind: str, reason: str, words: str
+) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    storage_class(fake, "fast", True)
+    for i in range(3):
+        pvc(fake, i)
+    set_size(fake, "20Gi")
+    fake.fail_on(verb, kind, status=403)
+    run_pass(fake)
+    assert claim_patches(fake) == []
+    cond = storage_condition(fake)
+    assert cond is not None and cond["reason"] == reason and "HTTP 403" in cond["message"], cond
+    assert words in cond["message"] and "fix:" in cond["message"]
+    assert group["policy_runs"] == 1  # the rest of the pass ran
+
+
+def test_a_smaller_size_is_refused_and_the_reconcile_keeps_the_claim_template(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    storage_class(fake, "fast", True)
+    for i in range(3):
+        pvc(fake, i)
+    set_size(fake, "5Gi")
+    outcome = asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    assert outcome.blocked_reason is None
+    template = body(fake, "StatefulSet", "broker-a")["spec"]["volumeClaimTemplates"][0]
+    assert template["spec"]["resources"]["requests"]["storage"] == "10Gi"
+    run_pass(fake)
+    assert claim_patches(fake) == []
+    cond = storage_condition(fake)
+    assert cond is not None and cond["reason"] == "ShrinkRefused", cond
+    assert "spec.storage.size 5Gi" in cond["message"] and "back to 10Gi or more" in cond["message"]
+
+
+# --- the switchover before a node drain (core.drain, platforms/kubernetes/drain.py) ---
+
+
+def node(fake: FakeApi, name: str, cordoned: bool = False) -> None:
+    spec = {"unschedulable": True} if cordoned else {}
+    fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": spec})
+
+
+def placed(fake: FakeApi, cordoned: tuple[str, ...] = ()) -> None:
+    """Pods broker-a-<i> on nodes n<i>; the named nodes cordoned."""
+    pods(fake)
+    for i in range(3):
+        pod = body(fake, "Pod", f"broker-a-{i}")
+        pod["spec"] = {"nodeName": f"n{i}"}
+        fake.put(pod)
+        node(fake, f"n{i}", f"n{i}" in cordoned)
+
+
+def drain_condition(fake: FakeApi) -> dict[str, Any] | None:
+    found = body(fake, "BrokerGroup", "broker-a").get("status", {}).get("conditions", [])
+    return next((c for c in found if c["type"] == "DrainSwitchover"), None)
+
+
+@pytest.fixture
+def switchovers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The switchover operation as the drain pass calls it: each call's target, or the exception to raise."""
+    calls: list[Any] = []
+
+    async def switchover(client: Any, controllers: Any, cluster: str, name: str, endpoints: Any, target: int) -> Any:
+        calls.append(target)
+        if isinstance(calls[0], Exception):
+            raise calls.pop(0)
+        return SimpleNamespace(write_pause_s=0.2, epoch=2)
+
+    async def nothing(*_: Any, **__: Any) -> None:
+        return None
+
+    monkeypatch.setattr(kube_drain, "switchover", switchover)
+    monkeypatch.setattr(kube_drain, "observe_group", nothing)
+    monkeypatch.setattr(kube_drain, "reattach_slaves", nothing)
+    return calls
+
+
+def master_is(group: dict[str, Any], broker_id: int) -> None:
+    moved = healthy()
+    group["state"] = GroupState(
+        **{
+            **moved.__dict__,
+            "master_broker_id": broker_id,
+            "master_address": ADDR[broker_id - 1],
+            "master_epoch": 2,
+            "replicas": tuple(
+                ReplicaObservation(
+                    r.name, r.address, True, broker_id=r.broker_id, is_master=r.broker_id == broker_id, max_offset=10
+                )
+                for r in moved.replicas
+            ),
+        }
+    )
+
+
+def test_a_cordoned_master_node_switches_the_master_over_once(group: dict[str, Any], switchovers: list[Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    placed(fake)
+    memory: dict[str, Any] = {}
+    run_pass(fake, memory=memory)
+    assert switchovers == [] and drain_condition(fake) is None  # schedulable: nothing to do, nothing said
+
+    node(fake, "n0", cordoned=True)  # `kubectl drain n0` cordons first
+    node(fake, "n2", cordoned=True)  # and broker-a-2's node is on its way out too
+    run_pass(fake, memory=memory)
+    assert switchovers == [2]  # broker-a-1 on n1: in sync, caught up, on a schedulable node
+    cond = drain_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Switched"), cond
+    assert "broker-a-0 on cordoned node n0 to broker-a-1" in cond["message"]
+    assert reasons(group).count("DrainSwitchover") == 1
+    assert group["policy_runs"] == 2
+
+    master_is(group, 2)  # the controller elected it
+    run_pass(fake, memory=memory)
+    run_pass(fake, memory=memory)
+    assert switchovers == [2]  # on a schedulable node now: no loop
+    cond = drain_condition(fake)
+    assert cond is not None and cond["reason"] == "Switched"  # the record of the last one stays
+
+
+def test_no_slave_on_a_schedulable_node_holds_says_so_once_and_clears(
+    group: dict[str, Any], switchovers: list[Any]
+) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    placed(fake, cordoned=("n0", "n1", "n2"))
+    memory: dict[str, Any] = {}
+    run_pass(fake, memory=memory)
+    run_pass(fake, memory=memory)
+    assert switchovers == [] and fake.writes_of("delete") == []  # nothing destructive
+    cond = drain_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "NoSchedulableTarget"), cond
+    assert "node n0" in cond["message"] and "uncordon n0" in cond["message"] and "add a node" in cond["message"]
+    warnings = [e for e in group["events"] if e["reason"] == "DrainNoSchedulableTarget"]
+    assert len(warnings) == 1 and warnings[0]["type"] == "Warning"
+    assert group["policy_runs"] == 2
+
+    node(fake, "n0")  # uncordoned
+    run_pass(fake, memory=memory)
+    assert drain_condition(fake) is None and switchovers == []
+    before = fake.writes
+    run_pass(fake, memory=memory)
+    assert fake.writes == before
+
+
+def test_a_forbidden_node_read_is_a_condition_not_an_exception(group: dict[str, Any], switchovers: list[Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    placed(fake, cordoned=("n0",))
+    fake.fail_on("get", "Node", status=403, times=100)
+    run_pass(fake)
+    assert switchovers == []
+    cond = drain_condition(fake)
+    assert cond is not None and cond["reason"] == "NodeUnknown", cond
+    assert "node n0" in cond["message"] and "HTTP 403" in cond["message"] and "rbac.clusterRead" in cond["message"]
+    assert group["policy_runs"] == 1
+
+
+def test_a_slave_node_that_cannot_be_read_is_no_target(group: dict[str, Any], switchovers: list[Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    placed(fake, cordoned=("n0",))
+    fake.fail_on("get", "Node", "n1", status=500, times=100)
+    run_pass(fake)
+    assert switchovers == [3]  # broker-a-2 on n2, the one slave known to be on a schedulable node
+
+
+@pytest.mark.parametrize(
+    ("annotations", "rollout", "reason"),
+    [
+        ({"rocketmq-operator.dev/rollout-paused": "true"}, None, "Paused"),
+        ({}, {"targetRevision": "abc", "phase": "Waiting"}, "RolloutInProgress"),
+    ],
+)
+def test_a_pause_or_a_roll_in_progress_holds_the_switchover(
+    group: dict[str, Any],
+    switchovers: list[Any],
+    annotations: dict[str, str],
+    rollout: dict[str, Any] | None,
+    reason: str,
+) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    placed(fake, cordoned=("n0",))
+    bg = body(fake, "BrokerGroup", "broker-a")
+    bg["metadata"]["annotations"] = annotations
+    if rollout is not None:
+        bg["status"] = {"rollout": rollout}
+    fake.put(bg)
+    run_pass(fake)
+    assert switchovers == []
+    cond = drain_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", reason), cond
+    assert "node n0" in cond["message"] and "fix:" in cond["message"]
+
+
+def test_a_failed_switchover_is_a_condition_and_is_tried_again(group: dict[str, Any], switchovers: list[Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    placed(fake, cordoned=("n0",))
+    switchovers.append(OperationRefused("switchover refused (TargetNotInSync): broker 2 is not in the SyncStateSet"))
+    memory: dict[str, Any] = {}
+    run_pass(fake, memory=memory)
+    cond = drain_condition(fake)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "SwitchoverFailed"), cond
+    assert "TargetNotInSync" in cond["message"] and "fix:" in cond["message"]
+    run_pass(fake, memory=memory)
+    cond = drain_condition(fake)
+    assert cond is not None and cond["reason"] == "Switched" and switchovers == [2, 2]
 
 
 class FakeController(FakeBrokers):

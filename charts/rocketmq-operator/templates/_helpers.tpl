@@ -125,9 +125,10 @@ Used by the ClusterRole (rbac.scope=cluster) and by each Role (rbac.scope=namesp
 - apiGroups: [""]
   resources: ["pods/status"]
   verbs: ["patch"]
+# patch: storage expansion grows each broker PVC in place (spec.resources.requests.storage).
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
-  verbs: ["get", "list", "watch", "delete"]
+  verbs: ["get", "list", "watch", "patch", "delete"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
@@ -144,4 +145,17 @@ Used by the ClusterRole (rbac.scope=cluster) and by each Role (rbac.scope=namesp
 - apiGroups: ["apiextensions.k8s.io"]
   resources: ["customresourcedefinitions"]
   verbs: ["get", "list", "watch"]
+{{- end }}
+
+{{/*
+Read-only access to two cluster-scoped kinds, by name: a PVC's StorageClass (may it grow: allowVolumeExpansion)
+and the Node of a master's pod (cordoned: switch the master over before the drain evicts it).
+*/}}
+{{- define "rocketmq-operator.clusterReadRules" -}}
+- apiGroups: ["storage.k8s.io"]
+  resources: ["storageclasses"]
+  verbs: ["get"]
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["get"]
 {{- end }}

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol, TypeVar
 
 PAUSE_ANNOTATION = "rocketmq-operator.dev/rollout-paused"
 APPROVE_ANNOTATION = "rocketmq-operator.dev/rollout-approve-master"
@@ -344,6 +345,20 @@ def _switch_over(
     )
 
 
-def best_target(candidates: Sequence[RollReplica]) -> RollReplica:
-    """Most caught up first, then the lowest broker id."""
+class Ranked(Protocol):
+    """What `best_target` ranks by: a roll's replica, or a drain's (`core.drain`)."""
+
+    @property
+    def broker_id(self) -> int | None: ...
+
+    @property
+    def max_offset(self) -> int | None: ...
+
+
+R = TypeVar("R", bound=Ranked)
+
+
+def best_target(candidates: Sequence[R]) -> R:
+    """Most caught up first, then the lowest broker id: the target of every planned switchover (the roll's, the
+    one before a node drain)."""
     return sorted(candidates, key=lambda r: (-(r.max_offset or -1), r.broker_id or 0))[0]

@@ -4,7 +4,8 @@ Events, metrics, and the failover policy — one pass per BrokerGroup, run by a 
 Each pass: list the group's pods → observe (controller leader + brokers) → `core.status` → write only what
 changed (status, pod labels, pod readiness conditions) → one Event per master change →
 `operations.run_replication_policy`, the same pass the local supervisor runs (fence deposed masters, fail over
-a master that does not answer: fence first, then elect; re-attach slaves; re-register a lost route). Fencing
+a master that does not answer: fence first, then elect; re-attach slaves; re-register a lost route) → the
+switchover before a node drain (`drain`) → hot keys and one roll step (`roll`) → storage expansion (`storage`). Fencing
 here deletes the pod with grace period 0: its process cannot acknowledge anything once the kubelet kills it,
 and the StatefulSet brings it back as a new process that registers as the controller says. Everything is
 derived again from the cluster and the brokers; the in-memory facts (`operations.PolicyMemory`) only time
@@ -37,10 +38,12 @@ from rocketmq_operator.core.conditions import (
 )
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status
+from rocketmq_operator.platforms.kubernetes.drain import drain_pass
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
 from rocketmq_operator.platforms.kubernetes.roll import apply_hot_keys, roll_pass
+from rocketmq_operator.platforms.kubernetes.storage import storage_pass
 from rocketmq_operator.platforms.kubernetes.topics import reassert_topics
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.render.config import BROKER_PORT, BrokerPlacement
@@ -138,10 +141,16 @@ async def observe_pass(
     elif controller_mode:
         acted = await _failover(kube, client, bg, resource, state, pods, name_servers, memory, logger)
         if not acted and blocked is None:
+            acted = await drain_pass(
+                kube, client, bg, body, resource, state, pods, controllers, endpoints, previous, memory, logger
+            )
+        if not acted and blocked is None:
             placement = broker_placement(bg, cg, ns)
             await _converge(
                 kube, client, bg, resource, state, placement, controllers, endpoints, pods, previous, memory, logger
             )
+    # Last: its status write must not keep the replication policy from running.
+    await storage_pass(kube, bg, body, resource, memory, logger)
 
 
 async def _converge(

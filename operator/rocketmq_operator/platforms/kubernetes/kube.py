@@ -27,6 +27,10 @@ _KINDS: dict[str, tuple[str, str, bool]] = {
     "Event": ("/api/v1", "events", True),
     "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+    # Cluster-scoped, read only: whether a PVC's class can grow (storage expansion), whether the master's node
+    # is cordoned (the switchover before a node drain).
+    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses", False),
+    "Node": ("/api/v1", "nodes", False),
     "BrokerGroup": ("/apis/rocketmq-operator.dev/v1alpha1", "brokergroups", True),
     "ControllerGroup": ("/apis/rocketmq-operator.dev/v1alpha1", "controllergroups", True),
     "Topic": ("/apis/rocketmq-operator.dev/v1alpha1", "topics", True),

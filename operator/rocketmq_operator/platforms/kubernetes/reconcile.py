@@ -4,6 +4,10 @@ validate → resolve references → render → apply what differs → status. Ea
 with a condition that says why (a blocked reconcile is a state in status, never an exception loop). Nothing is
 remembered between calls: what was applied is read back from the objects' hash annotation, so a restarted
 operator resumes from the cluster alone, and a resync with nothing to change makes no API write.
+
+A StatefulSet's volumeClaimTemplates are immutable (the API server refuses any change with 422): an existing
+StatefulSet keeps the claim sizes it was created with (`keep_claim_sizes`), and a larger spec.storage.size is
+carried out on the PVCs themselves by the group pass (`platforms.kubernetes.storage`).
 """
 
 from __future__ import annotations
@@ -57,10 +61,29 @@ def with_ownership(obj: JSON, owner: JSON) -> JSON:
     return out
 
 
+def keep_claim_sizes(obj: JSON, current: JSON | None) -> JSON:
+    """`obj` with the storage request of each volumeClaimTemplate that `current` (the StatefulSet as it exists)
+    already has: the API server refuses to change a claim template, and the existing PVCs are resized in place
+    instead. A new StatefulSet (`current` None) or a new template name takes the rendered size."""
+    if obj.get("kind") != "StatefulSet" or current is None:
+        return obj
+    existing = {
+        (t.get("metadata") or {}).get("name"): (((t.get("spec") or {}).get("resources") or {}).get("requests") or {})
+        for t in (current.get("spec") or {}).get("volumeClaimTemplates") or []
+    }
+    out: JSON = json.loads(json.dumps(obj))
+    for template in out["spec"].get("volumeClaimTemplates") or []:
+        size = existing.get(template["metadata"]["name"], {}).get("storage")
+        if size is not None:
+            template["spec"]["resources"]["requests"]["storage"] = size
+    return out
+
+
 async def apply_objects(kube: KubeClient, objects: list[JSON], owner: JSON, outcome: Outcome) -> None:
-    for obj in objects:
-        meta = obj["metadata"]
-        current = await kube.get(obj["kind"], meta["namespace"], meta["name"])
+    for rendered in objects:
+        meta = rendered["metadata"]
+        current = await kube.get(rendered["kind"], meta["namespace"], meta["name"])
+        obj = keep_claim_sizes(rendered, current)
         wanted_hash = object_hash(obj)
         current_hash = ((current or {}).get("metadata", {}).get("annotations") or {}).get(ANNOTATION_APPLIED_HASH)
         if current is not None and current_hash == wanted_hash:

@@ -4,7 +4,8 @@ ControllerGroup lookup.
 Contract: `manifest_of(body)` is what the user wrote (apiVersion, kind, the user-set metadata, spec; no
 status or server-set metadata); `validated(body)` validates exactly that with `api.validation`, the same
 rules as `rocketmq-operator validate` and the CRD's CEL. `controller_group(kube, namespace, name)` returns the
-referenced ControllerGroup, or the reason and message of why it cannot be used.
+referenced ControllerGroup, or the reason and message of why it cannot be used. `write_condition` sets or
+removes one condition of a custom resource's status, keeping the others, and writes only on a change.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 
 from rocketmq_operator.api.models import ControllerGroup
 from rocketmq_operator.api.validation import Report, validate_document
+from rocketmq_operator.control.clock import now_iso
+from rocketmq_operator.core.conditions import ConditionStatus, condition
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 
 JSON = dict[str, Any]
@@ -58,3 +61,26 @@ async def controller_group(kube: KubeClient, namespace: str, name: str) -> Contr
     cg = report.resource
     cg.metadata.namespace = namespace
     return ControllerGroupLookup(cg)
+
+
+async def write_condition(
+    kube: KubeClient, body: JSON, type_: str, wanted: tuple[ConditionStatus, str, str] | None
+) -> bool:
+    """Set the condition `type_` of the resource `body` to (status, reason, message), or remove it (`wanted`
+    None), keeping every other condition. Compared with `body` as this pass read it: nothing is written when it
+    already says that. The list is read back before the write, since this pass's observer may have written its
+    own conditions meanwhile. True when written."""
+    meta = body["metadata"]
+    old = next((c for c in (body.get("status") or {}).get("conditions") or [] if c.get("type") == type_), None)
+    if old is None and wanted is None:
+        return False
+    if old is not None and wanted is not None and (old.get("status"), old.get("reason"), old.get("message")) == wanted:
+        return False
+    fresh = await kube.get(body["kind"], meta["namespace"], meta["name"]) or {}
+    current = (fresh.get("status") or {}).get("conditions") or []
+    kept = [c for c in current if c.get("type") != type_]
+    if wanted is not None:
+        previous = next((c for c in current if c.get("type") == type_), None)
+        kept.append(condition(type_, *wanted, now_iso(), meta.get("generation"), previous=previous))
+    await kube.patch_status(body["kind"], meta["namespace"], meta["name"], {"conditions": kept})
+    return True

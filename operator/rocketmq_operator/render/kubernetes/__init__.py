@@ -1,7 +1,9 @@
 """Kubernetes objects for BrokerGroups and ControllerGroups: pure, deterministic dicts.
 
 Same input, same output, byte for byte (a test pins golden files): the operator applies exactly what
-`rocketmq-operator render` prints, adding only owner references. Names and labels follow docs/contracts.md.
+`rocketmq-operator render` prints, adding only owner references, except that an existing StatefulSet keeps the
+claim sizes it was created with (claim templates are immutable; the PVCs are resized in place). Names and labels
+follow docs/contracts.md.
 """
 
 from __future__ import annotations
