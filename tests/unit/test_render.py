@@ -13,7 +13,7 @@ import yaml
 
 from rocketmq_operator.api.crd import all_crds, crd_file_name, crds_yaml, dump_yaml
 from rocketmq_operator.api.validation import validate_file
-from rocketmq_operator.render.kubernetes import render_all
+from rocketmq_operator.render.kubernetes import LABEL_ROLE, render_all
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -96,6 +96,12 @@ def test_quickstart_controller_mode() -> None:
         e["value"] for e in ctl_env if e["name"] == "JAVA_OPTS"
     )
     kinds = sorted(str(o["kind"]) for o in objects)
-    assert kinds.count("PodDisruptionBudget") == 2
+    assert kinds.count("PodDisruptionBudget") == 3  # the controllers', the brokers', and the master's
+    master_pdb = next(
+        o for o in objects if o["metadata"]["name"] == "broker-a-master" and o["kind"] == "PodDisruptionBudget"
+    )  # type: ignore[index]
+    # No voluntary eviction of the master's pod: a drain waits until the operator has switched the master away.
+    assert master_pdb["spec"]["minAvailable"] == 1  # type: ignore[index]
+    assert master_pdb["spec"]["selector"]["matchLabels"][LABEL_ROLE] == "master"  # type: ignore[index]
     conn = next(o for o in objects if o["metadata"]["name"] == "rocketmq-ctl-connection")  # type: ignore[index]
     assert conn["data"]["nameServers"] == "rocketmq-ctl-0.rocketmq-ctl-headless.default.svc:9876"  # type: ignore[index]

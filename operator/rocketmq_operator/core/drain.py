@@ -156,10 +156,11 @@ def plan_drain(facts: DrainFacts) -> DrainStep:
         return DrainStep(
             DrainKind.HOLD,
             "NoSchedulableTarget",
-            f"{cordoned}; no in-sync slave runs on a schedulable node ({excluded}): the master is not moved and "
-            "a drain evicts it without a switchover (writes pause until the controller elects)",
+            f"{cordoned}; no in-sync slave runs on a schedulable node ({excluded}): the master is not moved, and "
+            "its PodDisruptionBudget holds a drain's eviction of it",
             f"uncordon {master.node} (kubectl uncordon {master.node}) or add a node where a slave can run, and let "
-            "it rejoin the SyncStateSet",
+            "it rejoin the SyncStateSet; or delete the master's pod by hand (writes pause until the controller "
+            "elects)",
             master=master.name,
             node=master.node,
         )

@@ -8,6 +8,7 @@ from rocketmq_operator.render.config import BROKER_PORT, BrokerPlacement, broker
 from rocketmq_operator.render.jvm import jvm_options
 from rocketmq_operator.render.kubernetes.kinds import (
     config_map,
+    master_disruption_budget,
     pod_disruption_budget,
     service,
     statefulset,
@@ -101,4 +102,11 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: in
             ordered=bg.spec.ha_mode != HAMode.CONTROLLER.value,
         ),
         pod_disruption_budget(name, namespace, "broker", name),
+        # Controller mode can move the master before its pod is evicted (a drain's switchover); a classic
+        # master cannot move, and a budget on it would only hang the drain.
+        *(
+            [master_disruption_budget(f"{name}-master", namespace, name, LABEL_ROLE)]
+            if bg.spec.ha_mode == HAMode.CONTROLLER.value
+            else []
+        ),
     ]

@@ -219,6 +219,17 @@ def pod_disruption_budget(name: str, namespace: str, component: str, group: str)
     }
 
 
+def master_disruption_budget(name: str, namespace: str, group: str, role_label: str) -> JSON:
+    """No voluntary eviction of the pod labelled master (CloudNativePG's primary budget): a drain waits on it
+    until the operator has switched the master to a pod on a schedulable node and moved the label."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels(group, "broker")},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {**selector(group, "broker"), role_label: "master"}}},
+    }
+
+
 def config_map(name: str, namespace: str, component: str, group: str, data: dict[str, str]) -> JSON:
     return {
         "apiVersion": "v1",
