@@ -480,13 +480,13 @@ def with_revisions(fake: FakeApi, pod_revisions: dict[int, str], update_revision
         fake.put(pod)
 
 
-def test_a_new_revision_rolls_slaves_first_then_switches_over_then_restarts_the_old_master(
-    group: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    switched: list[int] = []
+@pytest.fixture
+def switched(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The switchover operation as the roll calls it: each call's target broker id."""
+    calls: list[int] = []
 
     async def switchover(client: Any, controllers: Any, cluster: str, name: str, endpoints: Any, target: int) -> Any:
-        switched.append(target)
+        calls.append(target)
         return SimpleNamespace(write_pause_s=0.2)
 
     async def nothing(*_: Any, **__: Any) -> None:
@@ -495,6 +495,12 @@ def test_a_new_revision_rolls_slaves_first_then_switches_over_then_restarts_the_
     monkeypatch.setattr(control_roll, "switchover", switchover)
     monkeypatch.setattr(control_roll, "observe_group", nothing)
     monkeypatch.setattr(control_roll, "reattach_slaves", nothing)
+    return calls
+
+
+def test_a_new_revision_rolls_slaves_first_then_switches_over_then_restarts_the_old_master(
+    group: dict[str, Any], switched: list[int]
+) -> None:
     fake = api("ControllerGroup", "BrokerGroup")
     pods(fake)
     asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
@@ -517,22 +523,7 @@ def test_a_new_revision_rolls_slaves_first_then_switches_over_then_restarts_the_
     run_pass(fake, brokers, memory)
     assert len(switched) == 1 and switched[0] in (2, 3)  # the master last, after a planned switchover
     assert len(fake.writes_of("delete")) == 2
-    new_master = switched[0] - 1
-    moved = healthy()
-    group["state"] = GroupState(
-        **{
-            **moved.__dict__,
-            "master_broker_id": switched[0],
-            "master_address": ADDR[new_master],
-            "master_epoch": 2,
-            "replicas": tuple(
-                ReplicaObservation(
-                    r.name, r.address, True, broker_id=r.broker_id, is_master=r.broker_id == switched[0], max_offset=10
-                )
-                for r in moved.replicas
-            ),
-        }
-    )
+    master_is(group, switched[0])
     run_pass(fake, brokers, memory)
     assert [name for _, name in fake.writes_of("delete")] == ["broker-a-2", "broker-a-1", "broker-a-0"]
     with_revisions(fake, {0: "r2"}, "r2")
@@ -867,19 +858,20 @@ def switchovers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return calls
 
 
-def master_is(group: dict[str, Any], broker_id: int) -> None:
-    moved = healthy()
+def master_is(group: dict[str, Any], broker_id: int, names: range = range(3)) -> None:
+    """The observation after an election of ``broker_id``, with the replicas of ``names`` all in sync."""
     group["state"] = GroupState(
         **{
-            **moved.__dict__,
+            **healthy().__dict__,
             "master_broker_id": broker_id,
             "master_address": ADDR[broker_id - 1],
             "master_epoch": 2,
+            "sync_state_set": tuple(i + 1 for i in names),
             "replicas": tuple(
                 ReplicaObservation(
-                    r.name, r.address, True, broker_id=r.broker_id, is_master=r.broker_id == broker_id, max_offset=10
+                    f"broker-a-{i}", ADDR[i], True, broker_id=i + 1, is_master=i + 1 == broker_id, max_offset=10
                 )
-                for r in moved.replicas
+                for i in names
             ),
         }
     )
@@ -1017,44 +1009,16 @@ def sts_patches(fake: FakeApi) -> list[tuple[str, str]]:
     return [w for w in fake.writes_of("patch") if w[0] == "StatefulSet"]
 
 
-def with_master(broker_id: int, names: range) -> GroupState:
-    moved = healthy()
-    return GroupState(
-        **{
-            **moved.__dict__,
-            "master_broker_id": broker_id,
-            "master_address": ADDR[broker_id - 1],
-            "sync_state_set": tuple(i + 1 for i in names),
-            "replicas": tuple(
-                ReplicaObservation(f"broker-a-{i}", ADDR[i], True, broker_id=i + 1, is_master=i + 1 == broker_id)
-                for i in names
-            ),
-        }
-    )
-
-
 def test_a_scale_in_switches_the_master_off_the_removed_ordinal_then_shrinks_the_statefulset_itself(
-    group: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    group: dict[str, Any], switched: list[int]
 ) -> None:
     """3 → 2 with the master on broker-a-2: the reconciler keeps 3 pods, the roll switches over to a kept
     replica, then lowers the StatefulSet to 2 (never removing a master), and the controller forgets broker 3
     once its pod is gone (refused while it is alive); then the kept replicas roll for totalReplicas=2."""
-    switched: list[int] = []
-
-    async def switchover(client: Any, controllers: Any, cluster: str, name: str, endpoints: Any, target: int) -> Any:
-        switched.append(target)
-        return SimpleNamespace(write_pause_s=0.2)
-
-    async def nothing(*_: Any, **__: Any) -> None:
-        return None
-
-    monkeypatch.setattr(control_roll, "switchover", switchover)
-    monkeypatch.setattr(control_roll, "observe_group", nothing)
-    monkeypatch.setattr(control_roll, "reattach_slaves", nothing)
     fake = api("ControllerGroup", "BrokerGroup")
     pods(fake)
     asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
-    group["state"] = with_master(3, range(3))
+    master_is(group, 3)
     smaller = body(fake, "BrokerGroup", "broker-a")
     smaller["spec"]["replicas"] = 2
     smaller["spec"]["quorum"] = {"inSyncReplicas": 2, "minInSyncReplicas": 1}
@@ -1071,7 +1035,7 @@ def test_a_scale_in_switches_the_master_off_the_removed_ordinal_then_shrinks_the
     run_pass(fake, controller, memory)
     assert switched == [1] or switched == [2], switched  # the master first moves to a kept replica
     assert sts_patches(fake) == [] and fake.writes_of("delete") == []
-    group["state"] = with_master(switched[0], range(3))
+    master_is(group, switched[0])
     run_pass(fake, controller, memory)
     assert sts_patches(fake) == [("StatefulSet", "broker-a")]
     assert body(fake, "StatefulSet", "broker-a")["spec"]["replicas"] == 2
@@ -1088,7 +1052,7 @@ def test_a_scale_in_switches_the_master_off_the_removed_ordinal_then_shrinks_the
     run_pass(fake, controller, memory)
     assert controller.forgotten == []  # its pod is still there
     del fake.objects[("Pod", NS, "broker-a-2")]
-    group["state"] = with_master(switched[0], range(2))
+    master_is(group, switched[0], range(2))
     run_pass(fake, controller, memory)
     assert controller.forgotten == []  # the controller still holds it alive: tried again
     assert body(fake, "BrokerGroup", "broker-a")["status"]["rollout"]["removedBrokerIds"] == [3]

@@ -157,8 +157,8 @@ async def roll_pass(
     )
     removing = removing_pods(bg, sts)
     settings = roll_settings(bg, controllers, endpoints, removing)
-    current = await _forget_removed(client, settings, bg, before, pods, removing)
-    after = await run_roll_step(client, state, settings, current, PodRoll(kube, ns, revisions, replaced, sts))
+    forgotten = await _forget_removed(client, settings, bg, before, pods, removing)
+    after = await run_roll_step(client, state, settings, forgotten, PodRoll(kube, ns, revisions, replaced, sts))
     if after is not None and after != before:
         doc: JSON = {"rollout": after.model_dump(mode="json", by_alias=True)}
         blocked = rollout_blocked_condition(after)
