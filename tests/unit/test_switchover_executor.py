@@ -116,3 +116,26 @@ def test_the_election_waits_for_a_put_the_fenced_master_appended_while_the_targe
     ends_before = [e for e in group.log[:elected_at] if e[0] == "end"]
     # The last reads before the election: the target at the master's final end (150), the master unchanged.
     assert ends_before[-2:] == [("end", (2, 150)), ("end", (1, 150))], ends_before
+
+
+@dataclass
+class SlowToUnfence(FakeGroup):
+    """The old master times out on the first ``timeouts`` requests to give its write permission back (a loaded
+    broker): the switchover is done all the same, and the permission is asked for again until it is taken."""
+
+    timeouts: int = 2
+
+    async def update_broker_config(self, addr: str, config: dict[str, str], **_: Any) -> None:
+        if config["brokerPermission"] == "6" and self.timeouts > 0:
+            self.timeouts -= 1
+            self.log.append(("timeout", addr))
+            raise TimeoutError(f"UPDATE_BROKER_CONFIG to {addr} timed out after 1s")
+        await super().update_broker_config(addr, config)
+
+
+def test_a_slow_answer_to_the_unfence_is_asked_again_not_a_failed_switchover() -> None:
+    group = SlowToUnfence(demote_after=0)
+    report = _run(group)
+    assert report.new_master == 2
+    assert group.log[-3:] == [("timeout", ADDR[1]), ("timeout", ADDR[1]), ("brokerPermission", (1, "6"))]
+    assert any("restored its write permission" in s for s in report.steps), report.steps

@@ -216,13 +216,19 @@ async def switchover(
                 # before it has changed to slave, it would acknowledge puts with acks from slaves still attached
                 # to it, and then truncate them away under the new master: unfence only once it is a slave.
                 fenced = False  # the group has a new master now; this fence no longer guards the only writer
-                if await _wait_demoted(client, old.address, serve_timeout_s):
-                    await _set_permission(client, old.address, PERM_READ_WRITE)
-                    report.steps.append(f"broker {old.broker_id} is a slave now; restored its write permission")
-                else:
+                deadline = time.monotonic() + serve_timeout_s
+                if not await _wait_demoted(client, old.address, serve_timeout_s):
                     report.steps.append(
                         f"broker {old.broker_id} did not report itself a slave within {serve_timeout_s:g}s: left "
                         "fenced (brokerPermission=4); set 6 once it is a slave"
+                    )
+                elif await _restore_permission(client, old.address, deadline):
+                    report.steps.append(f"broker {old.broker_id} is a slave now; restored its write permission")
+                else:
+                    # The election is done: a slave left read-only refuses no put, but must not stay so.
+                    report.steps.append(
+                        f"broker {old.broker_id} is a slave now, but did not take brokerPermission=6 within "
+                        f"{serve_timeout_s:g}s: left fenced; set 6 by hand"
                     )
         await _wait_serving(client, target.address, serve_timeout_s)
         report.new_master_serving_at = time.time()
@@ -271,6 +277,19 @@ async def _wait_demoted(client: RemotingClient, addr: str, timeout_s: float) -> 
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(0.05)
+
+
+async def _restore_permission(client: RemotingClient, addr: str, deadline: float) -> bool:
+    """Write permission back on ``addr``, asked again until the deadline (a loaded broker may not answer within
+    one request timeout, and a fence left behind would make it a read-only master after a later election)."""
+    while True:
+        try:
+            await _set_permission(client, addr, PERM_READ_WRITE)
+            return True
+        except (RemotingException, OSError):
+            if time.monotonic() > deadline:
+                return False
+        await asyncio.sleep(0.2)
 
 
 async def _wait_serving(client: RemotingClient, addr: str, timeout_s: float) -> None:
