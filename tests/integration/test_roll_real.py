@@ -211,8 +211,10 @@ def _switchover_to(cluster: Any, replica: str) -> None:
 
 
 def test_scale_three_five_three_under_load(local_platform: Any, tmp_path: Path) -> None:
-    """Out: new replicas join as slaves and enter the SyncStateSet, the others roll for totalReplicas=5. In is
-    refused (it lost an acknowledged message under load, issue #12) and changes nothing. 0 lost throughout."""
+    """Out: new replicas join as slaves and enter the SyncStateSet, the others roll for totalReplicas=5. In, with
+    the master on a removed ordinal: a switchover to a kept replica first, the removed replicas stopped one at a
+    time and forgotten by the controller, the kept ones rolled for totalReplicas=3. 0 lost throughout, as the
+    producer's acknowledgements and a consumer's read-back see it."""
     three = _manifest(tmp_path / "three.yaml", TO_VERSION, {})
     five = tmp_path / "five.yaml"
     five.write_text(three.read_text(encoding="utf-8").replace("replicas: 3", "replicas: 5"), encoding="utf-8")
@@ -232,13 +234,27 @@ def test_scale_three_five_three_under_load(local_platform: Any, tmp_path: Path) 
             assert sum(1 for r in cluster.group(GROUP, doc)["replicas"] if r["role"] == "master") == 1
             assert set(_broker_configs(cluster, "totalReplicas").values()) == {"5"}
 
-            # Scale-in is refused: with the master on a removed ordinal it lost an acknowledged message under
-            # load (issue #12). The refusal must leave all five replicas running and lose nothing.
-            _switchover_to(cluster, "broker-a-4")
-            res = cluster.cli("apply", "-f", str(three), check=False)
-            assert res.returncode != 0 and "removing broker-a-3, broker-a-4 is refused" in res.stderr, res.stderr
-            assert len(cluster.group(GROUP)["replicas"]) == 5
-        assert load.acked and load.lost() == 0
+            # In, with the master on the highest ordinal: it is switched over first, never removed as master.
+            _switchover_to(cluster, REMOVED[-1])
+            res = cluster.cli("apply", "-f", str(three))
+            assert f"scale in: remove {', '.join(REMOVED)}" in res.stdout, res.stdout
+            doc = cluster.wait_for(
+                "three replicas, all in the SyncStateSet, and the roll complete",
+                lambda d: (
+                    sorted(r["name"] for r in cluster.group(GROUP, d)["replicas"]) == KEPT
+                    and len(cluster.group(GROUP, d)["syncStateSet"]["members"]) == 3
+                    and _rollout(cluster, d).get("phase") == "Complete"
+                ),
+                timeout=600,
+            )
+            masters = [r["name"] for r in cluster.group(GROUP, doc)["replicas"] if r["role"] == "master"]
+            assert len(masters) == 1 and masters[0] in KEPT, masters
+            assert set(_broker_configs(cluster, "totalReplicas").values()) == {"3"}
+            assert not [p for p in cluster.status()["processes"] if p["name"] in REMOVED]
+            # No fence left behind by the switchover off the removed master: every kept broker takes writes.
+            assert set(_broker_configs(cluster, "brokerPermission").values()) == {"6"}
+        assert load.acked
+        assert load.lost() == 0
 
 
 REMOVED = ("broker-a-3", "broker-a-4")

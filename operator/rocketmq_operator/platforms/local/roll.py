@@ -339,7 +339,6 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
         ports = _ports_with_new_replicas(existing, resources, layout)
         texts = render_configs(resources, ports, layout)
         _refuse_unscalable(existing, texts)
-        _refuse_scale_in(existing, texts)
         state = desired_state(resources, ports, layout, files=_abs(files), texts=texts, log=control._stderr)
         _refuse_unrollable(existing, state)
         summary = _summary(existing, state, resources, layout, texts)
@@ -399,20 +398,6 @@ def _refuse_unscalable(existing: LocalState, texts: Mapping[str, str]) -> None:
         raise LocalError(
             f"replicas {changed} would be added or removed outside a controller-mode BrokerGroup: `local apply` "
             "scales controller-mode BrokerGroups only; fix: `local down` and `local up` with the new manifest"
-        )
-
-
-def _refuse_scale_in(existing: LocalState, texts: Mapping[str, str]) -> None:
-    """Scale-in is switched off: under load it lost an acknowledged message (tests/integration/test_roll_real.py,
-    issue #12), and a platform that can lose data must refuse instead. Scale-out stays."""
-    from rocketmq_operator.platforms.local.control import LocalError
-
-    removed = sorted(r.name for r in existing.replicas if r.kind == "BrokerGroup" and r.name not in texts)
-    if removed:
-        raise LocalError(
-            f"spec.replicas: removing {', '.join(removed)} is refused; rule: a scale-in must not lose an "
-            "acknowledged message, and this version's scale-in lost one under load; fix: keep spec.replicas as it "
-            "is (scale-out works)"
         )
 
 
