@@ -480,26 +480,34 @@ def with_revisions(fake: FakeApi, pod_revisions: dict[int, str], update_revision
         fake.put(pod)
 
 
-@pytest.fixture
-def switched(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The switchover operation as the roll calls it: each call's target broker id."""
-    calls: list[int] = []
+def fake_switchover(monkeypatch: pytest.MonkeyPatch, caller: Any) -> list[Any]:
+    """The switchover operation as ``caller`` (a module) calls it: each call's target broker id; an exception put
+    first in the list is raised by the next call instead."""
+    calls: list[Any] = []
 
     async def switchover(client: Any, controllers: Any, cluster: str, name: str, endpoints: Any, target: int) -> Any:
         calls.append(target)
-        return SimpleNamespace(write_pause_s=0.2)
+        if isinstance(calls[0], Exception):
+            raise calls.pop(0)
+        return SimpleNamespace(write_pause_s=0.2, epoch=2)
 
     async def nothing(*_: Any, **__: Any) -> None:
         return None
 
-    monkeypatch.setattr(control_roll, "switchover", switchover)
-    monkeypatch.setattr(control_roll, "observe_group", nothing)
-    monkeypatch.setattr(control_roll, "reattach_slaves", nothing)
+    monkeypatch.setattr(caller, "switchover", switchover)
+    monkeypatch.setattr(caller, "observe_group", nothing)
+    monkeypatch.setattr(caller, "reattach_slaves", nothing)
     return calls
 
 
+@pytest.fixture
+def switched(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The switchover as the roll calls it."""
+    return fake_switchover(monkeypatch, control_roll)
+
+
 def test_a_new_revision_rolls_slaves_first_then_switches_over_then_restarts_the_old_master(
-    group: dict[str, Any], switched: list[int]
+    group: dict[str, Any], switched: list[Any]
 ) -> None:
     fake = api("ControllerGroup", "BrokerGroup")
     pods(fake)
@@ -840,22 +848,8 @@ def drain_condition(fake: FakeApi) -> dict[str, Any] | None:
 
 @pytest.fixture
 def switchovers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The switchover operation as the drain pass calls it: each call's target, or the exception to raise."""
-    calls: list[Any] = []
-
-    async def switchover(client: Any, controllers: Any, cluster: str, name: str, endpoints: Any, target: int) -> Any:
-        calls.append(target)
-        if isinstance(calls[0], Exception):
-            raise calls.pop(0)
-        return SimpleNamespace(write_pause_s=0.2, epoch=2)
-
-    async def nothing(*_: Any, **__: Any) -> None:
-        return None
-
-    monkeypatch.setattr(kube_drain, "switchover", switchover)
-    monkeypatch.setattr(kube_drain, "observe_group", nothing)
-    monkeypatch.setattr(kube_drain, "reattach_slaves", nothing)
-    return calls
+    """The switchover as the drain pass calls it."""
+    return fake_switchover(monkeypatch, kube_drain)
 
 
 def master_is(group: dict[str, Any], broker_id: int, names: range = range(3)) -> None:
@@ -1010,7 +1004,7 @@ def sts_patches(fake: FakeApi) -> list[tuple[str, str]]:
 
 
 def test_a_scale_in_switches_the_master_off_the_removed_ordinal_then_shrinks_the_statefulset_itself(
-    group: dict[str, Any], switched: list[int]
+    group: dict[str, Any], switched: list[Any]
 ) -> None:
     """3 → 2 with the master on broker-a-2: the reconciler keeps 3 pods, the roll switches over to a kept
     replica, then lowers the StatefulSet to 2 (never removing a master), and the controller forgets broker 3
