@@ -52,6 +52,14 @@ def test_quickstart_brokers_ready_with_master_and_sync_state_set(quickstart: Any
     # Real RocketMQ brokers: the JVM in the master's container runs BrokerStartup.
     procs = operator.kubectl("-n", NS, "exec", master, "--", "sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
     assert "org.apache.rocketmq.broker.BrokerStartup" in procs
+    # ... of the pinned release: every broker reports RocketMQ 5.5.0 itself (GET_BROKER_RUNTIME_INFO).
+    versions = {r["name"]: r.get("version") for r in status["replicas"]}
+    assert set(versions.values()) == {"V5_5_0"}, versions
+    # The master PodDisruptionBudget: no voluntary eviction of the master's pod (a drain waits for a switchover).
+    master_pdb = operator.json("-n", NS, "get", "pdb", "broker-a-master")
+    assert master_pdb["spec"]["minAvailable"] == 1
+    assert master_pdb["spec"]["selector"]["matchLabels"]["rocketmq-operator.dev/role"] == "master"
+    assert (master_pdb.get("status") or {}).get("expectedPods") in (None, 1)
 
     # The ControllerGroup says which controller leads (`kubectl get cg`: LEADER, READY).
     def controller_ready() -> bool:
