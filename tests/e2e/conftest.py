@@ -261,10 +261,12 @@ class Group:
         )  # fmt: skip
 
     def consume_all(self, pod: str) -> dict[str, Any]:
-        """Read every message of the topic from the masters (offsets are not committed), from a pod."""
+        """Read every message of the topic from the masters (offsets are not committed), from a pod. The idle
+        timeout is also how long a queue may keep failing before the read gives up on it: at load average 60 a
+        5 s window ended a read-back short of what was stored."""
         report = self.tool(
             pod, "consume", "--namesrv", self.name_servers(), "--topic", TOPIC, "--group", CONSUMER_GROUP,
-            "--from", "earliest", "--read-from", "master", "--idle-timeout", "5",
+            "--from", "earliest", "--read-from", "master", "--idle-timeout", "15",
         )  # fmt: skip
         assert report is not None
         return report

@@ -25,12 +25,6 @@ CONTROLLER_MODE_TIMINGS: Mapping[str, str] = {
     # slave stalls this long before it counts as in sync, and with minInSyncReplicas > 1 writes are refused
     # meanwhile. 1 s instead of 5 s; costs one 12-byte frame per idle HA connection per second.
     "haSendHeartbeatInterval": "1000",
-    # A slave's HA client keeps its socket while it can read from it, whatever master address it is told later:
-    # after a switchover, a slave that raced to the old master (its own name-server registration still named
-    # it) stays attached to a broker that is a slave by then, and out of the SyncStateSet, until this expiry
-    # closes the silent connection (seen as 20 s stalls of a roll). Both ends write at least every
-    # haSendHeartbeatInterval, so 5 s is five missed heartbeats instead of twenty.
-    "haHousekeepingInterval": "5000",
 }
 """Failover timings rendered for controller mode (docs/benchmarks.md, Failover); `brokerConfig` overrides them."""
 
