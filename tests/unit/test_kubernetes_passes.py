@@ -485,7 +485,17 @@ def fake_switchover(monkeypatch: pytest.MonkeyPatch, caller: Any) -> list[Any]:
     first in the list is raised by the next call instead."""
     calls: list[Any] = []
 
-    async def switchover(client: Any, controllers: Any, cluster: str, name: str, endpoints: Any, target: int) -> Any:
+    async def switchover(
+        client: Any,
+        controllers: Any,
+        cluster: str,
+        name: str,
+        endpoints: Any,
+        target: int,
+        *,
+        min_in_sync_replicas: int,
+    ) -> Any:
+        assert min_in_sync_replicas >= 1  # the group's spec value, which the unfence gives back
         calls.append(target)
         if isinstance(calls[0], Exception):
             raise calls.pop(0)

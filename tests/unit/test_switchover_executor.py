@@ -1,5 +1,6 @@
-"""The one switchover both platforms run (`operations.switchover`), against a fake group: the old master gets its
-write permission back only once it reports itself a slave.
+"""The one switchover both platforms run (`operations.switchover`), against a fake group: the old master is fenced
+with the keys that make it refuse every put (not the write permission alone), and unfenced only once it reports
+itself a slave, with the group's own minInSyncReplicas.
 
 Why: the controller tells the old master of its demotion one way and asynchronously. A master made writable
 before that acknowledges puts with acks from slaves still attached to it, and the new master's log then
@@ -11,7 +12,13 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketmq_operator.control.operations import switchover
+from rocketmq_operator.control.operations import (
+    FENCED_HEARTBEAT_MS,
+    FENCED_MIN_IN_SYNC_REPLICAS,
+    OperationRefused,
+    switchover,
+    unfence_config,
+)
 from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.remoting import ElectMasterResult, HaStatus, SyncStateInfo
 from rocketmq_operator.remoting.controller import ControllerMetadata, ReplicaIdentity
@@ -57,7 +64,12 @@ class FakeGroup:
 
     async def update_broker_config(self, addr: str, config: dict[str, str], **_: Any) -> None:
         broker_id = next(i for i, a in ADDR.items() if a == addr)
-        self.log.append(("brokerPermission", (broker_id, config["brokerPermission"])))
+        self.log.append(
+            (FENCES[(config["brokerPermission"], config["minInSyncReplicas"], config[HEARTBEAT])], broker_id)
+        )
+
+    async def get_broker_config(self, addr: str, **_: Any) -> dict[str, str]:
+        return {HEARTBEAT: "0", "brokerPermission": "6", "minInSyncReplicas": "2"}
 
     async def elect_master(self, leader: str, cluster: str, group: str, broker_id: int, **_: Any) -> Any:
         old, self.master = self.master, broker_id
@@ -67,31 +79,67 @@ class FakeGroup:
         return ElectMasterResult(broker_id, ADDR[broker_id], 3, 3, frozenset({broker_id}), dict(ADDR))
 
 
+MIN_IN_SYNC = 2  # the group's spec value
+HEARTBEAT = "haSendHeartbeatInterval"
+# (brokerPermission, minInSyncReplicas, heartbeat) -> what the switchover asked of the broker; any other is a KeyError
+FENCES = {
+    ("4", str(FENCED_MIN_IN_SYNC_REPLICAS), str(FENCED_HEARTBEAT_MS)): "fenced",
+    ("6", str(MIN_IN_SYNC), "0"): "unfenced",
+}
+
+
 def _run(group: FakeGroup, serve_timeout_s: float = 5.0) -> Any:
     return asyncio.run(
-        switchover(group, [CONTROLLER], "c", GROUP, ENDPOINTS, 2, serve_timeout_s=serve_timeout_s)  # type: ignore[arg-type]
+        switchover(  # type: ignore[arg-type]
+            group,
+            [CONTROLLER],
+            "c",
+            GROUP,
+            ENDPOINTS,
+            2,
+            min_in_sync_replicas=MIN_IN_SYNC,
+            serve_timeout_s=serve_timeout_s,
+        )
     )
+
+
+def test_the_fence_refuses_every_replicated_put_not_only_routes() -> None:
+    # brokerPermission=4 alone is checked on a send only for ordered topics (AbstractSendMessageProcessor): a
+    # client with a cached route is still acknowledged. minInSyncReplicas above any SyncStateSet refuses every put;
+    # no heartbeat keeps the target's HA client from reading a frame while it is shut down for its promotion.
+    assert FENCED_MIN_IN_SYNC_REPLICAS > 64
+    group = FakeGroup(demote_after=0)
+    _run(group)
+    assert group.log[0] == ("fenced", 1)
 
 
 def test_the_old_master_is_unfenced_only_after_it_reports_itself_a_slave() -> None:
     group = FakeGroup(demote_after=3)
     report = _run(group)
-    assert group.log == [
-        ("brokerPermission", (1, "4")),
-        ("elected", 2),
-        ("demoted", 1),
-        ("brokerPermission", (1, "6")),
-    ]
+    assert group.log == [("fenced", 1), ("elected", 2), ("demoted", 1), ("unfenced", 1)]
     assert report.new_master == 2
-    assert any("is a slave now; restored its write permission" in s for s in report.steps), report.steps
+    assert any(
+        "is a slave now; unfenced (brokerPermission=6, minInSyncReplicas=2, haSendHeartbeatInterval=0)" in s
+        for s in report.steps
+    ), report.steps
 
 
 def test_an_old_master_that_never_learns_of_its_demotion_stays_fenced() -> None:
     group = FakeGroup(demote_after=None)
     report = _run(group, serve_timeout_s=0.2)
-    assert group.log == [("brokerPermission", (1, "4")), ("elected", 2)]
+    assert group.log == [("fenced", 1), ("elected", 2)]
     assert report.new_master == 2
-    assert any("left fenced (brokerPermission=4)" in s for s in report.steps), report.steps
+    assert any(
+        "left fenced (brokerPermission=4, minInSyncReplicas=1024, haSendHeartbeatInterval=3600000)" in s
+        for s in report.steps
+    ), report.steps
+
+
+def test_the_unfence_gives_back_the_heartbeat_the_broker_had_or_the_rendered_one() -> None:
+    assert unfence_config(2, "250")["haSendHeartbeatInterval"] == "250"  # a user's brokerConfig value
+    assert unfence_config(2, None)["haSendHeartbeatInterval"] == "0"
+    # A fence left behind by an earlier switchover is not given back as the broker's own value.
+    assert unfence_config(2, str(FENCED_HEARTBEAT_MS))["haSendHeartbeatInterval"] == "0"
 
 
 @dataclass
@@ -137,5 +185,28 @@ def test_a_slow_answer_to_the_unfence_is_asked_again_not_a_failed_switchover() -
     group = SlowToUnfence(demote_after=0)
     report = _run(group)
     assert report.new_master == 2
-    assert group.log[-3:] == [("timeout", ADDR[1]), ("timeout", ADDR[1]), ("brokerPermission", (1, "6"))]
-    assert any("restored its write permission" in s for s in report.steps), report.steps
+    assert group.log[-3:] == [("timeout", ADDR[1]), ("timeout", ADDR[1]), ("unfenced", 1)]
+    assert any("unfenced" in s for s in report.steps), report.steps
+
+
+@dataclass
+class TargetNeverCatchesUp(FakeGroup):
+    """The target stays behind the fenced master: the switchover fails and the fence is rolled back whole."""
+
+    async def get_runtime_info(self, addr: str, *, timeout: float | None = None) -> dict[str, str]:
+        return {"commitLogMaxOffset": "100" if addr == ADDR[1] else "50", "brokerVersionDesc": "V5_5_0"}
+
+
+def test_a_failed_catch_up_rolls_the_whole_fence_back() -> None:
+    group = TargetNeverCatchesUp()
+    try:
+        asyncio.run(
+            switchover(  # type: ignore[arg-type]
+                group, [CONTROLLER], "c", GROUP, ENDPOINTS, 2, min_in_sync_replicas=MIN_IN_SYNC, catch_up_timeout_s=0.1
+            )
+        )
+    except OperationRefused as exc:
+        assert "rolled back the fence" in str(exc)
+    else:
+        raise AssertionError("a target that never caught up was elected")
+    assert group.log == [("fenced", 1), ("unfenced", 1)]

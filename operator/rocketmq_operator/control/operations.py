@@ -2,8 +2,12 @@
 
 Contract: decisions come from `core.failover` (pure); this module only carries out their actions in order,
 with the remoting client, and stops at the first action that cannot be completed, undoing a fence it made.
-Fencing a master that answers = turning its write permission off (`brokerPermission=4`, READ only), which
-RocketMQ checks on every send (the producer gets NO_PERMISSION and retries elsewhere). Fencing a master that
+Fencing a master that answers (`fence_config`) = raising its `minInSyncReplicas` above any SyncStateSet size,
+so that the broker refuses every put that waits for replication (IN_SYNC_REPLICAS_NOT_ENOUGH, not stored;
+`CommitLog.asyncPutMessage`, checked on every put in controller mode), and turning its write permission off
+(`brokerPermission=4`), so that clients route away at their next route refresh. The permission alone is no
+fence: RocketMQ checks it on a send only for ordered topics (`AbstractSendMessageProcessor.msgCheck`), and a
+client with a cached route (the Java client refreshes every 30 s) keeps being acknowledged. Fencing a master that
 does not answer, or a deposed one, is the platform's (`FailoverPlatform.fence`: the local supervisor kills the
 process it owns; Kubernetes deletes the pod with grace period 0). `run_replication_policy` is the one policy
 pass both platforms run after each observation: fence deposed masters, fail over a master that does not answer,
@@ -35,9 +39,40 @@ from rocketmq_operator.core.failover import (
 )
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.remoting import HaInfo, RemotingClient, RemotingException
+from rocketmq_operator.render.config import CONTROLLER_MODE_TIMINGS
 
 PERM_READ = 4
 PERM_READ_WRITE = 6
+FENCED_MIN_IN_SYNC_REPLICAS = 1024
+"""Above any SyncStateSet a group can have: a master with this `minInSyncReplicas` stores no put that waits for
+replication (a put with waitStoreMsgOK=false skips the check, and is never acknowledged as replicated anyway)."""
+FENCED_HEARTBEAT_MS = 3_600_000
+"""`haSendHeartbeatInterval` of a fenced master: it sends its slaves nothing more. The target's HA client is shut
+down when it is promoted; a frame it reads after that (RocketMQ 5.5 `AutoSwitchHAClient`: "State not matched",
+then `closeMasterAndWait`) holds the promotion for 5 s, which an idle master's heartbeat every ~100 ms made
+happen in about one switchover in ten (docs/benchmarks.md, Switchover)."""
+DEFAULT_HEARTBEAT_MS = CONTROLLER_MODE_TIMINGS["haSendHeartbeatInterval"]
+
+
+def fence_config() -> dict[str, str]:
+    """The hot broker keys that fence a master which still answers (see the module doc)."""
+    return {
+        "brokerPermission": str(PERM_READ),
+        "minInSyncReplicas": str(FENCED_MIN_IN_SYNC_REPLICAS),
+        "haSendHeartbeatInterval": str(FENCED_HEARTBEAT_MS),
+    }
+
+
+def unfence_config(min_in_sync_replicas: int, heartbeat_ms: str | None) -> dict[str, str]:
+    """The values a fence replaced: write permission, the group's `minInSyncReplicas`, and the heartbeat the broker
+    ran with before (read before the fence; the rendered default when unknown or itself a fence's)."""
+    if heartbeat_ms is None or heartbeat_ms == str(FENCED_HEARTBEAT_MS):
+        heartbeat_ms = DEFAULT_HEARTBEAT_MS
+    return {
+        "brokerPermission": str(PERM_READ_WRITE),
+        "minInSyncReplicas": str(min_in_sync_replicas),
+        "haSendHeartbeatInterval": heartbeat_ms,
+    }
 
 
 class OperationRefused(Exception):
@@ -165,10 +200,6 @@ async def observe_group(
     return states[group]
 
 
-async def _set_permission(client: RemotingClient, addr: str, perm: int) -> None:
-    await client.update_broker_config(addr, {"brokerPermission": str(perm)})
-
-
 async def switchover(
     client: RemotingClient,
     controllers: Sequence[str],
@@ -177,10 +208,12 @@ async def switchover(
     endpoints: Sequence[ReplicaEndpoint],
     target_id: int,
     *,
+    min_in_sync_replicas: int,
     catch_up_timeout_s: float = 10.0,
     serve_timeout_s: float = 20.0,
 ) -> OperationReport:
-    """Move the master to `target_id`: fence, wait for catch-up, designated election, unfence."""
+    """Move the master to `target_id`: fence, wait for catch-up, designated election, unfence.
+    ``min_in_sync_replicas``: the group's value (its spec), which the unfence gives back to the old master."""
     state = await observe_group(client, controllers, group, endpoints)
     decision = plan_switchover(facts_from_state(state), target_id)
     report = OperationReport(decision)
@@ -193,53 +226,63 @@ async def switchover(
     if leader is None:
         raise OperationRefused("switchover refused: no controller leader")
     fenced = False
+    unfence = unfence_config(min_in_sync_replicas, None)
     try:
         for action in decision.actions:
             if action.kind is ActionKind.FENCE:
-                await _set_permission(client, old.address, PERM_READ)
-                fenced = True
+                heartbeat = (await client.get_broker_config(old.address)).get("haSendHeartbeatInterval")
+                unfence = unfence_config(min_in_sync_replicas, heartbeat)
+                fenced = True  # before the request: a fence that took effect but timed out is rolled back too
+                await client.update_broker_config(old.address, fence_config())
                 report.fenced_at = time.time()
-                report.steps.append(f"fenced broker {old.broker_id} ({old.address}): brokerPermission=4")
+                report.steps.append(f"fenced broker {old.broker_id} ({old.address}): {_show(fence_config())}")
             elif action.kind is ActionKind.WAIT_CATCH_UP:
                 await _wait_catch_up(client, old.address, target.address, catch_up_timeout_s)
                 report.steps.append(f"broker {target_id} caught up with the fenced master")
             elif action.kind is ActionKind.ELECT:
                 result = await client.elect_master(leader, cluster, group, target_id, designate=True)
+                fenced = False  # the group has a new master now; this fence no longer guards the only writer
                 report.elected_at = time.time()
                 report.new_master = result.master_broker_id
                 report.epoch = result.master_epoch
                 report.steps.append(
                     f"controller elected broker {result.master_broker_id} (epoch {result.master_epoch})"
                 )
+                # Serving before the old master is unfenced: the old master still holds its HA connection to the
+                # target until it has changed to slave (it reports SLAVE before it drops them), and a heartbeat it
+                # sends once unfenced, read by the target's HA client while that is shut down for the promotion,
+                # holds the promotion for 5 s (RocketMQ 5.5 AutoSwitchHAClient; see FENCED_HEARTBEAT_MS).
+                if await _wait_role(client, target.address, master=True, timeout_s=serve_timeout_s):
+                    report.new_master_serving_at = time.time()
             elif action.kind is ActionKind.UNFENCE:
                 # The controller tells the old master of its demotion one way and asynchronously. Writable
                 # before it has changed to slave, it would acknowledge puts with acks from slaves still attached
                 # to it, and then truncate them away under the new master: unfence only once it is a slave.
-                fenced = False  # the group has a new master now; this fence no longer guards the only writer
                 deadline = time.monotonic() + serve_timeout_s
-                if not await _wait_demoted(client, old.address, serve_timeout_s):
+                if not await _wait_role(client, old.address, master=False, timeout_s=serve_timeout_s):
                     report.steps.append(
                         f"broker {old.broker_id} did not report itself a slave within {serve_timeout_s:g}s: left "
-                        "fenced (brokerPermission=4); set 6 once it is a slave"
+                        f"fenced ({_show(fence_config())}); set {_show(unfence)} once it is a slave"
                     )
-                elif await _restore_permission(client, old.address, deadline):
-                    report.steps.append(f"broker {old.broker_id} is a slave now; restored its write permission")
+                elif await _unfence(client, old.address, unfence, deadline):
+                    report.steps.append(f"broker {old.broker_id} is a slave now; unfenced ({_show(unfence)})")
                 else:
-                    # The election is done: a slave left read-only refuses no put, but must not stay so.
+                    # The election is done: a fenced slave refuses no put, but must not stay so (elected later,
+                    # it would refuse every write).
                     report.steps.append(
-                        f"broker {old.broker_id} is a slave now, but did not take brokerPermission=6 within "
-                        f"{serve_timeout_s:g}s: left fenced; set 6 by hand"
+                        f"broker {old.broker_id} is a slave now, but did not take {_show(unfence)} within "
+                        f"{serve_timeout_s:g}s: left fenced; set it by hand"
                     )
-        await _wait_serving(client, target.address, serve_timeout_s)
-        report.new_master_serving_at = time.time()
+        if report.new_master_serving_at is None:
+            raise TimeoutError(f"{target.address} did not become master within {serve_timeout_s:g}s")
     except (RemotingException, OSError, TimeoutError) as exc:
         if fenced:
             # Never leave a group with its only writable master fenced.
             try:
-                await _set_permission(client, old.address, PERM_READ_WRITE)
+                await client.update_broker_config(old.address, unfence)
                 report.steps.append("rolled back the fence")
-            except (RemotingException, OSError):
-                report.steps.append("could NOT roll back the fence: set brokerPermission=6 by hand")
+            except (RemotingException, OSError, TimeoutError):
+                report.steps.append(f"could NOT roll back the fence: set {_show(unfence)} by hand")
         raise OperationRefused(f"switchover to broker {target_id} failed: {exc}; steps: {report.steps}") from None
     return report
 
@@ -265,12 +308,13 @@ async def _wait_catch_up(client: RemotingClient, master: str, target: str, timeo
         await asyncio.sleep(0.05)
 
 
-async def _wait_demoted(client: RemotingClient, addr: str, timeout_s: float) -> bool:
-    """``True`` once the broker at ``addr`` answers that it is not a master, ``False`` at the deadline."""
+async def _wait_role(client: RemotingClient, addr: str, *, master: bool, timeout_s: float) -> bool:
+    """``True`` once the broker at ``addr`` answers that it is (``master``) or is not a master, ``False`` at the
+    deadline."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            if not (await client.get_ha_status(addr, timeout=1.0)).master:
+            if (await client.get_ha_status(addr, timeout=1.0)).master == master:
                 return True
         except (RemotingException, OSError):
             pass
@@ -279,31 +323,22 @@ async def _wait_demoted(client: RemotingClient, addr: str, timeout_s: float) -> 
         await asyncio.sleep(0.05)
 
 
-async def _restore_permission(client: RemotingClient, addr: str, deadline: float) -> bool:
-    """Write permission back on ``addr``, asked again until the deadline (a loaded broker may not answer within
-    one request timeout, and a fence left behind would make it a read-only master after a later election)."""
+def _show(config: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in config.items())
+
+
+async def _unfence(client: RemotingClient, addr: str, unfence: dict[str, str], deadline: float) -> bool:
+    """The fence's keys back on ``addr``, asked again until the deadline (a loaded broker may not answer within
+    one request timeout, and a fence left behind would make it a master refusing every put after a later
+    election)."""
     while True:
         try:
-            await _set_permission(client, addr, PERM_READ_WRITE)
+            await client.update_broker_config(addr, unfence)
             return True
-        except (RemotingException, OSError):
+        except (RemotingException, OSError, TimeoutError):
             if time.monotonic() > deadline:
                 return False
         await asyncio.sleep(0.2)
-
-
-async def _wait_serving(client: RemotingClient, addr: str, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            ha = await client.get_ha_status(addr, timeout=1.0)
-            if ha.master:
-                return
-        except (RemotingException, OSError):
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{addr} did not become master within {timeout_s}s")
-        await asyncio.sleep(0.05)
 
 
 class FailoverPlatform(Protocol):

@@ -214,7 +214,13 @@ async def run_roll_step(
     elif step.kind is StepKind.SWITCHOVER and step.target_broker_id is not None:
         try:
             report = await switchover(
-                client, settings.controllers, settings.cluster, state.group, settings.endpoints, step.target_broker_id
+                client,
+                settings.controllers,
+                settings.cluster,
+                state.group,
+                settings.endpoints,
+                step.target_broker_id,
+                min_in_sync_replicas=settings.min_in_sync_replicas,
             )
         except (OperationRefused, RemotingException, OSError) as exc:
             phase = "Waiting"

@@ -21,10 +21,13 @@ BROKER_PORT = 10911
 
 CONTROLLER_MODE_TIMINGS: Mapping[str, str] = {
     # A slave that handshakes with a master it is already level with reports its offset only on new data or
-    # on this heartbeat, and the master sends nothing until that report: after every election the surviving
-    # slave stalls this long before it counts as in sync, and with minInSyncReplicas > 1 writes are refused
-    # meanwhile. 1 s instead of 5 s; costs one 12-byte frame per idle HA connection per second.
-    "haSendHeartbeatInterval": "1000",
+    # once this interval has passed since its last write (AutoSwitchHAClient.transferFromMaster, checked before
+    # a 1 s select), and the master sends nothing until that first report (AutoSwitchHAConnection): after every
+    # election or switchover the slaves are out of the SyncStateSet for 1-5 s, and with minInSyncReplicas > 1
+    # every put is refused meanwhile. 0: the slave reports right after the handshake (the set regrows within
+    # tens of ms), and an idle master sends an empty header about every 100 ms per slave (its write loop's
+    # wait), answered with a 12-byte report: no CPU difference measured (docs/benchmarks.md, Switchover).
+    "haSendHeartbeatInterval": "0",
 }
 """Failover timings rendered for controller mode (docs/benchmarks.md, Failover); `brokerConfig` overrides them."""
 

@@ -25,6 +25,7 @@ from rocketmq_operator.control.operations import OperationRefused, observe_group
 from rocketmq_operator.core.conditions import ConditionStatus
 from rocketmq_operator.core.drain import CONDITION, DrainFacts, DrainKind, DrainReplica, NodeFacts, plan_drain
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint
+from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.core.roll import PAUSE_ANNOTATION
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
 from rocketmq_operator.platforms.kubernetes.resources import write_condition
@@ -116,7 +117,15 @@ async def drain_pass(
     assert step.target_broker_id is not None  # a SWITCHOVER names its target
     name = bg.metadata.name
     try:
-        report = await switchover(client, controllers, bg.spec.cluster_name, name, endpoints, step.target_broker_id)
+        report = await switchover(
+            client,
+            controllers,
+            bg.spec.cluster_name,
+            name,
+            endpoints,
+            step.target_broker_id,
+            min_in_sync_replicas=effective_quorum(bg.spec).min_in_sync_replicas,
+        )
     except (OperationRefused, RemotingException, OSError) as exc:
         message = (
             f"{step.message}: the switchover failed ({exc}); rule: the master moves only by a clean switchover "

@@ -37,6 +37,7 @@ from rocketmq_operator.core.conditions import (
     status_unchanged,
 )
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
+from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.platforms.kubernetes.drain import drain_pass
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
@@ -216,7 +217,15 @@ async def _switchover(
         )
     else:
         try:
-            report = await switchover(client, controllers, bg.spec.cluster_name, name, endpoints, int(wanted))
+            report = await switchover(
+                client,
+                controllers,
+                bg.spec.cluster_name,
+                name,
+                endpoints,
+                int(wanted),
+                min_in_sync_replicas=effective_quorum(bg.spec).min_in_sync_replicas,
+            )
             pause = report.write_pause_s
             ok, reason, message = (
                 True,

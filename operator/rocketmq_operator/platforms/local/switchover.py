@@ -14,6 +14,7 @@ from pathlib import Path
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control.operations import OperationRefused, OperationReport, switchover
 from rocketmq_operator.core.observation import ReplicaEndpoint
+from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, StateError, read_state
@@ -22,8 +23,8 @@ from rocketmq_operator.remoting import RemotingClient
 EXIT_OK, EXIT_REFUSED = 0, 2
 
 
-def group_endpoints(state: LocalState, group: str) -> tuple[str, list[str], list[ReplicaEndpoint]]:
-    """(clusterName, controller addresses, replica endpoints) of a BrokerGroup in a state directory."""
+def group_endpoints(state: LocalState, group: str) -> tuple[str, list[str], list[ReplicaEndpoint], BrokerGroup]:
+    """(clusterName, controller addresses, replica endpoints, manifest) of a BrokerGroup in a state directory."""
     info = state.group(group)
     names = [g.name for g in state.groups if g.kind == "BrokerGroup"]
     if info is None or info.kind != "BrokerGroup":
@@ -32,13 +33,16 @@ def group_endpoints(state: LocalState, group: str) -> tuple[str, list[str], list
         raise OperationRefused(f"{group}: switchover needs haMode controller (elections by the RocketMQ controller)")
     bg = next(r for r in load_resources(state) if isinstance(r, BrokerGroup) and r.metadata.name == group)
     endpoints = [ReplicaEndpoint(r, rp.address) for r in info.replicas if (rp := state.replica(r)) is not None]
-    return bg.spec.cluster_name, list(info.controllers), endpoints
+    return bg.spec.cluster_name, list(info.controllers), endpoints, bg
 
 
 async def run_switchover(state: LocalState, group: str, target: int) -> OperationReport:
-    cluster, controllers, endpoints = group_endpoints(state, group)
+    cluster, controllers, endpoints, bg = group_endpoints(state, group)
+    min_in_sync = effective_quorum(bg.spec).min_in_sync_replicas
     async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=3.0) as client:
-        return await switchover(client, controllers, cluster, group, endpoints, target)
+        return await switchover(
+            client, controllers, cluster, group, endpoints, target, min_in_sync_replicas=min_in_sync
+        )
 
 
 def cmd_switchover(state_dir: Path, group: str, target: int, as_json: bool) -> int:
