@@ -227,7 +227,12 @@ class FakeBrokers:
 
     def __init__(self) -> None:
         self.configs: dict[str, dict[str, str]] = {}
+        self.name_servers: tuple[str, ...] = ()
         self.updates: list[tuple[str, dict[str, str]]] = []
+
+    def with_name_servers(self, namesrv_addrs: Any) -> FakeBrokers:
+        self.name_servers = tuple(namesrv_addrs)  # the pass's view for this group (one pool in the operator)
+        return self
 
     async def get_broker_config(self, addr: str, **_: Any) -> dict[str, str]:
         return dict(self.configs.get(addr, {}))

@@ -9,9 +9,13 @@ truncates them away (acknowledged messages lost; seen as `lost: 2` in the roll b
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
+from rocketmq_operator.control import operations
 from rocketmq_operator.control.operations import (
     FENCED_HEARTBEAT_MS,
     FENCED_MIN_IN_SYNC_REPLICAS,
@@ -20,11 +24,13 @@ from rocketmq_operator.control.operations import (
     unfence_config,
 )
 from rocketmq_operator.core.observation import ReplicaEndpoint
-from rocketmq_operator.remoting import ElectMasterResult, HaStatus, SyncStateInfo
+from rocketmq_operator.remoting import ElectMasterResult, HaInfo, HaStatus, SyncStateInfo
 from rocketmq_operator.remoting.controller import ControllerMetadata, ReplicaIdentity
+from rocketmq_operator.remoting.namesrv import BrokerData, ClusterInfo
 
 GROUP = "broker-a"
 CONTROLLER = "10.0.0.9:9878"
+NAMESRV = "10.0.0.8:9876"
 ADDR = {1: "10.0.0.1:10911", 2: "10.0.0.2:10911", 3: "10.0.0.3:10911"}
 ENDPOINTS = [ReplicaEndpoint(f"{GROUP}-{i - 1}", a) for i, a in ADDR.items()]
 
@@ -64,9 +70,29 @@ class FakeGroup:
 
     async def update_broker_config(self, addr: str, config: dict[str, str], **_: Any) -> None:
         broker_id = next(i for i, a in ADDR.items() if a == addr)
+        if set(config) == {"brokerPermission"}:  # a registration asked for, not a fence
+            self.log.append(("registered", broker_id))
+            return
         self.log.append(
             (FENCES[(config["brokerPermission"], config["minInSyncReplicas"], config[HEARTBEAT])], broker_id)
         )
+
+    namesrv_addrs: tuple[str, ...] = (NAMESRV,)
+
+    async def unregister_broker(self, namesrv: str, *, broker_addr: str, broker_id: int, **_: Any) -> None:
+        assert broker_id == 0  # the master's entry
+        self.log.append(("forgotten", next(i for i, a in ADDR.items() if a == broker_addr)))
+
+    async def get_ha_info(self, addr: str, **_: Any) -> HaInfo:
+        broker_id = next(i for i, a in ADDR.items() if a == addr)
+        return HaInfo(f"{addr[:-5]}:10912" if self.master_claims[broker_id] else None, addr, 0)
+
+    async def set_ha_master(self, addr: str, info: HaInfo, **_: Any) -> None:
+        self.log.append(("attached", next(i for i, a in ADDR.items() if a == addr)))
+
+    async def get_cluster_info(self, *, namesrv: str, **_: Any) -> ClusterInfo:
+        # The new master registers with the name servers on its own (ReplicasManager.changeToMaster).
+        return ClusterInfo({GROUP: BrokerData("c", GROUP, {0: ADDR[self.master]})}, {"c": (GROUP,)})
 
     async def get_broker_config(self, addr: str, **_: Any) -> dict[str, str]:
         return {HEARTBEAT: "0", "brokerPermission": "6", "minInSyncReplicas": "2"}
@@ -116,7 +142,19 @@ def test_the_fence_refuses_every_replicated_put_not_only_routes() -> None:
 def test_the_old_master_is_unfenced_only_after_it_reports_itself_a_slave() -> None:
     group = FakeGroup(demote_after=3)
     report = _run(group)
-    assert group.log == [("fenced", 1), ("elected", 2), ("demoted", 1), ("unfenced", 1)]
+    assert group.log == [
+        ("fenced", 1),
+        ("forgotten", 1),  # no name server sends a slave back to it (a registration names no master, or the new)
+        ("elected", 2),
+        ("attached", 3),  # the third replica gets the new master's HA address at once
+        ("demoted", 1),
+        ("unfenced", 1),
+        ("attached", 1),  # and so does the old master once it is a slave
+        # Once the name servers list the new master, the others register again: their answers name it (their
+        # HA address and the master they sync topics and offsets from).
+        ("registered", 1),
+        ("registered", 3),
+    ]
     assert report.new_master == 2
     assert any(
         "is a slave now; unfenced (brokerPermission=6, minInSyncReplicas=2, haSendHeartbeatInterval=0)" in s
@@ -127,7 +165,8 @@ def test_the_old_master_is_unfenced_only_after_it_reports_itself_a_slave() -> No
 def test_an_old_master_that_never_learns_of_its_demotion_stays_fenced() -> None:
     group = FakeGroup(demote_after=None)
     report = _run(group, serve_timeout_s=0.2)
-    assert group.log == [("fenced", 1), ("elected", 2)]
+    # A fenced old master is not registered again (its permission stays off); the third replica is.
+    assert group.log == [("fenced", 1), ("forgotten", 1), ("elected", 2), ("attached", 3), ("registered", 3)]
     assert report.new_master == 2
     assert any(
         "left fenced (brokerPermission=4, minInSyncReplicas=1024, haSendHeartbeatInterval=3600000)" in s
@@ -185,7 +224,7 @@ def test_a_slow_answer_to_the_unfence_is_asked_again_not_a_failed_switchover() -
     group = SlowToUnfence(demote_after=0)
     report = _run(group)
     assert report.new_master == 2
-    assert group.log[-3:] == [("timeout", ADDR[1]), ("timeout", ADDR[1]), ("unfenced", 1)]
+    assert group.log[-6:-2] == [("timeout", ADDR[1]), ("timeout", ADDR[1]), ("unfenced", 1), ("attached", 1)]
     assert any("unfenced" in s for s in report.steps), report.steps
 
 
@@ -210,3 +249,23 @@ def test_a_failed_catch_up_rolls_the_whole_fence_back() -> None:
     else:
         raise AssertionError("a target that never caught up was elected")
     assert group.log == [("fenced", 1), ("unfenced", 1)]
+
+
+@dataclass
+class LonelyNewMaster(FakeGroup):
+    """The new master answers as master, but no slave rejoins its SyncStateSet: puts are still refused."""
+
+    async def get_ha_status(self, addr: str, *, timeout: float | None = None) -> HaStatus:
+        status = await super().get_ha_status(addr, timeout=timeout)
+        return dataclasses.replace(status, in_sync_slave_nums=0) if addr == ADDR[2] else status
+
+
+def test_the_write_pause_runs_until_the_new_master_stores_puts_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a client sees: serving as master is not enough while the SyncStateSet is below minInSyncReplicas.
+    report = _run(FakeGroup(demote_after=0))
+    assert report.write_pause_s is not None and report.new_master_writable_at is not None
+    monkeypatch.setattr(operations, "WRITABLE_TIMEOUT_S", 0.1)
+    lonely = _run(LonelyNewMaster(demote_after=0))
+    assert lonely.new_master == 2 and lonely.new_master_serving_at is not None
+    assert lonely.write_pause_s is None
+    assert any("still below minInSyncReplicas 2" in s for s in lonely.steps), lonely.steps

@@ -49,9 +49,10 @@ def with_version(files: list[str], version: str, directory: Path) -> list[str]:
     return out
 
 
-def longest_gap(records: list[SendRecord], start: float, end: float) -> float:
+def longest_gap(records: list[SendRecord], start: float, end: float) -> tuple[float, float, float]:
+    """The longest gap between two acknowledgements in [start, end]: (gap, its first ack, its last ack)."""
     acks = sorted(r.end for r in records if r.ok and start <= r.end <= end)
-    return max((b - a for a, b in itertools.pairwise(acks)), default=end - start)
+    return max(((b - a, a, b) for a, b in itertools.pairwise(acks)), default=(end - start, start, end))
 
 
 class RestartWatch:
@@ -145,6 +146,7 @@ async def run_bench(
             await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
         manifests.cleanup()
     order = [o for o in watch.order if applied_at <= o["at"] <= finished_at]
+    pause, pause_from, pause_to = longest_gap(records, applied_at, finished_at)
     return {
         "group": group,
         "from_version": next(
@@ -156,13 +158,18 @@ async def run_bench(
         "rollout_message": rollout.message if rollout else None,
         "replicas_restarted": rollout.restarts if rollout else 0,
         "switchovers": rollout.switchovers if rollout else 0,
-        "write_pause_s": round(longest_gap(records, applied_at, finished_at), 3),
+        "write_pause_s": round(pause, 3),
+        # when, in seconds after the apply (compare with `restart_order` and the supervisor's log)
+        "write_pause_window_s": [round(pause_from - applied_at, 3), round(pause_to - applied_at, 3)],
         "failed_sends": sum(report.failures.values()),
         "duration_s": round(finished_at - applied_at, 3),
         "rate_msgs_per_s": rate,
         **delivery(report, got.count, lost),
         "initial_master": initial_master,
-        "restart_order": [{"replica": o["replica"], "role_before": o["role_before"]} for o in order],
+        "restart_order": [
+            {"replica": o["replica"], "role_before": o["role_before"], "at_s": round(o["at"] - applied_at, 3)}
+            for o in order
+        ],
         "master_restarted_last": bool(order) and order[-1]["replica"] == initial_master,
         "restarted_while_master": sum(1 for o in order if o["role_before"] == "master"),
         "lost_messages": [

@@ -55,6 +55,15 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     return 0 if doc["lost"] == 0 and doc["phase"] == "Complete" else 1
 
 
+def cmd_switchover(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.switchover import run_bench
+
+    state_dir = Path(args.state_dir or ".bench-state/switchover").resolve()
+    doc = asyncio.run(run_bench(args.files, state_dir, args.switchovers, args.rate, args.keep))
+    print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_switchover"}, indent=2))
+    return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
+
+
 def cmd_chaos(args: argparse.Namespace) -> int:
     from rocketmq_operator.bench.chaos import run_chaos
     from rocketmq_operator.bench.chaos_plan import ChaosPlanError
@@ -159,7 +168,9 @@ def register(sub: Any) -> None:
     c.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     c.add_argument("--json", action="store_true", help="include every fault")
     c.set_defaults(func=cmd_chaos)
-    bench = sub.add_parser("bench", help="benchmarks that print JSON (failover, routes, upgrade, quorum, spark)")
+    bench = sub.add_parser(
+        "bench", help="benchmarks that print JSON (failover, routes, upgrade, switchover, quorum, spark)"
+    )
     bsub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
     p = bsub.add_parser("failover", help="SIGKILL or SIGSTOP the master N times under load on the local platform")
     p.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
@@ -197,6 +208,14 @@ def register(sub: Any) -> None:
     u.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     u.add_argument("--json", action="store_true", help="indented JSON")
     u.set_defaults(func=cmd_upgrade)
+    w = bsub.add_parser("switchover", help="N planned switchovers under a steady producer on the local platform")
+    w.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    w.add_argument("--switchovers", type=int, default=10)
+    w.add_argument("--rate", type=float, default=200.0, help="producer messages per second")
+    w.add_argument("--state-dir", help="default: .bench-state/switchover")
+    w.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
+    w.add_argument("--json", action="store_true", help="include every switchover")
+    w.set_defaults(func=cmd_switchover)
     q = bsub.add_parser(
         "quorum",
         help="send latency and statuses per replica count, quorum mode and condition (healthy, stalled, slow slave)",

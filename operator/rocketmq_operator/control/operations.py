@@ -86,15 +86,18 @@ class OperationReport:
     fenced_at: float | None = None
     elected_at: float | None = None
     new_master_serving_at: float | None = None
+    new_master_writable_at: float | None = None
     new_master: int | None = None
     epoch: int | None = None
 
     @property
     def write_pause_s(self) -> float | None:
-        """From the fence to the new master answering as master (the window writes were refused)."""
-        if self.fenced_at is None or self.new_master_serving_at is None:
+        """From the fence to the new master storing puts again: answering as master with a SyncStateSet of at
+        least minInSyncReplicas (the election resets it to the new master alone). What a client sees, less its
+        route refresh; None when the new master was not seen writable within the switchover's bound."""
+        if self.fenced_at is None or self.new_master_writable_at is None:
             return None
-        return self.new_master_serving_at - self.fenced_at
+        return self.new_master_writable_at - self.fenced_at
 
 
 def facts_from_state(state: GroupState, now: float | None = None) -> GroupFacts:
@@ -227,6 +230,9 @@ async def switchover(
         raise OperationRefused("switchover refused: no controller leader")
     fenced = False
     unfence = unfence_config(min_in_sync_replicas, None)
+    old_id = old.broker_id if old.broker_id is not None else -1
+    all_but_old = {r.broker_id for r in state.replicas if r.broker_id is not None and r.broker_id != old_id}
+    old_unfenced = False
     try:
         for action in decision.actions:
             if action.kind is ActionKind.FENCE:
@@ -240,6 +246,13 @@ async def switchover(
                 await _wait_catch_up(client, old.address, target.address, catch_up_timeout_s)
                 report.steps.append(f"broker {target_id} caught up with the fenced master")
             elif action.kind is ActionKind.ELECT:
+                # The other slaves take their new master's HA address from their own name-server registration on
+                # the role change, which races the new master's: a name server still listing the old master
+                # sends them to it, and RocketMQ's HA client then stays on it (a slave by then) until the policy
+                # restarts it (5 of 12 switchovers, ~30 s each, docs/benchmarks.md). Fenced and caught up, the
+                # old master is no writer any more: forgotten by the name servers, a registration names no master
+                # (the address is left unset, and handed over below) or the new one.
+                report.steps.extend(await _unregister_master(client, cluster, group, old.address))
                 result = await client.elect_master(leader, cluster, group, target_id, designate=True)
                 fenced = False  # the group has a new master now; this fence no longer guards the only writer
                 report.elected_at = time.time()
@@ -254,18 +267,23 @@ async def switchover(
                 # holds the promotion for 5 s (RocketMQ 5.5 AutoSwitchHAClient; see FENCED_HEARTBEAT_MS).
                 if await _wait_role(client, target.address, master=True, timeout_s=serve_timeout_s):
                     report.new_master_serving_at = time.time()
+                    await _attach_slaves_to(client, state, target, {old_id}, timeout=1.0)
             elif action.kind is ActionKind.UNFENCE:
                 # The controller tells the old master of its demotion one way and asynchronously. Writable
                 # before it has changed to slave, it would acknowledge puts with acks from slaves still attached
                 # to it, and then truncate them away under the new master: unfence only once it is a slave.
-                deadline = time.monotonic() + serve_timeout_s
+                started = time.monotonic()
                 if not await _wait_role(client, old.address, master=False, timeout_s=serve_timeout_s):
                     report.steps.append(
                         f"broker {old.broker_id} did not report itself a slave within {serve_timeout_s:g}s: left "
                         f"fenced ({_show(fence_config())}); set {_show(unfence)} once it is a slave"
                     )
-                elif await _unfence(client, old.address, unfence, deadline):
+                elif await _unfence(client, old.address, unfence, serve_timeout_s - (time.monotonic() - started)):
                     report.steps.append(f"broker {old.broker_id} is a slave now; unfenced ({_show(unfence)})")
+                    old_unfenced = True
+                    if report.new_master_serving_at is not None:
+                        # Demoted, it takes its HA address from a registration too.
+                        await _attach_slaves_to(client, state, target, all_but_old, timeout=1.0)
                 else:
                     # The election is done: a fenced slave refuses no put, but must not stay so (elected later,
                     # it would refuse every write).
@@ -275,6 +293,16 @@ async def switchover(
                     )
         if report.new_master_serving_at is None:
             raise TimeoutError(f"{target.address} did not become master within {serve_timeout_s:g}s")
+        if await _wait_writable(client, target.address, min_in_sync_replicas, WRITABLE_TIMEOUT_S):
+            report.new_master_writable_at = time.time()
+        else:
+            report.steps.append(
+                f"broker {target_id} is master, but its SyncStateSet was still below minInSyncReplicas "
+                f"{min_in_sync_replicas} after {WRITABLE_TIMEOUT_S:g}s: puts are refused until a slave rejoins"
+            )
+        # The old master only once it is unfenced: a fenced one keeps its permission off.
+        again = [r for r in state.replicas if r.broker_id in all_but_old or (r is old and old_unfenced)]
+        report.steps.extend(await _register_around(client, group, target, again, timeout=1.0))
     except (RemotingException, OSError, TimeoutError) as exc:
         if fenced:
             # Never leave a group with its only writable master fenced.
@@ -308,37 +336,116 @@ async def _wait_catch_up(client: RemotingClient, master: str, target: str, timeo
         await asyncio.sleep(0.05)
 
 
-async def _wait_role(client: RemotingClient, addr: str, *, master: bool, timeout_s: float) -> bool:
-    """``True`` once the broker at ``addr`` answers that it is (``master``) or is not a master, ``False`` at the
-    deadline."""
+WRITABLE_TIMEOUT_S = 5.0  # a slave rejoins a new master within tens of ms; past this the policy re-attaches it
+
+
+async def _until(check: Callable[[], Awaitable[bool]], timeout_s: float, interval_s: float = 0.05) -> bool:
+    """``True`` as soon as ``check`` does; ``False`` at the deadline. A broker that does not answer (or times out)
+    is asked again: under load one request may miss its timeout while the next one is answered."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            if (await client.get_ha_status(addr, timeout=1.0)).master == master:
+            if await check():
                 return True
         except (RemotingException, OSError):
             pass
         if time.monotonic() > deadline:
             return False
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(interval_s)
+
+
+async def _wait_writable(client: RemotingClient, addr: str, min_in_sync_replicas: int, timeout_s: float) -> bool:
+    """The master at ``addr`` counts at least ``min_in_sync_replicas`` in its SyncStateSet (itself included): it
+    stores puts again."""
+
+    async def writable() -> bool:
+        status = await client.get_ha_status(addr, timeout=1.0)
+        return status.master and status.in_sync_slave_nums + 1 >= min_in_sync_replicas
+
+    return await _until(writable, timeout_s, interval_s=0.02)
+
+
+async def _wait_role(client: RemotingClient, addr: str, *, master: bool, timeout_s: float) -> bool:
+    """The broker at ``addr`` answers that it is (``master``) or is not a master."""
+
+    async def in_role() -> bool:
+        return (await client.get_ha_status(addr, timeout=1.0)).master == master
+
+    return await _until(in_role, timeout_s)
+
+
+async def _unregister_master(client: RemotingClient, cluster: str, group: str, addr: str) -> list[str]:
+    """Every name server the client knows forgets the fenced master ``addr`` (best effort: one that does not
+    answer is named in the steps; the old master registers again as a slave once demoted)."""
+    failed: list[str] = []
+    for namesrv in client.namesrv_addrs:
+        try:
+            await client.unregister_broker(
+                namesrv, cluster=cluster, broker_name=group, broker_addr=addr, broker_id=0, timeout=1.0
+            )
+        except (RemotingException, OSError) as exc:
+            failed.append(f"{namesrv} ({exc})")
+    if not client.namesrv_addrs:
+        return []
+    if failed:
+        return [f"name servers that did not forget the fenced master: {', '.join(failed)}"]
+    return [f"every name server forgot the fenced master {addr}"]
+
+
+async def _register_around(
+    client: RemotingClient,
+    group: str,
+    master: ReplicaObservation,
+    replicas: Sequence[ReplicaObservation],
+    *,
+    timeout: float,
+) -> list[str]:
+    """Once every name server lists the new master (asked to register again if one does not within a second),
+    ``replicas`` register again too. A registration's answer names the group's master to a slave: its HA
+    address (`updateMasterHAServerAddrPeriodically`, on in controller mode) and the address it syncs topics and
+    consumer offsets from (`SlaveSynchronize`), which the old master's forgetting left unset; RocketMQ would
+    wait for `registerNameServerPeriod` (30 s). Setting brokerPermission (to 6: slaves are never fenced)
+    registers a broker with every name server (`AdminBrokerProcessor.updateBrokerConfig`). Best effort."""
+    if not client.namesrv_addrs:
+        return []
+
+    async def listed() -> bool:
+        for namesrv in client.namesrv_addrs:
+            broker = (await client.get_cluster_info(namesrv=namesrv, timeout=timeout)).broker_addr_table.get(group)
+            if broker is None or broker.broker_addrs.get(0) != master.address:
+                return False
+        return True
+
+    if not await _until(listed, 1.0):
+        with contextlib.suppress(RemotingException, OSError):
+            config = await client.get_broker_config(master.address, timeout=timeout)
+            await client.update_broker_config(
+                master.address, {"brokerPermission": config.get("brokerPermission", str(PERM_READ_WRITE))}
+            )
+        if not await _until(listed, 1.0):
+            return [f"not every name server lists the new master {master.address} yet: slaves learn it later"]
+    registered: list[str] = []
+    for r in replicas:
+        if r.reachable and r.address != master.address:
+            with contextlib.suppress(RemotingException, OSError):
+                await client.update_broker_config(r.address, {"brokerPermission": str(PERM_READ_WRITE)})
+                registered.append(r.name)
+    return [f"registered {', '.join(registered)} again: their name servers name the new master"] if registered else []
 
 
 def _show(config: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in config.items())
 
 
-async def _unfence(client: RemotingClient, addr: str, unfence: dict[str, str], deadline: float) -> bool:
-    """The fence's keys back on ``addr``, asked again until the deadline (a loaded broker may not answer within
-    one request timeout, and a fence left behind would make it a master refusing every put after a later
-    election)."""
-    while True:
-        try:
-            await client.update_broker_config(addr, unfence)
-            return True
-        except (RemotingException, OSError, TimeoutError):
-            if time.monotonic() > deadline:
-                return False
-        await asyncio.sleep(0.2)
+async def _unfence(client: RemotingClient, addr: str, unfence: dict[str, str], timeout_s: float) -> bool:
+    """The fence's keys back on ``addr``, asked again until the deadline (a fence left behind would make it a
+    master refusing every put after a later election)."""
+
+    async def ask() -> bool:
+        await client.update_broker_config(addr, unfence)
+        return True
+
+    return await _until(ask, timeout_s, interval_s=0.2)
 
 
 class FailoverPlatform(Protocol):

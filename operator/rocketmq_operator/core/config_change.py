@@ -9,7 +9,8 @@ Contract:
   `ReplicasManager.sendHeartbeatToController` for the heartbeat keys; see the "Runtime?" columns of the project's
   RocketMQ facts). Every other key (ports, paths, identities, `flushDiskType`, mapped file sizes, the HA service
   class) is fixed when the broker starts: restart-only. `brokerPermission` is the operator's fence, never the
-  user's hot key.
+  user's hot key (the switchover's fence also sets `minInSyncReplicas` and `haSendHeartbeatInterval` for its
+  duration, and gives them back).
 * `revision(conf, version, argv_extra)`: the revision a replica runs: a digest of its version and its
   restart-only keys (hot keys are left out: a hot change keeps every revision).
 * `classify(old, new)`: the keys that changed, split into hot and restart-only.
@@ -49,6 +50,8 @@ HOT_BROKER_KEYS: frozenset[str] = frozenset(
         # sent with every controller heartbeat
         "controllerHeartBeatTimeoutMills",
         "brokerElectionPriority",
+        # HA heartbeat, read on every loop of AutoSwitchHAClient and AutoSwitchHAConnection (also the fence's)
+        "haSendHeartbeatInterval",
     }
 )
 

@@ -37,6 +37,11 @@ class Caller:
         self._own_pool = pool is None
         self.pool = pool or ClientPool(connect_timeout=connect_timeout, request_timeout=request_timeout)
 
+    def with_name_servers(self, namesrv_addrs: Sequence[str]) -> Self:
+        """The same client (its connection pool, not closed by the copy) for these name servers."""
+        view = type(self)(namesrv_addrs, pool=self.pool)
+        return view
+
     async def __aenter__(self) -> Self:
         return self
 

@@ -125,6 +125,26 @@ class NameServerCalls(Caller):
         _, response = await self._namesrv_call(RequestCode.GET_BROKER_CLUSTER_INFO, None, namesrv, timeout)
         return parse_cluster_info(_body_json(response, "GET_BROKER_CLUSTER_INFO"))
 
+    async def unregister_broker(
+        self,
+        namesrv: str,
+        *,
+        cluster: str,
+        broker_name: str,
+        broker_addr: str,
+        broker_id: int,
+        timeout: float | None = None,
+    ) -> None:
+        """UNREGISTER_BROKER (104) on one name server: it forgets ``broker_addr`` (its routes and its live entry)
+        until the broker registers again (on a role change, or every `registerNameServerPeriod`). The name
+        server applies it asynchronously (`BatchUnregistrationService`), right after answering."""
+        await self._call(
+            namesrv,
+            RequestCode.UNREGISTER_BROKER,
+            _fields(brokerName=broker_name, brokerAddr=broker_addr, clusterName=cluster, brokerId=broker_id),
+            timeout=timeout,
+        )
+
     async def get_all_topics(self, *, namesrv: str | None = None, timeout: float | None = None) -> tuple[str, ...]:
         """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic name namesrv knows, sorted. The list also holds
         system topics (``TBW102``, ``RMQ_SYS_*``, ``%RETRY%...``) and, as namesrv registers them, cluster and

@@ -105,6 +105,10 @@ async def observe_pass(
         else:
             controllers = controller_addresses(cg, ns)
             name_servers = name_servers or name_server_addresses(cg, ns)
+    if name_servers:
+        # The operator's one client (one connection pool) knows no name server: this group's, for this pass
+        # (the switchover has its fenced master forgotten by them).
+        client = client.with_name_servers(name_servers)
     states = await observe_groups(client, controllers, {name: endpoints}, {name: controller_mode})
     state = states[name]
     topics_asserted = await reassert_topics(kube, client, metrics, bg, ns, state, memory)  # before writable

@@ -1,0 +1,161 @@
+"""`rocketmq-operator bench switchover`: N planned switchovers under a steady producer, on the local platform.
+
+Each switchover is `operations.switchover` (the one the CLI, the roll, the GitOps annotation and the drain run)
+to the most caught-up other member of the SyncStateSet, while the project's producer sends at `--rate` (3 s
+timeout, 2 retries, as the Java client) and a stale-route client (`bench.failover.StaleRouteClient`) sends
+straight to the master of the moment every 20 ms, as a Java client with a cached route does. Per switchover:
+
+* `client_pause_s`: the longest gap between two acknowledgements of the producer around it (what an application
+  sees, retries and route refresh included);
+* `reported_pause_s`: what the operation reports (fence → the new master stores puts again);
+* `failed_sends`: the producer's sends that failed after their retries;
+* `all_in_sync_after_s`: the controller's election → every replica back in the SyncStateSet;
+* `stale_acks_after_election`: acknowledgements the stale-route client got from the old master after the
+  controller's election answer (a fenced master must give none that a later truncation could take away; the
+  final read decides: `deposed_acks`).
+
+At the end every acknowledged message (the stale client's too) is read back: `lost` counts the producer's
+acknowledged messages that are missing, `deposed_acks` every acknowledgement whose queue offset on the final
+master holds another message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from rocketmq_operator.bench.failover import (
+    Group,
+    StaleRouteClient,
+    count_deposed_acks,
+    delivery,
+    full_sync_state_set,
+    percentile,
+    run_cli,
+    wait_for,
+)
+from rocketmq_operator.bench.upgrade import longest_gap
+from rocketmq_operator.control.observe import observe_groups
+from rocketmq_operator.control.operations import switchover
+from rocketmq_operator.core.quorum import effective_quorum
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.state import read_state
+from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.tools.consume import consume
+from rocketmq_operator.tools.produce import SteadyProducer
+
+SETTLE_S = 3.0  # steady traffic after each switchover, inside its measuring window
+
+
+async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: float, keep: bool) -> dict[str, Any]:
+    up_args = ["local", "up", "--wait", "--state-dir", str(state_dir)]
+    for f in files:
+        up_args += ["-f", f]
+    await run_cli(*up_args)
+    state = read_state(StateLayout(state_dir).state_file)
+    names = [g.name for g in state.groups if g.kind == "BrokerGroup" and g.controller_mode]
+    if not names:
+        raise SystemExit("error: bench switchover needs a controller-mode BrokerGroup")
+    group = Group(state, names[0])
+    min_in_sync = effective_quorum(group.spec).min_in_sync_replicas
+    topic = f"bench-switchover-{int(time.time())}"
+    per: list[dict[str, Any]] = []
+    stale_clients: list[StaleRouteClient] = []
+    try:
+        async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=3.0) as client:
+            producer = SteadyProducer(topic, rate, namesrv=state.name_servers, size=512, timeout=3.0, retries=2)
+            await producer.start()
+            try:
+                await asyncio.sleep(2.0)
+                for _ in range(switchovers):
+                    await wait_for(
+                        "a full SyncStateSet", lambda: full_sync_state_set(group, client), timeout=180, interval=0.2
+                    )
+                    observed = await observe_groups(
+                        client, group.controllers, {group.name: group.endpoints}, {group.name: True}
+                    )
+                    st = observed[group.name]
+                    old = st.named_master
+                    assert old is not None and st.master_broker_id is not None
+                    targets = [r for r in st.replicas if r.broker_id in st.sync_state_set and r is not old]
+                    target = max(targets, key=lambda r: (r.max_offset or 0, -(r.broker_id or 0)))
+                    assert target.broker_id is not None
+                    stale = StaleRouteClient(client, old.address, group.name, topic)
+                    stale_clients.append(stale)
+                    stale_task = asyncio.create_task(stale.run())
+                    started = time.time()
+                    report = await switchover(
+                        client,
+                        group.controllers,
+                        group.spec.cluster_name,
+                        group.name,
+                        group.endpoints,
+                        target.broker_id,
+                        min_in_sync_replicas=min_in_sync,
+                    )
+                    elected = report.elected_at or started
+                    # Every replica back in the SyncStateSet: the third replica may have raced to the old master's
+                    # HA port (its name-server registration still named it) and waits for the policy.
+                    full_at = await wait_for(
+                        "a full SyncStateSet", lambda: full_sync_state_set(group, client), timeout=180, interval=0.1
+                    )
+                    await asyncio.sleep(SETTLE_S)
+                    stale.stop()
+                    await stale_task
+                    ended = time.time()
+                    records = [r for r in producer.records if started - 0.5 <= r.start <= ended]
+                    pause, _, _ = longest_gap(records, started - 0.5, ended)
+                    per.append(
+                        {
+                            "from": st.master_broker_id,
+                            "to": report.new_master,
+                            "client_pause_s": round(pause, 3),
+                            "reported_pause_s": None
+                            if report.write_pause_s is None
+                            else round(report.write_pause_s, 3),
+                            "fence_to_election_s": round(elected - (report.fenced_at or elected), 3),
+                            "failed_sends": sum(1 for r in records if not r.ok),
+                            "all_in_sync_after_s": round(full_at - elected, 3),
+                            "stale_sends": stale.sends,
+                            "stale_acks_after_election": sum(1 for _, _, k in stale.acks if _ack_time(k) > elected),
+                        }
+                    )
+            finally:
+                await producer.stop()
+            report_all = producer.report()
+            acked = [r for r in producer.records if r.ok]
+            got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
+            lost = len({r.key for r in acked} - set(got.keys))
+            final = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
+            master = final[group.name].named_master
+            checked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in acked]
+            checked += [(group.name, q, o, k) for c in stale_clients for q, o, k in c.acks]
+            deposed = await count_deposed_acks(client, group.name, topic, checked, master.address) if master else -1
+    finally:
+        if not keep:
+            await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
+    client_pause = [p["client_pause_s"] for p in per]
+    reported = [p["reported_pause_s"] for p in per if p["reported_pause_s"] is not None]
+    return {
+        "group": group.name,
+        "switchovers": len(per),
+        "rate_msgs_per_s": rate,
+        **delivery(report_all, got.count, lost),
+        "deposed_acks": deposed,
+        "stale_route_acks_after_election": sum(p["stale_acks_after_election"] for p in per),
+        "client_pause_s": _summary(client_pause),
+        "reported_pause_s": _summary(reported),
+        "all_in_sync_after_s": _summary([p["all_in_sync_after_s"] for p in per]),
+        "per_switchover": per,
+    }
+
+
+def _summary(values: list[float]) -> dict[str, float | None]:
+    return {"p50": percentile(values, 0.5), "p99": percentile(values, 0.99), "max": max(values, default=None)}
+
+
+def _ack_time(key: str) -> float:
+    """The stale client's keys carry the wall time the send started (`stale-ADDR-NANOS-SEQ`)."""
+    return int(key.split("-")[-2]) / 1e9
