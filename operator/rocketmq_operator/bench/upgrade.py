@@ -172,6 +172,15 @@ async def run_bench(
         ],
         "master_restarted_last": bool(order) and order[-1]["replica"] == initial_master,
         "restarted_while_master": sum(1 for o in order if o["role_before"] == "master"),
+        "first_failures": [  # what the producer saw first when sends failed (failed attempts in order)
+            {
+                "s_after_apply": round(r.start - applied_at, 3),
+                "status": r.status,
+                "attempts": list(r.attempt_failures),
+                "error": r.error,
+            }
+            for r in sorted((r for r in records if not r.ok), key=lambda r: r.start)[:LOST_SHOWN]
+        ],
         "lost_messages": [
             {
                 "key": r.key,
