@@ -21,6 +21,7 @@ import yaml
 from kube_fake import FakeApi
 
 from rocketmq_operator.api.models import BrokerGroup
+from rocketmq_operator.control import operations
 from rocketmq_operator.control import roll as control_roll
 from rocketmq_operator.control.operations import OperationRefused, PolicyOutcome
 from rocketmq_operator.control.topics import AssertReport
@@ -509,7 +510,10 @@ def fake_switchover(monkeypatch: pytest.MonkeyPatch, caller: Any) -> list[Any]:
     async def nothing(*_: Any, **__: Any) -> None:
         return None
 
-    monkeypatch.setattr(caller, "switchover", switchover)
+    if hasattr(caller, "switchover_group"):  # the Kubernetes passes: the group's switchover calls this one
+        monkeypatch.setattr(operations, "switchover", switchover)
+    else:
+        monkeypatch.setattr(caller, "switchover", switchover)
     monkeypatch.setattr(caller, "observe_group", nothing)
     monkeypatch.setattr(caller, "reattach_slaves", nothing)
     return calls

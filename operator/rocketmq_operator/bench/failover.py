@@ -115,6 +115,20 @@ async def run_cli(*args: str) -> str:
     return text
 
 
+async def up_controller_group(files: list[str], state_dir: Path, bench: str) -> tuple[LocalState, str]:
+    """`local up --wait` of the manifests in ``state_dir``; the state and the first controller-mode BrokerGroup
+    (a bench drives its SyncStateSet)."""
+    up_args = ["local", "up", "--wait", "--state-dir", str(state_dir)]
+    for f in files:
+        up_args += ["-f", f]
+    await run_cli(*up_args)
+    state = read_state(StateLayout(state_dir).state_file)
+    names = [g.name for g in state.groups if g.kind == "BrokerGroup" and g.controller_mode]
+    if not names:
+        raise SystemExit(f"error: bench {bench} needs a controller-mode BrokerGroup")
+    return state, names[0]
+
+
 async def _signal(state_dir: Path, replica: str, sig: str = "KILL") -> float:
     """Signal one replica through the supervisor (which restarts a killed one after its back-off); returns when
     the signal was sent, by the supervisor's clock (the same machine's wall clock)."""
@@ -333,15 +347,8 @@ async def run_bench(
     manifests = tempfile.TemporaryDirectory(prefix="bench-failover-")
     if detection_s is not None:
         files = with_detection(files, detection_s, Path(manifests.name))
-    up_args = ["local", "up", "--wait", "--state-dir", str(state_dir)]
-    for f in files:
-        up_args += ["-f", f]
-    await run_cli(*up_args)
-    state = read_state(StateLayout(state_dir).state_file)
-    group_names = [g.name for g in state.groups if g.kind == "BrokerGroup" and g.controller_mode]
-    if not group_names:
-        raise SystemExit("error: bench failover needs a controller-mode BrokerGroup")
-    group = Group(state, group_names[0])
+    state, group_name = await up_controller_group(files, state_dir, "failover")
+    group = Group(state, group_name)
     by_id: dict[int, str] = {}
     results: list[Trial] = []
     stale_clients: list[StaleRouteClient] = []

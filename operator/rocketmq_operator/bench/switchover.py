@@ -34,14 +34,13 @@ from rocketmq_operator.bench.failover import (
     full_sync_state_set,
     percentile,
     run_cli,
+    up_controller_group,
     wait_for,
 )
 from rocketmq_operator.bench.upgrade import longest_gap
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.control.operations import switchover
 from rocketmq_operator.core.quorum import effective_quorum
-from rocketmq_operator.platforms.local.layout import StateLayout
-from rocketmq_operator.platforms.local.state import read_state
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.produce import SteadyProducer
@@ -50,15 +49,8 @@ SETTLE_S = 3.0  # steady traffic after each switchover, inside its measuring win
 
 
 async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: float, keep: bool) -> dict[str, Any]:
-    up_args = ["local", "up", "--wait", "--state-dir", str(state_dir)]
-    for f in files:
-        up_args += ["-f", f]
-    await run_cli(*up_args)
-    state = read_state(StateLayout(state_dir).state_file)
-    names = [g.name for g in state.groups if g.kind == "BrokerGroup" and g.controller_mode]
-    if not names:
-        raise SystemExit("error: bench switchover needs a controller-mode BrokerGroup")
-    group = Group(state, names[0])
+    state, group_name = await up_controller_group(files, state_dir, "switchover")
+    group = Group(state, group_name)
     min_in_sync = effective_quorum(group.spec).min_in_sync_replicas
     topic = f"bench-switchover-{int(time.time())}"
     per: list[dict[str, Any]] = []

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from rocketmq_operator.bench.failover import delivery, run_cli
+from rocketmq_operator.bench.failover import delivery, run_cli, up_controller_group
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.report import collect
 from rocketmq_operator.platforms.local.roll import read_rollout
@@ -95,15 +95,7 @@ async def run_bench(
 ) -> dict[str, Any]:
     layout = StateLayout(state_dir)
     manifests = tempfile.TemporaryDirectory(prefix="bench-upgrade-")
-    up_args = ["local", "up", "--wait", "--state-dir", str(state_dir)]
-    for f in files:
-        up_args += ["-f", f]
-    await run_cli(*up_args)
-    state = read_state(layout.state_file)
-    groups = [g.name for g in state.groups if g.kind == "BrokerGroup" and g.controller_mode]
-    if not groups:
-        raise SystemExit("error: bench upgrade needs a controller-mode BrokerGroup")
-    group = groups[0]
+    state, group = await up_controller_group(files, state_dir, "upgrade")
     target = with_version(files, to_version, Path(manifests.name))
     topic = f"bench-upgrade-{int(time.time())}"
     try:

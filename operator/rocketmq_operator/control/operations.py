@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.core.failover import (
     ActionKind,
@@ -38,6 +39,7 @@ from rocketmq_operator.core.failover import (
     unconnected_slaves,
 )
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
+from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.remoting import HaInfo, RemotingClient, RemotingException
 from rocketmq_operator.render.config import CONTROLLER_MODE_TIMINGS
 
@@ -313,6 +315,26 @@ async def switchover(
                 report.steps.append(f"could NOT roll back the fence: set {_show(unfence)} by hand")
         raise OperationRefused(f"switchover to broker {target_id} failed: {exc}; steps: {report.steps}") from None
     return report
+
+
+async def switchover_group(
+    client: RemotingClient,
+    bg: BrokerGroup,
+    controllers: Sequence[str],
+    endpoints: Sequence[ReplicaEndpoint],
+    target_id: int,
+) -> OperationReport:
+    """`switchover` of a BrokerGroup: its cluster, its name and its spec's minInSyncReplicas (given back by the
+    unfence)."""
+    return await switchover(
+        client,
+        controllers,
+        bg.spec.cluster_name,
+        bg.metadata.name,
+        endpoints,
+        target_id,
+        min_in_sync_replicas=effective_quorum(bg.spec).min_in_sync_replicas,
+    )
 
 
 async def _max_offset(client: RemotingClient, addr: str) -> int:

@@ -21,11 +21,10 @@ from typing import Any
 import kopf
 
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus
-from rocketmq_operator.control.operations import OperationRefused, observe_group, reattach_slaves, switchover
+from rocketmq_operator.control.operations import OperationRefused, observe_group, reattach_slaves, switchover_group
 from rocketmq_operator.core.conditions import ConditionStatus
 from rocketmq_operator.core.drain import CONDITION, DrainFacts, DrainKind, DrainReplica, NodeFacts, plan_drain
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint
-from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.core.roll import PAUSE_ANNOTATION
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
 from rocketmq_operator.platforms.kubernetes.resources import write_condition
@@ -117,15 +116,7 @@ async def drain_pass(
     assert step.target_broker_id is not None  # a SWITCHOVER names its target
     name = bg.metadata.name
     try:
-        report = await switchover(
-            client,
-            controllers,
-            bg.spec.cluster_name,
-            name,
-            endpoints,
-            step.target_broker_id,
-            min_in_sync_replicas=effective_quorum(bg.spec).min_in_sync_replicas,
-        )
+        report = await switchover_group(client, bg, controllers, endpoints, step.target_broker_id)
     except (OperationRefused, RemotingException, OSError) as exc:
         message = (
             f"{step.message}: the switchover failed ({exc}); rule: the master moves only by a clean switchover "

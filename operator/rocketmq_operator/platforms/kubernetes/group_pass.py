@@ -27,7 +27,7 @@ from rocketmq_operator.control.operations import (
     PolicyMemory,
     PolicySettings,
     run_replication_policy,
-    switchover,
+    switchover_group,
 )
 from rocketmq_operator.core.conditions import (
     ConditionStatus,
@@ -37,7 +37,6 @@ from rocketmq_operator.core.conditions import (
     status_unchanged,
 )
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
-from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.platforms.kubernetes.drain import drain_pass
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
@@ -221,15 +220,7 @@ async def _switchover(
         )
     else:
         try:
-            report = await switchover(
-                client,
-                controllers,
-                bg.spec.cluster_name,
-                name,
-                endpoints,
-                int(wanted),
-                min_in_sync_replicas=effective_quorum(bg.spec).min_in_sync_replicas,
-            )
+            report = await switchover_group(client, bg, controllers, endpoints, int(wanted))
             pause = report.write_pause_s
             ok, reason, message = (
                 True,

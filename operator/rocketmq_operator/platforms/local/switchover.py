@@ -12,9 +12,8 @@ import json
 from pathlib import Path
 
 from rocketmq_operator.api.models import BrokerGroup
-from rocketmq_operator.control.operations import OperationRefused, OperationReport, switchover
+from rocketmq_operator.control.operations import OperationRefused, OperationReport, switchover_group
 from rocketmq_operator.core.observation import ReplicaEndpoint
-from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, StateError, read_state
@@ -37,12 +36,9 @@ def group_endpoints(state: LocalState, group: str) -> tuple[str, list[str], list
 
 
 async def run_switchover(state: LocalState, group: str, target: int) -> OperationReport:
-    cluster, controllers, endpoints, bg = group_endpoints(state, group)
-    min_in_sync = effective_quorum(bg.spec).min_in_sync_replicas
+    _, controllers, endpoints, bg = group_endpoints(state, group)
     async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=3.0) as client:
-        return await switchover(
-            client, controllers, cluster, group, endpoints, target, min_in_sync_replicas=min_in_sync
-        )
+        return await switchover_group(client, bg, controllers, endpoints, target)
 
 
 def cmd_switchover(state_dir: Path, group: str, target: int, as_json: bool) -> int:
