@@ -514,8 +514,6 @@ def fake_switchover(monkeypatch: pytest.MonkeyPatch, caller: Any) -> list[Any]:
         monkeypatch.setattr(operations, "switchover", switchover)
     else:
         monkeypatch.setattr(caller, "switchover", switchover)
-    monkeypatch.setattr(caller, "observe_group", nothing)
-    monkeypatch.setattr(caller, "reattach_slaves", nothing)
     return calls
 
 

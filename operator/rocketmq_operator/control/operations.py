@@ -440,19 +440,25 @@ async def _register_around(
 
     if not await _until(listed, 1.0):
         with contextlib.suppress(RemotingException, OSError):
-            config = await client.get_broker_config(master.address, timeout=timeout)
-            await client.update_broker_config(
-                master.address, {"brokerPermission": config.get("brokerPermission", str(PERM_READ_WRITE))}
-            )
+            await _register_again(client, master.address, timeout)
         if not await _until(listed, 1.0):
             return [f"not every name server lists the new master {master.address} yet: slaves learn it later"]
     registered: list[str] = []
     for r in replicas:
         if r.reachable and r.address != master.address:
             with contextlib.suppress(RemotingException, OSError):
-                await client.update_broker_config(r.address, {"brokerPermission": str(PERM_READ_WRITE)})
+                await _register_again(client, r.address, timeout, permission=str(PERM_READ_WRITE))
                 registered.append(r.name)
     return [f"registered {', '.join(registered)} again: their name servers name the new master"] if registered else []
+
+
+async def _register_again(client: RemotingClient, addr: str, timeout: float, *, permission: str | None = None) -> None:
+    """Make the broker at ``addr`` register with every name server now: setting brokerPermission does
+    (`AdminBrokerProcessor.updateBrokerConfig`); to ``permission``, else to the value it has."""
+    if permission is None:
+        config = await client.get_broker_config(addr, timeout=timeout)
+        permission = config.get("brokerPermission", str(PERM_READ_WRITE))
+    await client.update_broker_config(addr, {"brokerPermission": permission}, timeout=timeout)
 
 
 def _show(config: dict[str, str]) -> str:
@@ -748,10 +754,7 @@ async def _ensure_registered(
     if not wrong:
         return None
     try:
-        config = await client.get_broker_config(master.address, timeout=timeout)
-        await client.update_broker_config(
-            master.address, {"brokerPermission": config.get("brokerPermission", str(PERM_READ_WRITE))}
-        )
+        await _register_again(client, master.address, timeout)
     except (RemotingException, OSError):
         return None
     memory.route_wrong_since.clear()

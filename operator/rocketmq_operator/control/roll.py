@@ -16,7 +16,6 @@ UPDATE_BROKER_CONFIG and reads them back with GET_BROKER_CONFIG.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from rocketmq_operator.api.models import BrokerGroup, RolloutStatus
-from rocketmq_operator.control.operations import OperationRefused, observe_group, reattach_slaves, switchover
+from rocketmq_operator.control.operations import OperationRefused, switchover
 from rocketmq_operator.core.config_change import group_revision
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.quorum import effective_quorum
@@ -231,11 +230,6 @@ async def run_roll_step(
             out.switched_from = step.replica
             out.last_restarted = None
             out.waiting_since = None
-            # Puts are refused until a slave is back in the new master's SyncStateSet (the election resets it
-            # to {newMaster}): hand every slave the new master's HA address now, not one policy pass later.
-            with contextlib.suppress(RemotingException, OSError):
-                fresh = await observe_group(client, settings.controllers, state.group, settings.endpoints)
-                await reattach_slaves(client, fresh)
             pause = report.write_pause_s
             out.current_step = f"switchover {step.replica} -> broker {step.target_broker_id}" + (
                 f" (writes refused {pause:.3f}s)" if pause is not None else ""

@@ -15,13 +15,12 @@ last announced (`memory`); an API or broker error becomes the condition, never a
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import kopf
 
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus
-from rocketmq_operator.control.operations import OperationRefused, observe_group, reattach_slaves, switchover_group
+from rocketmq_operator.control.operations import OperationRefused, switchover_group
 from rocketmq_operator.core.conditions import ConditionStatus
 from rocketmq_operator.core.drain import CONDITION, DrainFacts, DrainKind, DrainReplica, NodeFacts, plan_drain
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint
@@ -114,7 +113,6 @@ async def drain_pass(
         await _report(kube, body, resource, memory, logger, "False", step.reason, step.text)
         return False
     assert step.target_broker_id is not None  # a SWITCHOVER names its target
-    name = bg.metadata.name
     try:
         report = await switchover_group(client, bg, controllers, endpoints, step.target_broker_id)
     except (OperationRefused, RemotingException, OSError) as exc:
@@ -125,9 +123,6 @@ async def drain_pass(
         )
         await _report(kube, body, resource, memory, logger, "False", "SwitchoverFailed", message)
         return True
-    # As the roll does: puts are refused until a slave is back in the new master's SyncStateSet.
-    with contextlib.suppress(RemotingException, OSError):
-        await reattach_slaves(client, await observe_group(client, controllers, name, endpoints))
     pause = report.write_pause_s
     message = (
         f"moved the master from {step.master} on cordoned node {step.node} to {step.target} (broker "
