@@ -8,6 +8,7 @@ The fixtures (`local_platform`, `LocalCluster`) are in tests/integration/conftes
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,9 @@ def _check_down(cluster: Any, record_property: Any) -> None:
     assert "data kept" in down.stdout
     assert our_pids(layout) == []
     assert (cluster.state_dir / "data" / f"{GROUP}-0" / "store").is_dir()
-    doc = cluster.status()
-    assert not doc["supervisor"]["running"]
+    stopped = cluster.cli("status", "--json", check=False)
+    assert stopped.returncode == 3 and "local up -f FILE" in stopped.stderr, stopped
+    doc = json.loads(stopped.stdout)
+    assert doc["stopped"] and not doc["supervisor"]["running"]
     assert all(p["pid"] is None and not p["running"] for p in doc["processes"])
+    assert all(g["phase"] == "Stopped" and not g["writable"] for g in doc["groups"])

@@ -108,3 +108,90 @@ def test_controller_down_keeps_last_known_master_and_data_plane() -> None:
     assert second.master == first.master and not second.history
     assert second.writable is True  # the master keeps serving with the last known SyncStateSet
     assert cond(second, "ControllerUnavailable") == "True"
+
+
+# Slave-acting-master (classic) mode: brokerId is the ordinal, the master is ordinal 0, and the master reports
+# its in-sync HA connections by the slave's client port (not its broker address).
+SAM_SPEC = BrokerGroupSpec(
+    replicas=3,
+    ha_mode="slaveActingMaster",
+    quorum=QuorumSpec(in_sync_replicas=2, min_in_sync_replicas=1, auto_degrade=True),
+)
+
+
+def classic(offsets: tuple[int | None, ...], in_sync_connections: int) -> GroupState:
+    return GroupState(
+        group="g",
+        observed_at=0.0,
+        controller_mode=False,
+        master_broker_id=0 if offsets[0] is not None else None,
+        master_address=ADDR[1] if offsets[0] is not None else None,
+        replicas=tuple(
+            ReplicaObservation(f"g-{i}", ADDR[i + 1], reachable=o is not None, broker_id=i, max_offset=o)
+            for i, o in enumerate(offsets)
+        ),
+        classic_in_sync_addresses=tuple(f"127.0.0.1:{50000 + i}" for i in range(in_sync_connections)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("offsets", "connections", "in_sync"),
+    [
+        ((1000, 1000, 1000), 2, [True, True, True]),  # both slaves level with the master
+        ((1000, 1000, 400), 1, [True, True, False]),  # the master counts one: the slave nearest its offset
+        ((1000, 400, 1000), 1, [True, False, True]),
+        ((1000, 1000, None), 1, [True, True, False]),  # the third broker does not answer
+        ((1000, 1000, 1000), 0, [True, False, False]),  # no in-sync connection (e.g. HA link cut)
+        ((None, 1000, 1000), 2, [False, False, False]),  # no master: nothing is in sync
+    ],
+)
+def test_classic_replica_in_sync_agrees_with_the_group_count(
+    offsets: tuple[int | None, ...], connections: int, in_sync: list[bool]
+) -> None:
+    status = build_broker_status(SAM_SPEC, classic(offsets, connections), None, "t")
+    assert [r.in_sync for r in status.replicas] == in_sync
+    degraded = next(c for c in status.conditions if c.type == "Degraded")
+    assert degraded.message.startswith(f"{sum(in_sync)} in sync"), degraded.message
+
+
+def _controller_down(master_says: int | None) -> GroupState:
+    """What `observe` returns with every controller killed: no SyncStateSet, no controller-assigned ids, and
+    each broker's own HA runtime info (`is_master`)."""
+    return GroupState(
+        group="g",
+        observed_at=0.0,
+        controller_mode=True,
+        controller_reachable=False,
+        controller_error="controller quorum unreadable: refused",
+        replicas=tuple(
+            ReplicaObservation(f"g-{i - 1}", ADDR[i], reachable=True, is_master=i == master_says, max_offset=100)
+            for i in (1, 2, 3)
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("master_says", "master_replica", "writable"),
+    [
+        (1, "g-0", True),  # the last known master still says it is master: it serves with the last known set
+        (2, "g-1", True),  # another broker says it is master: that is the one shown, not the last known one
+        (None, None, False),  # no broker says it is master: no master, nothing writable
+    ],
+)
+def test_controller_down_roles_master_and_writable_come_from_what_the_brokers_report(
+    master_says: int | None, master_replica: str | None, writable: bool
+) -> None:
+    first = build_broker_status(SPEC, state(1, (1, 2, 3), (1, 2, 3)), None, "t1")
+    down = build_broker_status(SPEC, _controller_down(master_says), first, "t2")
+    roles = {r.name: r.role for r in down.replicas}
+    assert [n for n, role in roles.items() if role == "master"] == ([master_replica] if master_replica else [])
+    assert down.master is not None and down.master.replica == master_replica
+    assert down.writable is writable
+    # the writable claim and the role column rest on the same fact: a master in the role column
+    assert down.writable is ("master" in roles.values() and writable)
+    assert cond(down, "ControllerUnavailable") == "True"
+    if master_says == 1:  # same broker as last known: its id and epoch carry over
+        assert down.master == first.master
+    # the SyncStateSet the counts keep (the last known one) is the one each replica's inSync shows
+    assert [r.in_sync for r in down.replicas] == [True, True, True]
+    assert [r.broker_id for r in down.replicas] == [1, 2, 3]

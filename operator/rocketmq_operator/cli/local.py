@@ -101,7 +101,10 @@ def register(sub: Any) -> None:
     _state_dir_arg(p)
     p.set_defaults(func=cmd_apply)
 
-    p = lsub.add_parser("status", help="observe the groups: master, SyncStateSet, replicas, conditions")
+    p = lsub.add_parser(
+        "status",
+        help="observe the groups: master, SyncStateSet, replicas, conditions (exit 3 when nothing runs)",
+    )
     p.add_argument("--json", action="store_true", help="print the status document as JSON")
     _state_dir_arg(p)
     p.add_argument("--watch", type=float, metavar="S", help="repeat every S seconds")

@@ -37,6 +37,8 @@ class Counts:
 
 
 def _master_view(state: GroupState) -> ReplicaObservation | None:
+    """The master the whole status shows (role column, `master`, `writable`): the controller's, or, when the
+    controller cannot be asked, the broker that says it is master in its own HA runtime info."""
     if state.master_address:
         return next((r for r in state.replicas if r.address == state.master_address), None)
     if state.controller_mode and not state.controller_reachable:
@@ -45,18 +47,70 @@ def _master_view(state: GroupState) -> ReplicaObservation | None:
     return None
 
 
+def _known_sync_state_set(state: GroupState, previous: BrokerGroupStatus | None) -> tuple[int, ...]:
+    """Controller mode: the SyncStateSet the group's count and each replica's inSync both use."""
+    if not state.controller_reachable and previous is not None and previous.sync_state_set is not None:
+        # Without the controller the master cannot shrink its set (facts §3.3): the last known set holds.
+        return tuple(previous.sync_state_set.members)
+    return state.sync_state_set
+
+
+def _broker_ids(state: GroupState, previous: BrokerGroupStatus | None) -> dict[str, int | None]:
+    """Each replica's broker id as observed; when the controller (which reports the ids it assigned) cannot be
+    asked, the last known id of the replica of that name (a broker keeps its id in its own store)."""
+    ids = {r.name: r.broker_id for r in state.replicas}
+    if state.controller_mode and not state.controller_reachable and previous is not None:
+        for r in previous.replicas:
+            if r.name in ids and ids[r.name] is None:
+                ids[r.name] = r.broker_id
+    return ids
+
+
+def classic_in_sync(state: GroupState) -> frozenset[str]:
+    """Classic modes (async, sync, slaveActingMaster): the names of the replicas the master counts as in sync,
+    itself included; empty without a reachable master. The one rule behind both the group's count (`counts`,
+    hence needAcks, Degraded, Ready) and each replica's `inSync`.
+
+    The master says which of its HA connections are in sync (slaveAckOffset within haMaxGapNotInSync of its own
+    offset: `GroupState.classic_in_sync_addresses`), but names them by the slave's client port, not its broker
+    address. Being in sync is a threshold on the offset, so the master's k in-sync connections are its k most
+    advanced slaves: they are attributed to the k reachable slaves with the highest commit-log offsets (ties in
+    replica order). A connection no reachable slave can account for is not counted.
+    """
+    master = _master_view(state)
+    if master is None or not master.reachable:
+        return frozenset()
+    slaves = sorted(
+        (r for r in state.replicas if r.reachable and r.address != master.address),
+        key=lambda r: (r.max_offset is None, -(r.max_offset or 0)),
+    )
+    return frozenset({master.name, *(r.name for r in slaves[: len(state.classic_in_sync_addresses)])})
+
+
 def counts(spec: BrokerGroupSpec, state: GroupState, previous: BrokerGroupStatus | None = None) -> Counts:
     master = _master_view(state)
     master_alive = master is not None and master.reachable
     alive = sum(1 for r in state.replicas if r.reachable)
     if HAMode(spec.ha_mode) is HAMode.CONTROLLER:
-        in_sync = len(state.sync_state_set)
-        if not state.controller_reachable and previous is not None and previous.sync_state_set is not None:
-            # Without the controller the master cannot shrink its set (facts §3.3): the last known set holds.
-            in_sync = len(previous.sync_state_set.members)
+        in_sync = len(_known_sync_state_set(state, previous))
     else:
-        in_sync = 1 + len(state.classic_in_sync_addresses) if master_alive else 0
+        in_sync = len(classic_in_sync(state))
     return Counts(alive=alive, in_sync=in_sync, master_alive=master_alive)
+
+
+def _reported_master(master: ReplicaObservation | None, last: MasterStatus | None) -> MasterStatus:
+    """The master while the controller cannot be asked: the broker that says it is master, with the last known
+    id and epoch when it is the last known master (no election happens without the controller); no master when
+    no broker says it is."""
+    if master is None:
+        return MasterStatus()
+    same = last is not None and last.address == master.address
+    return MasterStatus(
+        broker_id=master.broker_id if master.broker_id is not None else (last.broker_id if last and same else None),
+        replica=master.name,
+        address=master.address,
+        epoch=last.epoch if last is not None and same else None,
+    )
 
 
 def build_broker_status(
@@ -68,7 +122,13 @@ def build_broker_status(
     blocked: tuple[str, str] | None = None,
 ) -> BrokerGroupStatus:
     """The whole status, this function being its one author (Ready included); `blocked` is the (reason,
-    message) of a spec the platform cannot apply (e.g. its ControllerGroup is missing): Ready is then False."""
+    message) of a spec the platform cannot apply (e.g. its ControllerGroup is missing): Ready is then False.
+
+    The role column, `master` and `writable` rest on one fact, `_master_view`. When the controller cannot be
+    asked (ControllerUnavailable True), that fact is what the brokers report themselves: a broker whose own HA
+    runtime info says master is the master (it keeps serving, with the last known SyncStateSet), and when no
+    broker says so there is no master and nothing is writable; a last known master is never shown in its place.
+    """
     params = effective_quorum(spec)
     mode = params.mode
     c = counts(spec, state, previous)
@@ -76,7 +136,7 @@ def build_broker_status(
     controller_down = mode is HAMode.CONTROLLER and not state.controller_reachable
     prev = previous or BrokerGroupStatus()
 
-    master_status = prev.master
+    master_status = _reported_master(master, prev.master) if controller_down else prev.master
     sss_status = prev.sync_state_set
     if not controller_down:
         master_status = MasterStatus(
@@ -89,17 +149,20 @@ def build_broker_status(
             sss_status = SyncStateSetStatus(members=list(state.sync_state_set), epoch=state.sync_state_set_epoch)
 
     master_offset = master.max_offset if master is not None else None
+    ids = _broker_ids(state, previous)
+    known_set = _known_sync_state_set(state, previous)
+    classic_names = classic_in_sync(state)
     replicas: list[ReplicaStatus] = []
     for r in state.replicas:
-        is_master = r.address == state.master_address and state.master_address is not None
-        in_sync = (r.broker_id in state.sync_state_set) if mode is HAMode.CONTROLLER else is_master
+        is_master = master is not None and r.address == master.address
+        in_sync = (ids[r.name] in known_set) if mode is HAMode.CONTROLLER else (r.name in classic_names)
         lag = None
         if master_offset is not None and r.max_offset is not None:
             lag = max(0, master_offset - r.max_offset)
         replicas.append(
             ReplicaStatus(
                 name=r.name,
-                broker_id=r.broker_id,
+                broker_id=ids[r.name],
                 role="master" if is_master else ("slave" if r.reachable else "unknown"),
                 alive=r.reachable,
                 in_sync=bool(in_sync and r.reachable),

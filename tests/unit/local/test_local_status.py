@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from rocketmq_operator.api.models import BrokerGroupStatus, MasterStatus, SyncStateSetStatus
+from rocketmq_operator.api.validation import validate_file
+from rocketmq_operator.core.observation import GroupState, ReplicaObservation
+from rocketmq_operator.platforms.local import control, report
 from rocketmq_operator.platforms.local.control import group_ready, progress_line
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.placement import build_state, port_needs
+from rocketmq_operator.platforms.local.ports import pack
 from rocketmq_operator.platforms.local.report import render_table
+from rocketmq_operator.platforms.local.state import LocalState, SupervisorInfo, write_json_atomic, write_state
 
 
 def replica(name: str, broker_id: int | None, role: str, alive: bool, in_sync: bool, **extra: Any) -> dict[str, Any]:
@@ -91,7 +101,6 @@ def test_render_table() -> None:
 
 
 def test_topics_hold_readiness_and_show_in_the_table(tmp_path: Any) -> None:
-    import json
 
     from rocketmq_operator.platforms.local.layout import StateLayout
     from rocketmq_operator.platforms.local.report import _with_topics
@@ -130,3 +139,73 @@ def test_topics_hold_readiness_and_show_in_the_table(tmp_path: Any) -> None:
     )  # fmt: skip
     assert ["g", "orders", "yes", "8", "8", "NORMAL", "2000"] in [line.split() for line in table.splitlines()]
     assert ["g", "readers", "yes", "120"] in [line.split() for line in table.splitlines()]
+
+
+def test_status_after_down_says_stopped_and_exits_non_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After `local down` (no supervisor, no process) with a status of the running group still on disk: the
+    observation is what `observe` gets then (nothing answers), the status says stopped and exits 3."""
+    quickstart = Path(__file__).resolve().parents[3] / "examples" / "quickstart.yaml"
+    resources = [r.resource for r in validate_file(quickstart) if r.resource is not None]
+    layout = StateLayout(tmp_path)
+    state = build_state(resources, pack(port_needs(resources), 22900), layout, files=[str(quickstart)],
+                        distribution="/dist", rocketmq_version="5.5.0")  # fmt: skip
+    for r in state.replicas:  # what `local down` leaves
+        r.pid = None
+    state.supervisor = SupervisorInfo()
+    write_state(layout.state_file, state)
+    group = next(g for g in state.groups if g.kind == "BrokerGroup")
+    first = state.replica(group.replicas[0])
+    assert first is not None
+    write_json_atomic(
+        layout.status(group.name),
+        BrokerGroupStatus(
+            master=MasterStatus(broker_id=1, replica=first.name, address=first.address, epoch=3),
+            sync_state_set=SyncStateSetStatus(members=[1, 2, 3], epoch=4),
+            writable=True,
+        ).model_dump(mode="json", by_alias=True),
+    )
+
+    async def nothing_answers(st: LocalState, client: Any = None, *, timeout: float = 0.0) -> dict[str, GroupState]:
+        return {
+            g.name: GroupState(
+                group=g.name,
+                observed_at=0.0,
+                controller_mode=g.controller_mode,
+                controller_error="controller quorum unreadable: refused",
+                replicas=tuple(
+                    ReplicaObservation(n, f"127.0.0.1:{st.ports()[f'{n}.listen']}", reachable=False) for n in g.replicas
+                ),
+            )
+            for g in st.groups
+            if g.kind == "BrokerGroup"
+        }
+
+    monkeypatch.setattr(report, "observe", nothing_answers)
+    lines: list[str] = []
+    rc = control.status(tmp_path, out=lines.append)
+    text = "\n".join(lines)
+    assert rc == 3, text
+    assert f"{group.name}: stopped" in text and "writable=no" in text
+    assert f"master={first.name}" not in text
+    hint = capsys.readouterr().err.strip().splitlines()
+    assert len(hint) == 1 and "rocketmq-operator local up -f FILE" in hint[0], hint
+
+    lines.clear()
+    assert control.status(tmp_path, as_json=True, out=lines.append) == 3
+    doc = json.loads("\n".join(lines))
+    g = next(x for x in doc["groups"] if x["name"] == group.name)
+    assert doc["stopped"] is True and g["phase"] == "Stopped"
+    assert g["writable"] is False and not (g.get("master") or {}).get("replica")
+
+
+def test_render_table_marks_an_unavailable_controller() -> None:
+    doc = group(1, [1, 2, 3])
+    doc["conditions"] = [{"type": "ControllerUnavailable", "status": "True", "reason": "ControllerQuorumUnreadable",
+                          "message": "controller quorum unreadable: refused"}]  # fmt: skip
+    text = render_table({"stateDir": "/s", "supervisor": {"pid": 7, "running": True, "phase": "running"},
+                         "nameServers": [], "controllers": [], "groups": [doc], "processes": []})  # fmt: skip
+    assert "g: needAcks=2 writable=yes master=g-0 (id 1, epoch 1) syncStateSet=[1, 2, 3] (epoch 2) " in text
+    assert text.splitlines()[6].endswith(" controller=unavailable")
+    assert "  ControllerUnavailable: ControllerQuorumUnreadable: controller quorum unreadable: refused" in text

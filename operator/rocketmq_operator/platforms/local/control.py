@@ -4,7 +4,8 @@ Contract:
 
 * Every function takes the resolved state directory and returns the process exit code: 0 done, 1 failed or
   refused (printed as `error: ...` on stderr), 2 invalid manifests (one `path: message` line per problem on
-  stdout, like `rocketmq-operator validate`). Progress goes to stdout, warnings to stderr.
+  stdout, like `rocketmq-operator validate`), 3 (`status` only) nothing runs: the groups are stopped, with one
+  line on stderr saying how to start them. Progress goes to stdout, warnings to stderr.
 * `up`: validate (the operator's own validation) → refuse a different manifest while one runs or while its
   data is kept → ensure the distribution and java → reuse the ports in state.json when all are still free, else
   allocate (`ports.allocate`, seeded by the state directory) → render every config into `conf/` → write
@@ -71,6 +72,7 @@ from rocketmq_operator.platforms.local.supervisor import GRACE_S
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INVALID = 2
+EXIT_STOPPED = 3
 
 STARTED_TIMEOUT_S = 120.0
 DOWN_TIMEOUT_S = 2 * GRACE_S + 30.0
@@ -543,6 +545,9 @@ def status(state_dir: Path, *, as_json: bool = False, watch: float | None = None
                     out(f"--- {doc['observedAt']}")
                 out(render_table(doc))
             if watch is None:
+                if doc.get("stopped"):
+                    _stderr(f"stopped: nothing runs from {layout.root}; start it: `rocketmq-operator local up -f FILE`")
+                    return EXIT_STOPPED
                 return EXIT_OK
             time.sleep(max(watch, 0.2))
     except KeyboardInterrupt:

@@ -10,9 +10,13 @@ Contract:
   (every supervised process: name, role, group, pid, running, desired, restarts, suspended, address, log) and
   `groups`: per BrokerGroup the `BrokerGroupStatus` dumped by alias (camelCase) plus `name`, `nameServers`,
   `controllers`, and per replica the local `pid`, `restarts`, `desired`, `suspended`.
+  When nothing runs (`nothing_runs`: no supervisor, no supervised process, e.g. after `local down`) nothing
+  is asked over the network and nothing is persisted: the document has `stopped: true` and each group
+  `phase: Stopped`, no master, `writable: false` (`stopped_groups`).
 * `render_table(doc)` is the human form: one row per broker replica (group, replica, brokerId, role, alive,
-  inSync, maxOffset, pid), then per group a line with needAcks/writable and every problem condition that is
-  True, then the name-server/controller processes.
+  inSync, maxOffset, pid), then per group a line with needAcks/writable (`controller=unavailable` when the
+  controller could not be asked: roles are then what the brokers report) and every problem condition that is
+  True, or `stopped`, then the name-server/controller processes.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pydantic import ValidationError
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.control.observe import OBSERVE_TIMEOUT_S, observe_groups
-from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint
+from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
@@ -38,10 +42,36 @@ from rocketmq_operator.remoting import RemotingClient
 # Conditions whose True status is a problem worth a line in the human output.
 PROBLEM_CONDITIONS = ("ControllerUnavailable", "NoEligibleMaster", "Degraded", "QuorumAtRisk")
 PROBLEM_FALSE_CONDITIONS = ("Available", "TopicsAsserted")
+# The phase of a group none of whose processes runs.
+STOPPED = "Stopped"
 
 
 def supervisor_running(state: LocalState) -> bool:
     return pid_alive(state.supervisor.pid, state.state_dir)
+
+
+def nothing_runs(state: LocalState) -> bool:
+    """No supervisor and no supervised process runs (after `local down`, or a supervisor that never started)."""
+    return not supervisor_running(state) and not any(pid_alive(r.pid, r.run_config) for r in state.replicas)
+
+
+def stopped_groups(state: LocalState) -> dict[str, GroupState]:
+    """What there is to know of each BrokerGroup when nothing runs: no broker and no controller answers."""
+    return {
+        g.name: GroupState(
+            group=g.name,
+            observed_at=0.0,
+            controller_mode=g.controller_mode,
+            controller_error="nothing runs: the group is stopped",
+            replicas=tuple(
+                ReplicaObservation(rp.name, rp.address, reachable=False, error="not running")
+                for r in g.replicas
+                if (rp := state.replica(r)) is not None
+            ),
+        )
+        for g in state.groups
+        if g.kind == "BrokerGroup"
+    }
 
 
 def _previous(layout: StateLayout, group: str) -> BrokerGroupStatus | None:
@@ -125,16 +155,20 @@ def _process_doc(state: LocalState) -> list[dict[str, Any]]:
 
 async def collect(state: LocalState, layout: StateLayout, *, persist: bool = True) -> dict[str, Any]:
     specs = {r.metadata.name: r for r in load_resources(state) if isinstance(r, BrokerGroup)}
-    observed = await observe(state)
+    stopped = nothing_runs(state)
+    # Stopped: no network round trip (the ports may belong to someone else by now) and no last known master.
+    observed = stopped_groups(state) if stopped else await observe(state)
     now = now_iso()
     groups: list[dict[str, Any]] = []
     for info in state.groups:
         if info.kind != "BrokerGroup" or info.name not in observed or info.name not in specs:
             continue
         bg = specs[info.name]
-        previous = _previous(layout, info.name)
+        previous = None if stopped else _previous(layout, info.name)
         status = build_broker_status(bg.spec, observed[info.name], previous, now)
-        if persist:
+        if stopped:
+            status = status.model_copy(update={"phase": STOPPED})
+        elif persist:
             write_json_atomic(layout.status(info.name), status.model_dump(mode="json", by_alias=True))
         doc: dict[str, Any] = {"name": info.name, **status.model_dump(mode="json", by_alias=True)}
         _with_topics(doc, layout, info.name, wanted=True)
@@ -153,6 +187,7 @@ async def collect(state: LocalState, layout: StateLayout, *, persist: bool = Tru
     return {
         "stateDir": state.state_dir,
         "observedAt": now,
+        "stopped": stopped,
         "supervisor": {
             "pid": state.supervisor.pid,
             "running": supervisor_running(state),
@@ -191,7 +226,9 @@ def render_table(doc: dict[str, Any]) -> str:
     for g in doc["groups"]:
         for r in g["replicas"]:
             role = r["role"]
-            if r.get("suspended"):
+            if g.get("phase") == STOPPED:
+                role = "stopped"
+            elif r.get("suspended"):
                 role += " (stopped)"
             elif r.get("desired") == "stopped":
                 role += " (down)"
@@ -211,6 +248,9 @@ def render_table(doc: dict[str, Any]) -> str:
     if len(rows) > 1:
         lines.extend(_table(rows))
     for g in doc["groups"]:
+        if g.get("phase") == STOPPED:
+            lines.append(f"{g['name']}: stopped (no process runs): master=- writable=no")
+            continue
         master = g.get("master") or {}
         sss = g.get("syncStateSet") or {}
         text = (
@@ -220,6 +260,8 @@ def render_table(doc: dict[str, Any]) -> str:
         )
         if sss:
             text += f" syncStateSet={sss.get('members')} (epoch {_cell(sss.get('epoch'))})"
+        if any(c["type"] == "ControllerUnavailable" and c["status"] == "True" for c in g.get("conditions", [])):
+            text += " controller=unavailable"
         lines.append(text)
         for c in g.get("conditions", []):
             problem = (c["type"] in PROBLEM_CONDITIONS and c["status"] == "True") or (
