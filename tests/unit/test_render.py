@@ -71,6 +71,7 @@ def test_slave_acting_master_keys() -> None:
         assert c["enableAutoInSyncReplicas"] == "true"
         assert c["enableSlaveActingMaster"] == "true"
         assert c["haMaxGapNotInSync"] == str(256 * 1024 * 1024)
+        assert "clientCloseSocketIfTimeout" not in c  # no controller to mislead
 
 
 def test_quickstart_controller_mode() -> None:
@@ -82,6 +83,9 @@ def test_quickstart_controller_mode() -> None:
         assert c["inSyncReplicas"] == "2" and c["minInSyncReplicas"] == "2"
         assert c["controllerAddr"] == "rocketmq-ctl-0.rocketmq-ctl-headless.default.svc:9878"
         assert "enableAutoInSyncReplicas" not in c and "haMaxGapNotInSync" not in c
+        # A timed-out request to a partitioned controller leader must not close the connection: the controller
+        # reads the close as the broker gone and elects away from a serving master (docs/chaos.md).
+        assert c["clientCloseSocketIfTimeout"] == "false"
     sts = next(o for o in objects if o["kind"] == "StatefulSet" and o["metadata"]["name"] == "broker-a")  # type: ignore[index]
     assert sts["spec"]["updateStrategy"] == {"type": "OnDelete"}  # type: ignore[index]
     pod = sts["spec"]["template"]["spec"]  # type: ignore[index]

@@ -52,6 +52,9 @@ HOT_BROKER_KEYS: frozenset[str] = frozenset(
         "brokerElectionPriority",
         # HA heartbeat, read on every loop of AutoSwitchHAClient and AutoSwitchHAConnection (also the fence's)
         "haSendHeartbeatInterval",
+        # NettyClientConfig, read on every timed-out request (NettyRemotingClient.invokeSync; the broker's
+        # Configuration holds the same object its outer API client uses)
+        "clientCloseSocketIfTimeout",
     }
 )
 

@@ -28,6 +28,14 @@ CONTROLLER_MODE_TIMINGS: Mapping[str, str] = {
     # tens of ms), and an idle master sends an empty header about every 100 ms per slave (its write loop's
     # wait), answered with a 12-byte report: no CPU difference measured (docs/benchmarks.md, Switchover).
     "haSendHeartbeatInterval": "0",
+    # A broker's request to the controller leader that times out (a partitioned or suspended leader) makes its
+    # Netty client close that connection (NettyRemotingClient.invokeSync). The controller reads the close as the
+    # broker going away (DefaultBrokerHeartbeatManager.onBrokerChannelClose drops it from its live table), and a
+    # controller that leads again after the heal elects a new master away from a master that never stopped
+    # serving, by the offsets its stale table holds: acknowledged writes were truncated (docs/chaos.md, a
+    # partition of a controller majority). Kept open, the connection resumes after the heal; a controller that
+    # is really gone closes it from its end (its process exits), and a dead broker's own connections still close.
+    "clientCloseSocketIfTimeout": "false",
 }
 """Failover timings rendered for controller mode (docs/benchmarks.md, Failover); `brokerConfig` overrides them."""
 
