@@ -11,7 +11,7 @@ import kopf
 from rocketmq_operator.api.models import API_GROUP, API_VERSION
 from rocketmq_operator.platforms.kubernetes.controller_pass import controller_pass
 from rocketmq_operator.platforms.kubernetes.group_pass import observe_pass
-from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.platforms.kubernetes.kube import KubeClient, connection_info
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.reconcile import Outcome, reconcile
 from rocketmq_operator.remoting import RemotingClient
@@ -37,9 +37,10 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
             memo.metrics.serve(metrics_port)
 
     @kopf.on.login(registry=registry)
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        # Our own registry has none of kopf's default login handlers: in-cluster first, then kubeconfig.
-        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo | None:
+        # Our own registry has none of kopf's default login handlers: in-cluster first, then kubeconfig
+        # (the look-up `run` checked before kopf started).
+        return connection_info(settings)
 
     @kopf.on.cleanup(registry=registry)
     async def cleanup(memo: kopf.Memo, **_: Any) -> None:

@@ -7,13 +7,19 @@ are mapped.
 
 from __future__ import annotations
 
+import binascii
+import contextlib
 import json
+import os
 import ssl
 import tempfile
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
+
+if TYPE_CHECKING:
+    import kopf
 
 JSON = dict[str, Any]
 FIELD_MANAGER = "rocketmq-operator"
@@ -67,23 +73,106 @@ def object_path(kind: str, namespace: str | None, name: str | None = None, sub: 
     return path
 
 
-@dataclass
-class KubeClient:
-    server: str
-    session: aiohttp.ClientSession
-    headers: dict[str, str]
-    writes: int = 0  # API writes made by this client (tests count them)
+SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+CREDENTIALS_FIX = "fix: set KUBECONFIG to a kubeconfig file, or run the operator in a pod with a service account"
+MALFORMED_FIX = (
+    "fix: repair it (`kubectl config view` shows what it defines), set KUBECONFIG to a working kubeconfig, "
+    "or run the operator in a pod with a service account"
+)
 
-    @classmethod
-    async def from_kopf_login(cls) -> KubeClient:
-        """Credentials the way kopf finds them: in-cluster service account, else kubeconfig."""
-        import kopf
 
-        settings = kopf.OperatorSettings()
-        info = kopf.login_with_service_account(settings=settings) or kopf.login_with_kubeconfig(settings=settings)
-        if info is None:
-            raise KubeError(0, "no Kubernetes credentials: not in a cluster and no kubeconfig found")
-        ctx = ssl.create_default_context()
+class CredentialsError(RuntimeError):
+    """No usable Kubernetes credentials; the message is one line: what was tried, what is wrong, the fix."""
+
+
+def _kubeconfig_paths() -> tuple[list[str], str]:
+    """The kubeconfig files kopf would read, and where that list came from (for the message)."""
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        paths = [os.path.expanduser(p.strip()) for p in env.split(os.pathsep) if p.strip()]
+        return paths, "KUBECONFIG"
+    home_config = os.path.expanduser("~/.kube/config")
+    if os.path.exists(home_config):
+        return [home_config], "the default ~/.kube/config"
+    return [], ""
+
+
+def _kubeconfig_problem(exc: Exception) -> str:
+    """What is wrong with a kubeconfig kopf could not read, in a few words (never a traceback)."""
+    import yaml
+
+    if isinstance(exc, yaml.YAMLError):
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        return f"is not valid YAML{where}"
+    if isinstance(exc, KeyError) and exc.args[0] == "name":
+        return "has an entry in contexts, clusters or users without a name"
+    if isinstance(exc, KeyError):
+        return (
+            f"refers to {exc.args[0]!r}, which it does not define "
+            "(check current-context and the names in contexts, clusters and users)"
+        )
+    if isinstance(exc, AttributeError | TypeError):
+        return "is not a kubeconfig (expected a mapping with clusters, contexts, users and current-context)"
+    if isinstance(exc, OSError):
+        return f"cannot be read ({exc.strerror or exc})"
+    text = str(exc).strip().rstrip(".")
+    if "current context is not set" in text.lower():
+        return "sets no current-context"
+    return text
+
+
+def connection_info(settings: kopf.OperatorSettings | None = None) -> kopf.ConnectionInfo:
+    """kopf's ConnectionInfo from the service account (in a pod) or the kubeconfig, else CredentialsError.
+
+    The same look-up as kopf's login_with_service_account and login_with_kubeconfig, but every failure is
+    one line naming the file (or the absence of both) and the fix, so `run` can refuse before kopf starts.
+    """
+    import kopf
+    import yaml
+
+    settings = settings if settings is not None else kopf.OperatorSettings()
+    if os.path.exists(SERVICE_ACCOUNT_TOKEN):
+        try:
+            info = kopf.login_with_service_account(settings=settings)
+        except OSError as exc:
+            raise CredentialsError(
+                f"service account token {SERVICE_ACCOUNT_TOKEN} cannot be read ({exc.strerror or exc}); "
+                "fix: check the pod's service account mount, or set KUBECONFIG to a kubeconfig file"
+            ) from None
+        if info is not None:
+            return info
+    paths, source = _kubeconfig_paths()
+    if not paths:
+        raise CredentialsError(
+            "no Kubernetes credentials: not in a cluster (no service account token at "
+            f"{SERVICE_ACCOUNT_TOKEN}) and no kubeconfig (KUBECONFIG is not set and ~/.kube/config "
+            f"does not exist); {CREDENTIALS_FIX}"
+        )
+    for path in paths:
+        if not os.path.isfile(path):
+            raise CredentialsError(
+                f"kubeconfig {path} (from {source}) does not exist or is not a file; {CREDENTIALS_FIX}"
+            )
+    named = ", ".join(paths)
+    try:
+        info = kopf.login_with_kubeconfig(settings=settings)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, yaml.YAMLError, kopf.LoginError) as exc:
+        raise CredentialsError(
+            f"kubeconfig {named} (from {source}) {_kubeconfig_problem(exc)}; {MALFORMED_FIX}"
+        ) from None
+    if info is None or not info.server:
+        raise CredentialsError(
+            f"kubeconfig {named} (from {source}): the current context's cluster has no server; {MALFORMED_FIX}"
+        )
+    return info
+
+
+def ssl_context(info: kopf.ConnectionInfo, origin: str = "the kubeconfig") -> ssl.SSLContext:
+    """The TLS context for the API server from kopf's ConnectionInfo; unreadable certificates are one line."""
+    ctx = ssl.create_default_context()
+    written: list[str] = []
+    try:
         if info.insecure:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
@@ -101,13 +190,49 @@ class KubeClient:
             key_file.write(_as_bytes(info.private_key_data))
             key_file.close()
             cert_path, key_path = cert_file.name, key_file.name
+            written += [cert_path, key_path]
         if cert_path and key_path:
             ctx.load_cert_chain(cert_path, key_path)
+    except (OSError, ValueError, binascii.Error) as exc:
+        # ssl.SSLError is an OSError; a bad base64 `*-data` field is a binascii.Error (a ValueError).
+        reason = getattr(exc, "strerror", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise CredentialsError(
+            f"the certificates of {origin} cannot be loaded ({reason}); fix: check certificate-authority(-data), "
+            "client-certificate(-data) and client-key(-data) of the current context's cluster and user"
+        ) from None
+    finally:
+        for path in written:  # the context holds the key now; leave no copy of it on disk
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+    return ctx
+
+
+def check_credentials() -> None:
+    """Raise CredentialsError unless there are credentials the client could use (no API request is made)."""
+    info = connection_info()
+    paths, source = _kubeconfig_paths()
+    in_pod = os.path.exists(SERVICE_ACCOUNT_TOKEN)  # connection_info prefers the service account
+    origin = "the service account" if in_pod or not paths else f"kubeconfig {', '.join(paths)} (from {source})"
+    ssl_context(info, origin)
+
+
+@dataclass
+class KubeClient:
+    server: str
+    session: aiohttp.ClientSession
+    headers: dict[str, str]
+    writes: int = 0  # API writes made by this client (tests count them)
+
+    @classmethod
+    async def from_kopf_login(cls) -> KubeClient:
+        """Credentials the way kopf finds them: in-cluster service account, else kubeconfig."""
+        info = connection_info()
+        ctx = ssl_context(info)
         headers = {"Accept": "application/json"}
         if info.token:
             headers["Authorization"] = f"{info.scheme or 'Bearer'} {info.token}"
         session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx))
-        return cls(server=info.server.rstrip("/"), session=session, headers=headers)
+        return cls(server=str(info.server).rstrip("/"), session=session, headers=headers)
 
     async def close(self) -> None:
         await self.session.close()

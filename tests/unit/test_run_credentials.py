@@ -1,0 +1,130 @@
+"""`rocketmq-operator run` without usable Kubernetes credentials: one line on stderr and exit 2, before kopf starts.
+
+Before, kopf started anyway, its startup handler failed with a traceback and retried every 60 s (rc 0 on SIGTERM).
+No cluster is needed: every case is a kubeconfig (or its absence) in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocketmq_operator.platforms.kubernetes import kube, runner
+
+CONTEXT = "current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+USER = "users: [{name: u, user: {token: t}}]\n"
+
+# (case, kubeconfig text or None for "no KUBECONFIG, no ~/.kube/config", words the one line must contain)
+CASES: list[tuple[str, str | None, list[str]]] = [
+    ("absent", None, ["not in a cluster", "no kubeconfig", "KUBECONFIG", "service account"]),
+    ("missing file", "<missing>", ["does not exist", "(from KUBECONFIG)", "fix: set KUBECONFIG"]),
+    ("a directory", "<dir>", ["does not exist or is not a file", "fix: set KUBECONFIG"]),
+    ("not YAML", "clusters: {{{\n", ["is not valid YAML", "fix: repair it"]),
+    ("not a mapping", "- just\n- a list\n", ["is not a kubeconfig", "fix: repair it"]),
+    ("no current-context", "apiVersion: v1\nkind: Config\n", ["sets no current-context", "fix:"]),
+    ("undefined context", "current-context: nowhere\ncontexts: []\n", ["refers to 'nowhere'", "fix:"]),
+    ("unnamed entry", "current-context: c\ncontexts: [{context: {}}]\n", ["without a name", "fix:"]),
+    (
+        "no server",
+        CONTEXT + "clusters: [{name: k, cluster: {}}]\n" + USER,
+        ["cluster has no server", "fix:"],
+    ),
+    (
+        "bad certificate authority",
+        CONTEXT + 'clusters: [{name: k, cluster: {server: "https://x", certificate-authority-data: "bm90"}}]\n' + USER,
+        ["certificates of kubeconfig", "cannot be loaded", "fix: check certificate-authority"],
+    ),
+]
+
+GOOD = CONTEXT + 'clusters: [{name: k, cluster: {server: "https://127.0.0.1:1"}}]\n' + USER
+
+
+def _args() -> argparse.Namespace:
+    return argparse.Namespace(verbose=False, namespace=[], metrics_port=0, liveness=None, standalone=True)
+
+
+def _environment(tmp_path: Path, text: str | None, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """Point HOME and KUBECONFIG at tmp_path (and away from any real service account); the KUBECONFIG value."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    # raising=False: the test must fail on its assertions, not on the constant, where it is absent
+    monkeypatch.setattr(kube, "SERVICE_ACCOUNT_TOKEN", str(tmp_path / "no-service-account" / "token"), raising=False)
+    if text is None:
+        monkeypatch.delenv("KUBECONFIG", raising=False)
+        return None
+    if text == "<missing>":
+        path = tmp_path / "nonexistent"
+    elif text == "<dir>":
+        path = tmp_path / "a-dir"
+        path.mkdir()
+    else:
+        path = tmp_path / "kubeconfig"
+        path.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize(("case", "text", "words"), CASES, ids=[c[0] for c in CASES])
+def test_run_without_credentials_is_one_line_and_exit_2(
+    case: str,
+    text: str | None,
+    words: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = _environment(tmp_path, text, monkeypatch)
+
+    def kopf_must_not_start(**_: Any) -> None:
+        raise AssertionError("kopf.run was called without usable credentials")
+
+    monkeypatch.setattr(runner.kopf, "run", kopf_must_not_start)
+    assert runner.run_operator(_args()) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    line = lines[0]
+    assert line.startswith("error: rocketmq-operator run: "), line
+    assert "Traceback" not in line
+    if path is not None:
+        assert path in line, line
+    for word in words:
+        assert word in line, (word, line)
+
+
+def test_run_with_a_usable_kubeconfig_starts_kopf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _environment(tmp_path, GOOD, monkeypatch)
+    started: list[dict[str, Any]] = []
+    monkeypatch.setattr(runner.kopf, "run", lambda **kwargs: started.append(kwargs))
+    monkeypatch.setattr(runner.logging, "basicConfig", lambda **_: None)
+    assert runner.run_operator(_args()) == 0
+    assert len(started) == 1 and started[0]["standalone"] is True
+
+
+def test_login_handler_uses_the_same_look_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _environment(tmp_path, GOOD, monkeypatch)
+    info = kube.connection_info()
+    assert info.server == "https://127.0.0.1:1" and info.token == "t"
+
+
+@pytest.mark.skipif(os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount/token"), reason="in a pod")
+def test_console_script_kubeconfig_missing_exits_2_at_once(tmp_path: Path) -> None:
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "nonexistent"), "HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "rocketmq_operator.cli", "run", "--standalone"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert str(tmp_path / "nonexistent") in proc.stderr and "fix:" in proc.stderr
