@@ -10,10 +10,12 @@ from rocketmq_operator.core.failover import (
     ActionKind,
     GroupFacts,
     ReplicaFacts,
+    SwitchoverTargetError,
     plan_failover,
     plan_fence_deposed,
     plan_reattach,
     plan_switchover,
+    switchover_target_id,
     track_deposed,
     unconnected_slaves,
 )
@@ -136,6 +138,34 @@ def test_plan_switchover(
 def test_switchover_refusal_names_the_set() -> None:
     d = plan_switchover(facts(sss=(1, 2)), 3)
     assert "not in the SyncStateSet [1, 2]" in d.message
+
+
+IDS: dict[str, int | None] = {"broker-a-0": 1, "broker-a-1": 3, "broker-a-2": 2, "broker-a-3": None}
+
+
+@pytest.mark.parametrize(
+    ("wanted", "expected"),
+    [
+        ("broker-a-1", 3),  # a replica name: the id the controller assigned it, not its ordinal
+        ("broker-a-2", 2),
+        (" broker-a-0 ", 1),
+        ("2", 2),  # a broker id as it is (plan_switchover refuses one no replica has)
+        ("17", 17),
+        ("broker-b-0", "neither a broker id nor a replica of the group (replicas: broker-a-0, broker-a-1, "),
+        ("", "neither a broker id nor a replica"),
+        ("-1", "neither a broker id nor a replica"),
+        ("broker-a-3", "replica broker-a-3 has no broker id yet"),
+    ],
+)
+def test_switchover_target_id(wanted: str, expected: int | str) -> None:
+    if isinstance(expected, int):
+        assert switchover_target_id(wanted, IDS) == expected
+        return
+    with pytest.raises(SwitchoverTargetError) as raised:
+        switchover_target_id(wanted, IDS, given_as="--to", shown_by="`local status`")
+    message = str(raised.value)
+    assert message.startswith(f"--to {wanted!r}: ") and expected in message, message
+    assert "fix: " in message and "`local status`" in message and "\n" not in message
 
 
 def test_action_kinds_are_strings() -> None:

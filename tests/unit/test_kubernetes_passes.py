@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -1073,3 +1074,43 @@ def test_a_scale_in_switches_the_master_off_the_removed_ordinal_then_shrinks_the
     rollout = body(fake, "BrokerGroup", "broker-a")["status"]["rollout"]
     assert rollout["removedBrokerIds"] == [] and rollout["currentStep"].startswith("restart broker-a-"), rollout
     assert [name for _, name in fake.writes_of("delete")] == [f"broker-a-{2 - switched[0]}"]  # the slave first
+
+
+# --- the GitOps switchover annotation names a pod (or a broker id) ---
+
+
+@pytest.mark.parametrize(
+    ("wanted", "elected", "reason", "says"),
+    [
+        ("broker-a-2", [2], "Switched", "master is now broker 2"),  # the pod: the id the controller gave it
+        ("3", [3], "Switched", "master is now broker 3"),  # a broker id, as before
+        ("broker-a-9", [], "InvalidTarget", "neither a broker id nor a replica of the group (replicas: broker-a-0"),
+    ],
+)
+def test_the_switchover_annotation_names_a_pod_or_a_broker_id(
+    group: dict[str, Any], monkeypatch: pytest.MonkeyPatch, wanted: str, elected: list[int], reason: str, says: str
+) -> None:
+    # The controller assigns ids in registration order, not by ordinal: here broker-a-1 is 3 and broker-a-2 is 2.
+    ids = {"broker-a-0": 1, "broker-a-1": 3, "broker-a-2": 2}
+    group["state"] = dataclasses.replace(
+        healthy(), replicas=tuple(dataclasses.replace(r, broker_id=ids[r.name]) for r in healthy().replicas)
+    )
+    calls: list[int] = []
+
+    async def switchover(client: Any, controllers: Any, cluster: str, name: str, endpoints: Any, target: int,
+                         **_: Any) -> Any:  # fmt: skip
+        calls.append(target)
+        return SimpleNamespace(new_master=target, epoch=2, write_pause_s=0.2)
+
+    monkeypatch.setattr(operations, "switchover", switchover)
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    bg = body(fake, "BrokerGroup", "broker-a")
+    bg["metadata"].setdefault("annotations", {})[group_pass.ANNOTATION_SWITCHOVER_TO] = wanted
+    fake.put(bg)
+    run_pass(fake)
+    assert calls == elected
+    after = body(fake, "BrokerGroup", "broker-a")
+    cond = next(c for c in after["status"]["conditions"] if c["type"] == "Switchover")
+    assert cond["reason"] == reason and says in cond["message"], cond
+    assert group_pass.ANNOTATION_SWITCHOVER_TO not in (after["metadata"].get("annotations") or {})

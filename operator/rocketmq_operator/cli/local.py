@@ -1,8 +1,9 @@
 """`rocketmq-operator local ...`: the local platform's subcommands (registered by `rocketmq_operator.cli`).
 
-Contract: `register(sub)` adds the `local` command with `up`, `status`, `down`, `kill`, `start` and
-`dist-path`; each handler resolves the state directory (`layout.resolve_state_dir`: `--state-dir`, then
-`$ROCKETMQ_OPERATOR_STATE`, then `./.local-state`) and returns `control`'s exit code.
+Contract: `register(sub)` adds the `local` command with `up`, `apply`, `status`, `env`, `down`, `kill`, `start`
+and `dist-path`, and the `switchover` command; each handler resolves the state directory
+(`layout.resolve_state_dir`: `--state-dir`, then `$ROCKETMQ_OPERATOR_STATE`, then `./.local-state`) and returns
+`control`'s exit code.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     return control.status(resolve_state_dir(args.state_dir), as_json=args.json, watch=args.watch)
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    return control.env(resolve_state_dir(args.state_dir))
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -110,6 +115,13 @@ def register(sub: Any) -> None:
     p.add_argument("--watch", type=float, metavar="S", help="repeat every S seconds")
     p.set_defaults(func=cmd_status)
 
+    p = lsub.add_parser(
+        "env",
+        help='print NAMESRV_ADDR=<name servers> for the shell: eval "$(rocketmq-operator local env)"',
+    )
+    _state_dir_arg(p)
+    p.set_defaults(func=cmd_env)
+
     p = lsub.add_parser("down", help="stop the supervisor and every process (data is kept)")
     _state_dir_arg(p)
     p.add_argument("--purge", action="store_true", help="also delete data, logs and state")
@@ -135,7 +147,12 @@ def register(sub: Any) -> None:
         help="move a local group's master to an alive in-sync replica (fence, catch up, elect, unfence)",
     )
     p.add_argument("group", metavar="GROUP")
-    p.add_argument("--to", type=int, required=True, metavar="BROKER_ID", help="the controller-assigned broker id")
+    p.add_argument(
+        "--to",
+        required=True,
+        metavar="REPLICA",
+        help="the new master: a replica name (e.g. broker-a-2; `local status` lists them) or its broker id",
+    )
     p.add_argument("--json", action="store_true")
     _state_dir_arg(p)
     p.set_defaults(func=cmd_switchover)

@@ -167,6 +167,37 @@ def plan_failover(
     )
 
 
+class SwitchoverTargetError(ValueError):
+    """A switchover target that names no broker id: one line with the fix."""
+
+
+def switchover_target_id(
+    wanted: str, ids_by_replica: Mapping[str, int | None], *, given_as: str = "--to", shown_by: str = "status"
+) -> int:
+    """The broker id a switchover target names: a broker id as it is, or a replica name (pod or local replica)
+    mapped to the id the controller assigned it. The ids are the controller's (assigned at first registration),
+    so a user names the replica and this looks the id up in the latest observation.
+    ``given_as`` names the input in the refusal (``--to``, an annotation); ``shown_by`` what lists the ids."""
+    text = wanted.strip()
+    if text.isdigit():
+        return int(text)
+    names = sorted(ids_by_replica)
+    if text not in ids_by_replica:
+        raise SwitchoverTargetError(
+            f"{given_as} {wanted!r}: neither a broker id nor a replica of the group (replicas: "
+            f"{', '.join(names) or 'none observed'}); fix: name one of its replicas or its broker id ({shown_by} "
+            "shows both)"
+        )
+    broker_id = ids_by_replica[text]
+    if broker_id is None:
+        raise SwitchoverTargetError(
+            f"{given_as} {wanted!r}: replica {text} has no broker id yet (it has not registered with the "
+            f"controller, or does not answer); fix: wait until {shown_by} shows its broker id, or name another "
+            "replica"
+        )
+    return broker_id
+
+
 def plan_switchover(facts: GroupFacts, target_id: int, *, stale_after_s: float = 10.0) -> Decision:
     """A planned master move to `target_id`: fence, wait for catch-up, elect, unfence the old master."""
     doubt = _uncertain(facts, stale_after_s)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,3 +84,94 @@ def test_state_dir_lock_is_exclusive(tmp_path: Path) -> None:
         pass
     with locked(layout):  # released
         pass
+
+
+# --- `local env` and `switchover --to REPLICA` (issue #13: a new user knows the replica names, not the ids) ---
+
+
+def _quickstart_state(tmp_path: Path) -> Any:
+    """A state directory as `local up` of the quickstart leaves it (nothing running)."""
+    from rocketmq_operator.api.validation import validate_file
+    from rocketmq_operator.platforms.local.layout import StateLayout
+    from rocketmq_operator.platforms.local.placement import build_state, port_needs
+    from rocketmq_operator.platforms.local.ports import pack
+    from rocketmq_operator.platforms.local.state import write_state
+
+    quickstart = ROOT / "examples" / "quickstart.yaml"
+    resources = [r.resource for r in validate_file(quickstart) if r.resource is not None]
+    layout = StateLayout(tmp_path)
+    state = build_state(resources, pack(port_needs(resources), 22900), layout, files=[str(quickstart)],
+                        distribution="/dist", rocketmq_version="5.5.0")  # fmt: skip
+    write_state(layout.state_file, state)
+    return state
+
+
+@pytest.mark.parametrize("running", [True, False])
+def test_local_env_prints_an_evaluable_namesrv_addr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], running: bool
+) -> None:
+    import subprocess
+
+    from rocketmq_operator.platforms.local import control
+
+    state = _quickstart_state(tmp_path)
+    assert state.name_servers
+    monkeypatch.setattr(control, "supervisor_running", lambda _: running)
+    assert main(["local", "env", "--state-dir", str(tmp_path)]) == (0 if running else 3)
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("NAMESRV_ADDR="), captured.out
+    # What `eval "$(rocketmq-operator local env)"` sets.
+    shell = subprocess.run(
+        ["bash", "-c", 'eval "$1" && printf %s "$NAMESRV_ADDR"', "_", captured.out],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert shell.stdout == ";".join(state.name_servers)
+    if not running:
+        assert "rocketmq-operator local up -f FILE" in captured.err
+
+
+def test_local_env_without_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["local", "env", "--state-dir", str(tmp_path / "none")]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "fix: `rocketmq-operator local up -f FILE`" in captured.err
+
+
+def test_switchover_to_a_replica_name_uses_its_controller_assigned_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from types import SimpleNamespace
+
+    from rocketmq_operator.core.observation import GroupState, ReplicaObservation
+    from rocketmq_operator.platforms.local import switchover
+
+    state = _quickstart_state(tmp_path)
+    ids = {"broker-a-0": 2, "broker-a-1": 1, "broker-a-2": 3}  # registration order, not the ordinal
+    elected: list[int] = []
+
+    async def observe_group(client: Any, controllers: Any, group: str, endpoints: Any) -> GroupState:
+        return GroupState(
+            group=group,
+            observed_at=0.0,
+            controller_mode=True,
+            replicas=tuple(ReplicaObservation(e.name, e.address, True, broker_id=ids[e.name]) for e in endpoints),
+        )
+
+    async def switchover_group(client: Any, bg: Any, controllers: Any, endpoints: Any, target: int) -> Any:
+        elected.append(target)
+        return SimpleNamespace(new_master=target, epoch=4, write_pause_s=0.2, steps=[])
+
+    monkeypatch.setattr(switchover, "observe_group", observe_group, raising=False)
+    monkeypatch.setattr(switchover, "switchover_group", switchover_group)
+    assert state.group("broker-a") is not None
+    assert main(["switchover", "broker-a", "--to", "broker-a-2", "--state-dir", str(tmp_path)]) == 0
+    assert elected == [3]
+    assert "master is now broker 3" in capsys.readouterr().out
+    assert main(["switchover", "broker-a", "--to", "1", "--state-dir", str(tmp_path)]) == 0  # an id, as before
+    assert elected == [3, 1]
+    assert main(["switchover", "broker-a", "--to", "broker-b-0", "--state-dir", str(tmp_path)]) == 2
+    out = capsys.readouterr().out
+    assert "--to 'broker-b-0': neither a broker id nor a replica of the group" in out and "local status" in out
+    assert elected == [3, 1]

@@ -36,6 +36,7 @@ from rocketmq_operator.core.conditions import (
     set_condition,
     status_unchanged,
 )
+from rocketmq_operator.core.failover import SwitchoverTargetError, switchover_target_id
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.platforms.kubernetes.drain import drain_pass
@@ -141,7 +142,7 @@ async def observe_pass(
     await _sync_pods(kube, ns, pods, status)
     wanted_target = (body["metadata"].get("annotations") or {}).get(ANNOTATION_SWITCHOVER_TO)
     if controller_mode and wanted_target is not None:
-        await _switchover(kube, client, bg, resource, controllers, endpoints, wanted_target)
+        await _switchover(kube, client, bg, resource, state, controllers, endpoints, wanted_target)
     elif controller_mode:
         acted = await _failover(kube, client, bg, resource, state, pods, name_servers, memory, logger)
         if not acted and blocked is None:
@@ -204,23 +205,27 @@ async def _switchover(
     client: RemotingClient,
     bg: BrokerGroup,
     resource: kopf.Body,
+    state: GroupState,
     controllers: list[str],
     endpoints: list[ReplicaEndpoint],
     wanted: str,
 ) -> None:
     ns, name = resource["metadata"]["namespace"], resource["metadata"]["name"]
-    if not wanted.strip().isdigit():
-        ok, reason, message = (
-            False,
-            "InvalidTarget",
-            (
-                f"annotation {ANNOTATION_SWITCHOVER_TO}={wanted!r}: not a broker id; fix: set it to the id of an "
-                "in-sync replica (status.syncStateSet.members)"
-            ),
+    # A pod name or a broker id; a pod's id is the controller's, from this pass's observation.
+    ids: dict[str, int | None] = {e.name: None for e in endpoints}
+    ids.update({r.name: r.broker_id for r in state.replicas})
+    try:
+        target_id = switchover_target_id(
+            wanted,
+            ids,
+            given_as=f"annotation {ANNOTATION_SWITCHOVER_TO}",
+            shown_by=f"`kubectl get pods -L {LABEL_BROKER_ID}`",
         )
+    except SwitchoverTargetError as exc:
+        ok, reason, message = False, "InvalidTarget", str(exc)
     else:
         try:
-            report = await switchover_group(client, bg, controllers, endpoints, int(wanted))
+            report = await switchover_group(client, bg, controllers, endpoints, target_id)
             pause = report.write_pause_s
             ok, reason, message = (
                 True,

@@ -1,11 +1,13 @@
-"""What `local up|down|kill|start|status|dist-path` do; `cli` only parses arguments and calls these.
+"""What `local up|down|kill|start|status|env|dist-path` do; `cli` only parses arguments and calls these.
 
 Contract:
 
 * Every function takes the resolved state directory and returns the process exit code: 0 done, 1 failed or
   refused (printed as `error: ...` on stderr), 2 invalid manifests (one `path: message` line per problem on
-  stdout, like `rocketmq-operator validate`), 3 (`status` only) nothing runs: the groups are stopped, with one
-  line on stderr saying how to start them. Progress goes to stdout, warnings to stderr.
+  stdout, like `rocketmq-operator validate`), 3 (`status` and `env` only) nothing runs: the groups are stopped,
+  with one line on stderr saying how to start them. Progress goes to stdout, warnings to stderr.
+* `env`: `NAMESRV_ADDR=<name servers>` (shell-quoted, for `eval "$(rocketmq-operator local env)"`), from
+  state.json; the addresses stay the same across `down` and `up` (the ports are reused).
 * `up`: validate (the operator's own validation) → refuse a different manifest while one runs or while its
   data is kept → ensure the distribution and java → reuse the ports in state.json when all are still free, else
   allocate (`ports.allocate`, seeded by the state directory) → render every config into `conf/` → write
@@ -26,6 +28,7 @@ import contextlib
 import fcntl
 import itertools
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -552,6 +555,24 @@ def status(state_dir: Path, *, as_json: bool = False, watch: float | None = None
             time.sleep(max(watch, 0.2))
     except KeyboardInterrupt:
         return EXIT_OK
+
+
+def env(state_dir: Path, *, out: Out = _stdout) -> int:
+    """`local env`: the name servers' addresses as a shell assignment (what a client's --namesrv wants)."""
+    layout = StateLayout(state_dir)
+    try:
+        state = read_state(layout.state_file)
+    except StateError as exc:
+        _stderr(f"error: no local cluster at {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`")
+        return EXIT_FAILED
+    if not state.name_servers:
+        _stderr(f"error: the manifests run from {layout.root} have no ControllerGroup, so no name server")
+        return EXIT_FAILED
+    out(f"NAMESRV_ADDR={shlex.quote(';'.join(state.name_servers))}")
+    if not supervisor_running(state):
+        _stderr(f"stopped: nothing runs from {layout.root}; start it: `rocketmq-operator local up -f FILE`")
+        return EXIT_STOPPED
+    return EXIT_OK
 
 
 def dist_path(out: Out = _stdout) -> int:

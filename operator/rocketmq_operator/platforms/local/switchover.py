@@ -1,6 +1,7 @@
-"""`rocketmq-operator switchover GROUP --to BROKER_ID` on the local platform.
+"""`rocketmq-operator switchover GROUP --to REPLICA|BROKER_ID` on the local platform.
 
-Reads the group's endpoints from the state directory and runs `operations.switchover` (the same
+The target is a replica name (`broker-a-2`, as `local status` lists them) or the broker id the controller
+assigned it. Reads the group's endpoints from the state directory and runs `operations.switchover` (the same
 fence → catch-up → designated election → unfence sequence the Kubernetes platform uses). A refusal (target not
 alive or not in the SyncStateSet, controller unreadable, …) exits 2 with the reason and what to do.
 """
@@ -12,7 +13,8 @@ import json
 from pathlib import Path
 
 from rocketmq_operator.api.models import BrokerGroup
-from rocketmq_operator.control.operations import OperationRefused, OperationReport, switchover_group
+from rocketmq_operator.control.operations import OperationRefused, OperationReport, observe_group, switchover_group
+from rocketmq_operator.core.failover import SwitchoverTargetError, switchover_target_id
 from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
@@ -35,13 +37,21 @@ def group_endpoints(state: LocalState, group: str) -> tuple[str, list[str], list
     return bg.spec.cluster_name, list(info.controllers), endpoints, bg
 
 
-async def run_switchover(state: LocalState, group: str, target: int) -> OperationReport:
+async def run_switchover(state: LocalState, group: str, target: str) -> OperationReport:
     _, controllers, endpoints, bg = group_endpoints(state, group)
     async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=3.0) as client:
-        return await switchover_group(client, bg, controllers, endpoints, target)
+        ids: dict[str, int | None] = {e.name: None for e in endpoints}
+        if not target.strip().isdigit():  # a replica name: its controller-assigned id, observed now
+            observed = await observe_group(client, controllers, group, endpoints)
+            ids.update({r.name: r.broker_id for r in observed.replicas})
+        try:
+            target_id = switchover_target_id(target, ids, shown_by="`rocketmq-operator local status`")
+        except SwitchoverTargetError as exc:
+            raise OperationRefused(str(exc)) from None
+        return await switchover_group(client, bg, controllers, endpoints, target_id)
 
 
-def cmd_switchover(state_dir: Path, group: str, target: int, as_json: bool) -> int:
+def cmd_switchover(state_dir: Path, group: str, target: str, as_json: bool) -> int:
     layout = StateLayout(state_dir)
     try:
         state = read_state(layout.state_file)
