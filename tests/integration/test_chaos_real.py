@@ -1,13 +1,12 @@
 """A short chaos campaign on real processes: every fault family, under a producer (issue: chaos).
 
-Three controllers (each hosted in a name server) and a 3-replica quorum group, with fault injection on (each
-process in a cgroup of its own): 12 seeded faults over kill, suspend, 80% packet loss and partition, on brokers,
-the master and controllers, under a 200 msg/s producer. Asserted: every fault injected, held and healed; the
-read-back complete (a message not read back is one a failover truncated, counted by the offset check on the
-final master); the timeline drawn; and the partition a real network fault (the master, partitioned past
-spec.failover.detectionSeconds, is replaced). Whether acknowledged messages survive is the campaign's figure,
-not asserted here: the 40-fault campaigns of docs/chaos.md lost one under packet loss on the master (fixed
-locally by freezing before the fence) and one across a partition of a controller majority (open, issue #15).
+The campaign's own group (examples/chaos/dledger.yaml): three standalone controllers, a name server no fault
+touches, and a 3-replica quorum group, with fault injection on (each process in a cgroup of its own): 12 seeded
+faults over kill, suspend, 80% packet loss and partition, on brokers, the master and controllers, under a
+200 msg/s producer. Asserted: every fault injected, held and healed; no acknowledged message lost and none
+acknowledged by a deposed master (the offset check on the final master); the timeline drawn; and the partition
+a real network fault (the master, partitioned past spec.failover.detectionSeconds, is replaced). Availability
+figures (RTO, failed sends) are the campaign's, recorded in docs/chaos.md, not asserted: they depend on load.
 """
 
 from __future__ import annotations
@@ -27,16 +26,16 @@ from rocketmq_operator.platforms.local.netfault import NetFaults
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 ROOT = Path(__file__).resolve().parents[2]
-THREE_CONTROLLERS = ROOT / "examples" / "three-controllers.yaml"
+CHAOS_GROUP = ROOT / "examples" / "chaos" / "dledger.yaml"
 FAULTS = 12
 
 
 def test_a_short_campaign_of_every_family_loses_nothing(local_platform: Any) -> None:
-    with local_platform.up(THREE_CONTROLLERS, name="chaos", up_args=("--fault-injection",)) as cluster:
+    with local_platform.up(CHAOS_GROUP, name="chaos", up_args=("--fault-injection",)) as cluster:
         plot = cluster.state_dir.parent / "chaos-timeline.svg"
         doc = asyncio.run(
             run_chaos(
-                [str(THREE_CONTROLLERS)],
+                [str(CHAOS_GROUP)],
                 cluster.state_dir,
                 faults=FAULTS,
                 seed=11,
@@ -55,7 +54,7 @@ def test_a_short_campaign_of_every_family_loses_nothing(local_platform: Any) -> 
         assert all(f["held_s"] >= 3.0 for f in doc["per_fault"]), doc["per_fault"]
         # The offset check ran on the final master, and every message the consumer did not read is one whose
         # queue offset holds another message there (truncated by a failover), not one the read-back missed.
-        assert doc["deposed_acks"] >= 0 and doc["lost"] <= doc["deposed_acks"], (summary, cluster.log_tails())
+        assert doc["lost"] == 0 and doc["deposed_acks"] == 0, (summary, doc["lost_sends"], cluster.log_tails())
         assert plot.read_text(encoding="utf-8").count("<rect") >= FAULTS
 
         # The partition is real: a master that answers nobody past detectionSeconds (2 s) is replaced.
@@ -75,7 +74,7 @@ def test_a_short_campaign_of_every_family_loses_nothing(local_platform: Any) -> 
 
 
 def _master_of(doc: dict[str, Any]) -> str | None:
-    group = next(g for g in doc["groups"] if g["name"] == "broker-b")
+    group = next(g for g in doc["groups"] if g["name"] == "broker-cd")
     master = group.get("master") or {}
     name = master.get("replica") or master.get("name")
     return str(name) if name else None

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
+from rocketmq_operator.api.validation import validate_file
 from rocketmq_operator.bench.chaos_plan import (
     FAMILIES,
     ChaosPlanError,
@@ -143,3 +146,16 @@ def test_the_cgroup_v1_cpu_mount_is_found_by_its_options() -> None:
     assert str(cpu_cgroup_root(mounts)) == "/sys/fs/cgroup/cpu,cpuacct"
     assert cpu_cgroup_root("cgroup /sys/fs/cgroup/cpuset cgroup rw,cpuset 0 0\n") is None
     assert cpu_cgroup_root("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n") is None
+
+
+@pytest.mark.parametrize("name,kind", [("dledger.yaml", "dledger"), ("jraft.yaml", "jraft")])
+def test_the_campaign_groups_are_valid_with_standalone_controllers_of_each_type(name: str, kind: str) -> None:
+    """RocketMQ's own proof faulted controllers that ran apart from the name servers: a controller fault there
+    is a controller fault only. Ours keeps that layout, for both controller types."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "chaos" / name
+    resources = [r.resource for r in validate_file(path)]
+    assert all(r is not None for r in resources)
+    controllers = [r for r in resources if isinstance(r, ControllerGroup)]
+    brokers = [r for r in resources if isinstance(r, BrokerGroup)]
+    assert [(c.spec.type, c.spec.standalone, c.spec.replicas) for c in controllers] == [(kind, True, 3)]
+    assert [(b.spec.replicas, b.spec.controller_ref is not None) for b in brokers] == [(3, True)]
