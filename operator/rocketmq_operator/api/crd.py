@@ -3,7 +3,8 @@
 The OpenAPI schema is structural (no $ref, a type on every node), declares every status field (so the API
 server never prunes what the operator writes), carries the models' defaults (object defaults included, so CEL
 sees the same defaulted object the Python side validates), and holds every `api.rules` rule as an
-`x-kubernetes-validations` entry. `crds/*.yaml` are this module's output, checked by a test.
+`x-kubernetes-validations` entry. Every property has a description (`kubectl explain`; a test walks them).
+`crds/*.yaml` and the chart's copies are this module's output, checked by tests.
 """
 
 from __future__ import annotations
@@ -233,14 +234,16 @@ def _crd(
                 "JRaft or back); fix: create a new ControllerGroup with the other type",
             }
         ]
+    spec_schema["description"] = f"The desired {kind}: what the operator makes run."
     status_schema = model_schema(status)
+    status_schema["description"] = f"The {kind} as last observed, written by the operator (not to be edited)."
     root: JSON = {
         "type": "object",
         "description": description,
         "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
+            "apiVersion": {"type": "string", "description": f"{API_GROUP}/{API_VERSION}"},
+            "kind": {"type": "string", "description": kind},
+            "metadata": {"type": "object", "description": "Standard Kubernetes object metadata."},
             "spec": spec_schema,
             "status": status_schema,
         },

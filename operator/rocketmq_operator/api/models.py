@@ -94,11 +94,20 @@ class QuorumSpec(Model):
 
 
 class StorageSpec(Model):
-    size: str = Field(default="10Gi", description="PersistentVolumeClaim size per replica (a quantity).")
-    storage_class_name: str | None = None
+    size: str = Field(
+        default="10Gi",
+        description="PersistentVolumeClaim size per replica (a quantity such as 10Gi; default 10Gi for a "
+        "BrokerGroup, 1Gi for a ControllerGroup). A larger size grows the claims in place where the StorageClass "
+        "allows volume expansion; a smaller one is refused (a claim never shrinks).",
+    )
+    storage_class_name: str | None = Field(
+        default=None,
+        description="StorageClass of the PersistentVolumeClaims; unset: the cluster's default StorageClass.",
+    )
     reclaim_policy: str = Field(
         default=ReclaimPolicy.RETAIN.value,
-        description="Retain keeps the PVCs when the group is deleted; Delete removes them.",
+        description="Retain (default) keeps the PVCs when the group is deleted or scaled in; Delete removes them "
+        "(the StatefulSet's persistentVolumeClaimRetentionPolicy).",
     )
 
 
@@ -112,9 +121,20 @@ class SlaveReadSpec(Model):
 
 
 class JvmSpec(Model):
-    heap: str | None = Field(default=None, description="JVM heap (-Xms/-Xmx), a quantity such as 2Gi.")
-    direct_memory: str | None = Field(default=None, description="-XX:MaxDirectMemorySize, a quantity.")
-    extra_options: list[str] = Field(default_factory=list, description="Appended after the rendered options.")
+    heap: str | None = Field(
+        default=None,
+        description="JVM heap (-Xms and -Xmx): a quantity such as 2Gi, or a JVM size such as 2g. Default 1Gi for "
+        "brokers, 512Mi for controllers and name servers.",
+    )
+    direct_memory: str | None = Field(
+        default=None,
+        description="-XX:MaxDirectMemorySize, a quantity. Brokers default to the heap size; controllers and name "
+        "servers get the JVM's own default when unset.",
+    )
+    extra_options: list[str] = Field(
+        default_factory=list,
+        description="Extra JVM flags, appended after the rendered ones (a later flag overrides an earlier one).",
+    )
 
 
 DEFAULT_DETECTION_SECONDS = 4.0
@@ -148,12 +168,26 @@ class AutoCreateSpec(Model):
 
 
 class UpgradeSpec(Model):
-    strategy: str = Field(default=UpgradeStrategy.SWITCHOVER.value, description="switchover | restart | supervised")
+    strategy: str = Field(
+        default=UpgradeStrategy.SWITCHOVER.value,
+        description="What a roll does with the master, which it restarts last: switchover (default) first moves "
+        "the master to an in-sync slave already on the new revision; restart restarts it in place (writes pause "
+        "until the controller elects); supervised waits for the annotation "
+        "rocketmq-operator.dev/rollout-approve-master: <revision> (or true).",
+    )
 
 
 class ResourceRequirements(Model):
-    requests: dict[str, str | int] = Field(default_factory=dict)
-    limits: dict[str, str | int] = Field(default_factory=dict)
+    requests: dict[str, str | int] = Field(
+        default_factory=dict,
+        description="Resources the scheduler reserves for each container, e.g. cpu: 1, memory: 4Gi (Kubernetes "
+        "quantities). Unset: none.",
+    )
+    limits: dict[str, str | int] = Field(
+        default_factory=dict,
+        description="The most each container may use, e.g. memory: 4Gi; a memory limit must hold the JVM heap plus "
+        "its direct memory. Unset: none.",
+    )
 
 
 # RocketMQ reads every value as text; the CRD types values as int-or-string (CEL needs a typed map), so booleans
@@ -175,13 +209,36 @@ def _scalar_config(values: dict[str, Any]) -> dict[str, Any]:
 
 
 class BrokerGroupSpec(Model):
-    version: str = Field(default=DEFAULT_ROCKETMQ_VERSION, description="RocketMQ version; selects the image.")
-    image: str | None = Field(default=None, description="Broker image override.")
-    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
-    cluster_name: str = Field(default="DefaultCluster", description="brokerClusterName.")
-    replicas: int = Field(default=3, description="Brokers in the group (totalReplicas).")
+    version: str = Field(
+        default=DEFAULT_ROCKETMQ_VERSION,
+        description=f"RocketMQ version (default {DEFAULT_ROCKETMQ_VERSION}, the tested release); selects the "
+        f"default image {DEFAULT_IMAGE_REPOSITORY}/rocketmq-broker:<version>. A change is rolled one replica at "
+        "a time, the master last.",
+    )
+    image: str | None = Field(
+        default=None,
+        description=f"Broker image, instead of {DEFAULT_IMAGE_REPOSITORY}/rocketmq-broker:<version>.",
+    )
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = Field(
+        default=None,
+        description="imagePullPolicy of the broker containers; unset: Kubernetes' default for the image's tag.",
+    )
+    cluster_name: str = Field(
+        default="DefaultCluster",
+        description="brokerClusterName: the RocketMQ cluster the group registers in (default DefaultCluster); "
+        "a Topic or ConsumerGroup can be placed on every group of a cluster.",
+    )
+    replicas: int = Field(
+        default=3,
+        description="Brokers in the group, the master included (totalReplicas); default 3, at most 16.",
+    )
     # Enums are plain strings here so that a bad value reaches the rule with its own message (api.rules).
-    ha_mode: str = Field(default=HAMode.CONTROLLER.value, description="controller | slaveActingMaster | sync | async")
+    ha_mode: str = Field(
+        default=HAMode.CONTROLLER.value,
+        description="How the group replicates and elects its master: controller (default; the RocketMQ controller "
+        "elects from the SyncStateSet, enableControllerMode), slaveActingMaster (a slave serves for a dead master, "
+        "enableSlaveActingMaster), sync (SYNC_MASTER and slaves) or async (ASYNC_MASTER and slaves).",
+    )
     controller_ref: ControllerRef | None = Field(
         default=None,
         description="The ControllerGroup whose controllers elect masters (controller mode) and whose name "
@@ -191,24 +248,59 @@ class BrokerGroupSpec(Model):
         default_factory=list,
         description="Explicit name-server host:port list, instead of the ControllerGroup's (non-controller modes).",
     )
-    quorum: QuorumSpec = Field(default_factory=QuorumSpec)
-    storage: StorageSpec = Field(default_factory=StorageSpec)
-    slave_read: SlaveReadSpec = Field(default_factory=SlaveReadSpec)
-    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
-    jvm: JvmSpec = Field(default_factory=JvmSpec)
-    broker_config: dict[str, BrokerConfigValue] = Field(
-        default_factory=dict, description="Extra broker.conf keys (validated against RocketMQ's real keys)."
+    quorum: QuorumSpec = Field(
+        default_factory=QuorumSpec,
+        description="Quorum writes: how many replicas must have a message before a put is acknowledged, and when "
+        "puts are refused. What each field means depends on haMode (`rocketmq-operator explain` prints it).",
     )
-    failover: FailoverSpec = Field(default_factory=FailoverSpec)
-    auto_create: AutoCreateSpec = Field(default_factory=AutoCreateSpec)
+    storage: StorageSpec = Field(
+        default_factory=StorageSpec,
+        description="Each broker's PersistentVolumeClaim, which holds its store (storePathRootDir: commit log, "
+        "consume queues, indexes).",
+    )
+    slave_read: SlaveReadSpec = Field(
+        default_factory=SlaveReadSpec,
+        description="Reads from slaves for consumers whose backlog is no longer in the master's memory.",
+    )
+    resources: ResourceRequirements = Field(
+        default_factory=ResourceRequirements, description="Requests and limits of each broker container."
+    )
+    jvm: JvmSpec = Field(default_factory=JvmSpec, description="The brokers' JVM: heap, direct memory, extra flags.")
+    broker_config: dict[str, BrokerConfigValue] = Field(
+        default_factory=dict,
+        description="Extra broker.conf keys and values (text or integers; quote booleans and fractions), checked "
+        "against RocketMQ's BrokerConfig, MessageStoreConfig and NettyServerConfig keys. A key the operator sets "
+        "from another field (totalReplicas, inSyncReplicas, storePathRootDir, ...) is refused with that field.",
+    )
+    failover: FailoverSpec = Field(
+        default_factory=FailoverSpec,
+        description="What the operator does when the master stops answering (controller mode): fence it after "
+        "detectionSeconds, then have the controller elect an in-sync replica.",
+    )
+    auto_create: AutoCreateSpec = Field(
+        default_factory=AutoCreateSpec,
+        description="Creation of topics and subscription groups by the clients that use them; off by default "
+        "(declare Topic and ConsumerGroup resources instead).",
+    )
 
     _broker_config_scalars = field_validator("broker_config", mode="before")(_scalar_config)
 
-    upgrade: UpgradeSpec = Field(default_factory=UpgradeSpec)
-    node_selector: dict[str, str] = Field(default_factory=dict)
-    tolerations: list[dict[str, Any]] = Field(default_factory=list)
-    affinity: dict[str, Any] = Field(default_factory=dict)
-    priority_class_name: str | None = None
+    upgrade: UpgradeSpec = Field(
+        default_factory=UpgradeSpec,
+        description="How a rolling restart (version, image, JVM or restart-only keys) treats the master.",
+    )
+    node_selector: dict[str, str] = Field(
+        default_factory=dict, description="Node labels the broker pods' nodes must have (pod nodeSelector)."
+    )
+    tolerations: list[dict[str, Any]] = Field(
+        default_factory=list, description="Tolerations of the broker pods (Kubernetes Toleration objects)."
+    )
+    affinity: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Affinity of the broker pods (a Kubernetes Affinity). Without a podAntiAffinity the operator "
+        "adds a preferred one that spreads the replicas over nodes.",
+    )
+    priority_class_name: str | None = Field(default=None, description="priorityClassName of the broker pods.")
 
 
 class NameServerSpec(Model):
@@ -218,9 +310,20 @@ class NameServerSpec(Model):
 
 
 class ControllerGroupSpec(Model):
-    version: str = Field(default=DEFAULT_ROCKETMQ_VERSION)
-    image: str | None = None
-    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
+    version: str = Field(
+        default=DEFAULT_ROCKETMQ_VERSION,
+        description=f"RocketMQ version of the controllers and name servers (default {DEFAULT_ROCKETMQ_VERSION}); "
+        f"selects the default image {DEFAULT_IMAGE_REPOSITORY}/rocketmq-controller:<version>.",
+    )
+    image: str | None = Field(
+        default=None,
+        description=f"Controller and name-server image, instead of "
+        f"{DEFAULT_IMAGE_REPOSITORY}/rocketmq-controller:<version>.",
+    )
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = Field(
+        default=None,
+        description="imagePullPolicy of the controller and name-server containers; unset: Kubernetes' default.",
+    )
     replicas: int = Field(default=3, description="Controllers in the quorum: 1, 3 or 5.")
     type: Literal["dledger", "jraft"] = Field(
         default="dledger",
@@ -233,16 +336,37 @@ class ControllerGroupSpec(Model):
         default=False,
         description="Run controllers apart from the name servers (default: controllers inside the name servers).",
     )
-    name_servers: NameServerSpec = Field(default_factory=NameServerSpec)
-    storage: StorageSpec = Field(default_factory=lambda: StorageSpec(size="1Gi"))
-    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
-    jvm: JvmSpec = Field(default_factory=JvmSpec)
-    controller_config: dict[str, BrokerConfigValue] = Field(
-        default_factory=dict, description="Extra controller/name-server keys."
+    name_servers: NameServerSpec = Field(
+        default_factory=NameServerSpec, description="The name servers' own StatefulSet (standalone: true only)."
     )
-    node_selector: dict[str, str] = Field(default_factory=dict)
-    tolerations: list[dict[str, Any]] = Field(default_factory=list)
-    affinity: dict[str, Any] = Field(default_factory=dict)
+    storage: StorageSpec = Field(
+        default_factory=lambda: StorageSpec(size="1Gi"),
+        description="Each controller's (and standalone name server's) PersistentVolumeClaim: the controller's "
+        "DLedger or JRaft store (controllerStorePath) and the name server's kvConfig. Default size 1Gi.",
+    )
+    resources: ResourceRequirements = Field(
+        default_factory=ResourceRequirements,
+        description="Requests and limits of each controller (and standalone name-server) container.",
+    )
+    jvm: JvmSpec = Field(
+        default_factory=JvmSpec, description="The controllers' and name servers' JVM: heap, direct memory, flags."
+    )
+    controller_config: dict[str, BrokerConfigValue] = Field(
+        default_factory=dict,
+        description="Extra keys for the controllers' and name servers' config files (ControllerConfig and "
+        "NamesrvConfig keys; text or integers). A key the operator sets from another field is refused.",
+    )
+    node_selector: dict[str, str] = Field(
+        default_factory=dict, description="Node labels the controller and name-server pods' nodes must have."
+    )
+    tolerations: list[dict[str, Any]] = Field(
+        default_factory=list, description="Tolerations of the controller and name-server pods."
+    )
+    affinity: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Affinity of the controller and name-server pods. Without a podAntiAffinity the operator adds "
+        "a preferred one that spreads the replicas over nodes.",
+    )
 
     _controller_config_scalars = field_validator("controller_config", mode="before")(_scalar_config)
 
@@ -251,46 +375,64 @@ class ControllerGroupSpec(Model):
 
 
 class Condition(Model):
-    type: str
-    status: Literal["True", "False", "Unknown"]
-    reason: str = ""
-    message: str = ""
-    last_transition_time: str | None = None
-    observed_generation: int | None = None
+    type: str = Field(description="The condition's type, e.g. Ready, Available, Degraded.")
+    status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
+    reason: str = Field(default="", description="Why, in one CamelCase word (e.g. NotAllInSync).")
+    message: str = Field(default="", description="Details for people; says the fix when something is refused.")
+    last_transition_time: str | None = Field(default=None, description="When status last changed (RFC 3339).")
+    observed_generation: int | None = Field(
+        default=None, description="The metadata.generation the condition was computed for."
+    )
 
 
 class MasterStatus(Model):
-    broker_id: int | None = None
+    broker_id: int | None = Field(
+        default=None, description="The master's broker id (assigned by the RocketMQ controller in controller mode)."
+    )
     replica: str | None = Field(default=None, description="Pod (or local replica) name of the master.")
-    address: str | None = None
-    epoch: int | None = None
+    address: str | None = Field(default=None, description="The master's broker address (host:port).")
+    epoch: int | None = Field(
+        default=None, description="The master epoch (controller mode): one more with every election."
+    )
 
 
 class SyncStateSetStatus(Model):
-    members: list[int] = Field(default_factory=list)
-    epoch: int | None = None
+    members: list[int] = Field(
+        default_factory=list,
+        description="Broker ids the controller counts as in sync: the replicas a master may be elected from.",
+    )
+    epoch: int | None = Field(default=None, description="The SyncStateSet epoch: one more with every change of it.")
 
 
 class ReplicaStatus(Model):
-    name: str
-    broker_id: int | None = None
-    role: Literal["master", "slave", "unknown"] = "unknown"
-    alive: bool = False
-    in_sync: bool = False
-    max_offset: int | None = None
-    lag_bytes: int | None = None
-    version: str | None = None
-    pid: int | None = None
-    address: str | None = None
+    name: str = Field(description="Pod (or local replica) name.")
+    broker_id: int | None = Field(
+        default=None, description="Broker id (assigned by the RocketMQ controller in controller mode)."
+    )
+    role: Literal["master", "slave", "unknown"] = Field(
+        default="unknown", description="master, slave, or unknown (the broker did not answer)."
+    )
+    alive: bool = Field(default=False, description="The broker answered the last observation.")
+    in_sync: bool = Field(
+        default=False,
+        description="In the SyncStateSet (controller mode), or counted in sync by the master (other modes).",
+    )
+    max_offset: int | None = Field(default=None, description="End of the replica's commit log, in bytes.")
+    lag_bytes: int | None = Field(default=None, description="How far its commit log is behind the master's, in bytes.")
+    version: str | None = Field(default=None, description="RocketMQ version the broker reports.")
+    pid: int | None = Field(default=None, description="Process id (local platform only).")
+    address: str | None = Field(default=None, description="Broker address (host:port).")
 
 
 class MasterChange(Model):
-    time: str
-    from_broker_id: int | None = None
-    to_broker_id: int | None = None
-    epoch: int | None = None
-    reason: str = ""
-    duration_seconds: float | None = None
+    time: str = Field(description="When the change was observed (RFC 3339).")
+    from_broker_id: int | None = Field(default=None, description="Broker id of the previous master.")
+    to_broker_id: int | None = Field(default=None, description="Broker id of the new master.")
+    epoch: int | None = Field(default=None, description="The new master epoch.")
+    reason: str = Field(default="", description="Why the master changed, e.g. elected by the RocketMQ controller.")
+    duration_seconds: float | None = Field(
+        default=None, description="Reserved for the change's duration in seconds (not written by this version)."
+    )
 
 
 class RolloutStatus(Model):
@@ -299,14 +441,14 @@ class RolloutStatus(Model):
     target_revision: str = Field(default="", description="Digest of every replica's desired revision.")
     phase: str = Field(default="Rolling", description="Rolling | Waiting | Paused | Blocked | Complete")
     replicas_done: list[str] = Field(default_factory=list, description="Replicas running the target revision.")
-    current_step: str = ""
-    reason: str = ""
-    message: str = ""
-    started: str | None = None
-    last_transition: str | None = None
-    finished: str | None = None
-    restarts: int = 0
-    switchovers: int = 0
+    current_step: str = Field(default="", description="What the roll does, or waits for, now.")
+    reason: str = Field(default="", description="Why the roll is in its phase, in one CamelCase word.")
+    message: str = Field(default="", description="Details of the phase; says the fix when Blocked.")
+    started: str | None = Field(default=None, description="When the roll began (RFC 3339).")
+    last_transition: str | None = Field(default=None, description="When the phase last changed (RFC 3339).")
+    finished: str | None = Field(default=None, description="When the roll completed (RFC 3339).")
+    restarts: int = Field(default=0, description="Replicas this roll has restarted.")
+    switchovers: int = Field(default=0, description="Switchovers this roll has made.")
     last_restarted: str | None = Field(default=None, description="The replica the roll waits for, if any.")
     switched_from: str | None = Field(default=None, description="The old master after the roll's switchover.")
     waiting_since: float | None = Field(default=None, description="Start of the current wait (epoch seconds).")
@@ -316,27 +458,51 @@ class RolloutStatus(Model):
     )
 
 
+_OBSERVED_GENERATION = "The metadata.generation of the spec this status was computed from."
+
+
 class BrokerGroupStatus(Model):
-    observed_generation: int | None = None
-    conditions: list[Condition] = Field(default_factory=list)
-    master: MasterStatus | None = None
-    sync_state_set: SyncStateSetStatus | None = None
-    replicas: list[ReplicaStatus] = Field(default_factory=list)
-    need_acks: int | None = None
-    writable: bool | None = None
-    history: list[MasterChange] = Field(default_factory=list)
-    phase: str | None = None
-    rollout: RolloutStatus | None = None
+    observed_generation: int | None = Field(default=None, description=_OBSERVED_GENERATION)
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description="Ready, Available, Degraded, QuorumAtRisk, ControllerUnavailable, NoEligibleMaster, and the "
+        "operations' own (Switchover, DrainSwitchover, ...).",
+    )
+    master: MasterStatus | None = Field(default=None, description="The current master.")
+    sync_state_set: SyncStateSetStatus | None = Field(
+        default=None, description="The SyncStateSet the RocketMQ controller holds (controller mode)."
+    )
+    replicas: list[ReplicaStatus] = Field(default_factory=list, description="Every replica as last observed.")
+    need_acks: int | None = Field(
+        default=None, description="Acks a put needs now, the master included, given the replicas in sync."
+    )
+    writable: bool | None = Field(
+        default=None, description="A put would be stored now: the master is alive and enough replicas are in sync."
+    )
+    history: list[MasterChange] = Field(default_factory=list, description="The last 10 master changes, newest last.")
+    phase: str | None = Field(
+        default=None,
+        description="Ready (every replica alive and in sync), Available (writable) or Unavailable.",
+    )
+    rollout: RolloutStatus | None = Field(
+        default=None, description="The current or last rolling restart (resumed from here after a restart)."
+    )
 
 
 class ControllerGroupStatus(Model):
-    observed_generation: int | None = None
-    conditions: list[Condition] = Field(default_factory=list)
-    leader: str | None = None
-    name_servers: list[str] = Field(default_factory=list)
-    controllers: list[str] = Field(default_factory=list)
-    ready_replicas: int | None = None
-    phase: str | None = None
+    observed_generation: int | None = Field(default=None, description=_OBSERVED_GENERATION)
+    conditions: list[Condition] = Field(
+        default_factory=list, description="Ready: a leader and a ready majority of the controllers."
+    )
+    leader: str | None = Field(
+        default=None, description="The leading controller: its pod name (<group>-<ordinal>), else its address."
+    )
+    name_servers: list[str] = Field(
+        default_factory=list, description="Name-server addresses (host:port) for brokers and clients."
+    )
+    controllers: list[str] = Field(default_factory=list, description="Controller addresses (host:port).")
+    ready_replicas: int | None = Field(default=None, description="Controller pods that are Ready.")
+    phase: str | None = Field(default=None, description="Running, Degraded, NoLeader or Pending.")
 
 
 class BrokerGroup(Model):
@@ -457,43 +623,57 @@ class ConsumerGroupSpec(Model):
 
 
 class TopicPlacementStatus(Model):
-    broker_group: str
+    broker_group: str = Field(description="The BrokerGroup.")
     master: str | None = Field(default=None, description="The master the topic was read from.")
-    exists: bool = False
-    read_queue_nums: int | None = None
-    write_queue_nums: int | None = None
-    perm: int | None = None
-    message_type: str | None = None
+    exists: bool = Field(default=False, description="That master has the topic.")
+    read_queue_nums: int | None = Field(default=None, description="readQueueNums on that master.")
+    write_queue_nums: int | None = Field(default=None, description="writeQueueNums on that master.")
+    perm: int | None = Field(
+        default=None, description="TopicConfig.perm on that master: 6 read-write, 4 read-only, 2 write-only."
+    )
+    message_type: str | None = Field(default=None, description="The message.type attribute on that master.")
     max_offsets: int | None = Field(default=None, description="Messages stored: sum of the queues' max offsets.")
 
 
 class TopicStatus(Model):
-    observed_generation: int | None = None
-    conditions: list[Condition] = Field(default_factory=list)
-    topic_name: str | None = None
-    placements: list[TopicPlacementStatus] = Field(default_factory=list)
+    observed_generation: int | None = Field(default=None, description=_OBSERVED_GENERATION)
+    conditions: list[Condition] = Field(
+        default_factory=list, description="Ready: the topic is on the master of every BrokerGroup it names."
+    )
+    topic_name: str | None = Field(default=None, description="The RocketMQ topic name.")
+    placements: list[TopicPlacementStatus] = Field(
+        default_factory=list, description="Per BrokerGroup: what its master holds."
+    )
     broker_groups: list[str] = Field(default_factory=list, description="Groups whose master has the topic.")
-    read_queue_nums: int | None = None
-    write_queue_nums: int | None = None
-    ready: bool | None = None
-    last_asserted: str | None = None
+    read_queue_nums: int | None = Field(default=None, description="The readQueueNums asserted (the spec's).")
+    write_queue_nums: int | None = Field(default=None, description="The writeQueueNums asserted (the spec's).")
+    ready: bool | None = Field(default=None, description="Every BrokerGroup's master has the topic.")
+    last_asserted: str | None = Field(
+        default=None, description="Reserved for when the topic was last asserted (not written by this version)."
+    )
 
 
 class ConsumerGroupPlacementStatus(Model):
-    broker_group: str
-    master: str | None = None
-    exists: bool = False
-    lag: int | None = None
+    broker_group: str = Field(description="The BrokerGroup.")
+    master: str | None = Field(default=None, description="The master the group was read from.")
+    exists: bool = Field(default=False, description="That master has the subscription group.")
+    lag: int | None = Field(
+        default=None, description="Messages not yet consumed from spec.topics on that master (max - committed)."
+    )
 
 
 class ConsumerGroupStatus(Model):
-    observed_generation: int | None = None
-    conditions: list[Condition] = Field(default_factory=list)
-    group_name: str | None = None
-    placements: list[ConsumerGroupPlacementStatus] = Field(default_factory=list)
-    broker_groups: list[str] = Field(default_factory=list)
+    observed_generation: int | None = Field(default=None, description=_OBSERVED_GENERATION)
+    conditions: list[Condition] = Field(
+        default_factory=list, description="Ready: the group is on the master of every BrokerGroup it names."
+    )
+    group_name: str | None = Field(default=None, description="The RocketMQ consumer group name.")
+    placements: list[ConsumerGroupPlacementStatus] = Field(
+        default_factory=list, description="Per BrokerGroup: what its master holds."
+    )
+    broker_groups: list[str] = Field(default_factory=list, description="Groups whose master has the group.")
     lag: int | None = Field(default=None, description="Sum over queues of max offset - committed offset.")
-    ready: bool | None = None
+    ready: bool | None = Field(default=None, description="Every BrokerGroup's master has the group.")
 
 
 class Topic(Model):
