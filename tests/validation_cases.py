@@ -397,3 +397,50 @@ CASES: list[Case] = [
         "topics lists a name",
     ),
 ]
+
+
+# Shape problems: what pydantic refuses before any rule runs, in the same `field: value; rule: ...; fix: ...` form
+# (never pydantic's own wording), with a did-you-mean for a misspelt field or value. Not judged by CEL: the API
+# server refuses these by its schema (unknown fields are dropped or refused by strict field validation).
+SHAPE_CASES: list[Case] = [
+    Case("unknown-spec-field", b("spec.replica", 3), "shape.unknown-field", "spec.replica",
+         "unknown field 'replica'; rule: spec has only the fields of the BrokerGroup schema; fix: correct the "
+         "spelling or remove the field (replica: did you mean 'replicas'?)"),
+    Case("unknown-nested-field", b("spec.quorum.minInSyncReplica", 2), "shape.unknown-field",
+         "spec.quorum.minInSyncReplica", "did you mean 'minInSyncReplicas' or 'inSyncReplicas'?"),
+    Case("unknown-field-case", b("spec.HAMode", "sync"), "shape.unknown-field", "spec.HAMode",
+         "did you mean 'haMode'?"),
+    Case("unknown-field-no-match", b("spec.zzz", 1), "shape.unknown-field", "spec.zzz",
+         "rule: spec has only the fields of the BrokerGroup schema: affinity, autoCreate, brokerConfig"),
+    Case("unknown-top-level-field", {**BASE_BROKER, "specs": {}}, "shape.unknown-field", "specs",
+         "did you mean 'spec'?"),
+    Case("unknown-storage-field", b("spec.storage.sizee", "1Gi"), "shape.unknown-field", "spec.storage.sizee",
+         "did you mean 'size'?"),
+    Case("unknown-controller-field", c("spec.nameServer", {}), "shape.unknown-field", "spec.nameServer",
+         "rule: spec has only the fields of the ControllerGroup schema; fix: correct the spelling or remove the "
+         "field (nameServer: did you mean 'nameServers'?)"),
+    Case("unknown-topic-field", t("spec.brokerGroup", ["broker-a"]), "shape.unknown-field", "spec.brokerGroup",
+         "did you mean 'brokerGroups'?"),
+    Case("unknown-consumer-group-field", g("spec.topic", ["orders"]), "shape.unknown-field", "spec.topic",
+         "did you mean 'topics'?"),
+    Case("enum-value-case", b("spec.imagePullPolicy", "always"), "shape.enum", "spec.imagePullPolicy",
+         "'always' is not allowed; rule: spec.imagePullPolicy is one of: Always, IfNotPresent, Never; fix: use one "
+         "of: Always, IfNotPresent, Never (did you mean 'Always'?)"),
+    Case("enum-value-typo", c("spec.type", "raft"), "shape.enum", "spec.type", "(did you mean 'jraft'?)"),
+    Case("not-an-integer", b("spec.replicas", "three"), "shape.int_parsing", "spec.replicas",
+         "'three' is not a whole number; rule: spec.replicas is a whole number; fix: write a number"),
+    Case("a-fraction", b("spec.quorum.inSyncReplicas", 2.5), "shape.int_from_float", "spec.quorum.inSyncReplicas",
+         "2.5 is not a whole number"),
+    Case("not-a-number", b("spec.failover.detectionSeconds", "soon"), "shape.float_parsing",
+         "spec.failover.detectionSeconds", "'soon' is not a number; rule: spec.failover.detectionSeconds is a number"),
+    Case("not-a-boolean", b("spec.autoCreate.topics", "maybe"), "shape.bool_parsing", "spec.autoCreate.topics",
+         "'maybe' is not true or false"),
+    Case("not-a-mapping", b("spec.controllerRef", "ctl"), "shape.model_type", "spec.controllerRef",
+         "'ctl' is not a mapping; rule: spec.controllerRef is a mapping; fix: write key: value pairs"),
+    Case("not-a-list", b("spec.jvm.extraOptions", "-Xss1m"), "shape.list_type", "spec.jvm.extraOptions",
+         "'-Xss1m' is not a list"),
+    Case("string-or-integer", b("spec.resources.requests", {"cpu": [1]}), "shape.string_type",
+         "spec.resources.requests.cpu", "[1] is not a string or a whole number"),
+    Case("config-value-empty", b("spec.brokerConfig", {"flushDiskType": None}), "shape.value", "spec.brokerConfig",
+         "flushDiskType: an empty value is not a string or an integer; rule: config values are strings or integers"),
+]  # fmt: skip

@@ -13,7 +13,7 @@ from rocketmq_operator.api.rules import (
     TOPIC_RULES,
 )
 from rocketmq_operator.api.validation import validate_document
-from validation_cases import CASES, Case
+from validation_cases import CASES, SHAPE_CASES, Case
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -64,6 +64,56 @@ def test_typo_gets_did_you_mean() -> None:
     }
     (problem,) = validate_document(doc).errors
     assert "did you mean 'flushDiskType'?" in problem.message
+
+
+# pydantic's own wording, which must never reach a user (`rocketmq-operator validate`, the Ready condition).
+PYDANTIC_WORDING = (
+    "Input should be",
+    "Extra inputs are not permitted",
+    "Field required",
+    "Value error",
+    "type=",
+    "errors.pydantic.dev",
+    "For further information",
+)
+
+
+@pytest.mark.parametrize("case", SHAPE_CASES, ids=[c.id for c in SHAPE_CASES])
+def test_shape_case(case: Case) -> None:
+    report = validate_document(case.doc)
+    assert not report.ok
+    for problem in report.errors:
+        assert not any(w in problem.message for w in PYDANTIC_WORDING), str(problem)
+    found = [p for p in report.errors if p.path == case.path]
+    assert found, [str(p) for p in report.errors]
+    (problem,) = found
+    assert problem.rule_id == case.rule_id
+    assert case.contains in problem.message, problem.message
+    assert "; rule: " in problem.message and "; fix: " in problem.message, problem.message
+
+
+def test_validate_prints_shape_problems_one_line_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`rocketmq-operator validate FILE`: `FILE#N Kind/name: field: value ...; rule: ...; fix: ...`, one line per
+    problem, in our words."""
+    import re
+
+    import yaml
+
+    from rocketmq_operator.cli import main
+
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(yaml.safe_dump_all([c.doc for c in SHAPE_CASES]), encoding="utf-8")
+    assert main(["validate", str(manifest)]) == 2
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(SHAPE_CASES)
+    shape = re.compile(rf"^{re.escape(str(manifest))}#(\d+) (\w+)/([a-z0-9-]+): (\S+): .+; rule: .+; fix: .+$")
+    for line in lines:
+        match = shape.match(line)
+        assert match, line
+        case = SHAPE_CASES[int(match.group(1)) - 1]
+        assert (match.group(2), match.group(3)) == (case.doc["kind"], case.doc["metadata"]["name"])
+        assert match.group(4) == case.path and case.contains in line, line
+        assert not any(w in line for w in PYDANTIC_WORDING), line
 
 
 def test_owned_key_names_spec_field() -> None:

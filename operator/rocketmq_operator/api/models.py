@@ -200,11 +200,12 @@ def _scalar_config(values: dict[str, Any]) -> dict[str, Any]:
         return values
     for key, value in values.items():
         if isinstance(value, bool) or not isinstance(value, (str, int)):
-            shown = str(value).lower() if isinstance(value, bool) else str(value)
-            raise ValueError(
-                f"{key}: {value!r} is not a string or an integer; RocketMQ reads config values as text; "
-                f'fix: quote it, e.g. {key}: "{shown}"'
-            )
+            problem = f"{key}: {'an empty value' if value is None else repr(value)} is not a string or an integer"
+            rule = "rule: config values are strings or integers (RocketMQ reads them as text)"
+            if isinstance(value, bool | float):
+                shown = str(value).lower() if isinstance(value, bool) else str(value)
+                raise ValueError(f'{problem}; {rule}; fix: quote it, e.g. {key}: "{shown}"')
+            raise ValueError(f"{problem}; {rule}; fix: give {key} one value, quoted unless it is a whole number")
     return values
 
 

@@ -204,7 +204,9 @@ def _cel_list(items: Sequence[str]) -> str:
     return "[" + ", ".join(_cel_string(i) for i in items) + "]"
 
 
-def _did_you_mean(key: str, known: Sequence[str]) -> str | None:
+def did_you_mean(key: str, known: Sequence[str]) -> str | None:
+    """ "did you mean 'x'?" for a name that differs from a known one only in case or by a typo, else None.
+    Shared by the brokerConfig/controllerConfig key rules and the unknown-field messages (api.validation)."""
     lowered = {k.lower(): k for k in known}
     if key.lower() in lowered:
         return f"did you mean {lowered[key.lower()]!r}?"
@@ -345,7 +347,7 @@ def _config_key_rules(
             valid=lambda r: not unknown(r),
             values={"keys": Placeholder(None, lambda r: ", ".join(unknown(r)), "a key")},
             hint=lambda r: "; ".join(
-                f"{key}: {hint}" for key in unknown(r) if (hint := _did_you_mean(key, known_sorted))
+                f"{key}: {hint}" for key in unknown(r) if (hint := did_you_mean(key, known_sorted))
             ),
         ),
     ]

@@ -7,16 +7,16 @@ mean something else in RocketMQ (inSyncReplicas=1 makes a SYNC_MASTER asynchrono
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from rocketmq_operator.api.models import (
-    API_GROUP,
     API_GROUP_VERSION,
     AnyResource,
     BrokerGroup,
@@ -36,7 +36,7 @@ from rocketmq_operator.api.modes import (
     in_sync_replicas,
     waits_for_in_sync_replicas,
 )
-from rocketmq_operator.api.rules import check_rules
+from rocketmq_operator.api.rules import check_rules, did_you_mean
 
 KINDS: dict[str, type[BrokerGroup] | type[ControllerGroup] | type[Topic] | type[ConsumerGroup]] = {
     "BrokerGroup": BrokerGroup,
@@ -118,41 +118,116 @@ def _value_at(doc: Any, loc: Iterable[int | str]) -> Any:
     return cur
 
 
-_PYDANTIC_TYPE_FIX = {
+# pydantic's error types → (what the value must be, the fix), in our words: pydantic's own ("Input should be ...",
+# "type=...", links to errors.pydantic.dev) never reaches a user.
+_EXPECTED: dict[str, tuple[str, str]] = {
     "int_parsing": ("a whole number", "write a number without quotes, e.g. 3"),
     "int_type": ("a whole number", "write a number without quotes, e.g. 3"),
     "int_from_float": ("a whole number", "write a whole number, e.g. 3"),
+    "float_parsing": ("a number", "write a number without quotes, e.g. 4 or 2.5"),
+    "float_type": ("a number", "write a number without quotes, e.g. 4 or 2.5"),
     "bool_parsing": ("true or false", "write true or false"),
     "bool_type": ("true or false", "write true or false"),
     "string_type": ("a string", "quote the value"),
     "dict_type": ("a mapping", "write key: value pairs"),
-    "list_type": ("a list", "write a YAML list"),
     "model_type": ("a mapping", "write key: value pairs"),
-    "literal_error": ("one of the allowed values", "use one of the values the rule names"),
+    "model_attributes_type": ("a mapping", "write key: value pairs"),
+    "list_type": ("a list", "write a YAML list, e.g. [a, b]"),
 }
+# pydantic tags the errors of each member of a union (`str | int`) with the member's type: one problem, not two.
+_UNION_TAGS = frozenset({"str", "int", "float", "bool"})
 
 
-def _shape_problem(doc: dict[str, Any], err: Any) -> Problem:
-    loc = tuple(err["loc"])
-    path = _loc_to_path(loc)
-    etype = err["type"]
-    value = _value_at(doc, loc)
-    if etype == "extra_forbidden":
-        parent = _loc_to_path(loc[:-1]) or "the document"
-        return Problem(
-            path,
-            f"unknown field '{loc[-1]}'; rule: {parent} accepts only the fields of the "
-            f"{API_GROUP} schema; fix: check the spelling (`rocketmq-operator crds` shows the schema)",
-            "shape.unknown-field",
-        )
-    if etype == "value_error":
-        return Problem(path, str(err.get("msg", "")).removeprefix("Value error, "), "shape.value")
-    if etype == "missing":
-        return Problem(path, "is required; rule: this field must be set; fix: add it", "shape.missing")
-    expected, fix = _PYDANTIC_TYPE_FIX.get(etype, (err.get("msg", "a valid value"), "correct the value"))
-    if etype == "literal_error":
-        expected = err.get("msg", expected)
-    return Problem(path, f"{value!r} is not {expected}; rule: {err.get('msg', '')}; fix: {fix}", f"shape.{etype}")
+def _model_fields_at(model: type[BaseModel], loc: Sequence[int | str]) -> list[str] | None:
+    """The field names (as written in manifests) of the object at ``loc`` in ``model``, if it is a model."""
+    current: Any = model
+    for part in loc:
+        current = _without_none(current)
+        if isinstance(part, int):
+            args = get_args(current)
+            current = args[0] if args else None
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        fields = {info.alias or name: info for name, info in current.model_fields.items()}
+        if part not in fields:
+            return None
+        current = fields[part].annotation
+    current = _without_none(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return sorted(info.alias or name for name, info in current.model_fields.items())
+    return None
+
+
+def _without_none(annotation: Any) -> Any:
+    """``X`` for ``X | None``."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if type(None) in get_args(annotation) and len(args) == 1:
+        return args[0]
+    return annotation
+
+
+def _show_value(value: Any) -> str:
+    return "an empty value" if value is None else repr(value)
+
+
+def _unknown_field(model: type[BaseModel], kind: str, loc: tuple[int | str, ...]) -> Problem:
+    name = str(loc[-1])
+    parent = _loc_to_path(loc[:-1]) or "the document"
+    known = _model_fields_at(model, loc[:-1]) or []
+    hint = did_you_mean(name, known) if known else None
+    rule = f"{parent} has only the fields of the {kind} schema"
+    if hint:
+        fix = f"correct the spelling or remove the field ({name}: {hint})"
+    elif known:
+        rule += f": {', '.join(known)}"
+        fix = "remove it, or use one of those fields (`kubectl explain` describes each)"
+    else:
+        fix = "remove it (`rocketmq-operator crds` shows the schema)"
+    return Problem(_loc_to_path(loc), f"unknown field '{name}'; rule: {rule}; fix: {fix}", "shape.unknown-field")
+
+
+def _choices(expected: str) -> list[str]:
+    """['Always', 'IfNotPresent', 'Never'] from pydantic's "'Always', 'IfNotPresent' or 'Never'"."""
+    return re.findall(r"'((?:[^'\\]|\\.)*)'", expected)
+
+
+def _shape_problems(doc: dict[str, Any], model: type[BaseModel], errors: Sequence[Any]) -> list[Problem]:
+    kind = str(doc.get("kind"))
+    grouped: dict[tuple[int | str, ...], list[Any]] = {}
+    for err in errors:
+        loc = tuple(err["loc"])
+        if len(loc) > 1 and loc[-1] in _UNION_TAGS:
+            loc = loc[:-1]
+        grouped.setdefault(loc, []).append(err)
+    problems: list[Problem] = []
+    for loc, errs in grouped.items():
+        path = _loc_to_path(loc)
+        etypes = [e["type"] for e in errs]
+        if "extra_forbidden" in etypes:
+            problems.append(_unknown_field(model, kind, loc))
+        elif "value_error" in etypes:
+            err = errs[etypes.index("value_error")]
+            problems.append(Problem(path, str(err.get("msg", "")).removeprefix("Value error, "), "shape.value"))
+        elif "missing" in etypes:
+            problems.append(Problem(path, "is required; rule: this field must be set; fix: add it", "shape.missing"))
+        elif "literal_error" in etypes or "enum" in etypes:
+            err = errs[etypes.index("literal_error" if "literal_error" in etypes else "enum")]
+            value = _value_at(doc, loc)
+            choices = _choices(str((err.get("ctx") or {}).get("expected", "")))
+            hint = did_you_mean(str(value), choices) if choices else None
+            listed = ", ".join(choices) or "the values `kubectl explain` lists"
+            fix = f"use one of: {listed}" + (f" ({hint})" if hint else "")
+            message = f"{_show_value(value)} is not allowed; rule: {path} is one of: {listed}; fix: {fix}"
+            problems.append(Problem(path, message, "shape.enum"))
+        else:
+            value = _value_at(doc, loc)
+            known = [_EXPECTED[t] for t in etypes if t in _EXPECTED]
+            expected = " or ".join(dict.fromkeys(e for e, _ in known)) or f"a valid {path} value"
+            fix = known[0][1] if len(known) == 1 else ("correct the value" if not known else f"write {expected}")
+            message = f"{_show_value(value)} is not {expected}; rule: {path} is {expected}; fix: {fix}"
+            problems.append(Problem(path, message, f"shape.{etypes[0]}"))
+    return problems
 
 
 def parse_resource(doc: dict[str, Any]) -> tuple[AnyResource | None, list[Problem]]:
@@ -193,7 +268,7 @@ def parse_resource(doc: dict[str, Any]) -> tuple[AnyResource | None, list[Proble
     try:
         resource = model.model_validate(doc)
     except ValidationError as exc:
-        problems.extend(_shape_problem(doc, e) for e in exc.errors())
+        problems.extend(_shape_problems(doc, model, exc.errors(include_url=False)))
         return None, problems
     return (resource if not problems else None), problems
 
