@@ -13,16 +13,17 @@ Contract:
   When nothing runs (`nothing_runs`: no supervisor, no supervised process, e.g. after `local down`) nothing
   is asked over the network and nothing is persisted: the document has `stopped: true` and each group
   `phase: Stopped`, no master, `writable: false` (`stopped_groups`).
-* `render_table(doc)` is the human form: one row per broker replica (group, replica, brokerId, role, alive,
-  inSync, maxOffset, pid), then per group a line with needAcks/writable (`controller=unavailable` when the
-  controller could not be asked: roles are then what the brokers report) and every problem condition that is
-  True, or `stopped`, then the name-server/controller processes.
+* `render_table(doc)` is the human form, written with `core.status_view` (shared with `kubectl rocketmq
+  status`): one row per broker replica (group, replica, brokerId, role, alive, inSync, maxOffset, then the local
+  pid and restarts), then per group a line with needAcks/writable (`controller=unavailable` when the controller
+  could not be asked: roles are then what the brokers report) and every problem condition, or `stopped`, the
+  topics and consumer groups, then the name-server/controller processes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -32,18 +33,13 @@ from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.control.observe import OBSERVE_TIMEOUT_S, observe_groups
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status
+from rocketmq_operator.core.status_view import STOPPED, cell, group_lines, replica_table, table, topic_tables
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.roll import with_rollout
 from rocketmq_operator.platforms.local.state import LocalState, pid_alive, write_json_atomic
 from rocketmq_operator.platforms.local.topics import topics_status_path
 from rocketmq_operator.remoting import RemotingClient
-
-# Conditions whose True status is a problem worth a line in the human output.
-PROBLEM_CONDITIONS = ("ControllerUnavailable", "NoEligibleMaster", "Degraded", "QuorumAtRisk")
-PROBLEM_FALSE_CONDITIONS = ("Available", "TopicsAsserted")
-# The phase of a group none of whose processes runs.
-STOPPED = "Stopped"
 
 
 def supervisor_running(state: LocalState) -> bool:
@@ -200,17 +196,21 @@ async def collect(state: LocalState, layout: StateLayout, *, persist: bool = Tru
     }
 
 
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
+def _role(g: Mapping[str, Any], r: Mapping[str, Any]) -> str:
+    """The local decoration of a role: a stopped group, a suspended process, a replica taken down."""
+    role = str(r["role"])
+    if g.get("phase") == STOPPED:
+        return "stopped"
+    if r.get("suspended"):
+        return role + " (stopped)"
+    if r.get("desired") == "stopped":
+        return role + " (down)"
+    return role
 
 
-def _table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+def _local_cells(g: Mapping[str, Any], r: Mapping[str, Any]) -> list[str]:
+    del g
+    return [cell(r.get("pid")), cell(r.get("restarts"))]
 
 
 def render_table(doc: dict[str, Any]) -> str:
@@ -222,83 +222,18 @@ def render_table(doc: dict[str, Any]) -> str:
     )
     name_servers = ";".join(doc["nameServers"]) or "-"
     lines.append(f"nameServers {name_servers}  controllers {';'.join(doc['controllers']) or '-'}")
-    rows = [["GROUP", "REPLICA", "BROKERID", "ROLE", "ALIVE", "INSYNC", "MAXOFFSET", "PID", "RESTARTS"]]
-    for g in doc["groups"]:
-        for r in g["replicas"]:
-            role = r["role"]
-            if g.get("phase") == STOPPED:
-                role = "stopped"
-            elif r.get("suspended"):
-                role += " (stopped)"
-            elif r.get("desired") == "stopped":
-                role += " (down)"
-            rows.append(
-                [
-                    g["name"],
-                    r["name"],
-                    _cell(r.get("brokerId")),
-                    role,
-                    _cell(r.get("alive")),
-                    _cell(r.get("inSync")),
-                    _cell(r.get("maxOffset")),
-                    _cell(r.get("pid")),
-                    _cell(r.get("restarts")),
-                ]
-            )
-    if len(rows) > 1:
-        lines.extend(_table(rows))
-    for g in doc["groups"]:
-        if g.get("phase") == STOPPED:
-            lines.append(f"{g['name']}: stopped (no process runs): master=- writable=no")
-            continue
-        master = g.get("master") or {}
-        sss = g.get("syncStateSet") or {}
-        text = (
-            f"{g['name']}: needAcks={_cell(g.get('needAcks'))} writable={_cell(g.get('writable'))} "
-            f"master={_cell(master.get('replica'))} (id {_cell(master.get('brokerId'))}, epoch "
-            f"{_cell(master.get('epoch'))})"
-        )
-        if sss:
-            text += f" syncStateSet={sss.get('members')} (epoch {_cell(sss.get('epoch'))})"
-        if any(c["type"] == "ControllerUnavailable" and c["status"] == "True" for c in g.get("conditions", [])):
-            text += " controller=unavailable"
-        lines.append(text)
-        for c in g.get("conditions", []):
-            problem = (c["type"] in PROBLEM_CONDITIONS and c["status"] == "True") or (
-                c["type"] in PROBLEM_FALSE_CONDITIONS and c["status"] == "False"
-            )
-            if problem:
-                lines.append(f"  {c['type']}: {c.get('reason', '')}: {c.get('message', '')}".rstrip(": "))
-    rows = [["GROUP", "TOPIC", "EXISTS", "WRITE", "READ", "TYPE", "MESSAGES"]]
-    for g in doc["groups"]:
-        for t in g.get("topics", []):
-            rows.append(
-                [
-                    g["name"],
-                    t["name"],
-                    _cell(t.get("exists")),
-                    _cell(t.get("writeQueueNums")),
-                    _cell(t.get("readQueueNums")),
-                    _cell(t.get("messageType")),
-                    _cell(t.get("maxOffsets")),
-                ]
-            )
-    if len(rows) > 1:
-        lines.extend(_table(rows))
-    rows = [["GROUP", "CONSUMERGROUP", "EXISTS", "LAG"]]
-    for g in doc["groups"]:
-        for c in g.get("consumerGroups", []):
-            rows.append([g["name"], c["name"], _cell(c.get("exists")), _cell(c.get("lag"))])
-    if len(rows) > 1:
-        lines.extend(_table(rows))
+    groups = doc["groups"]
+    lines.extend(replica_table(groups, extra_headers=("PID", "RESTARTS"), extra_cells=_local_cells, role_text=_role))
+    lines.extend(group_lines(groups))
+    lines.extend(topic_tables(groups))
     procs = [p for p in doc["processes"] if p["role"] != "broker"]
     if procs:
         rows = [["PROCESS", "ROLE", "ADDRESS", "RUNNING", "PID", "RESTARTS"]]
         for p in procs:
             address = ";".join(f"{k} 127.0.0.1:{v}" for k, v in p["ports"].items())
-            running = "stopped" if p["suspended"] else _cell(p["running"])
-            rows.append([p["name"], p["role"], address, running, _cell(p["pid"]), _cell(p["restarts"])])
-        lines.extend(_table(rows))
+            running = "stopped" if p["suspended"] else cell(p["running"])
+            rows.append([p["name"], p["role"], address, running, cell(p["pid"]), cell(p["restarts"])])
+        lines.extend(table(rows))
     return "\n".join(lines)
 
 
