@@ -122,8 +122,11 @@ OPERATOR_OWNED_CONTROLLER_KEYS: dict[str, str] = {
 class Placeholder:
     """A value shown in a message: a CEL expression for the API server, a function for Python.
 
-    `cel` None means the API server cannot afford to compute it (CEL's cost estimate treats map keys as
-    unbounded strings); its message then says `cel_text` where the CLI names the value.
+    `cel` None means the API server cannot afford to compute it; its message then says `cel_text` where the CLI
+    names the value. A list (the offending keys of a map) is computed by a `filter` inside the `format` call:
+    `format` is priced by its format string and its arguments' own cost, whereas `join` on the filtered keys
+    is priced as unbounded (a map key has no maxLength). The CLI shows a list as `a, b`; the API server as CEL's
+    `%s` prints it, `["a", "b"]`.
     """
 
     cel: str | None
@@ -156,7 +159,11 @@ class Rule:
     def python_message(self, resource: Any, with_hint: bool = True, as_api_server: bool = False) -> str:
         """The CLI's message; `as_api_server` gives what the CRD's CEL rule says for the same input."""
         values = {
-            name: (ph.cel_text if as_api_server and ph.cel is None else _show(ph.python(resource)))
+            name: (
+                ph.cel_text
+                if as_api_server and ph.cel is None
+                else (_cel_show(ph.python(resource)) if as_api_server else _show(ph.python(resource)))
+            )
             for name, ph in self.values.items()
         }
         text = self.template().format(**values)
@@ -197,7 +204,21 @@ def _cel_string(text: str) -> str:
 def _show(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ", ".join(_show(v) for v in value)
     return str(value)
+
+
+def _cel_show(value: object) -> str:
+    """What CEL's `format` prints for `%s` (cel-go ext strings): a list as `["a", "b"]`, strings in it quoted."""
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_cel_quote(v) if isinstance(v, str) else _cel_show(v) for v in value) + "]"
+    return _show(value)
+
+
+def _cel_quote(text: str) -> str:
+    """Go's %q for the printable ASCII of keys."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _cel_list(items: Sequence[str]) -> str:
@@ -332,7 +353,7 @@ def _config_key_rules(
             fix=f"remove those keys and use the spec fields instead{see}",
             cel=f"{guard}!(k in {_cel_list(owned_sorted)}))",
             valid=lambda r: not owned_keys(r),
-            values={"keys": Placeholder(None, lambda r: ", ".join(owned_keys(r)), "a key")},
+            values={"keys": Placeholder(f"self.{field}.filter(k, k in {_cel_list(owned_sorted)})", owned_keys)},
             hint=lambda r: "; ".join(f"{key} → {owned[key]}" for key in owned_keys(r)),
         ),
         Rule(
@@ -345,7 +366,12 @@ def _config_key_rules(
             fix="correct the spelling or remove the key",
             cel=f"{guard}k in {_cel_list(known_sorted)} || k in {_cel_list(owned_sorted)})",
             valid=lambda r: not unknown(r),
-            values={"keys": Placeholder(None, lambda r: ", ".join(unknown(r)), "a key")},
+            values={
+                "keys": Placeholder(
+                    f"self.{field}.filter(k, !(k in {_cel_list(known_sorted)}) && !(k in {_cel_list(owned_sorted)}))",
+                    unknown,
+                )
+            },
             hint=lambda r: "; ".join(
                 f"{key}: {hint}" for key in unknown(r) if (hint := did_you_mean(key, known_sorted))
             ),
@@ -734,7 +760,7 @@ def _topic_rules() -> list[Rule]:
             fix="remove the key, or set spec.messageType instead of message.type",
             cel=f"!has(self.attributes) || self.attributes.all(k, k in {_cel_list(known_attrs)})",
             valid=lambda r: not unknown_attrs(r),
-            values={"keys": Placeholder(None, lambda r: ", ".join(unknown_attrs(r)), "a key")},
+            values={"keys": Placeholder(f"self.attributes.filter(k, !(k in {_cel_list(known_attrs)}))", unknown_attrs)},
         ),
     ]
 
