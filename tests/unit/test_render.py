@@ -109,3 +109,71 @@ def test_quickstart_controller_mode() -> None:
     assert master_pdb["spec"]["selector"]["matchLabels"][LABEL_ROLE] == "master"  # type: ignore[index]
     conn = next(o for o in objects if o["metadata"]["name"] == "rocketmq-ctl-connection")  # type: ignore[index]
     assert conn["data"]["nameServers"] == "rocketmq-ctl-0.rocketmq-ctl-headless.default.svc:9876"  # type: ignore[index]
+
+
+# --- broker metrics (spec.metrics): RocketMQ's own Prometheus exporter ------------------------------------------
+
+
+def _broker_pod_ports(objects: list[dict[str, object]], name: str) -> dict[str, int]:
+    sts = next(o for o in objects if o["kind"] == "StatefulSet" and o["metadata"]["name"] == name)  # type: ignore[index]
+    container = sts["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
+    return {p["name"]: p["containerPort"] for p in container["ports"]}
+
+
+@pytest.mark.parametrize(
+    ("example", "group"),
+    [("quickstart.yaml", "broker-a"), ("slave-acting-master.yaml", "broker-sam")],
+    ids=["controller mode", "classic (slaveActingMaster)"],
+)
+def test_every_broker_runs_the_prometheus_exporter(example: str, group: str) -> None:
+    objects = _objects(example)
+    files = _conf(objects, f"{group}-config")
+    assert files
+    for c in files.values():
+        # BrokerConfig (RocketMQ 5.5.0): metricsExporterType PROM starts BrokerMetricsManager's PrometheusHttpServer
+        # on metricsPromExporterHost:metricsPromExporterPort (default 5557; a blank host would bind brokerIP1 only).
+        assert c["metricsExporterType"] == "PROM"
+        assert c["metricsPromExporterHost"] == "0.0.0.0"
+        assert c["metricsPromExporterPort"] == "5557"
+    # The pod exposes it as the named port the chart's PodMonitor scrapes.
+    assert _broker_pod_ports(objects, group)["metrics"] == 5557
+
+
+def _render_docs(*docs: dict[str, object]) -> list[dict[str, object]]:
+    from rocketmq_operator.api.validation import validate_document
+
+    resources = []
+    for doc in docs:
+        report = validate_document(doc)
+        assert report.resource is not None, [str(p) for p in report.errors]
+        resources.append(report.resource)
+    return list(render_all(resources))
+
+
+def _broker_doc(**spec: object) -> dict[str, object]:
+    return {
+        "apiVersion": "rocketmq-operator.dev/v1alpha1",
+        "kind": "BrokerGroup",
+        "metadata": {"name": "bg", "namespace": "mq"},
+        "spec": {"replicas": 2, "haMode": "sync", "nameServers": ["ns-0:9876"], **spec},
+    }
+
+
+def test_metrics_port_and_switch() -> None:
+    objects = _render_docs(_broker_doc(metrics={"port": 9100}))
+    assert all(c["metricsPromExporterPort"] == "9100" for c in _conf(objects, "bg-config").values())
+    assert _broker_pod_ports(objects, "bg")["metrics"] == 9100
+
+    objects = _render_docs(_broker_doc(metrics={"enabled": False}))
+    for c in _conf(objects, "bg-config").values():
+        assert c["metricsExporterType"] == "DISABLE"
+        assert "metricsPromExporterPort" not in c and "metricsPromExporterHost" not in c
+    assert "metrics" not in _broker_pod_ports(objects, "bg")
+
+
+def test_the_pod_port_follows_user_broker_config() -> None:
+    # brokerConfig wins over spec.metrics; the container port is read back from the rendered broker.conf.
+    objects = _render_docs(_broker_doc(brokerConfig={"metricsPromExporterPort": 9200}))
+    assert _broker_pod_ports(objects, "bg")["metrics"] == 9200
+    objects = _render_docs(_broker_doc(brokerConfig={"metricsExporterType": "LOG"}))
+    assert "metrics" not in _broker_pod_ports(objects, "bg")

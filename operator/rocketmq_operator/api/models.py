@@ -167,6 +167,26 @@ class AutoCreateSpec(Model):
     )
 
 
+# RocketMQ's default metricsPromExporterPort (BrokerConfig, 5.5.0).
+DEFAULT_BROKER_METRICS_PORT = 5557
+
+
+class MetricsSpec(Model):
+    enabled: bool = Field(
+        default=True,
+        description="RocketMQ's own Prometheus exporter on every broker (metricsExporterType=PROM): an HTTP server "
+        "with /metrics (messages and bytes in and out, consumer lag, storage), exposed as the container port named "
+        "metrics for a PodMonitor (the chart's metrics.podMonitor). false: metricsExporterType=DISABLE and no port. "
+        "Changing it restarts the brokers (a roll).",
+    )
+    port: int = Field(
+        default=DEFAULT_BROKER_METRICS_PORT,
+        description=f"metricsPromExporterPort on Kubernetes (default {DEFAULT_BROKER_METRICS_PORT}, RocketMQ's); "
+        "must differ from the broker ports 10909, 10911 and 10912. The local platform ignores it and gives each "
+        "broker a port of its own (its listen port minus 1), so brokers on one host do not collide.",
+    )
+
+
 class UpgradeSpec(Model):
     strategy: str = Field(
         default=UpgradeStrategy.SWITCHOVER.value,
@@ -302,6 +322,10 @@ class BrokerGroupSpec(Model):
         "adds a preferred one that spreads the replicas over nodes.",
     )
     priority_class_name: str | None = Field(default=None, description="priorityClassName of the broker pods.")
+    metrics: MetricsSpec = Field(
+        default_factory=MetricsSpec,
+        description="Prometheus metrics of the brokers themselves (RocketMQ's exporter); on by default.",
+    )
 
 
 class NameServerSpec(Model):

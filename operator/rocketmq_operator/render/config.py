@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, HAMode
+from rocketmq_operator.api.models import DEFAULT_BROKER_METRICS_PORT, BrokerGroup, ControllerGroup, HAMode, MetricsSpec
 from rocketmq_operator.core.quorum import config_text, effective_quorum, quorum_keys
 
 NAMESRV_PORT = 9876
@@ -42,11 +42,14 @@ CONTROLLER_MODE_TIMINGS: Mapping[str, str] = {
 
 @dataclass(frozen=True)
 class ReplicaPlacement:
-    """Where one process lives. `address` None means: filled in at start (the pod IP)."""
+    """Where one process lives. `address` None means: filled in at start (the pod IP). `metrics_port` None means:
+    the group's `spec.metrics.port` (a pod has its own network namespace); a platform that runs several brokers on
+    one host gives each its own."""
 
     listen_port: int
     store_root: str
     address: str | None = None
+    metrics_port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -118,11 +121,37 @@ def broker_config(bg: BrokerGroup, ordinal: int, placement: BrokerPlacement) -> 
     conf["slaveReadEnable"] = config_text(spec.slave_read.enabled)
     if spec.slave_read.memory_ratio is not None:
         conf["accessMessageInMemoryMaxRatio"] = str(spec.slave_read.memory_ratio)
+    conf.update(metrics_keys(spec.metrics, where))
     for key, value in placement.platform_defaults.items():
         conf.setdefault(key, value)
     for key, user_value in spec.broker_config.items():
         conf[key] = config_text(user_value)
     return conf
+
+
+def metrics_keys(metrics: MetricsSpec, where: ReplicaPlacement) -> dict[str, str]:
+    """RocketMQ's own Prometheus exporter (BrokerMetricsManager: an HTTP server answering /metrics on
+    metricsPromExporterHost:metricsPromExporterPort). A blank host would bind brokerIP1 only; a pod binds every
+    address of its own network namespace (the pod IP for Prometheus, localhost for `kubectl port-forward`); a
+    local broker binds its placement address (loopback), on the port its placement checked was free."""
+    if not metrics.enabled:
+        return {"metricsExporterType": "DISABLE"}
+    return {
+        "metricsExporterType": "PROM",
+        "metricsPromExporterHost": where.address or "0.0.0.0",
+        "metricsPromExporterPort": str(where.metrics_port if where.metrics_port is not None else metrics.port),
+    }
+
+
+def prometheus_port(conf: Mapping[str, str]) -> int | None:
+    """The port a rendered broker.conf's Prometheus exporter listens on, None when it runs none (the user's
+    brokerConfig may have changed either key; RocketMQ reads PROM by name or as its number 2)."""
+    if conf.get("metricsExporterType", "DISABLE").strip() not in ("PROM", "2"):
+        return None
+    try:
+        return int(conf.get("metricsPromExporterPort", str(DEFAULT_BROKER_METRICS_PORT)))
+    except ValueError:
+        return None
 
 
 def dledger_peers(peers: Sequence[str]) -> str:

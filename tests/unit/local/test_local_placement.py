@@ -121,9 +121,36 @@ def test_only_addresses_ports_and_paths_differ_from_kubernetes() -> None:
     k8s = broker_config(bg, 0, broker_placement(bg, cg, "default"))
     local = confs["broker-a-0"]
     placement_keys = {"namesrvAddr", "controllerAddr", "listenPort", "haListenPort", "storePathRootDir",
-                      "storePathCommitLog", "brokerIP1", "brokerIP2"}  # fmt: skip
+                      "storePathCommitLog", "brokerIP1", "brokerIP2",
+                      "metricsPromExporterHost", "metricsPromExporterPort"}  # fmt: skip
     differing = {k for k in set(k8s) | set(local) if k8s.get(k) != local.get(k)}
     assert differing <= placement_keys | set(BROKER_PLATFORM_DEFAULTS)
+    assert k8s["metricsExporterType"] == local["metricsExporterType"] == "PROM"
+
+
+def test_each_local_broker_has_its_own_metrics_port() -> None:
+    """Several brokers on one host: each exporter on 127.0.0.1 at its listen port - 1, reserved in its block."""
+    res = resources(cg_doc(), bg_doc("bg", replicas=3), bg_doc("other", replicas=2))
+    ports = pack(port_needs(res), BASE)
+    confs = {name: props(text) for name, text in render_configs(res, ports, StateLayout(STATE)).items()}
+    brokers = {name: c for name, c in confs.items() if "brokerName" in c}
+    assert len(brokers) == 5
+    metrics_ports = [int(c["metricsPromExporterPort"]) for c in brokers.values()]
+    assert len(set(metrics_ports)) == len(metrics_ports)
+    taken = {int(c["listenPort"]) + o for c in brokers.values() for o in (-2, 0, 1)} | {
+        int(c["listenPort"]) for name, c in confs.items() if name not in brokers
+    }
+    assert not taken & set(metrics_ports)
+    for c in brokers.values():
+        assert c["metricsExporterType"] == "PROM" and c["metricsPromExporterHost"] == "127.0.0.1"
+        assert int(c["metricsPromExporterPort"]) == int(c["listenPort"]) - 1
+
+
+def test_local_metrics_can_be_switched_off() -> None:
+    res = resources(cg_doc(), bg_doc(metrics={"enabled": False}))
+    confs = render_configs(res, pack(port_needs(res), BASE), StateLayout(STATE))
+    conf = props(confs["bg-0"])
+    assert conf["metricsExporterType"] == "DISABLE" and "metricsPromExporterPort" not in conf
 
 
 def test_user_broker_config_wins_over_platform_defaults() -> None:

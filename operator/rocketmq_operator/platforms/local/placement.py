@@ -4,7 +4,12 @@ Contract:
 
 * `port_needs(resources)` lists the ports a set of resources needs (see `ports.PortNeed`), keyed
   `<replica>.<port>`: `namesrv` and `controller` (the DLedger peer port) for ControllerGroup replicas,
-  `listen` for brokers (which also occupy listen-2 and listen+1).
+  `listen` for brokers (which also occupy listen-2, listen-1 and listen+1).
+* Broker metrics (spec.metrics) are on locally too: each broker's Prometheus exporter listens on
+  127.0.0.1:<listen-1>, the port of its own block that `ports.BROKER_OFFSETS` already reserves and checks free,
+  so several brokers on one host never collide and no new port is allocated (an existing state directory keeps
+  its ports). spec.metrics.port, a pod's port, is not used here; the rendered broker.conf names the port
+  (metricsPromExporterPort). It is not one of the process's `ports`: start-up waits on those, not on metrics.
 * `controller_placement` / `broker_placement` build `render.config` placements from an allocation; configs
   are then rendered by `render.config.controller_config`, `namesrv_config` and `broker_config` unchanged. The
   platform defaults only shrink the footprint (facts §6 "Shrinking a local test"); the user's
@@ -194,7 +199,10 @@ def broker_placement(
             f"'{bg.spec.controller_ref.name if bg.spec.controller_ref else ''}' among the files; fix: add it with -f"
         )
     replicas = [
-        ReplicaPlacement(ports[f"{n}.listen"], str(layout.data(n) / "store"), LOCALHOST) for n in _broker_names(bg)
+        ReplicaPlacement(
+            ports[f"{n}.listen"], str(layout.data(n) / "store"), LOCALHOST, metrics_port=ports[f"{n}.listen"] - 1
+        )
+        for n in _broker_names(bg)
     ]
     return BrokerPlacement(
         name_servers=name_servers,

@@ -4,7 +4,8 @@ Contract:
 
 * A request is an ordered list of `PortNeed(key, offsets)`: the port given to `key` is `p`, and every `p + o`
   for `o` in `offsets` must be free. A broker needs `(-2, -1, 0, 1)`: the VIP server binds `listenPort-2`,
-  the HA server `listenPort+1` (docs/notes/local-start.md; -1 is kept free so blocks never interleave).
+  the HA server `listenPort+1` (docs/notes/local-start.md), and its Prometheus exporter `listenPort-1`
+  (spec.metrics; `placement.broker_placement`), so one block holds all of a broker's ports.
   A name server or controller needs `(0,)`.
 * `allocate(needs, seed, is_free)` is pure apart from `is_free`: the needs are packed in order into one block
   of consecutive ports; candidate blocks are tried in a fixed order that starts at a block chosen by `seed`

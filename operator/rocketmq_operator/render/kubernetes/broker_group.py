@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, HAMode
 from rocketmq_operator.core.config_change import group_revision, revision
-from rocketmq_operator.render.config import BROKER_PORT, BrokerPlacement, broker_config, properties_text
+from rocketmq_operator.render.config import (
+    BROKER_PORT,
+    BrokerPlacement,
+    broker_config,
+    prometheus_port,
+    properties_text,
+)
 from rocketmq_operator.render.jvm import jvm_options
 from rocketmq_operator.render.kubernetes.kinds import (
     config_map,
@@ -27,6 +33,17 @@ BROKER_PORTS: list[JSON] = [
     {"name": "vip", "containerPort": BROKER_PORT - 2, "protocol": "TCP"},
     {"name": "ha", "containerPort": BROKER_PORT + 1, "protocol": "TCP"},
 ]
+METRICS_PORT_NAME = "metrics"
+"""The container port of RocketMQ's Prometheus exporter; the chart's PodMonitor scrapes the port of this name."""
+
+
+def container_ports(bg: BrokerGroup, placement: BrokerPlacement) -> list[JSON]:
+    """The broker ports, and the exporter's port when the rendered broker.conf runs one (spec.metrics, or the
+    user's brokerConfig keys, which win: the port is read back from the config so the two always agree)."""
+    port = prometheus_port(broker_config(bg, 0, placement))
+    if port is None:
+        return list(BROKER_PORTS)
+    return [*BROKER_PORTS, {"name": METRICS_PORT_NAME, "containerPort": port, "protocol": "TCP"}]
 
 
 def broker_config_files(bg: BrokerGroup, placement: BrokerPlacement, pod_prefix: str) -> dict[str, str]:
@@ -86,7 +103,7 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: in
             pull_policy=bg.spec.image_pull_policy,
             role_arg="broker",
             java_opts=java,
-            ports=BROKER_PORTS,
+            ports=container_ports(bg, placement),
             probe_port=BROKER_PORT,
             config_map=f"{name}-config",
             config_digest=restart_digest(bg, placement, broker_image(bg), java),
