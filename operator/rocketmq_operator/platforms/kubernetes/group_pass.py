@@ -49,6 +49,7 @@ from rocketmq_operator.platforms.kubernetes.topics import reassert_topics
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.render.config import BROKER_PORT, BrokerPlacement
 from rocketmq_operator.render.kubernetes import (
+    ANNOTATION_SWITCHOVER_TO,
     LABEL_BROKER_ID,
     LABEL_GROUP,
     LABEL_ROLE,
@@ -59,9 +60,8 @@ from rocketmq_operator.render.kubernetes import (
 )
 
 JSON = dict[str, Any]
-# GitOps-friendly planned switchover: set this annotation to a broker id; the operator clears it when done
-# and records the outcome as the `Switchover` condition (and an Event).
-ANNOTATION_SWITCHOVER_TO = "rocketmq-operator.dev/switchover-to"
+# GitOps-friendly planned switchover (ANNOTATION_SWITCHOVER_TO, render.kubernetes.names): set it to a pod name or a
+# broker id; the operator clears it when done and records the outcome as the `Switchover` condition (and an Event).
 
 
 def _status_doc(status: BrokerGroupStatus) -> JSON:
@@ -130,6 +130,7 @@ async def observe_pass(
         wanted["observedGeneration"] = previous_doc.get("observedGeneration")
         await kube.patch_status("BrokerGroup", ns, name, wanted)
     _metrics(metrics, ns, name, status)
+    metrics.record_quorum_and_conditions(ns, name, bg.spec, status)
     if previous is not None and len(status.history) > len(previous.history):
         change = status.history[-1]
         metrics.master_changes.labels(namespace=ns, group=name).inc()

@@ -16,6 +16,9 @@ from rocketmq_operator.render.kubernetes.controller_group import CONTROLLER_PORT
 from rocketmq_operator.render.kubernetes.kinds import config_hash
 from rocketmq_operator.render.kubernetes.names import (
     ANNOTATION_CONFIG_HASH,
+    ANNOTATION_FENCE,
+    ANNOTATION_RESTARTED_AT,
+    ANNOTATION_SWITCHOVER_TO,
     JSON,
     LABEL_BROKER_ID,
     LABEL_GROUP,
@@ -36,6 +39,9 @@ from rocketmq_operator.render.kubernetes.names import (
 
 __all__ = [
     "ANNOTATION_CONFIG_HASH",
+    "ANNOTATION_FENCE",
+    "ANNOTATION_RESTARTED_AT",
+    "ANNOTATION_SWITCHOVER_TO",
     "BROKER_PORTS",
     "CONTROLLER_PORTS",
     "JSON",

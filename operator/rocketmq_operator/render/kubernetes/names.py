@@ -22,6 +22,13 @@ LABEL_ROLE = "rocketmq-operator.dev/role"
 LABEL_BROKER_ID = "rocketmq-operator.dev/broker-id"
 ANNOTATION_CONFIG_HASH = "rocketmq-operator.dev/config-hash"
 READINESS_GATE_IN_SYNC = "rocketmq-operator.dev/in-sync"
+# What a user (or `kubectl rocketmq`) asks of a BrokerGroup through annotations, read by the operator's group pass:
+# a planned switchover to a replica (pod name) or broker id, cleared when done; the replicas to keep fenced
+# (comma-separated pod names); and, on the StatefulSet's pod template, the time of a requested rolling restart (a
+# new template revision: the roll restarts every pod, quorum-safe).
+ANNOTATION_SWITCHOVER_TO = "rocketmq-operator.dev/switchover-to"
+ANNOTATION_FENCE = "rocketmq-operator.dev/fence"
+ANNOTATION_RESTARTED_AT = "rocketmq-operator.dev/restartedAt"
 DATA_DIR = "/data"
 CONFIG_DIR = "/etc/rocketmq"
 RUN_AS_USER = 3000
