@@ -512,6 +512,11 @@ class BrokerGroupStatus(Model):
     rollout: RolloutStatus | None = Field(
         default=None, description="The current or last rolling restart (resumed from here after a restart)."
     )
+    fenced: list[str] | None = Field(
+        default=None,
+        description="Replicas (pod names) fenced at the user's request (annotation rocketmq-operator.dev/fence): "
+        "they refuse every put until unfenced; the operator fences them again after a restart.",
+    )
 
 
 class ControllerGroupStatus(Model):
