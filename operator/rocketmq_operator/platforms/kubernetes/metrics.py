@@ -1,8 +1,15 @@
-"""Prometheus metrics of the operator, on their own registry (one per operator instance, not global)."""
+"""Prometheus metrics of the operator, on their own registry (one per operator instance, not global).
+
+The chart's alert rules and dashboard query these by name: `render.kubernetes.metric_names.OPERATOR_METRICS` lists
+them (a unit test compares it with this registry), next to the brokers' own metrics (spec.metrics).
+"""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from rocketmq_operator.api.models import BrokerGroupSpec, BrokerGroupStatus, HAMode
+from rocketmq_operator.core.quorum import effective_quorum
 
 
 class OperatorMetrics:
@@ -45,6 +52,19 @@ class OperatorMetrics:
         self.writable = Gauge(
             "rocketmq_operator_writable", "1 if a put would be stored now", labels, registry=self.registry
         )
+        # Controller mode: puts are refused (IN_SYNC_REPLICAS_NOT_ENOUGH) while the SyncStateSet is smaller.
+        self.min_in_sync_replicas = Gauge(
+            "rocketmq_operator_min_in_sync_replicas",
+            "minInSyncReplicas the brokers run with (controller mode only)",
+            labels,
+            registry=self.registry,
+        )
+        self.condition = Gauge(
+            "rocketmq_operator_broker_group_condition",
+            "1 while the BrokerGroup's status condition of this type is True",
+            [*labels, "condition"],
+            registry=self.registry,
+        )
         self.lag_bytes = Gauge(
             "rocketmq_operator_replica_lag_bytes",
             "Bytes behind the master",
@@ -64,6 +84,20 @@ class OperatorMetrics:
             ["namespace", "consumer_group", "topic", "group"],
             registry=self.registry,
         )
+
+    def record_quorum_and_conditions(
+        self, namespace: str, group: str, spec: BrokerGroupSpec, status: BrokerGroupStatus
+    ) -> None:
+        """What the alerts compare besides the SyncStateSet: the minInSyncReplicas the brokers run with (controller
+        mode, where a smaller SyncStateSet refuses puts; other modes have no SyncStateSet and no such gauge), and
+        every status condition of the group as 1 (True) or 0."""
+        quorum = effective_quorum(spec)
+        if quorum.mode is HAMode.CONTROLLER:
+            self.min_in_sync_replicas.labels(namespace=namespace, group=group).set(quorum.min_in_sync_replicas)
+        for c in status.conditions:
+            self.condition.labels(namespace=namespace, group=group, condition=c.type).set(
+                1 if c.status == "True" else 0
+            )
 
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)
