@@ -7,6 +7,11 @@
 * Every YAML file under examples/gitops parses, and the kustomization builds when kubectl is on PATH.
 * The RBAC rules grant what the operator calls (read from the templates' rule blocks, without helm).
 * When a helm binary is found (PATH or the k8s tools cache), `helm lint --strict` and `helm template` run.
+* Monitoring: the PodMonitor selects the broker pods' `metrics` port, the PrometheusRule carries
+  rules/rocketmq-alerts.yaml, every alert has a severity, a summary, a description and a `for:`, and every
+  expression of the alerts and of the Grafana dashboard parses as PromQL (promql-parser, the Python binding of
+  GreptimeDB's Rust parser) and selects only series listed in render.kubernetes.metric_names, whose operator part
+  is checked against the operator's own registry.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from real_parts import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "rocketmq-operator"
+ALERTS = CHART / "rules" / "rocketmq-alerts.yaml"
+DASHBOARD = CHART / "dashboards" / "rocketmq-operator.json"
 GITOPS = ROOT / "examples" / "gitops"
 SCHEMA = json.loads((CHART / "values.schema.json").read_text())
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
@@ -219,6 +226,14 @@ GOOD = {
         "metrics.serviceMonitor.enabled": True,
         "metrics.serviceMonitor.labels": {"release": "prom"},
     },
+    "broker metrics and alerts": {
+        "metrics.podMonitor.enabled": True,
+        "metrics.podMonitor.interval": "15s",
+        "metrics.podMonitor.labels": {"release": "prom"},
+        "metrics.prometheusRule.enabled": True,
+        "metrics.prometheusRule.labels": {"role": "alert-rules"},
+        "metrics.grafanaDashboard.enabled": True,
+    },
     "pinned image": {"image.tag": "0.1.0", "image.pullPolicy": "Always", "imagePullSecrets": [{"name": "registry"}]},
     "scheduling": {
         "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "mq", "effect": "NoSchedule"}],
@@ -254,6 +269,10 @@ BAD = {
     "boolean as string": {"peering.enabled": "yes"},
     "bad quantity": {"resources.limits": {"memory": "lots"}},
     "bad interval": {"metrics.serviceMonitor.interval": "30 seconds"},
+    "bad pod monitor interval": {"metrics.podMonitor.interval": "often"},
+    "unknown podMonitor key": {"metrics.podMonitor.port": "metrics"},
+    "prometheusRule switch as a string": {"metrics.prometheusRule.enabled": "true"},
+    "prometheusRule label not a string": {"metrics.prometheusRule.labels": {"release": 1}},
     "bad toleration key": {"tolerations": [{"keys": "x"}]},
     "missing rbac": {"rbac": None},
     "clusterRead not a boolean": {"rbac.clusterRead": "yes"},
@@ -284,6 +303,9 @@ def test_chart_metadata_and_templates() -> None:
         "serviceaccount.yaml",
         "metrics-service.yaml",
         "servicemonitor.yaml",
+        "podmonitor.yaml",
+        "prometheusrule.yaml",
+        "grafana-dashboard.yaml",
         "_helpers.tpl",
     } <= names
     helpers = (CHART / "templates" / "_helpers.tpl").read_text()
@@ -363,6 +385,181 @@ def test_rbac_grants_what_the_storage_and_drain_passes_call() -> None:
     # both scopes: in the ClusterRole (cluster), in a ClusterRole of its own (namespace: a Role cannot grant them)
     assert rbac.count('include "rocketmq-operator.clusterReadRules"') == 2
     assert rbac.count("{{- if .Values.rbac.clusterRead }}") == 2
+
+
+# --- monitoring: PodMonitor, PrometheusRule, Grafana dashboard --------------------------------------------------
+
+SEVERITIES = {"critical", "warning", "info"}
+# What issue #13 asks the alerts to cover, by alert name.
+REQUIRED_ALERTS = {
+    "RocketMQBrokerGroupNotWritable",
+    "RocketMQSyncStateSetBelowMinInSyncReplicas",
+    "RocketMQReplicaLagging",
+    "RocketMQControllerUnavailable",
+    "RocketMQConsumerLagRising",
+    "RocketMQBrokerDiskNearlyFull",
+}
+
+
+def _static_template(name: str) -> Any:
+    """A template read without helm: lines that are only template actions dropped, inline actions replaced by a
+    placeholder. Enough to inspect the fixed structure (selectors, ports, paths) of a simple template."""
+    lines = []
+    for line in (CHART / "templates" / name).read_text().splitlines():
+        if re.fullmatch(r"\s*\{\{.*\}\}\s*", line):
+            continue
+        lines.append(re.sub(r"\{\{.*?\}\}", "TEMPLATED", line))
+    return yaml.safe_load("\n".join(lines))
+
+
+def _alert_rules() -> list[dict[str, Any]]:
+    doc = yaml.safe_load(ALERTS.read_text())
+    return [rule for group in doc["groups"] for rule in group["rules"]]
+
+
+def _dashboard_exprs() -> list[tuple[str, str]]:
+    """(panel title, expression) of every target of the dashboard."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [(p["title"], t["expr"]) for p in dashboard["panels"] for t in p.get("targets", [])]
+
+
+def selected_series(expr: str) -> set[str]:
+    """The series names a PromQL expression selects; raises ValueError when it does not parse."""
+    import promql_parser
+
+    found: set[str] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, promql_parser.VectorSelector):
+            if node.name:
+                found.add(node.name)
+            for matcher in node.matchers.matchers:
+                if matcher.name == "__name__":
+                    found.add(matcher.value)
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    assert found, f"no series selected by {expr!r}"
+    return found
+
+
+def test_selected_series_sees_every_name_and_refuses_bad_promql() -> None:
+    assert selected_series('sum(rate(a_total{x="1"}[5m])) / on (g) b and {__name__="c"}') == {"a_total", "b", "c"}
+    assert selected_series('label_replace(max by (pod) (d), "p", "data-$1", "pod", "(.+)")') == {"d"}
+    for bad in ("sum(rate(a[5m])", "a >", "max by (x (a)", "rate(a[5m]]"):
+        with pytest.raises(ValueError):
+            selected_series(bad)
+
+
+def test_the_exporters_unit_suffix_is_part_of_the_names() -> None:
+    from rocketmq_operator.render.kubernetes.metric_names import KNOWN_SERIES
+
+    # RocketMQ registers rocketmq_consumer_lag_latency and rocketmq_storage_size with a unit; the OpenTelemetry
+    # Prometheus exporter appends it. The names without the unit are never served.
+    assert "rocketmq_consumer_lag_latency" not in KNOWN_SERIES and "rocketmq_storage_size" not in KNOWN_SERIES
+    assert {"rocketmq_consumer_lag_latency_milliseconds", "rocketmq_storage_size_bytes"} <= KNOWN_SERIES
+
+
+def test_operator_metric_table_matches_the_registry() -> None:
+    from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
+    from rocketmq_operator.render.kubernetes.metric_names import OPERATOR_METRICS
+
+    collectors = [c for c in vars(OperatorMetrics()).values() if hasattr(c, "_labelnames")]
+    registered = {}
+    for collector in collectors:
+        (family,) = collector.describe()
+        name = f"{family.name}_total" if family.type == "counter" else family.name
+        registered[name] = (family.type, tuple(collector._labelnames))
+    listed = {m.name: (m.kind, m.labels) for m in OPERATOR_METRICS}
+    assert listed == registered
+
+
+def test_pod_monitor_selects_the_broker_pods_metrics_port() -> None:
+    from rocketmq_operator.render.kubernetes import LABEL_GROUP, labels
+    from rocketmq_operator.render.kubernetes.broker_group import METRICS_PORT_NAME
+
+    text = (CHART / "templates" / "podmonitor.yaml").read_text()
+    assert text.startswith("{{- if .Values.metrics.podMonitor.enabled }}\n")
+    monitor = _static_template("podmonitor.yaml")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1" and monitor["kind"] == "PodMonitor"
+    # The labels the renderer puts on every broker pod, and no pod of a ControllerGroup.
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= labels("any-group", "broker").items()
+    assert not selector.items() <= labels("any-group", "controller").items()
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["port"] == METRICS_PORT_NAME and endpoint["path"] == "/metrics"  # PrometheusHttpServer's path
+    # The BrokerGroup's name becomes the label `group`, as in the operator's metrics.
+    meta = "__meta_kubernetes_pod_label_" + re.sub(r"[^A-Za-z0-9_]", "_", LABEL_GROUP)
+    assert {"sourceLabels": [meta], "targetLabel": "group"} in endpoint["relabelings"]
+
+
+def test_service_monitor_keeps_the_operators_namespace_label() -> None:
+    (endpoint,) = _static_template("servicemonitor.yaml")["spec"]["endpoints"]
+    assert endpoint["honorLabels"] is True
+
+
+def test_prometheus_rule_carries_the_alert_file() -> None:
+    text = (CHART / "templates" / "prometheusrule.yaml").read_text()
+    assert text.startswith("{{- if .Values.metrics.prometheusRule.enabled }}\n")
+    assert "kind: PrometheusRule" in text and "apiVersion: monitoring.coreos.com/v1" in text
+    # Included as a file, not as a template: the rules' {{ $labels.x }} are Prometheus's, not Helm's.
+    assert '{{ .Files.Get "rules/rocketmq-alerts.yaml" | indent 2 }}' in text
+    assert "tpl" not in text
+
+
+def test_every_alert_is_complete() -> None:
+    from rocketmq_operator.render.kubernetes.metric_names import BROKER_METRICS, POD_MONITOR_LABELS, metric_of_series
+
+    rules = _alert_rules()
+    names = [r["alert"] for r in rules]
+    assert len(names) == len(set(names)), names
+    assert set(names) >= REQUIRED_ALERTS
+    for rule in rules:
+        where = rule["alert"]
+        assert set(rule) <= {"alert", "expr", "for", "labels", "annotations"}, where
+        assert re.fullmatch(r"[0-9]+[smh]", rule["for"]), where
+        assert rule["labels"]["severity"] in SEVERITIES, where
+        assert rule["annotations"]["summary"].strip() and rule["annotations"]["description"].strip(), where
+        # Prometheus's alert templates: balanced, and only labels the selected series have (a typo is empty).
+        metrics = [metric_of_series(s) for s in selected_series(rule["expr"])]
+        have = {label for m in metrics if m is not None for label in m.labels}
+        if any(m in BROKER_METRICS for m in metrics):
+            have |= set(POD_MONITOR_LABELS)
+        for text in rule["annotations"].values():
+            assert text.count("{{") == text.count("}}"), where
+            assert set(re.findall(r"\$labels\.(\w+)", text)) <= have, where
+
+
+@pytest.mark.parametrize("rule", _alert_rules(), ids=lambda r: r["alert"])
+def test_alert_expressions_parse_and_use_known_metrics(rule: dict[str, Any]) -> None:
+    from rocketmq_operator.render.kubernetes.metric_names import KNOWN_SERIES
+
+    unknown = selected_series(rule["expr"]) - KNOWN_SERIES
+    assert not unknown, f"{rule['alert']}: {sorted(unknown)} are not in render.kubernetes.metric_names"
+
+
+@pytest.mark.parametrize(("title", "expr"), _dashboard_exprs(), ids=[t for t, _ in _dashboard_exprs()])
+def test_dashboard_expressions_parse_and_use_known_metrics(title: str, expr: str) -> None:
+    from rocketmq_operator.render.kubernetes.metric_names import KNOWN_SERIES
+
+    unknown = selected_series(expr) - KNOWN_SERIES
+    assert not unknown, f"panel {title!r}: {sorted(unknown)} are not in render.kubernetes.metric_names"
+
+
+def test_dashboard_has_operator_and_broker_panels() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    used = set().union(*(selected_series(expr) for _, expr in _dashboard_exprs()))
+    assert {"rocketmq_operator_writable", "rocketmq_operator_sync_state_set_size"} <= used
+    broker = {"rocketmq_messages_in_total", "rocketmq_messages_out_total", "rocketmq_consumer_lag_messages"}
+    assert broker | {"rocketmq_storage_size_bytes"} <= used
+    # Panels do not overlap on Grafana's 24-column grid.
+    cells: set[tuple[int, int]] = set()
+    for panel in dashboard["panels"]:
+        g = panel["gridPos"]
+        mine = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
+        assert g["x"] + g["w"] <= 24 and not mine & cells, panel["title"]
+        cells |= mine
 
 
 # --- examples/gitops --------------------------------------------------------------------------------------
@@ -555,3 +752,42 @@ def test_helm_refuses_bad_values(helm: str) -> None:
     ):
         proc = _template(helm, *sets)
         assert proc.returncode != 0, f"helm accepted {sets}"
+
+
+@pytest.mark.k8s
+def test_helm_template_monitoring(helm: str) -> None:
+    objects = _objects(
+        _template(
+            helm,
+            'metrics={"port":9090,"service":{"enabled":true},"serviceMonitor":{"enabled":true},'
+            '"podMonitor":{"enabled":true,"interval":"15s","labels":{"release":"prom"}},'
+            '"prometheusRule":{"enabled":true,"labels":{"release":"prom"}},"grafanaDashboard":{"enabled":true}}',
+            'watchNamespaces=["mq"]',
+        )
+    )
+    by_kind = {o["kind"]: o for o in objects}
+    monitor = by_kind["PodMonitor"]
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["mq"]}
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["port"] == "metrics" and endpoint["interval"] == "15s"
+    rule = by_kind["PrometheusRule"]
+    assert rule["metadata"]["labels"]["release"] == "prom"
+    assert rule["spec"] == yaml.safe_load(ALERTS.read_text())  # byte for byte the rule file, $labels untouched
+    assert by_kind["ServiceMonitor"]["spec"]["endpoints"][0]["honorLabels"] is True
+    dashboard = json.loads(by_kind["ConfigMap"]["data"]["rocketmq-operator.json"])
+    assert dashboard == json.loads(DASHBOARD.read_text())
+    # all namespaces when none are listed
+    monitor = next(
+        o
+        for o in _objects(
+            _template(
+                helm,
+                'metrics={"port":9090,"service":{"enabled":true},'
+                '"serviceMonitor":{"enabled":false},'
+                '"podMonitor":{"enabled":true}}',
+            )
+        )
+        if o["kind"] == "PodMonitor"
+    )
+    assert monitor["spec"]["namespaceSelector"] == {"any": True}
