@@ -11,7 +11,8 @@ client with a cached route (the Java client refreshes every 30 s) keeps being ac
 does not answer, or a deposed one, is the platform's (`FailoverPlatform.fence`: the local supervisor kills the
 process it owns; Kubernetes deletes the pod with grace period 0). `run_replication_policy` is the one policy
 pass both platforms run after each observation: fence deposed masters, fail over a master that does not answer,
-re-attach slaves, re-register a master a name server lost.
+re-attach slaves, re-register a master a name server lost. `run_fences` keeps the replicas a user fenced
+(`core.fence`) fenced with the same `fence_config`, and unfences them when asked.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -38,6 +39,7 @@ from rocketmq_operator.core.failover import (
     track_deposed,
     unconnected_slaves,
 )
+from rocketmq_operator.core.fence import FenceFacts, plan_fences
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.remoting import HaInfo, RemotingClient, RemotingException
@@ -75,6 +77,70 @@ def unfence_config(min_in_sync_replicas: int, heartbeat_ms: str | None) -> dict[
         "minInSyncReplicas": str(min_in_sync_replicas),
         "haSendHeartbeatInterval": heartbeat_ms,
     }
+
+
+def is_fenced(config: Mapping[str, str]) -> bool:
+    """The broker's live config carries the fence (`fence_config`): write permission off, no put stored."""
+    return config.get("brokerPermission") == str(PERM_READ) and config.get("minInSyncReplicas") == str(
+        FENCED_MIN_IN_SYNC_REPLICAS
+    )
+
+
+@dataclass
+class FenceOutcome:
+    """What a fence pass did: the replicas fenced now (status.fenced), each step done, and each problem."""
+
+    fenced: list[str] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+async def run_fences(
+    client: RemotingClient,
+    state: GroupState,
+    wanted: Collection[str],
+    recorded: Collection[str],
+    known: Collection[str],
+    *,
+    min_in_sync_replicas: int,
+    annotation: str = "rocketmq-operator.dev/fence",
+    timeout: float = 3.0,
+) -> FenceOutcome:
+    """The user's fences (`core.fence.plan_fences`) on one observation: read the live config of every replica
+    wanted or recorded, fence or unfence what the plan says (the switchover's `fence_config`; the unfence gives back
+    write permission, the group's ``min_in_sync_replicas`` and the default heartbeat, which the hot-key pass then
+    brings to the rendered value). A broker that does not answer is a problem of the outcome, never raised."""
+    observed: dict[str, FenceFacts] = {}
+    for replica in state.replicas:
+        if replica.name not in wanted and replica.name not in recorded:
+            continue
+        if not replica.reachable:
+            observed[replica.name] = FenceFacts(reachable=False)
+            continue
+        try:
+            config = await client.get_broker_config(replica.address, timeout=timeout)
+        except (RemotingException, OSError):
+            observed[replica.name] = FenceFacts(reachable=False)
+            continue
+        observed[replica.name] = FenceFacts(reachable=True, fenced=is_fenced(config))
+    plan = plan_fences(wanted, recorded, known, observed, annotation=annotation)
+    outcome = FenceOutcome(fenced=list(plan.fenced), problems=list(plan.problems))
+    addresses = {r.name: r.address for r in state.replicas}
+    for name, values, verb in [
+        *((n, fence_config(), "fenced") for n in plan.fence),
+        *((n, unfence_config(min_in_sync_replicas, None), "unfenced") for n in plan.unfence),
+    ]:
+        try:
+            await client.update_broker_config(addresses[name], values, timeout=timeout)
+        except (RemotingException, OSError) as exc:
+            outcome.problems.append(f"{name} could not be {verb}, tried again next pass: {exc or type(exc).__name__}")
+            if verb == "fenced":
+                outcome.fenced.remove(name)
+            else:
+                outcome.fenced = sorted({*outcome.fenced, name})
+            continue
+        outcome.steps.append(f"{verb} {name} ({_show(values)})")
+    return outcome
 
 
 class OperationRefused(Exception):

@@ -5,7 +5,8 @@ Each pass: list the group's pods → observe (controller leader + brokers) → `
 changed (status, pod labels, pod readiness conditions) → one Event per master change →
 `operations.run_replication_policy`, the same pass the local supervisor runs (fence deposed masters, fail over
 a master that does not answer: fence first, then elect; re-attach slaves; re-register a lost route) → the
-switchover before a node drain (`drain`) → hot keys and one roll step (`roll`) → storage expansion (`storage`). Fencing
+switchover before a node drain (`drain`) → hot keys and one roll step (`roll`) → storage expansion (`storage`). The
+user's fences (annotation `rocketmq-operator.dev/fence`, `_fence_pass`) are kept before all of these. Fencing
 here deletes the pod with grace period 0: its process cannot acknowledge anything once the kubelet kills it,
 and the StatefulSet brings it back as a new process that registers as the controller says. Everything is
 derived again from the cluster and the brokers; the in-memory facts (`operations.PolicyMemory`) only time
@@ -26,6 +27,7 @@ from rocketmq_operator.control.operations import (
     OperationRefused,
     PolicyMemory,
     PolicySettings,
+    run_fences,
     run_replication_policy,
     switchover_group,
 )
@@ -37,7 +39,9 @@ from rocketmq_operator.core.conditions import (
     status_unchanged,
 )
 from rocketmq_operator.core.failover import SwitchoverTargetError, switchover_target_id
+from rocketmq_operator.core.fence import parse_fence_annotation
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
+from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.platforms.kubernetes.drain import drain_pass
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
@@ -49,6 +53,7 @@ from rocketmq_operator.platforms.kubernetes.topics import reassert_topics
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.render.config import BROKER_PORT, BrokerPlacement
 from rocketmq_operator.render.kubernetes import (
+    ANNOTATION_FENCE,
     ANNOTATION_SWITCHOVER_TO,
     LABEL_BROKER_ID,
     LABEL_GROUP,
@@ -141,9 +146,11 @@ async def observe_pass(
             message=f"master {change.from_broker_id} -> {change.to_broker_id} (epoch {change.epoch}): {change.reason}",
         )
     await _sync_pods(kube, ns, pods, status)
+    # Before anything that could undo it (the hot keys) or pick a fenced replica (a switchover, the roll).
+    fenced = await _fence_pass(kube, client, bg, resource, state, pods, controller_mode)
     wanted_target = (body["metadata"].get("annotations") or {}).get(ANNOTATION_SWITCHOVER_TO)
     if controller_mode and wanted_target is not None:
-        await _switchover(kube, client, bg, resource, state, controllers, endpoints, wanted_target)
+        await _switchover(kube, client, bg, resource, state, controllers, endpoints, wanted_target, fenced)
     elif controller_mode:
         acted = await _failover(kube, client, bg, resource, state, pods, name_servers, memory, logger)
         if not acted and blocked is None:
@@ -153,7 +160,19 @@ async def observe_pass(
         if not acted and blocked is None:
             placement = broker_placement(bg, cg, ns)
             await _converge(
-                kube, client, bg, resource, state, placement, controllers, endpoints, pods, previous, memory, logger
+                kube,
+                client,
+                bg,
+                resource,
+                state,
+                placement,
+                controllers,
+                endpoints,
+                pods,
+                previous,
+                memory,
+                logger,
+                fenced,
             )
     # Last: its status write must not keep the replication policy from running.
     await storage_pass(kube, bg, body, resource, memory, logger)
@@ -172,13 +191,21 @@ async def _converge(
     previous: BrokerGroupStatus | None,
     memory: dict[str, Any],
     logger: Any,
+    fenced: frozenset[str] = frozenset(),
 ) -> None:
-    """The running brokers follow the spec: hot keys applied in place, everything else by one roll step."""
-    for replica, text in (await apply_hot_keys(client, bg, placement, state)).items():
+    """The running brokers follow the spec: hot keys applied in place (a fenced replica keeps its fence's keys),
+    everything else by one roll step. The roll waits while a replica is fenced: its switchover could pick it."""
+    for replica, text in (await apply_hot_keys(client, bg, placement, state, fenced)).items():
         if memory.get(f"hot:{replica}") != text:  # a key that never reads back is said once, not every pass
             memory[f"hot:{replica}"] = text
             logger.info("%s: %s", replica, text)
             kopf.event(resource, type="Normal", reason="ConfigApplied", message=f"{replica}: {text}"[:1000])
+    if fenced:
+        if memory.get("roll-fenced") != fenced:
+            memory["roll-fenced"] = fenced
+            logger.info("the roll waits while %s is fenced", ", ".join(sorted(fenced)))
+        return
+    memory.pop("roll-fenced", None)
     before = previous.rollout if previous is not None else None
     after = await roll_pass(kube, client, bg, state, controllers, endpoints, pods, before)
     same_roll = before is not None and after is not None and before.target_revision == after.target_revision
@@ -210,8 +237,10 @@ async def _switchover(
     controllers: list[str],
     endpoints: list[ReplicaEndpoint],
     wanted: str,
+    fenced: frozenset[str] = frozenset(),
 ) -> None:
     ns, name = resource["metadata"]["namespace"], resource["metadata"]["name"]
+    ok: bool | None = None
     # A pod name or a broker id; a pod's id is the controller's, from this pass's observation.
     ids: dict[str, int | None] = {e.name: None for e in endpoints}
     ids.update({r.name: r.broker_id for r in state.replicas})
@@ -225,6 +254,16 @@ async def _switchover(
     except SwitchoverTargetError as exc:
         ok, reason, message = False, "InvalidTarget", str(exc)
     else:
+        target_name = next((r for r, i in ids.items() if i == target_id), None)
+        if target_name in fenced:
+            ok, reason, message = (
+                False,
+                "InvalidTarget",
+                f"annotation {ANNOTATION_SWITCHOVER_TO} {wanted!r}: {target_name} is fenced (annotation "
+                f"{ANNOTATION_FENCE}), it would refuse every put as master; fix: unfence it first, or name another "
+                "replica",
+            )
+    if ok is None:
         try:
             report = await switchover_group(client, bg, controllers, endpoints, target_id)
             pause = report.write_pause_s
@@ -244,6 +283,76 @@ async def _switchover(
     await kube.patch_status("BrokerGroup", ns, name, {"conditions": [*others, outcome]})
     # Cleared when done, so the desired state in Git can drop it and a re-apply does not switch again.
     await kube.patch("BrokerGroup", ns, name, {"metadata": {"annotations": {ANNOTATION_SWITCHOVER_TO: None}}})
+
+
+FENCE_CONDITION = "Fence"
+
+
+async def _fence_pass(
+    kube: KubeClient,
+    client: RemotingClient,
+    bg: BrokerGroup,
+    resource: kopf.Body,
+    state: GroupState,
+    pods: list[JSON],
+    controller_mode: bool,
+) -> frozenset[str]:
+    """The user's fences (annotation ANNOTATION_FENCE, `operations.run_fences`): fence the replicas it names
+    (again, after a restart), unfence the ones `status.fenced` records and it no longer names. Writes
+    `status.fenced` and the `Fence` condition when they change (False with the reason while something asked
+    cannot be done; dropped once nothing is fenced), one Event per step. Returns the replicas fenced or asked
+    to be, which the hot keys leave alone and the switchover and the roll avoid."""
+    ns, name = resource["metadata"]["namespace"], resource["metadata"]["name"]
+    wanted = parse_fence_annotation((resource["metadata"].get("annotations") or {}).get(ANNOTATION_FENCE))
+    status_doc = resource.get("status") or {}
+    recorded = list(status_doc.get("fenced") or [])
+    current = next((c for c in status_doc.get("conditions") or [] if c.get("type") == FENCE_CONDITION), None)
+    if not wanted and not recorded and current is None:
+        return frozenset()
+    if not controller_mode:
+        fenced: list[str] = recorded
+        problems = [f"annotation {ANNOTATION_FENCE}: the fence needs haMode controller (it raises minInSyncReplicas)"]
+        steps: list[str] = []
+    else:
+        known = {f"{name}-{i}" for i in range(bg.spec.replicas)} | {str(p["metadata"]["name"]) for p in pods}
+        outcome = await run_fences(
+            client,
+            state,
+            wanted,
+            recorded,
+            known,
+            min_in_sync_replicas=effective_quorum(bg.spec).min_in_sync_replicas,
+            annotation=ANNOTATION_FENCE,
+        )
+        fenced, problems, steps = outcome.fenced, outcome.problems, outcome.steps
+    for step in steps:
+        kopf.event(resource, type="Normal", reason="Fenced" if step.startswith("fenced") else "Unfenced", message=step)
+    wanted_condition: JSON | None = None
+    if problems:
+        wanted_condition = condition(
+            FENCE_CONDITION, "False", "FencePending", "; ".join(problems), now_iso(), None, current
+        )
+    elif fenced:
+        message = (
+            f"{', '.join(fenced)} refuse every put (brokerPermission=4, minInSyncReplicas above any SyncStateSet); "
+            "the roll waits meanwhile; unfence: kubectl rocketmq unfence REPLICA"
+        )
+        wanted_condition = condition(FENCE_CONDITION, "True", "Fenced", message, now_iso(), None, current)
+    same_condition = (current is None and wanted_condition is None) or (
+        current is not None
+        and wanted_condition is not None
+        and all(current.get(k) == wanted_condition.get(k) for k in ("status", "reason", "message"))
+    )
+    if sorted(recorded) != sorted(fenced) or not same_condition:
+        # Read back: this pass's observer has just written the other conditions.
+        latest = ((await kube.get("BrokerGroup", ns, name) or {}).get("status") or {}).get("conditions") or []
+        others = [c for c in latest if c.get("type") != FENCE_CONDITION]
+        patch: JSON = {
+            "fenced": sorted(fenced) or None,
+            "conditions": others + ([wanted_condition] if wanted_condition else []),
+        }
+        await kube.patch_status("BrokerGroup", ns, name, patch)
+    return frozenset(wanted) | frozenset(fenced)
 
 
 def _metrics(metrics: OperatorMetrics, ns: str, name: str, status: BrokerGroupStatus) -> None:

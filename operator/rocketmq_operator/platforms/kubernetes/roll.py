@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, RolloutStatus
+from rocketmq_operator.control.operations import fence_config
 from rocketmq_operator.control.roll import (
     Revisions,
     RollSettings,
@@ -191,16 +192,24 @@ async def _forget_removed(
 
 
 async def apply_hot_keys(
-    client: RemotingClient, bg: BrokerGroup, placement: BrokerPlacement, state: GroupState
+    client: RemotingClient,
+    bg: BrokerGroup,
+    placement: BrokerPlacement,
+    state: GroupState,
+    fenced: frozenset[str] = frozenset(),
 ) -> dict[str, str]:
-    """Bring each answering broker's hot keys to the rendered values. Returns what was done or failed, per
-    replica (empty when every broker already had them)."""
+    """Bring each answering broker's hot keys to the rendered values, except the fence's keys on a replica the
+    user fenced (``fenced``). Returns what was done or failed, per replica (empty when every broker already had
+    them)."""
     done: dict[str, str] = {}
+    fence_keys = set(fence_config())
     for replica in state.replicas:
         ordinal = _ordinal(replica.name)
         if not replica.reachable or ordinal is None or ordinal >= bg.spec.replicas:
             continue
         wanted = {k: v for k, v in broker_config(bg, ordinal, placement).items() if k in HOT_BROKER_KEYS}
+        if replica.name in fenced:
+            wanted = {k: v for k, v in wanted.items() if k not in fence_keys}
         try:
             live = await client.get_broker_config(replica.address, timeout=3.0)
         except (RemotingException, OSError):
