@@ -243,7 +243,9 @@ def _crd(
         "properties": {
             "apiVersion": {"type": "string", "description": f"{API_GROUP}/{API_VERSION}"},
             "kind": {"type": "string", "description": kind},
-            "metadata": {"type": "object", "description": "Standard Kubernetes object metadata."},
+            # Nothing but the type: the API server refuses a CRD whose metadata schema says more ("must not
+            # specify anything other than name and generateName"); it describes ObjectMeta itself.
+            "metadata": {"type": "object"},
             "spec": spec_schema,
             "status": status_schema,
         },
