@@ -5,6 +5,7 @@ its outcome, fence, restart, the report tarball (never a Secret), and kubectl's 
 from __future__ import annotations
 
 import json
+import shlex
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -442,3 +443,13 @@ def test_an_unreachable_api_server_is_one_line(
     monkeypatch.setenv("KUBECONFIG", str(path))
     code, _, err = run(capsys, "status", "broker-a")
     assert code == 1 and err.count("\n") == 1 and "cannot reach the API server at http://127.0.0.1:9" in err
+
+
+def test_every_readme_plugin_command_is_one_the_plugin_accepts() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## `kubectl rocketmq`\n") :]
+    block = section[section.index("```sh\n") + len("```sh\n") : section.index("```\n", section.index("```sh\n") + 5)]
+    commands = [shlex.split(line, comments=True) for line in block.splitlines() if line.startswith("kubectl rocketmq")]
+    assert {argv[2] for argv in commands} >= {"status", "switchover", "fence", "restart", "report"}
+    for argv in commands:
+        kubectl.build_parser().parse_args(argv[2:])
