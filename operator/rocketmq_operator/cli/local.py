@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rocketmq_operator.platforms.console import terminal
 from rocketmq_operator.platforms.local import control
 from rocketmq_operator.platforms.local.commands import SIGNALS
 from rocketmq_operator.platforms.local.layout import DEFAULT_STATE_DIR, STATE_ENV, resolve_state_dir
@@ -41,7 +42,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    return control.status(resolve_state_dir(args.state_dir), as_json=args.json, watch=args.watch)
+    console = terminal() if args.watch is not None else None
+    return control.status(resolve_state_dir(args.state_dir), as_json=args.json, watch=args.watch, console=console)
 
 
 def cmd_env(args: argparse.Namespace) -> int:

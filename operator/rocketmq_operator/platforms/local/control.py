@@ -39,9 +39,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from rich.console import Console
 
 from rocketmq_operator.api.models import AnyResource
 from rocketmq_operator.api.validation import ManifestError, validate_files
+from rocketmq_operator.platforms.console import EXIT_INTERRUPTED, Frames
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local import roll as local_roll
 from rocketmq_operator.platforms.local.distribution import (
@@ -529,32 +531,50 @@ def start(state_dir: Path, replica: str, *, out: Out = _stdout) -> int:
 # ---------------------------------------------------------------------------------------------- status
 
 
-def status(state_dir: Path, *, as_json: bool = False, watch: float | None = None, out: Out = _stdout) -> int:
+def status(
+    state_dir: Path,
+    *,
+    as_json: bool = False,
+    watch: float | None = None,
+    out: Out = _stdout,
+    console: Console | None = None,
+) -> int:
+    """``console`` (a terminal's, see `console.terminal`): `--watch` redraws the table in place on it; without
+    one every observation is appended (``--- <observedAt>`` and the table). Ctrl-C ends a watch with 130."""
     from rocketmq_operator.platforms.local.report import dumps
 
     layout = StateLayout(state_dir)
+    frames = Frames(console if watch is not None and not as_json else None, out)
     try:
-        while True:
-            try:
-                state = read_state(layout.state_file)
-            except StateError as exc:
-                _stderr(f"error: nothing to show for {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`")
-                return EXIT_FAILED
-            doc = asyncio.run(collect(state, layout))
-            if as_json:
-                out(dumps(doc, compact=watch is not None))
-            else:
-                if watch is not None:
-                    out(f"--- {doc['observedAt']}")
-                out(render_table(doc))
-            if watch is None:
-                if doc.get("stopped"):
-                    _stderr(f"stopped: nothing runs from {layout.root}; start it: `rocketmq-operator local up -f FILE`")
-                    return EXIT_STOPPED
-                return EXIT_OK
-            time.sleep(max(watch, 0.2))
+        with frames:
+            while True:
+                try:
+                    state = read_state(layout.state_file)
+                except StateError as exc:
+                    _stderr(
+                        f"error: nothing to show for {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`"
+                    )
+                    return EXIT_FAILED
+                doc = asyncio.run(collect(state, layout))
+                if as_json:
+                    out(dumps(doc, compact=watch is not None))
+                else:
+                    header = ""
+                    if watch is not None:
+                        header = f"--- {doc['observedAt']}"
+                        if frames.live:
+                            header += f"  (every {watch:g}s; Ctrl-C to stop)"
+                    frames.show(header, render_table(doc))
+                if watch is None:
+                    if doc.get("stopped"):
+                        _stderr(
+                            f"stopped: nothing runs from {layout.root}; start it: `rocketmq-operator local up -f FILE`"
+                        )
+                        return EXIT_STOPPED
+                    return EXIT_OK
+                time.sleep(max(watch, 0.2))
     except KeyboardInterrupt:
-        return EXIT_OK
+        return EXIT_INTERRUPTED
 
 
 def env(state_dir: Path, *, out: Out = _stdout) -> int:

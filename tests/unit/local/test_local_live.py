@@ -1,0 +1,89 @@
+"""Live terminal views of the local platform: `local status --watch` redrawn in place on a terminal (appended, as
+before, anywhere else), Ctrl-C on `local status --watch` (130, quietly) and on `local up` (what is left running
+and how to stop it). No RocketMQ process: the observation and the start are replaced."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local.report import render_table
+
+QUICKSTART = Path(__file__).resolve().parents[3] / "examples" / "quickstart.yaml"
+
+
+def status_doc(n: int) -> dict[str, Any]:
+    return {
+        "stateDir": "/s",
+        "observedAt": f"2026-01-01T00:00:0{n}Z",
+        "supervisor": {"pid": 7, "running": True, "phase": "running"},
+        "nameServers": ["127.0.0.1:1"],
+        "controllers": ["127.0.0.1:2"],
+        "groups": [
+            {"name": "g", "master": {"brokerId": 1, "replica": "g-0", "epoch": n}, "needAcks": 2, "writable": True,
+             "replicas": [{"name": "g-0", "brokerId": 1, "role": "master", "alive": True, "inSync": True,
+                           "maxOffset": 10 * n, "pid": 101, "restarts": 0}],
+             "syncStateSet": {"members": [1], "epoch": n}, "conditions": []},
+        ],
+        "processes": [],
+    }  # fmt: skip
+
+
+@pytest.fixture
+def three_frames(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """`status --watch` observes status_doc(1), (2), (3); the third sleep is a Ctrl-C."""
+    docs = iter([status_doc(1), status_doc(2), status_doc(3)])
+    sleeps: list[float] = []
+
+    async def collect(state: Any, layout: Any) -> dict[str, Any]:
+        return next(docs)
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(control, "read_state", lambda path: object())
+    monkeypatch.setattr(control, "collect", collect)
+    monkeypatch.setattr(control.time, "sleep", sleep)
+    return sleeps
+
+
+def test_watch_not_on_a_terminal_appends_every_observation_as_before(
+    tmp_path: Path, three_frames: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines: list[str] = []
+    code = control.status(tmp_path, watch=2.0, out=lines.append)
+    expected: list[str] = []
+    for n in (1, 2, 3):
+        expected += [f"--- 2026-01-01T00:00:0{n}Z", render_table(status_doc(n))]
+    assert lines == expected
+    assert code == 130 and three_frames == [2.0, 2.0, 2.0]
+    assert capsys.readouterr().err == ""  # Ctrl-C: nothing runs because of a watch, nothing to say
+
+
+def test_watch_on_a_terminal_redraws_in_place(tmp_path: Path, three_frames: list[float]) -> None:
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=200, height=50)
+    lines: list[str] = []
+    code = control.status(tmp_path, watch=2.0, out=lines.append, console=console)
+    assert code == 130 and lines == []  # nothing appended through out
+    text = screen.getvalue()
+    # Every frame but the first moves the cursor back up over the previous one (rich's Live) and erases it.
+    assert text.count("\x1b[2K") >= 2 * len(render_table(status_doc(1)).splitlines())
+    assert "\x1b[1A" in text
+    assert "--- 2026-01-01T00:00:03Z  (every 2s; Ctrl-C to stop)" in text
+    for line in render_table(status_doc(3)).splitlines():  # the table is core.status_view's, unchanged
+        assert line.rstrip() in text
+
+
+def test_status_once_ignores_the_console(tmp_path: Path, three_frames: list[float]) -> None:
+    screen = io.StringIO()
+    lines: list[str] = []
+    code = control.status(tmp_path, out=lines.append, console=Console(file=screen, force_terminal=True))
+    assert code == 0 and lines == [render_table(status_doc(1))] and screen.getvalue() == ""
