@@ -43,6 +43,11 @@ def stderr_terminal() -> Console | None:
     return terminal(sys.stderr)
 
 
+def progress_console() -> Console | None:
+    """Stderr's console when stdout is a terminal too: progress replaces lines that would go to stdout."""
+    return stderr_terminal() if terminal() is not None else None
+
+
 def _text(value: str) -> Text:
     return Text(value, no_wrap=True, overflow="crop")
 

@@ -4,6 +4,7 @@ and how to stop it). No RocketMQ process: the observation and the start are repl
 
 from __future__ import annotations
 
+import asyncio
 import io
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.report import render_table
 
 QUICKSTART = Path(__file__).resolve().parents[3] / "examples" / "quickstart.yaml"
@@ -87,3 +89,89 @@ def test_status_once_ignores_the_console(tmp_path: Path, three_frames: list[floa
     lines: list[str] = []
     code = control.status(tmp_path, out=lines.append, console=Console(file=screen, force_terminal=True))
     assert code == 0 and lines == [render_table(status_doc(1))] and screen.getvalue() == ""
+
+
+@pytest.fixture
+def up_stubbed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`local up` with valid (empty) manifests whose start is `_up`'s stub: no distribution, no process."""
+    monkeypatch.setattr(control, "validate", lambda files: ([], [], []))
+    monkeypatch.setattr(control, "check_names", lambda resources: None)
+    monkeypatch.setattr(control, "_up", lambda *a, **k: 0)
+
+
+def test_ctrl_c_during_up_wait_says_what_is_still_running_and_how_to_stop_it(
+    tmp_path: Path, up_stubbed: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def interrupted(*args: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(control, "wait_ready", interrupted)
+    monkeypatch.setattr(control, "our_pids", lambda layout: [101, 102, 103, 104])
+    code = control.up([str(QUICKSTART)], tmp_path, wait=True, out=lambda text: None)
+    assert code == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"interrupted: still running: 4 processes from {tmp_path}; "
+        f"stop them: rocketmq-operator local down --state-dir {tmp_path}"
+    ]
+
+
+def test_ctrl_c_before_anything_started_says_nothing_runs(
+    tmp_path: Path, up_stubbed: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(*args: Any, **kwargs: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(control, "_up", interrupted)
+    monkeypatch.setattr(control, "our_pids", lambda layout: [])
+    assert control.up([str(QUICKSTART)], tmp_path, out=lambda text: None) == 130
+    assert capsys.readouterr().err.strip() == f"interrupted: nothing runs from {tmp_path}"
+
+
+def ready_after_two_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`wait_ready` sees the group half there, then ready; nothing answers on a port (no phase-0 replica)."""
+    docs_seen: list[dict[str, Any]] = []
+    half = status_doc(1)
+    half["groups"][0]["master"] = {}
+    half["groups"][0]["syncStateSet"] = {"members": []}
+    docs = iter([half, status_doc(2)])
+
+    class State:
+        replicas: list[Any] = []
+
+    async def collect(state: Any, layout: Any) -> dict[str, Any]:
+        doc = next(docs)
+        docs_seen.append(doc)
+        return doc
+
+    async def no_sleep(seconds: float) -> None:
+        return None
+
+    monkeypatch.setattr(control, "read_state", lambda path: State())
+    monkeypatch.setattr(control, "supervisor_running", lambda state: True)
+    monkeypatch.setattr(control, "collect", collect)
+    monkeypatch.setattr(control.asyncio, "sleep", no_sleep)
+
+
+def test_wait_ready_not_on_a_terminal_prints_each_new_progress_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ready_after_two_polls(monkeypatch)
+    lines: list[str] = []
+    assert asyncio.run(control.wait_ready(StateLayout(tmp_path), 60.0, lines.append)) == 0
+    assert [line.split("] ", 1)[1] for line in lines[:2]] == [
+        "g: 1/1 brokers answer, no master yet, SyncStateSet [] (0/1)",
+        "g: 1/1 brokers answer, master g-0 (id 1, epoch 2), SyncStateSet [1] (1/1)",
+    ]
+    assert len(lines) == 3 and lines[2].startswith("ready after ")
+
+
+def test_wait_ready_on_a_terminal_is_one_updating_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ready_after_two_polls(monkeypatch)
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=200)
+    lines: list[str] = []
+    assert asyncio.run(control.wait_ready(StateLayout(tmp_path), 60.0, lines.append, console)) == 0
+    # stdout keeps only the last state and the verdict; the progress went to the terminal's updating line
+    assert len(lines) == 2 and lines[0].endswith("SyncStateSet [1] (1/1)") and lines[1].startswith("ready after ")
+    assert "no master yet" in screen.getvalue()
