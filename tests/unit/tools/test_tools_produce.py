@@ -306,7 +306,7 @@ def test_cli_produce_ctrl_c_prints_the_partial_report_and_exits_130(
     doc = json.loads(captured.out)
     assert doc["interrupted"] is True and doc["sent"] == 3 and doc["acknowledged"] == 2
     assert doc["failures"] == {"IN_SYNC_REPLICAS_NOT_ENOUGH": 1} and doc["statuses"]["PUT_OK"] == 2
-    assert doc["msgs_per_s"] > 0 and doc["elapsed_s"] > 0
+    assert doc["msgs_per_s"] > 0  # the rate of the acknowledged sends so far
     assert "interrupted: partial report of 3 answered sends of 100" in captured.err
 
     calls.clear()
