@@ -15,11 +15,12 @@ Contract:
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
-from rich.console import Console, Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
@@ -86,20 +87,38 @@ class Frames:
         self._live.update(Group(*parts), refresh=True)
 
 
-class Ticker:
-    """One updating line (spinner + text) on a terminal; silent, or plain lines through ``out``, otherwise."""
+class _Line:
+    """The spinner and the text, with the time since ``started`` in front when given (ticking on each refresh)."""
 
-    def __init__(self, console: Console | None, text: str = "", out: Out | None = None) -> None:
+    def __init__(self, text: str, started: float | None) -> None:
+        self.text = text
+        self.started = started
+        self.spinner = Spinner("dots")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        text = self.text if self.started is None else f"[{time.monotonic() - self.started:6.1f}s] {self.text}"
+        self.spinner.update(text=_text(text))
+        yield self.spinner
+
+
+class Ticker:
+    """One updating line (spinner + text) on a terminal; silent, or plain lines through ``out``, otherwise.
+    ``elapsed``: the time since the start precedes the text."""
+
+    def __init__(
+        self, console: Console | None, text: str = "", out: Out | None = None, *, elapsed: bool = False
+    ) -> None:
         self.console = console
         self.out = out
         self.text = text
         self._live: Live | None = None
-        self._spinner = Spinner("dots", text=_text(text))
+        self._line = _Line(text, time.monotonic() if elapsed else None)
+        self._spinner = self._line.spinner
 
     def __enter__(self) -> Ticker:
         if self.console is not None:
             self._live = Live(
-                self._spinner, console=self.console, refresh_per_second=8, transient=True, redirect_stdout=False
+                self._line, console=self.console, refresh_per_second=8, transient=True, redirect_stdout=False
             )
             self._live.__enter__()
         elif self.out is not None and self.text:
@@ -120,7 +139,7 @@ class Ticker:
             return
         self.text = text
         if self._live is not None:
-            self._spinner.update(text=_text(text))
+            self._line.text = text
             self._live.refresh()
         elif self.out is not None:
             self.out(text)
