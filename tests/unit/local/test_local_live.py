@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,50 @@ def test_wait_ready_on_a_terminal_is_one_updating_line(tmp_path: Path, monkeypat
     # stdout keeps only the last state and the verdict; the progress went to the terminal's updating line
     assert len(lines) == 2 and lines[0].endswith("SyncStateSet [1] (1/1)") and lines[1].startswith("ready after ")
     assert "no master yet" in screen.getvalue()
+
+
+def fake_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ensure_distribution` as a build from nothing: its phases, then its one kept log line."""
+
+    def ensure(log: Any = print, phase: Any = None) -> Path:
+        if phase is not None:
+            phase("downloading RocketMQ 5.5.0 from Maven Central")
+            time.sleep(0.3)
+            phase("verifying the jars against Maven Central's .sha1")
+            time.sleep(0.3)
+        log("rocketmq-operator: RocketMQ 5.5.0 ready in /dist (120 jars)")
+        return Path("/dist")
+
+    monkeypatch.setattr(control, "ensure_distribution", ensure)
+
+
+def test_prepare_shows_the_download_and_verification_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_build(monkeypatch)
+    screen = io.StringIO()
+    assert control.prepare_distribution(Console(file=screen, force_terminal=True, width=200)) == Path("/dist")
+    text = screen.getvalue()
+    assert "downloading RocketMQ 5.5.0 from Maven Central" in text
+    assert "verifying the jars against Maven Central's .sha1" in text
+    assert "RocketMQ 5.5.0 ready in /dist (120 jars)" in text  # the kept line stays, above the spinner
+
+
+def test_prepare_not_on_a_terminal_prints_only_its_log_lines(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_build(monkeypatch)
+    lines: list[str] = []
+    assert control.dist_path(out=lines.append) == 0 and lines == ["/dist"]
+    assert capsys.readouterr().err == "rocketmq-operator: RocketMQ 5.5.0 ready in /dist (120 jars)\n"
+
+
+def test_down_names_the_processes_it_stops() -> None:
+    class Replica:
+        def __init__(self, name: str, pid: int | None) -> None:
+            self.name, self.pid = name, pid
+
+    class State:
+        replicas = [Replica("ctl-0", 11), Replica("broker-a-0", 12), Replica("broker-a-1", None)]
+
+    assert control.stopping_text(State(), 10) == (  # type: ignore[arg-type]
+        "stopping the supervisor (pid 10) and 2 processes: ctl-0, broker-a-0"
+    )
