@@ -4,6 +4,7 @@ its outcome, fence, restart, the report tarball (never a Secret), and kubectl's 
 
 from __future__ import annotations
 
+import io
 import json
 import shlex
 import tarfile
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from kube_http_fake import FakeApiServer, kubeconfig, serve
+from rich.console import Console
 
 from rocketmq_operator.cli import kubectl
 from rocketmq_operator.render.kubernetes.names import (
@@ -218,6 +220,26 @@ def test_status_watch_shows_again_until_interrupted(
     code, out, _ = run(capsys, "status", "broker-a", "--watch", "2")
     assert code == 0
     assert out.count("brokergroup rocketmq/broker-a") == 3 and sleeps == [2.0, 2.0, 2.0]
+
+
+def test_status_watch_on_a_terminal_redraws_in_place(
+    api: FakeApiServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 3:
+            raise KeyboardInterrupt
+
+    screen = io.StringIO()
+    monkeypatch.setattr(kubectl, "stdout_console", lambda: Console(file=screen, force_terminal=True, width=200))
+    monkeypatch.setattr(kubectl.time, "sleep", sleep)
+    code, out, _ = run(capsys, "status", "broker-a", "--watch", "2")
+    assert code == 0 and out == ""  # nothing appended on stdout: every frame went to the terminal
+    text = screen.getvalue()
+    assert text.count("brokergroup rocketmq/broker-a") >= 3 and "\x1b[1A" in text  # the cursor goes back up
+    assert "(every 2s; Ctrl-C to stop)" in text
 
 
 def test_a_group_that_does_not_exist_is_one_line(api: FakeApiServer, capsys: pytest.CaptureFixture[str]) -> None:

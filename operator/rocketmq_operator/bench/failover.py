@@ -41,6 +41,7 @@ import yaml
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.api.validation import load_documents
+from rocketmq_operator.bench import phase
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.core.status import build_broker_status
@@ -100,6 +101,7 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 async def run_cli(*args: str) -> str:
+    phase.announce(phase.cli_phase(args))
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -249,6 +251,7 @@ class Group:
 
 
 async def wait_for(what: str, check: Any, timeout: float, interval: float = 0.02) -> float:
+    phase.announce(f"waiting for {what}")
     deadline = time.monotonic() + timeout
     while True:
         try:

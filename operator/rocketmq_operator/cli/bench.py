@@ -1,4 +1,9 @@
-"""`rocketmq-operator bench …` subcommands."""
+"""`rocketmq-operator bench …` subcommands.
+
+While a bench runs, a terminal on stderr shows a spinner with the elapsed time and the bench's phase
+(`bench.phase`); elsewhere nothing more is printed. Ctrl-C (exit 130) says what is left: a bench takes its local
+cluster down on the way out (unless --keep); the message then says so, or, when that teardown was interrupted
+too, what still runs from the state directory and how to stop it."""
 
 from __future__ import annotations
 
@@ -6,30 +11,84 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from rich.console import Console
 
 from rocketmq_operator.api.models import DEFAULT_ROCKETMQ_VERSION
+from rocketmq_operator.bench.phase import listening
 from rocketmq_operator.cli import bench_spark
+from rocketmq_operator.platforms.console import EXIT_INTERRUPTED, Ticker, stderr_terminal
+from rocketmq_operator.platforms.local.control import our_pids
+from rocketmq_operator.platforms.local.layout import StateLayout
+
+T = TypeVar("T")
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a bench: ``message`` says what is left running."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def left_running(state_dir: Path, keep: bool) -> str:
+    """After a Ctrl-C: what still runs from ``state_dir`` (looked up by process, not assumed) and how to stop it."""
+    pids = our_pids(StateLayout(state_dir))
+    down = f"rocketmq-operator local down --state-dir {state_dir}"
+    if not pids:
+        return f"the bench took its local cluster down; nothing runs from {state_dir}"
+    why = "--keep" if keep else "the teardown was interrupted"
+    return f"still running ({why}): {len(pids)} processes from {state_dir}; stop them: {down}"
+
+
+def run_live(name: str, state_dir: Path, keep: bool, main: Coroutine[Any, Any, T], console: Console | None) -> T:
+    """``asyncio.run(main)`` with a spinner (elapsed time, phase) on ``console``; Ctrl-C raises `Interrupted`."""
+    try:
+        with (
+            Ticker(console, f"{name}: starting", elapsed=True) as ticker,
+            listening(lambda text: ticker.update(f"{name}: {text}")),
+        ):
+            return asyncio.run(main)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: {left_running(state_dir, keep)}") from None
+
+
+def _run(name: str, state_dir: Path, keep: bool, main: Coroutine[Any, Any, T]) -> T:
+    return run_live(name, state_dir, keep, main, stderr_terminal())
+
+
+def _interrupted(exc: Interrupted) -> int:
+    print(exc.message, file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def cmd_failover(args: argparse.Namespace) -> int:
     from rocketmq_operator.bench.failover import run_bench
 
     state_dir = Path(args.state_dir or ".bench-state/failover").resolve()
-    doc = asyncio.run(
-        run_bench(
-            args.files,
+    try:
+        doc = _run(
+            "bench failover",
             state_dir,
-            args.trials,
-            args.rate,
-            args.observe_interval,
             args.keep,
-            fault=args.fault,
-            detection_s=args.detection_seconds,
-            after_leader_change=args.after_leader_change,
+            run_bench(
+                args.files,
+                state_dir,
+                args.trials,
+                args.rate,
+                args.observe_interval,
+                args.keep,
+                fault=args.fault,
+                detection_s=args.detection_seconds,
+                after_leader_change=args.after_leader_change,
+            ),
         )
-    )
+    except Interrupted as exc:
+        return _interrupted(exc)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
@@ -41,7 +100,10 @@ def cmd_routes(args: argparse.Namespace) -> int:
     from rocketmq_operator.bench.routes import run_bench
 
     state_dir = Path(args.state_dir or ".bench-state/routes").resolve()
-    doc = asyncio.run(run_bench(args.files, state_dir, args.trials, args.keep))
+    try:
+        doc = _run("bench routes", state_dir, args.keep, run_bench(args.files, state_dir, args.trials, args.keep))
+    except Interrupted as exc:
+        return _interrupted(exc)
     print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_trial"}, indent=2))
     return 0
 
@@ -50,7 +112,11 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     from rocketmq_operator.bench.upgrade import run_bench
 
     state_dir = Path(args.state_dir or ".bench-state/upgrade").resolve()
-    doc = asyncio.run(run_bench(args.files, state_dir, args.to_version, args.rate, args.keep))
+    try:
+        main = run_bench(args.files, state_dir, args.to_version, args.rate, args.keep)
+        doc = _run("bench upgrade", state_dir, args.keep, main)
+    except Interrupted as exc:
+        return _interrupted(exc)
     print(json.dumps(doc, indent=2 if args.json else None))
     return 0 if doc["lost"] == 0 and doc["phase"] == "Complete" else 1
 
@@ -59,7 +125,11 @@ def cmd_switchover(args: argparse.Namespace) -> int:
     from rocketmq_operator.bench.switchover import run_bench
 
     state_dir = Path(args.state_dir or ".bench-state/switchover").resolve()
-    doc = asyncio.run(run_bench(args.files, state_dir, args.switchovers, args.rate, args.keep))
+    try:
+        main = run_bench(args.files, state_dir, args.switchovers, args.rate, args.keep)
+        doc = _run("bench switchover", state_dir, args.keep, main)
+    except Interrupted as exc:
+        return _interrupted(exc)
     print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_switchover"}, indent=2))
     return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
 
@@ -73,7 +143,10 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     plot = Path(args.plot).resolve() if args.plot else state_dir.parent / f"chaos-{args.seed}.svg"
     try:
-        doc = asyncio.run(
+        doc = _run(
+            "chaos",
+            state_dir,
+            args.keep,
             run_chaos(
                 args.files,
                 state_dir,
@@ -85,19 +158,14 @@ def cmd_chaos(args: argparse.Namespace) -> int:
                 rate=args.rate,
                 keep=args.keep,
                 plot=plot,
-            )
+            ),
         )
     except (ChaosPlanError, NetFaultError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        left = (
-            f"the cluster is still running (--keep): rocketmq-operator local down --state-dir {state_dir}"
-            if args.keep
-            else "nothing is left running"
-        )
-        print(f"interrupted: every fault was healed; {left}", file=sys.stderr)
-        return 130
+    except Interrupted:
+        print(f"interrupted: every fault was healed; {left_running(state_dir, args.keep)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_fault"}, indent=2))
     return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
 
@@ -118,7 +186,10 @@ def cmd_quorum(args: argparse.Namespace) -> int:
         print(f"error: --replicas {args.replicas!r} must be comma-separated integers, e.g. 3,5", file=sys.stderr)
         return 2
     try:
-        doc = asyncio.run(
+        doc = _run(
+            "bench quorum",
+            state_dir,
+            args.keep,
             run_quorum(
                 state_dir,
                 replicas=replicas,
@@ -128,12 +199,12 @@ def cmd_quorum(args: argparse.Namespace) -> int:
                 rate=args.rate,
                 slow_share=args.slow_share,
                 keep=args.keep,
-            )
+            ),
         )
     except (QuorumBenchError, NetFaultError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except Interrupted:
         left = (
             f"its local clusters are still running under {state_dir} (--keep): rocketmq-operator local down "
             "--state-dir DIR for each"

@@ -31,7 +31,10 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Console
+
 from rocketmq_operator.core.status_view import cell, group_lines, replica_table
+from rocketmq_operator.platforms.console import Frames, terminal
 from rocketmq_operator.render.kubernetes.names import (
     ANNOTATION_FENCE,
     ANNOTATION_RESTARTED_AT,
@@ -213,20 +216,31 @@ def watch(show: Callable[[], None], interval_s: float) -> int:
         return 0
 
 
+def stdout_console() -> Console | None:
+    """The terminal a `--watch` redraws in place (None when stdout is not one: the frames are appended)."""
+    return terminal()
+
+
 def cmd_status(args: argparse.Namespace, cluster: Cluster) -> int:
+    frames = Frames(stdout_console() if args.watch and args.output != "json" else None, print)
+
     def show() -> None:
         doc = status_document(cluster, args.group)
         if args.output == "json":
             print(json.dumps(doc, separators=(",", ":")) if args.watch else json.dumps(doc, indent=2))
         else:
+            header = ""
             if args.watch:
-                print(f"--- {now_iso()}")
-            print(render_status(doc))
+                header = f"--- {now_iso()}"
+                if frames.live:
+                    header += f"  (every {args.watch:g}s; Ctrl-C to stop)"
+            frames.show(header, render_status(doc))
 
     if args.watch:
-        show()  # a group that does not exist fails at once, not in the loop
-        time.sleep(args.watch)
-        return watch(show, args.watch)
+        with frames:
+            show()  # a group that does not exist fails at once, not in the loop
+            time.sleep(args.watch)
+            return watch(show, args.watch)
     show()
     return 0
 

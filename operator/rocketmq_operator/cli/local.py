@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rocketmq_operator.platforms.console import progress_console, stderr_terminal, terminal
 from rocketmq_operator.platforms.local import control
 from rocketmq_operator.platforms.local.commands import SIGNALS
 from rocketmq_operator.platforms.local.layout import DEFAULT_STATE_DIR, STATE_ENV, resolve_state_dir
@@ -31,6 +32,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         wait=args.wait,
         timeout=args.timeout,
         fault_injection=args.fault_injection,
+        console=progress_console(),
     )
 
 
@@ -41,7 +43,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    return control.status(resolve_state_dir(args.state_dir), as_json=args.json, watch=args.watch)
+    console = terminal() if args.watch is not None else None
+    return control.status(resolve_state_dir(args.state_dir), as_json=args.json, watch=args.watch, console=console)
 
 
 def cmd_env(args: argparse.Namespace) -> int:
@@ -49,7 +52,7 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    return control.down(resolve_state_dir(args.state_dir), purge=args.purge)
+    return control.down(resolve_state_dir(args.state_dir), purge=args.purge, console=stderr_terminal())
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
@@ -68,7 +71,7 @@ def cmd_switchover(args: argparse.Namespace) -> int:
 
 def cmd_dist_path(args: argparse.Namespace) -> int:
     del args
-    return control.dist_path()
+    return control.dist_path(console=stderr_terminal())
 
 
 def _signal_name(text: str) -> str:

@@ -5,6 +5,8 @@ report's ``to_json()`` document on stdout; otherwise a short summary table. ``pr
 message was acknowledged and 1 otherwise (saying so on stderr); ``consume`` exits 0 when it read what it
 could, 1 when a ``--commit`` failed. A setup problem (no route, no cluster, unreachable namesrv, bad
 argument value) prints one ``error:`` line on stderr and exits 1. No stack traces for expected failures.
+Ctrl-C during ``produce`` prints the partial report (the answers so far; ``"interrupted": true`` in the JSON)
+and exits 130.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from rocketmq_operator.tools.produce import (
     DEFAULT_RETRIES,
     DEFAULT_SIZE,
     DEFAULT_TIMEOUT_S,
+    ProduceProgress,
     ProduceReport,
     produce,
 )
@@ -37,6 +40,7 @@ from rocketmq_operator.tools.routing import ToolError
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
 
 
 def _counts(values: Mapping[str, int]) -> str:
@@ -93,6 +97,7 @@ def _fail(message: str) -> int:
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
+    progress = ProduceProgress()
     try:
         report = asyncio.run(
             produce(
@@ -109,10 +114,13 @@ def cmd_produce(args: argparse.Namespace) -> int:
                 retries=args.retries,
                 producer_group=args.group,
                 keep_records=False,
+                progress=progress,
             )
         )
     except (ToolError, RemotingException) as exc:
         return _fail(str(exc))
+    except KeyboardInterrupt:
+        return _interrupted_produce(args, progress.report(args.topic, args.size))
     if args.json:
         _print_json(report.to_json())
     else:
@@ -124,6 +132,20 @@ def cmd_produce(args: argparse.Namespace) -> int:
         )
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _interrupted_produce(args: argparse.Namespace, partial: ProduceReport) -> int:
+    """Ctrl-C: the report of the answers so far (sent, acknowledged, failures by status, rate); exit 130."""
+    print(
+        f"interrupted: partial report of {partial.sent} answered sends of {args.count} "
+        "(sends in flight when interrupted are not counted)",
+        file=sys.stderr,
+    )
+    if args.json:
+        _print_json({**partial.to_json(), "interrupted": True})
+    else:
+        print(format_produce(partial))
+    return EXIT_INTERRUPTED
 
 
 def cmd_consume(args: argparse.Namespace) -> int:

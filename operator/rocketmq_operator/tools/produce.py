@@ -330,6 +330,21 @@ class ProduceReport:
         }
 
 
+@dataclass(slots=True)
+class ProduceProgress:
+    """What a running `produce` has done so far, filled as answers arrive: an interrupted run still reports it."""
+
+    key_prefix: str = ""
+    records: list[SendRecord] = field(default_factory=list)
+    started: float | None = None
+    """``time.perf_counter()`` when the first send started (None: not yet, e.g. still creating the topic)."""
+
+    def report(self, topic: str, size: int) -> ProduceReport:
+        """The report of the answers so far (sends still in flight are not in it)."""
+        elapsed = time.perf_counter() - self.started if self.started is not None else 0.0
+        return ProduceReport.from_records(topic, self.key_prefix, size, list(self.records), elapsed, keep_records=False)
+
+
 def _check(condition: bool, message: str) -> None:
     if not condition:
         raise ToolError(message)
@@ -367,23 +382,27 @@ async def produce(
     route_refresh_s: float = DEFAULT_ROUTE_REFRESH_S,
     keep_records: bool = True,
     client: ProduceClient | None = None,
+    progress: ProduceProgress | None = None,
 ) -> ProduceReport:
     """Send ``count`` messages of ``size`` bytes to ``topic`` (``rate`` msgs/s overall, 0 = unlimited, with
-    ``concurrency`` sends in flight) and report what the brokers answered."""
+    ``concurrency`` sends in flight) and report what the brokers answered. ``progress`` sees every answer as it
+    arrives (its ``report`` is the partial report of an interrupted run)."""
     _check(count >= 0, f"--count must be >= 0, got {count}")
     _check(concurrency >= 1, f"--concurrency must be >= 1, got {concurrency}")
     _check(rate >= 0, f"--rate must be >= 0, got {rate}")
     _check_common(size, timeout, retries)
     prefix = default_key_prefix() if key_prefix is None else key_prefix
+    progress = ProduceProgress() if progress is None else progress
+    progress.key_prefix = prefix
     own = client is None
     active: ProduceClient = _own_client(namesrv, timeout) if client is None else client
     try:
         route = await ensure_topic(active, topic, create=create_topic, cluster=cluster, timeout=timeout)
         router = TopicRouter(active, topic, timeout=timeout, refresh_interval=route_refresh_s, route=route)
         sender = Sender(active, router, timeout=timeout, retries=retries, producer_group=producer_group)
-        records: list[SendRecord] = []
+        records = progress.records
         sequence = iter(range(count))
-        t0 = time.perf_counter()
+        t0 = progress.started = time.perf_counter()
 
         async def worker() -> None:
             for seq in sequence:

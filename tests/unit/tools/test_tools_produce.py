@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 from collections import Counter, deque
+from typing import Any
 
 import pytest
 from tools_fakes import FakeClient, SendCall, make_route
@@ -271,3 +272,46 @@ def test_cli_produce_json_and_exit_codes(monkeypatch: pytest.MonkeyPatch, capsys
     args = parser.parse_args(["produce", "--namesrv", "ns:9876", "--topic", "missing", "--count", "1"])
     assert args.func(args) == 1
     assert "error:" in capsys.readouterr().err
+
+
+def test_cli_produce_ctrl_c_prints_the_partial_report_and_exits_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three answers (one IN_SYNC_REPLICAS_NOT_ENOUGH with no retry left, two PUT_OK), then Ctrl-C during the
+    fourth send: the report of those three, on stdout as usual, and 130."""
+    client = _two_brokers()
+    client.send_outcomes = deque([ISR])
+    real_send = client.send
+    calls: list[int] = []
+
+    async def send(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return await real_send(*args, **kwargs)
+
+    monkeypatch.setattr(client, "send", send)
+    real = tools_cli.produce
+
+    async def produce_with_fake(*args: object, **kwargs: object) -> object:
+        return await real(*args, client=client, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tools_cli, "produce", produce_with_fake)
+    parser = argparse.ArgumentParser()
+    tools_cli.register(parser.add_subparsers(dest="command"))
+    argv = ["produce", "--namesrv", "ns:9876", "--topic", "t", "--count", "100", "--concurrency", "1", "--retries", "0"]
+    args = parser.parse_args([*argv, "--json"])
+    assert args.func(args) == 130
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["interrupted"] is True and doc["sent"] == 3 and doc["acknowledged"] == 2
+    assert doc["failures"] == {"IN_SYNC_REPLICAS_NOT_ENOUGH": 1} and doc["statuses"]["PUT_OK"] == 2
+    assert doc["msgs_per_s"] > 0  # the rate of the acknowledged sends so far
+    assert "interrupted: partial report of 3 answered sends of 100" in captured.err
+
+    calls.clear()
+    client.send_outcomes = deque([ISR])
+    args = parser.parse_args(argv)
+    assert args.func(args) == 130
+    out = capsys.readouterr().out
+    assert "acknowledged      2 (66.7%)" in out and "IN_SYNC_REPLICAS_NOT_ENOUGH=1" in out and "msgs/s" in out

@@ -39,9 +39,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from rich.console import Console
 
 from rocketmq_operator.api.models import AnyResource
 from rocketmq_operator.api.validation import ManifestError, validate_files
+from rocketmq_operator.platforms.console import EXIT_INTERRUPTED, Frames, Ticker
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local import roll as local_roll
 from rocketmq_operator.platforms.local.distribution import (
@@ -240,32 +242,42 @@ def progress_line(group: dict[str, Any]) -> str:
     return text
 
 
-async def wait_ready(layout: StateLayout, timeout: float, out: Out = _stdout) -> int:
+async def wait_ready(layout: StateLayout, timeout: float, out: Out = _stdout, console: Console | None = None) -> int:
+    """Poll until every group is ready. Each group's progress line is printed when it changes; with ``console``
+    (a terminal) it is one line updated in place instead, the elapsed time ticking."""
     started = time.monotonic()
     last: dict[str, str] = {}
     doc: dict[str, Any] | None = None
-    while True:
-        state = read_state(layout.state_file)
-        if not supervisor_running(state):
-            _stderr(f"error: the supervisor is not running; see {layout.supervisor_log}")
-            return EXIT_FAILED
-        doc = await collect(state, layout)
-        phase0 = [r for r in state.replicas if r.phase == 0 and r.desired == RUNNING]
-        answers = await asyncio.gather(*(port_answers(f"127.0.0.1:{p}") for r in phase0 for p in r.ports.values()))
-        elapsed = time.monotonic() - started
-        for group in doc["groups"]:
-            line = progress_line(group)
-            if last.get(group["name"]) != line:
-                out(f"[{elapsed:6.1f}s] {line}")
-                last[group["name"]] = line
-        if all(answers) and all(group_ready(g) for g in doc["groups"]):
-            out(f"ready after {elapsed:.1f}s")
-            return EXIT_OK
-        if elapsed > timeout:
-            out(render_table(doc))
-            _stderr(f"error: not ready after {timeout:g}s; process output is in {layout.logs_dir}")
-            return EXIT_FAILED
-        await asyncio.sleep(1.0)
+    with Ticker(console, "waiting for the groups ...") as ticker:
+        while True:
+            state = read_state(layout.state_file)
+            if not supervisor_running(state):
+                _stderr(f"error: the supervisor is not running; see {layout.supervisor_log}")
+                return EXIT_FAILED
+            doc = await collect(state, layout)
+            phase0 = [r for r in state.replicas if r.phase == 0 and r.desired == RUNNING]
+            answers = await asyncio.gather(*(port_answers(f"127.0.0.1:{p}") for r in phase0 for p in r.ports.values()))
+            elapsed = time.monotonic() - started
+            lines = [progress_line(group) for group in doc["groups"]]
+            if ticker.live:
+                ticker.update(f"[{elapsed:6.1f}s] " + "; ".join(lines))
+            else:
+                for group, line in zip(doc["groups"], lines, strict=True):
+                    if last.get(group["name"]) != line:
+                        out(f"[{elapsed:6.1f}s] {line}")
+                        last[group["name"]] = line
+            if all(answers) and all(group_ready(g) for g in doc["groups"]):
+                break
+            if elapsed > timeout:
+                ticker.__exit__(None, None, None)
+                out(render_table(doc))
+                _stderr(f"error: not ready after {timeout:g}s; process output is in {layout.logs_dir}")
+                return EXIT_FAILED
+            await asyncio.sleep(1.0)
+    if console is not None:  # the updating line was transient: its last state stays on the screen
+        out(ticker.text)
+    out(f"ready after {elapsed:.1f}s")
+    return EXIT_OK
 
 
 def _spawn_supervisor(layout: StateLayout) -> subprocess.Popen[bytes]:
@@ -309,8 +321,40 @@ def up(
     timeout: float = 180.0,
     fault_injection: bool = False,
     out: Out = _stdout,
+    console: Console | None = None,
 ) -> int:
+    """``console`` (stderr's, when stdout and stderr are terminals): the distribution's preparation and the
+    `--wait` show their progress as one updating line on it. Ctrl-C says what is left running (exit 130)."""
     layout = StateLayout(state_dir)
+    try:
+        return _up_command(files, layout, wait=wait, timeout=timeout, fault_injection=fault_injection, out=out,
+                           console=console)  # fmt: skip
+    except KeyboardInterrupt:
+        _stderr(interrupted_message(layout))
+        return EXIT_INTERRUPTED
+
+
+def interrupted_message(layout: StateLayout) -> str:
+    """What a Ctrl-C leaves behind in ``layout``: its processes still running and how to stop them, or nothing."""
+    pids = our_pids(layout)
+    if not pids:
+        return f"interrupted: nothing runs from {layout.root}"
+    return (
+        f"interrupted: still running: {len(pids)} processes from {layout.root}; "
+        f"stop them: rocketmq-operator local down --state-dir {layout.root}"
+    )
+
+
+def _up_command(
+    files: Sequence[str],
+    layout: StateLayout,
+    *,
+    wait: bool,
+    timeout: float,
+    fault_injection: bool,
+    out: Out,
+    console: Console | None,
+) -> int:
     try:
         resources, errors, warnings = validate(files)
     except ManifestError as exc:
@@ -327,9 +371,9 @@ def up(
         with locked(layout):
             if fault_injection:
                 NetFaults(layout.root).check()
-            code = _up(resources, files, layout, fault_injection=fault_injection, out=out)
+            code = _up(resources, files, layout, fault_injection=fault_injection, out=out, console=console)
         if code == EXIT_OK and wait:
-            return asyncio.run(wait_ready(layout, timeout, out))
+            return asyncio.run(wait_ready(layout, timeout, out, console))
         return code
     except PlacementError as exc:
         out(str(exc))
@@ -346,6 +390,7 @@ def _up(
     *,
     fault_injection: bool = False,
     out: Out,
+    console: Console | None = None,
 ) -> int:
     digest = manifest_digest(resources)
     existing = _try_read(layout)
@@ -374,7 +419,7 @@ def _up(
     adopted = local_roll.adoptable(existing, digest)
     stop_leftovers(layout, out=out, keep=adopted)
 
-    ensure_distribution(log=_stderr)
+    prepare_distribution(console)
     if not java_available():
         raise LocalError("no java: install a JDK 17 (java on PATH) or set JAVA_HOME")
 
@@ -415,20 +460,27 @@ def _up(
 # ---------------------------------------------------------------------------------------------- down
 
 
-def down(state_dir: Path, *, purge: bool = False, out: Out = _stdout) -> int:
+def down(state_dir: Path, *, purge: bool = False, out: Out = _stdout, console: Console | None = None) -> int:
+    """``console`` (stderr's terminal): a spinner names the processes being stopped while it waits."""
     layout = StateLayout(state_dir)
     if not layout.root.is_dir():
         out(f"nothing runs from {layout.root}")
         return EXIT_OK
     try:
         with locked(layout):
-            return _down(layout, purge=purge, out=out)
+            return _down(layout, purge=purge, out=out, console=console)
     except LocalError as exc:
         _stderr(f"error: {exc}")
         return EXIT_FAILED
 
 
-def _down(layout: StateLayout, *, purge: bool, out: Out) -> int:
+def stopping_text(state: LocalState, supervisor_pid: int) -> str:
+    """What `local down` waits for: the supervisor and the processes it runs, by name."""
+    names = [r.name for r in state.replicas if r.pid is not None]
+    return f"stopping the supervisor (pid {supervisor_pid}) and {len(names)} processes: {', '.join(names) or '-'}"
+
+
+def _down(layout: StateLayout, *, purge: bool, out: Out, console: Console | None = None) -> int:
     try:
         state = _try_read(layout)
     except StateError as exc:
@@ -440,7 +492,9 @@ def _down(layout: StateLayout, *, purge: bool, out: Out) -> int:
         out(f"stopping the supervisor (pid {pid}) and its processes ...")
         began = time.monotonic()
         _signal(pid, signal.SIGTERM)
-        if _wait_gone([pid], DOWN_TIMEOUT_S):
+        with Ticker(console, stopping_text(state, pid)):
+            gone = not _wait_gone([pid], DOWN_TIMEOUT_S)
+        if not gone:
             _stderr(f"warning: the supervisor did not exit within {DOWN_TIMEOUT_S:g}s: SIGKILL")
             _signal(pid, signal.SIGKILL)
             _wait_gone([pid], 10.0)
@@ -529,32 +583,50 @@ def start(state_dir: Path, replica: str, *, out: Out = _stdout) -> int:
 # ---------------------------------------------------------------------------------------------- status
 
 
-def status(state_dir: Path, *, as_json: bool = False, watch: float | None = None, out: Out = _stdout) -> int:
+def status(
+    state_dir: Path,
+    *,
+    as_json: bool = False,
+    watch: float | None = None,
+    out: Out = _stdout,
+    console: Console | None = None,
+) -> int:
+    """``console`` (a terminal's, see `console.terminal`): `--watch` redraws the table in place on it; without
+    one every observation is appended (``--- <observedAt>`` and the table). Ctrl-C ends a watch with 130."""
     from rocketmq_operator.platforms.local.report import dumps
 
     layout = StateLayout(state_dir)
+    frames = Frames(console if watch is not None and not as_json else None, out)
     try:
-        while True:
-            try:
-                state = read_state(layout.state_file)
-            except StateError as exc:
-                _stderr(f"error: nothing to show for {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`")
-                return EXIT_FAILED
-            doc = asyncio.run(collect(state, layout))
-            if as_json:
-                out(dumps(doc, compact=watch is not None))
-            else:
-                if watch is not None:
-                    out(f"--- {doc['observedAt']}")
-                out(render_table(doc))
-            if watch is None:
-                if doc.get("stopped"):
-                    _stderr(f"stopped: nothing runs from {layout.root}; start it: `rocketmq-operator local up -f FILE`")
-                    return EXIT_STOPPED
-                return EXIT_OK
-            time.sleep(max(watch, 0.2))
+        with frames:
+            while True:
+                try:
+                    state = read_state(layout.state_file)
+                except StateError as exc:
+                    _stderr(
+                        f"error: nothing to show for {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`"
+                    )
+                    return EXIT_FAILED
+                doc = asyncio.run(collect(state, layout))
+                if as_json:
+                    out(dumps(doc, compact=watch is not None))
+                else:
+                    header = ""
+                    if watch is not None:
+                        header = f"--- {doc['observedAt']}"
+                        if frames.live:
+                            header += f"  (every {watch:g}s; Ctrl-C to stop)"
+                    frames.show(header, render_table(doc))
+                if watch is None:
+                    if doc.get("stopped"):
+                        _stderr(
+                            f"stopped: nothing runs from {layout.root}; start it: `rocketmq-operator local up -f FILE`"
+                        )
+                        return EXIT_STOPPED
+                    return EXIT_OK
+                time.sleep(max(watch, 0.2))
     except KeyboardInterrupt:
-        return EXIT_OK
+        return EXIT_INTERRUPTED
 
 
 def env(state_dir: Path, *, out: Out = _stdout) -> int:
@@ -575,9 +647,17 @@ def env(state_dir: Path, *, out: Out = _stdout) -> int:
     return EXIT_OK
 
 
-def dist_path(out: Out = _stdout) -> int:
+def prepare_distribution(console: Console | None = None) -> Path:
+    """`ensure_distribution`, its progress (download, verification) one updating line on ``console``."""
+    if console is None:
+        return ensure_distribution(log=_stderr)
+    with Ticker(console, "RocketMQ distribution: checking the cache") as ticker:
+        return ensure_distribution(log=ticker.print, phase=ticker.update)
+
+
+def dist_path(out: Out = _stdout, console: Console | None = None) -> int:
     try:
-        home = ensure_distribution(log=_stderr)
+        home = prepare_distribution(console)
     except DistributionError as exc:
         _stderr(f"error: {exc}")
         return EXIT_FAILED

@@ -259,13 +259,16 @@ def verify_distribution(path: Path) -> None:
             raise DistributionError(f"{path / name} does not match {SHA256SUMS}")
 
 
-def ensure_distribution(version: str = ROCKETMQ_VERSION, log: Log = print) -> Path:
-    """Return `dist_dir(version)`, building it first if it is not complete (see the module docstring)."""
+def ensure_distribution(version: str = ROCKETMQ_VERSION, log: Log = print, phase: Log | None = None) -> Path:
+    """Return `dist_dir(version)`, building it first if it is not complete (see the module docstring).
+    ``phase`` hears what it is doing now (a progress display's text); ``log`` the lines to keep."""
+    say: Log = phase if phase is not None else (lambda text: None)
     target = dist_dir(version)
     if is_complete(target, version):
         return target
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
+    say(f"waiting for the lock on the RocketMQ {version} cache")
     with _locked(parent / f".rocketmq-{version}.lock"):
         if is_complete(target, version):  # another process finished it while we waited
             return target
@@ -276,7 +279,9 @@ def ensure_distribution(version: str = ROCKETMQ_VERSION, log: Log = print) -> Pa
         try:
             m2 = maven_repo()
             with _pom_file() as pom:
+                say(f"downloading RocketMQ {version} from Maven Central (Maven, cache {m2})")
                 _run_maven(pom, version, staging / "repo", staging / "build", m2, log)
+            say("verifying the jars against Maven Central's .sha1")
             _assemble(staging, staging / "repo", version, m2)
             shutil.rmtree(staging / "repo")
             shutil.rmtree(staging / "build", ignore_errors=True)
