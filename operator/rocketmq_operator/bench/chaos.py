@@ -12,7 +12,8 @@ The pure half (schedule, targets, checker) is `chaos_plan`; a fault is executed 
   fenced by the supervisor meanwhile, and then there is nothing to continue);
 * loss / partition: iptables drops 80% / all of what the process sends (`platforms.local.netfault`).
 
-Every fault is healed and the cluster taken down (unless ``keep``) also on an error or Ctrl-C.
+Every fault is healed and the cluster taken down (unless ``keep``) also on an error or Ctrl-C. With a plot,
+every send is also written next to it (``*.sends.jsonl.gz``), so a fault can be traced after the cluster is gone.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gzip
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -213,6 +216,12 @@ async def run_chaos(
         if plot is not None:
             plot.write_text(timeline_svg(sends, held, began, ended), encoding="utf-8")
             doc["plot"] = str(plot)
+            # Every send, so that a fault can be traced (and the checker re-run) after the cluster is gone.
+            sends_file = plot.with_suffix(".sends.jsonl.gz")
+            with gzip.open(sends_file, "wt", encoding="utf-8") as out:
+                for send in sends:
+                    out.write(json.dumps(dataclasses.asdict(send)) + "\n")
+            doc["sends"] = str(sends_file)
         return doc
     finally:
         if not keep:

@@ -21,7 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 # p50/p99/max, rounded: the same summary the tools give latencies (here of seconds)
-from rocketmq_operator.tools.stats import latency_summary
+from rocketmq_operator.tools.stats import latency_summary, recovery_windows
 
 FAMILIES = ("kill", "suspend", "loss", "partition")
 LOSS_PROBABILITY = 0.8  # OpenChaos's packet-loss fault
@@ -142,20 +142,17 @@ def failed_statuses(sends: Sequence[Send], start: float, end: float) -> dict[str
 
 
 def fault_rto(sends: Sequence[Send], start: float, end: float) -> tuple[float, int, bool]:
-    """Client-visible recovery for one fault window [start, end): the last acknowledgement before the first
-    failure → the first acknowledgement after the last failure (OpenChaos's RTO), with the failures counted.
-    0 when no send failed. Unrecovered (no acknowledgement after the failures): the time to ``end``."""
-    window = sorted((s for s in sends if start <= s.end < end), key=lambda s: s.end)
-    failures = [s for s in window if not s.ok]
-    if not failures:
-        return 0.0, 0, True
-    first, last = failures[0], failures[-1]
-    before = [s.end for s in sends if s.ok and s.end < first.end]
-    began = max(before) if before else first.start
-    after = [s.end for s in window if s.ok and s.end > last.end]
-    if not after:
-        return round(end - began, 3), len(failures), False
-    return round(min(after) - began, 3), len(failures), True
+    """Client-visible recovery for one fault window [start, end), with the window's failed sends counted: the
+    longest of its OpenChaos recovery windows (:func:`recovery_windows`, as ``bench failover`` measures), each
+    from the start of a failed send to the next acknowledgement. 0 when no send failed. A window still open at
+    ``end`` (no acknowledgement followed) counts up to ``end`` and the fault is unrecovered."""
+    window = [s for s in sends if start <= s.end < end]
+    failed = sum(1 for s in window if not s.ok)
+    outages = recovery_windows(window)
+    if not outages:
+        return 0.0, failed, True
+    worst = max((w.end if w.end is not None else end) - w.start for w in outages)
+    return round(worst, 3), failed, outages[-1].end is not None
 
 
 def _fault_at(faults: Sequence[HeldFault], t: float) -> int | None:

@@ -14,16 +14,15 @@ from .produce import (
     STORED_STATUSES,
     Decision,
     ProduceReport,
-    RecoveryWindow,
     Sender,
     SendRecord,
     SteadyProducer,
     classify_exception,
     classify_result,
     produce,
-    recovery_windows,
 )
 from .routing import QueueSelector, ToolError, TopicRouter, WriteQueue, ensure_topic, writable_queues
+from .stats import RecoveryWindow, recovery_windows
 
 __all__ = [
     "RETRYABLE_CODES",

@@ -57,7 +57,7 @@ from rocketmq_operator.remoting import (
 
 from .digest import Digest, body_for, message_digest
 from .routing import DEFAULT_ROUTE_REFRESH_S, RouteClient, ToolError, TopicRouter, ensure_topic
-from .stats import latency_summary
+from .stats import RecoveryWindow, latency_summary, recovery_windows
 
 DEFAULT_PRODUCER_GROUP = "rocketmq-operator-produce"
 DEFAULT_SIZE = 1024
@@ -419,44 +419,6 @@ async def produce(
         if own and isinstance(active, RemotingClient):
             await active.close()
     return ProduceReport.from_records(topic, prefix, size, records, elapsed, keep_records=keep_records)
-
-
-@dataclass(frozen=True, slots=True)
-class RecoveryWindow:
-    """One client-visible unavailability window (OpenChaos ``RecoveryChecker``)."""
-
-    start: float
-    """Start of the first failed send of the window (its response time minus its latency)."""
-    end: float | None
-    """Response time of the next successful send; ``None`` if none followed."""
-    failed: int
-
-    @property
-    def recovery_s(self) -> float | None:
-        return None if self.end is None else self.end - self.start
-
-
-def recovery_windows(records: Iterable[SendRecord], gap_s: float = 2.0) -> list[RecoveryWindow]:
-    """OpenChaos's recovery windows over ``records`` taken in response order: a window opens at the start of
-    the first failed (not acknowledged) send and closes at the end of the next acknowledged one. Failures
-    answered less than ``gap_s`` after the previous window closed do not open a new window."""
-    windows: list[RecoveryWindow] = []
-    opened: float | None = None
-    failed = 0
-    last_close = float("-inf")
-    for rec in sorted(records, key=lambda r: r.end):
-        if rec.ok:
-            if opened is not None:
-                windows.append(RecoveryWindow(opened, rec.end, failed))
-                last_close = rec.end
-                opened, failed = None, 0
-        elif opened is not None:
-            failed += 1
-        elif rec.end - last_close >= gap_s:
-            opened, failed = rec.start, 1
-    if opened is not None:
-        windows.append(RecoveryWindow(opened, None, failed))
-    return windows
 
 
 class SteadyProducer:
