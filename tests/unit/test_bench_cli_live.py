@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +93,24 @@ def test_chaos_ctrl_c_with_keep_names_what_still_runs(
         f"interrupted: every fault was healed; still running (--keep): 2 processes from {tmp_path}; "
         f"stop them: rocketmq-operator local down --state-dir {tmp_path}"
     )
+
+
+def test_sigterm_cancels_the_bench_which_cleans_up_then_says_what_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench_cli, "our_pids", lambda layout: [])
+    cleaned: list[str] = []
+
+    async def bench() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # as a CI timeout or `kill PID` sends it
+            await asyncio.sleep(30)
+        finally:
+            cleaned.append("healed and taken down")
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(bench_cli.Interrupted) as caught:
+        bench_cli.run_live("chaos", tmp_path, False, bench(), None)
+    assert cleaned == ["healed and taken down"]
+    assert caught.value.message.startswith("interrupted: the bench took its local cluster down")
+    assert signal.getsignal(signal.SIGTERM) is before

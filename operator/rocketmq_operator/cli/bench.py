@@ -3,15 +3,19 @@
 While a bench runs, a terminal on stderr shows a spinner with the elapsed time and the bench's phase
 (`bench.phase`); elsewhere nothing more is printed. Ctrl-C (exit 130) says what is left: a bench takes its local
 cluster down on the way out (unless --keep); the message then says so, or, when that teardown was interrupted
-too, what still runs from the state directory and how to stop it."""
+too, what still runs from the state directory and how to stop it. SIGTERM (a CI timeout, `kill`) takes the same
+path as Ctrl-C."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import signal
 import sys
-from collections.abc import Coroutine
+import threading
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,10 +49,29 @@ def left_running(state_dir: Path, keep: bool) -> str:
     return f"still running ({why}): {len(pids)} processes from {state_dir}; stop them: {down}"
 
 
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """While a bench runs, SIGTERM is a Ctrl-C: asyncio cancels the bench, which heals its faults and takes its
+    cluster down. A background job starts with SIGINT ignored, so Python's own handler is put back meanwhile."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda signum, frame: signal.raise_signal(signal.SIGINT))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before[0])
+        signal.signal(signal.SIGTERM, before[1])
+
+
 def run_live(name: str, state_dir: Path, keep: bool, main: Coroutine[Any, Any, T], console: Console | None) -> T:
-    """``asyncio.run(main)`` with a spinner (elapsed time, phase) on ``console``; Ctrl-C raises `Interrupted`."""
+    """``asyncio.run(main)`` with a spinner (elapsed time, phase) on ``console``; Ctrl-C or SIGTERM raises
+    `Interrupted` after ``main`` has run its own clean-up."""
     try:
         with (
+            terminate_as_interrupt(),
             Ticker(console, f"{name}: starting", elapsed=True) as ticker,
             listening(lambda text: ticker.update(f"{name}: {text}")),
         ):
