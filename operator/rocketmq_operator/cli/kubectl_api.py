@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import urllib3
 import yaml
@@ -30,6 +30,7 @@ from kubernetes.config.config_exception import ConfigException
 from rocketmq_operator.api.models import API_GROUP, API_VERSION
 
 JSON = dict[str, Any]
+R = TypeVar("R")
 # The client's config helpers carry no annotations: typed here once.
 _load_incluster_config: Callable[..., None] = config.load_incluster_config
 # KUBECONFIG's files merged (`:`-separated; the first file defining a name wins), then one context loaded.
@@ -161,25 +162,42 @@ class Cluster:
             f"cluster is up and the context ({self.target.context or 'in-cluster'}) is the right one"
         ) from None
 
+    def _call(self, what: str, request: Callable[[], R]) -> R:
+        """One API request; any failure becomes the one-line PluginError that names ``what``."""
+        try:
+            return request()
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            self._fail(f"{what} in namespace {self.namespace}", exc)
+
+    def _read(self, what: str, request: Callable[[], R]) -> R | None:
+        """As `_call`, but an object that does not exist (404) is None."""
+
+        def or_none() -> R | None:
+            try:
+                return request()
+            except ApiException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+
+        return self._call(what, or_none)
+
     # Custom resources ----------------------------------------------------------------------------------------
 
     def get_custom(self, plural: str, name: str) -> JSON | None:
-        try:
-            obj = self.custom.get_namespaced_custom_object(
+        obj = self._read(
+            f"reading {plural}/{name}",
+            lambda: self.custom.get_namespaced_custom_object(
                 API_GROUP, API_VERSION, self.namespace, plural, name, _request_timeout=TIMEOUT_S
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            self._fail(f"reading {plural}/{name} in namespace {self.namespace}", exc)
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            self._fail(f"reading {plural}/{name} in namespace {self.namespace}", exc)
+            ),
+        )
         return _strip(obj) if isinstance(obj, dict) else None
 
     def patch_custom(self, plural: str, name: str, patch: JSON) -> JSON:
         """A JSON merge patch (an annotation set to None is removed)."""
-        try:
-            obj = self.custom.patch_namespaced_custom_object(
+        obj = self._call(
+            f"patching {plural}/{name}",
+            lambda: self.custom.patch_namespaced_custom_object(
                 API_GROUP,
                 API_VERSION,
                 self.namespace,
@@ -189,75 +207,67 @@ class Cluster:
                 field_manager=FIELD_MANAGER,
                 _content_type="application/merge-patch+json",
                 _request_timeout=TIMEOUT_S,
-            )
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            self._fail(f"patching {plural}/{name} in namespace {self.namespace}", exc)
+            ),
+        )
         return _strip(obj) if isinstance(obj, dict) else {}
 
     # Core and apps -------------------------------------------------------------------------------------------
 
     def list_pods(self, label_selector: str) -> list[JSON]:
-        try:
-            pods = self.core.list_namespaced_pod(
+        pods = self._call(
+            f"listing pods {label_selector}",
+            lambda: self.core.list_namespaced_pod(
                 self.namespace, label_selector=label_selector, _request_timeout=TIMEOUT_S
-            )
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            self._fail(f"listing pods {label_selector} in namespace {self.namespace}", exc)
+            ),
+        )
         return sorted((self._json(p) for p in pods.items), key=lambda p: str(p["metadata"]["name"]))
 
     def get_pod(self, name: str) -> JSON | None:
-        try:
-            return self._json(self.core.read_namespaced_pod(name, self.namespace, _request_timeout=TIMEOUT_S))
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            self._fail(f"reading pod {name} in namespace {self.namespace}", exc)
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            self._fail(f"reading pod {name} in namespace {self.namespace}", exc)
+        pod = self._read(
+            f"reading pod {name}",
+            lambda: self.core.read_namespaced_pod(name, self.namespace, _request_timeout=TIMEOUT_S),
+        )
+        return None if pod is None else self._json(pod)
 
     def pod_log(self, name: str, container: str, *, previous: bool) -> str:
         """The container's log (the previous instance's with ``previous``); raises PluginError when there is
         none (a container that never restarted has no previous log: HTTP 400)."""
-        try:
-            return str(
-                self.core.read_namespaced_pod_log(
+        which = "previous log" if previous else "log"
+        return str(
+            self._call(
+                f"{which} of pod {name} container {container}",
+                lambda: self.core.read_namespaced_pod_log(
                     name, self.namespace, container=container, previous=previous, _request_timeout=TIMEOUT_S
-                )
+                ),
             )
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            which = "previous log" if previous else "log"
-            self._fail(f"{which} of pod {name} container {container}", exc)
+        )
 
     def list_events(self) -> list[JSON]:
-        try:
-            events = self.core.list_namespaced_event(self.namespace, _request_timeout=TIMEOUT_S)
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            self._fail(f"listing events in namespace {self.namespace}", exc)
+        events = self._call(
+            "listing events", lambda: self.core.list_namespaced_event(self.namespace, _request_timeout=TIMEOUT_S)
+        )
         return [self._json(e) for e in events.items]
 
     def get_stateful_set(self, name: str) -> JSON | None:
-        try:
-            return self._json(self.apps.read_namespaced_stateful_set(name, self.namespace, _request_timeout=TIMEOUT_S))
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            self._fail(f"reading statefulset {name} in namespace {self.namespace}", exc)
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            self._fail(f"reading statefulset {name} in namespace {self.namespace}", exc)
+        sts = self._read(
+            f"reading statefulset {name}",
+            lambda: self.apps.read_namespaced_stateful_set(name, self.namespace, _request_timeout=TIMEOUT_S),
+        )
+        return None if sts is None else self._json(sts)
 
     def patch_stateful_set(self, name: str, patch: JSON) -> JSON:
         """A strategic merge patch of the StatefulSet (the client's default for a dict body)."""
-        try:
-            sts = self.apps.patch_namespaced_stateful_set(
+        sts = self._call(
+            f"patching statefulset {name}",
+            lambda: self.apps.patch_namespaced_stateful_set(
                 name,
                 self.namespace,
                 patch,
                 field_manager=FIELD_MANAGER,
                 _content_type="application/strategic-merge-patch+json",
                 _request_timeout=TIMEOUT_S,
-            )
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            self._fail(f"patching statefulset {name} in namespace {self.namespace}", exc)
+            ),
+        )
         return self._json(sts)
 
 

@@ -53,19 +53,14 @@ def _text(value: str) -> Text:
     return Text(value, no_wrap=True, overflow="crop")
 
 
-class Frames:
-    """Frames of a `--watch`: redrawn in place on a terminal, appended otherwise."""
+class _LiveView:
+    """A ``rich.live.Live`` while the view is entered on a terminal (`_start`), stopped on the way out."""
 
-    def __init__(self, console: Console | None, out: Out) -> None:
-        self.console = console
-        self.out = out
-        self._live: Live | None = None
+    _live: Live | None = None
 
-    def __enter__(self) -> Frames:
-        if self.console is not None:
-            self._live = Live(console=self.console, auto_refresh=False, transient=False, redirect_stdout=False)
-            self._live.__enter__()
-        return self
+    def _start(self, live: Live) -> None:
+        self._live = live
+        live.__enter__()
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self._live is not None:
@@ -75,6 +70,19 @@ class Frames:
     @property
     def live(self) -> bool:
         return self._live is not None
+
+
+class Frames(_LiveView):
+    """Frames of a `--watch`: redrawn in place on a terminal, appended otherwise."""
+
+    def __init__(self, console: Console | None, out: Out) -> None:
+        self.console = console
+        self.out = out
+
+    def __enter__(self) -> Frames:
+        if self.console is not None:
+            self._start(Live(console=self.console, auto_refresh=False, transient=False, redirect_stdout=False))
+        return self
 
     def show(self, header: str, body: str) -> None:
         if self._live is None:
@@ -101,7 +109,7 @@ class _Line:
         yield self.spinner
 
 
-class Ticker:
+class Ticker(_LiveView):
     """One updating line (spinner + text) on a terminal; silent, or plain lines through ``out``, otherwise.
     ``elapsed``: the time since the start precedes the text."""
 
@@ -111,28 +119,17 @@ class Ticker:
         self.console = console
         self.out = out
         self.text = text
-        self._live: Live | None = None
         self._line = _Line(text, time.monotonic() if elapsed else None)
         self._spinner = self._line.spinner
 
     def __enter__(self) -> Ticker:
         if self.console is not None:
-            self._live = Live(
-                self._line, console=self.console, refresh_per_second=8, transient=True, redirect_stdout=False
+            self._start(
+                Live(self._line, console=self.console, refresh_per_second=8, transient=True, redirect_stdout=False)
             )
-            self._live.__enter__()
         elif self.out is not None and self.text:
             self.out(self.text)
         return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self._live is not None:
-            self._live.__exit__(kind, exc, tb)
-            self._live = None
-
-    @property
-    def live(self) -> bool:
-        return self._live is not None
 
     def update(self, text: str) -> None:
         if text == self.text:
