@@ -56,6 +56,7 @@ def _environment(tmp_path: Path, text: str | None, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("HOME", str(home))
     # raising=False: the test must fail on its assertions, not on the constant, where it is absent
     monkeypatch.setattr(kube, "SERVICE_ACCOUNT_TOKEN", str(tmp_path / "no-service-account" / "token"), raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)  # not in a pod, even when the tests run in one
     if text is None:
         monkeypatch.delenv("KUBECONFIG", raising=False)
         return None
@@ -115,9 +116,10 @@ def test_login_handler_uses_the_same_look_up(tmp_path: Path, monkeypatch: pytest
     assert info.server == "https://127.0.0.1:1" and info.token == "t"
 
 
-@pytest.mark.skipif(os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount/token"), reason="in a pod")
 def test_console_script_kubeconfig_missing_exits_2_at_once(tmp_path: Path) -> None:
+    # Without KUBERNETES_SERVICE_HOST the look-up is never in-cluster, even when the tests run in a pod.
     env = {**os.environ, "KUBECONFIG": str(tmp_path / "nonexistent"), "HOME": str(tmp_path)}
+    env.pop("KUBERNETES_SERVICE_HOST", None)
     proc = subprocess.run(
         [sys.executable, "-m", "rocketmq_operator.cli", "run", "--standalone"],
         env=env,
@@ -128,3 +130,34 @@ def test_console_script_kubeconfig_missing_exits_2_at_once(tmp_path: Path) -> No
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert str(tmp_path / "nonexistent") in proc.stderr and "fix:" in proc.stderr
+
+
+def test_the_client_loads_the_kubeconfig_the_look_up_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _environment(tmp_path, GOOD, monkeypatch)
+    configuration = kube.official_configuration()
+    assert configuration.host == "https://127.0.0.1:1"
+    assert configuration.auth_settings()["BearerToken"]["value"] == "Bearer t"
+
+
+def test_in_a_pod_the_client_uses_the_service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _environment(tmp_path, GOOD, monkeypatch)  # a kubeconfig too: the service account comes first
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text("pod-token", encoding="utf-8")
+    (account / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n", encoding="utf-8")
+    monkeypatch.setattr(kube, "SERVICE_ACCOUNT_TOKEN", str(account / "token"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    assert kube.in_cluster()
+    configuration = kube.official_configuration()
+    assert configuration.host == "https://10.96.0.1:443"
+    assert configuration.auth_settings()["BearerToken"]["value"].lower() == "bearer pod-token"
+    assert configuration.ssl_ca_cert == str(account / "ca.crt")
+
+
+def test_a_token_without_the_service_address_is_not_a_pod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _environment(tmp_path, GOOD, monkeypatch)
+    token = tmp_path / "token"
+    token.write_text("x", encoding="utf-8")
+    monkeypatch.setattr(kube, "SERVICE_ACCOUNT_TOKEN", str(token))
+    assert not kube.in_cluster()  # as the official client decides: it would not load the service account either

@@ -30,7 +30,7 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
     async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
         settings.posting.level = logging.INFO
         settings.watching.server_timeout = 300
-        memo.kube = await KubeClient.from_kopf_login()
+        memo.kube = await KubeClient.connect()
         memo.remoting = RemotingClient(connect_timeout=1.0, request_timeout=2.0)
         memo.metrics = OperatorMetrics()
         if metrics_port:

@@ -1,46 +1,56 @@
-"""A thin asyncio Kubernetes API client: get, list, server-side apply, delete, patch status.
+"""The operator's Kubernetes API access: the official client's `DynamicClient`, driven from asyncio.
 
-Built on aiohttp (already a kopf dependency) and kopf's own credential discovery, instead of the official
-client, which would dominate the operator's memory (Kopf's critiques). Only the kinds the operator manages
-are mapped.
+Contract:
+
+* `KubeClient` offers the calls the platform makes (get, list, server-side apply, delete, merge and strategic
+  patches, status patches) on any kind the API server serves; each kind's resource is found by the client's
+  discovery, from the apiVersion the operator reads it at (`API_VERSIONS`, or the object's own on apply).
+* The official client is synchronous: every request runs in a worker thread, so the event loop never waits on
+  the network. A refusal is a `KubeError` with the HTTP status and the API server's message; a missing object
+  is None on get and nothing on delete. `writes` counts the writes sent (the operator's metrics, the tests).
+* Credentials: `check_credentials` (before kopf starts) and the login handler (`connection_info`) give one-line
+  errors; the client loads the same credentials with the official loaders, in the same order: the pod's
+  service account when in a cluster (its token mounted and KUBERNETES_SERVICE_HOST set), else the kubeconfig
+  (KUBECONFIG, several files merged, else ~/.kube/config).
 """
 
 from __future__ import annotations
 
+import asyncio
 import binascii
 import contextlib
 import json
 import os
 import ssl
 import tempfile
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
+from rocketmq_operator.api.models import API_GROUP, API_VERSION
 
 if TYPE_CHECKING:
     import kopf
 
 JSON = dict[str, Any]
 FIELD_MANAGER = "rocketmq-operator"
+TIMEOUT_S = 30.0
 
-# kind → (api prefix, plural, namespaced)
-_KINDS: dict[str, tuple[str, str, bool]] = {
-    "ConfigMap": ("/api/v1", "configmaps", True),
-    "Service": ("/api/v1", "services", True),
-    "Pod": ("/api/v1", "pods", True),
-    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True),
-    "Event": ("/api/v1", "events", True),
-    "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
-    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
-    # Cluster-scoped, read only: whether a PVC's class can grow (storage expansion), whether the master's node
-    # is cordoned (the switchover before a node drain).
-    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses", False),
-    "Node": ("/api/v1", "nodes", False),
-    "BrokerGroup": ("/apis/rocketmq-operator.dev/v1alpha1", "brokergroups", True),
-    "ControllerGroup": ("/apis/rocketmq-operator.dev/v1alpha1", "controllergroups", True),
-    "Topic": ("/apis/rocketmq-operator.dev/v1alpha1", "topics", True),
-    "ConsumerGroup": ("/apis/rocketmq-operator.dev/v1alpha1", "consumergroups", True),
+# The apiVersion the operator reads each kind at; discovery finds the rest (path, scope, verbs).
+API_VERSIONS: dict[str, str] = {
+    "ConfigMap": "v1",
+    "Service": "v1",
+    "Pod": "v1",
+    "PersistentVolumeClaim": "v1",
+    "Event": "v1",
+    "Node": "v1",
+    "StatefulSet": "apps/v1",
+    "PodDisruptionBudget": "policy/v1",
+    "StorageClass": "storage.k8s.io/v1",
+    "BrokerGroup": f"{API_GROUP}/{API_VERSION}",
+    "ControllerGroup": f"{API_GROUP}/{API_VERSION}",
+    "Topic": f"{API_GROUP}/{API_VERSION}",
+    "ConsumerGroup": f"{API_GROUP}/{API_VERSION}",
 }
 
 
@@ -60,20 +70,18 @@ class KubeError(RuntimeError):
         self.status = status
 
 
-def object_path(kind: str, namespace: str | None, name: str | None = None, sub: str | None = None) -> str:
-    prefix, plural, namespaced = _KINDS[kind]
-    path = prefix
-    if namespaced and namespace:
-        path += f"/namespaces/{namespace}"
-    path += f"/{plural}"
-    if name:
-        path += f"/{name}"
-    if sub:
-        path += f"/{sub}"
-    return path
-
-
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+
+def _service_account_file(name: str) -> str:
+    return os.path.join(os.path.dirname(SERVICE_ACCOUNT_TOKEN), name)
+
+
+def in_cluster() -> bool:
+    """In a pod with a service account, as the official client decides it: the token and the service's address."""
+    return os.path.exists(SERVICE_ACCOUNT_TOKEN) and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+
+
 CREDENTIALS_FIX = "fix: set KUBECONFIG to a kubeconfig file, or run the operator in a pod with a service account"
 MALFORMED_FIX = (
     "fix: repair it (`kubectl config view` shows what it defines), set KUBECONFIG to a working kubeconfig, "
@@ -132,7 +140,7 @@ def connection_info(settings: kopf.OperatorSettings | None = None) -> kopf.Conne
     import yaml
 
     settings = settings if settings is not None else kopf.OperatorSettings()
-    if os.path.exists(SERVICE_ACCOUNT_TOKEN):
+    if in_cluster():
         try:
             info = kopf.login_with_service_account(settings=settings)
         except OSError as exc:
@@ -211,106 +219,181 @@ def check_credentials() -> None:
     """Raise CredentialsError unless there are credentials the client could use (no API request is made)."""
     info = connection_info()
     paths, source = _kubeconfig_paths()
-    in_pod = os.path.exists(SERVICE_ACCOUNT_TOKEN)  # connection_info prefers the service account
+    in_pod = in_cluster()  # connection_info prefers the service account
     origin = "the service account" if in_pod or not paths else f"kubeconfig {', '.join(paths)} (from {source})"
     ssl_context(info, origin)
+    official_configuration(origin)
 
 
-@dataclass
+def official_configuration(origin: str = "the kubeconfig") -> Any:
+    """The official client's Configuration, loaded as `connection_info` looks credentials up (in-cluster first)."""
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+
+    configuration = client.Configuration()
+    incluster: Callable[..., Any] = InClusterConfigLoader  # the client's config helpers carry no annotations
+    load_kubeconfig: Callable[..., None] = config.load_kube_config
+    try:
+        if in_cluster():
+            incluster(token_filename=SERVICE_ACCOUNT_TOKEN, cert_filename=_service_account_file("ca.crt")).load_and_set(
+                configuration
+            )
+        else:
+            paths, _ = _kubeconfig_paths()
+            load_kubeconfig(config_file=os.pathsep.join(paths) or None, client_configuration=configuration)
+    except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise CredentialsError(
+            f"{origin} cannot be used by the Kubernetes client ({reason}); {MALFORMED_FIX}"
+        ) from None
+    return configuration
+
+
 class KubeClient:
-    server: str
-    session: aiohttp.ClientSession
-    headers: dict[str, str]
-    writes: int = 0  # API writes made by this client (tests count them)
+    """The calls the platform makes, on the official client (see the module doc)."""
+
+    def __init__(self, dynamic: Any) -> None:
+        self._dynamic = dynamic
+        self._resources: dict[tuple[str, str], Any] = {}
+        self._discovery = threading.Lock()  # the client's lazy discovery is not thread-safe
+        self.writes = 0  # API writes made by this client (tests count them)
 
     @classmethod
-    async def from_kopf_login(cls) -> KubeClient:
-        """Credentials the way kopf finds them: in-cluster service account, else kubeconfig."""
-        info = connection_info()
-        ctx = ssl_context(info)
-        headers = {"Accept": "application/json"}
-        if info.token:
-            headers["Authorization"] = f"{info.scheme or 'Bearer'} {info.token}"
-        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx))
-        return cls(server=str(info.server).rstrip("/"), session=session, headers=headers)
+    async def connect(cls) -> KubeClient:
+        """Load the credentials and discover the kinds the operator uses (once, before any request)."""
+        configuration = official_configuration()
+
+        def build() -> KubeClient:
+            from kubernetes import client, dynamic
+
+            api = client.ApiClient(configuration)
+            dynamic_client: Callable[..., Any] = dynamic.DynamicClient  # the client carries no annotations
+            kube = cls(dynamic_client(api))
+            for kind, version in API_VERSIONS.items():
+                with contextlib.suppress(Exception):  # a CRD not installed yet is found on first use
+                    kube._resource(kind, version)
+            return kube
+
+        return await asyncio.to_thread(build)
 
     async def close(self) -> None:
-        await self.session.close()
+        await asyncio.to_thread(self._dynamic.client.close)
+
+    def _resource(self, kind: str, api_version: str | None = None) -> Any:
+        key = (api_version or API_VERSIONS[kind], kind)
+        with self._discovery:
+            found = self._resources.get(key)
+            if found is None:
+                from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+                try:
+                    found = self._dynamic.resources.get(api_version=key[0], kind=kind)
+                except ResourceNotFoundError:
+                    # A CRD installed after the start: look again with fresh discovery.
+                    self._dynamic.resources.invalidate_cache()
+                    try:
+                        found = self._dynamic.resources.get(api_version=key[0], kind=kind)
+                    except ResourceNotFoundError:
+                        raise KubeError(404, f"the API server serves no {kind} at {key[0]}") from None
+                self._resources[key] = found
+            return found
 
     async def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        content_type: str | None = None,
-        params: dict[str, str] | None = None,
+        self, verb: str, kind: str, call: Callable[[Any], Any], *, api_version: str | None = None, missing: bool = False
     ) -> JSON | None:
-        headers = dict(self.headers)
-        data = None
-        if body is not None:
-            headers["Content-Type"] = content_type or "application/json"
-            data = json.dumps(body)
-        if method != "GET":
+        """``call(resource)`` in a worker thread; the answer as plain JSON."""
+        from kubernetes.client.exceptions import ApiException
+
+        if verb != "get":
             self.writes += 1
-        async with self.session.request(method, self.server + path, data=data, headers=headers, params=params) as resp:
-            text = await resp.text()
-            if resp.status == 404 and method in ("GET", "DELETE"):
+
+        def run() -> Any:
+            return call(self._resource(kind, api_version))
+
+        try:
+            answer = await asyncio.to_thread(run)
+        except ApiException as exc:
+            if exc.status == 404 and missing:
                 return None
-            if resp.status >= 400:
-                try:
-                    message = json.loads(text).get("message", text)
-                except ValueError:
-                    message = text
-                raise KubeError(resp.status, message)
-            return json.loads(text) if text else {}
+            raise KubeError(int(exc.status or 0), _message(exc)) from None
+        return answer if isinstance(answer, dict) else {}
+
+    def _options(self) -> dict[str, Any]:
+        # The answer as the API server's JSON (no ResourceInstance wrapper), with a timeout on every request.
+        return {"serializer": lambda _client, data: data, "_request_timeout": TIMEOUT_S}
 
     async def get(self, kind: str, namespace: str | None, name: str) -> JSON | None:
-        return await self._request("GET", object_path(kind, namespace, name))
+        return await self._request(
+            "get", kind, lambda r: self._dynamic.get(r, name=name, namespace=namespace, **self._options()), missing=True
+        )
 
     async def list(self, kind: str, namespace: str | None, label_selector: str | None = None) -> list[JSON]:
-        params = {"labelSelector": label_selector} if label_selector else None
-        result = await self._request("GET", object_path(kind, namespace), params=params)
+        result = await self._request(
+            "get",
+            kind,
+            lambda r: self._dynamic.get(r, namespace=namespace, label_selector=label_selector, **self._options()),
+        )
         return list((result or {}).get("items", []))
 
     async def apply(self, obj: JSON) -> JSON:
         """Server-side apply, forcing ownership of the fields we render."""
         meta = obj["metadata"]
-        path = object_path(obj["kind"], meta.get("namespace"), meta["name"])
         result = await self._request(
-            "PATCH",
-            path,
-            body=obj,
-            content_type="application/apply-patch+yaml",
-            params={"fieldManager": FIELD_MANAGER, "force": "true"},
+            "apply",
+            obj["kind"],
+            lambda r: self._dynamic.server_side_apply(
+                r,
+                body=obj,
+                name=meta["name"],
+                namespace=meta.get("namespace"),
+                field_manager=FIELD_MANAGER,
+                force_conflicts=True,
+                **self._options(),
+            ),
+            api_version=obj.get("apiVersion"),
         )
         return result or {}
 
     async def delete(self, kind: str, namespace: str | None, name: str, *, grace_period_s: int | None = None) -> None:
-        params = {"gracePeriodSeconds": str(grace_period_s)} if grace_period_s is not None else None
-        await self._request("DELETE", object_path(kind, namespace, name), params=params)
+        await self._request(
+            "delete",
+            kind,
+            lambda r: self._dynamic.delete(
+                r, name=name, namespace=namespace, grace_period_seconds=grace_period_s, **self._options()
+            ),
+            missing=True,
+        )
+
+    async def _patch(self, kind: str, namespace: str, name: str, body: JSON, content_type: str, sub: str = "") -> JSON:
+        def call(resource: Any) -> Any:
+            target = resource.subresources[sub] if sub else resource
+            return self._dynamic.patch(
+                target, body=body, name=name, namespace=namespace, content_type=content_type, **self._options()
+            )
+
+        return (await self._request("patch", kind, call)) or {}
 
     async def patch(self, kind: str, namespace: str, name: str, patch: JSON) -> JSON:
-        result = await self._request(
-            "PATCH", object_path(kind, namespace, name), body=patch, content_type="application/merge-patch+json"
-        )
-        return result or {}
+        return await self._patch(kind, namespace, name, patch, "application/merge-patch+json")
 
     async def patch_strategic(self, kind: str, namespace: str, name: str, patch: JSON, sub: str | None = None) -> JSON:
         """Strategic merge patch (core kinds): lists such as status.conditions merge by their key."""
-        result = await self._request(
-            "PATCH",
-            object_path(kind, namespace, name, sub),
-            body=patch,
-            content_type="application/strategic-merge-patch+json",
-        )
-        return result or {}
+        return await self._patch(kind, namespace, name, patch, "application/strategic-merge-patch+json", sub or "")
 
     async def patch_status(self, kind: str, namespace: str, name: str, status: JSON) -> JSON:
-        result = await self._request(
-            "PATCH",
-            object_path(kind, namespace, name, "status"),
-            body={"status": status},
-            content_type="application/merge-patch+json",
-        )
-        return result or {}
+        return await self._patch(kind, namespace, name, {"status": status}, "application/merge-patch+json", "status")
+
+
+def _message(exc: Any) -> str:
+    """The API server's own message from a refusal (its Status object), else the HTTP reason."""
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            message = json.loads(body).get("message")
+        except (ValueError, AttributeError):
+            message = None
+        if message:
+            return str(message)
+        return str(body)[:500]
+    return str(getattr(exc, "reason", "") or "no message")
