@@ -8,7 +8,12 @@ would. The tests run in file order and each starts from, and leaves, a healthy g
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tarfile
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -122,6 +127,43 @@ def test_gitops_switchover_annotation(quickstart: Any) -> None:
     group.node.wait_for("status to show the new master", lambda: group.status()["master"]["brokerId"] == target)
     assert group.events("SwitchoverSwitched")
     group.wait_healthy()
+
+
+def _plugin(group: Any, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`kubectl rocketmq ARGS` through the node's kubectl: plugin discovery on PATH, the node's kubeconfig."""
+    env = {**group.node.env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{group.node.env['PATH']}"}
+    argv = [str(group.node.state_dir / "bin" / "kubectl"), "rocketmq", *args, "-n", group.ns]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_kubectl_rocketmq_status_switchover_and_report_on_the_real_node(quickstart: Any, tmp_path: Path) -> None:
+    """The plugin against the running operator and brokers: the status the operator wrote and the pods as they
+    are, a switchover to a replica by name (the operator's switchover), and a report with the pods' logs."""
+    group = quickstart
+    group.wait_healthy()
+    master = group.master()
+    res = _plugin(group, "status", group.name)
+    assert res.returncode == 0, res.stderr
+    print(res.stdout)
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith(f"brokergroup {group.ns}/{group.name}: phase ")
+    master_row = next(line.split() for line in lines if line.split()[1:2] == [master])
+    assert master_row[3] == "master", master_row
+    assert "(no pod)" not in res.stdout  # the pods exist on the node and the plugin found them
+    assert any("writable=yes" in line and f"master={master}" in line for line in lines), lines
+
+    target = next(r["name"] for r in group.status()["replicas"] if r["name"] != master and r.get("inSync"))
+    res = _plugin(group, "switchover", group.name, "--to", target, "--wait", "180")
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    assert group.master() == target
+    group.wait_healthy()
+
+    report = tmp_path / "report.tar.gz"
+    res = _plugin(group, "report", group.name, "-o", str(report))
+    assert res.returncode == 0, res.stderr
+    with tarfile.open(report) as tar:
+        names = tar.getnames()
+    assert any(target in n and n.endswith(".log") for n in names), names
 
 
 def _pod_phase(group: Any, pod: str) -> str | None:
