@@ -121,8 +121,10 @@ def spark(cluster: Any) -> Iterator[Any]:
         session.stop()
 
 
-def _produce(namesrv: str, topic: str, count: int, prefix: str) -> ProduceReport:
-    report = asyncio.run(produce(namesrv, topic, count, size=1024, concurrency=16, key_prefix=prefix, timeout=5))
+def _produce(namesrv: str, topic: str, count: int, prefix: str, tags: str | None = None) -> ProduceReport:
+    report = asyncio.run(
+        produce(namesrv, topic, count, size=1024, concurrency=16, key_prefix=prefix, tags=tags, timeout=5)
+    )
     assert report.ok and report.acknowledged == count, report.to_json()
     return report
 
@@ -165,6 +167,19 @@ def test_batch_read_returns_exactly_what_was_produced(spark: Any, namesrv: str) 
     future = str(int(time.time() * 1000) + 3_600_000)
     assert _read(spark, namesrv, topic=topic, startingTimestamp=future).count() == 0
     assert _read(spark, namesrv, topic=topic, startingTimestamp="0").count() == 1000
+
+
+def test_tag_filter_reads_exactly_the_tags_asked_for(spark: Any, namesrv: str) -> None:
+    """subExpression as a consumer subscribes: the broker filters by hash code, the source by the exact tag.
+    "Aa" and "BB" share Java's hash code, so only the source's own check keeps "BB" out."""
+    topic = "spark-it-tags"
+    reports = {tag: _produce(namesrv, topic, 60, f"{tag}-", tags=tag) for tag in ("Aa", "BB", "other")}
+    got = _read(spark, namesrv, topic=topic, subExpression="Aa || other").select("keys", "body", "tags").collect()
+    assert Counter(r["tags"] for r in got) == {"Aa": 60, "other": 60}
+    wanted = [r for r in got if r["tags"] == "Aa"]
+    assert _digest(wanted).hexdigest() == reports["Aa"].acknowledged_digest
+    assert _read(spark, namesrv, topic=topic, subExpression="BB").count() == 60
+    assert _read(spark, namesrv, topic=topic).count() == 180
 
 
 STREAM_JOB = """

@@ -108,6 +108,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
                 rate=args.rate,
                 concurrency=args.concurrency,
                 key_prefix=args.key_prefix,
+                tags=args.tag,
                 create_topic=args.create_topic,
                 cluster=args.cluster,
                 timeout=args.timeout,
@@ -191,6 +192,7 @@ def register(sub: Any) -> None:
     p.add_argument("--rate", type=float, default=0.0, metavar="R", help="msgs/s overall, 0 = unlimited (default)")
     p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="C", help="default %(default)s")
     p.add_argument("--key-prefix", default=None, metavar="P", help="default: rmqop-<random>-")
+    p.add_argument("--tag", default=None, metavar="TAG", help="the TAGS of every message (default: none)")
     p.add_argument(
         "--create-topic",
         action=argparse.BooleanOptionalAction,

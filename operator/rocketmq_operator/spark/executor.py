@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -90,6 +90,8 @@ class ReadSettings:
     pull_batch_size: int = 32
     pull_timeout_ms: int = 120_000
     request_timeout_ms: int = 10_000
+    sub_expression: str = "*"
+    tags: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, opts: SourceOptions) -> ReadSettings:
@@ -102,6 +104,8 @@ class ReadSettings:
             pull_batch_size=opts.pull_batch_size,
             pull_timeout_ms=opts.pull_timeout_ms,
             request_timeout_ms=opts.request_timeout_ms,
+            sub_expression=opts.sub_expression,
+            tags=opts.tags,
         )
 
     @property
@@ -218,8 +222,19 @@ class _QueueReader:
             if prefetch[0] == (addr, offset, count):
                 return await prefetch[1]
             await _cancel(prefetch[1])
-        return await self.client.pull(
-            addr, self.queue.topic, self.queue.queue_id, offset, count, self.s.consumer_group, timeout=self.s.timeout
+        return await self._request(addr, offset, count)
+
+    def _request(self, addr: str, offset: int, count: int) -> Coroutine[Any, Any, PullResult]:
+        """One PULL_MESSAGE of this queue, with the read's group and subscription (tag filter)."""
+        return self.client.pull(
+            addr,
+            self.queue.topic,
+            self.queue.queue_id,
+            offset,
+            count,
+            self.s.consumer_group,
+            subscription=self.s.sub_expression,
+            timeout=self.s.timeout,
         )
 
     async def _create_group_if_missing(self, exc: RemotingException, addr: str) -> None:
@@ -241,17 +256,7 @@ class _QueueReader:
         if offset >= end or target is None:
             return
         count = min(self.s.pull_batch_size, end - offset)
-        task = asyncio.ensure_future(
-            self.client.pull(
-                target[0],
-                self.queue.topic,
-                self.queue.queue_id,
-                offset,
-                count,
-                self.s.consumer_group,
-                timeout=self.s.timeout,
-            )
-        )
+        task = asyncio.ensure_future(self._request(target[0], offset, count))
         self._prefetch = ((target[0], offset, count), task)
 
     async def messages(self) -> AsyncGenerator[tuple[Sequence[Message], int], None]:
@@ -297,6 +302,24 @@ class _QueueReader:
             suggested = result.suggest_which_broker_id if self.s.read_from == "auto" else 0
             if result.status == "FOUND":
                 found = [m for m in result.messages if offset <= m.queue_offset < end]
+                if self.s.tags:
+                    # The broker matched tag hash codes and skipped what did not match: a gap is no data loss
+                    # unless the broker's min offset passed us. Keep only the exact tags (hash collisions).
+                    if offset < result.min_offset:
+                        self._data_loss(
+                            f"offset {offset} is below the broker's min offset {result.min_offset}",
+                            skip_to=result.min_offset,
+                        )
+                    scanned_to = max(found[-1].queue_offset + 1 if found else offset, result.next_begin_offset)
+                    found = [m for m in found if m.tags in self.s.tags]
+                    if scanned_to > offset:
+                        offset = min(scanned_to, end)
+                        self._progress()
+                        wanted = suggested
+                        self._prefetch_next(wanted, offset, end)
+                        if found:
+                            yield found, broker_id
+                        continue
                 if found and found[0].queue_offset > offset:
                     self._data_loss(
                         f"offsets {offset}..{found[0].queue_offset - 1} are missing (the broker's min offset is "

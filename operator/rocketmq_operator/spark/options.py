@@ -26,6 +26,9 @@ option                         meaning (default)
                                backwards; ``false``: log a warning and continue at the broker's min offset
 ``readFrom``                   ``auto``: follow the broker's suggestWhichBrokerId (slave read) | ``master``
 ``includeProperties``          fill the ``properties`` column (``true``) or leave it null
+``subExpression``              RocketMQ's tag filter, as a consumer subscribes: ``*`` (every message, the
+                               default) or tags joined by ``||`` (``TagA || TagB``). The broker filters by
+                               the tags' hash codes; rows are then kept only when their tag is one of them
 ``consumerGroup``              group named in pulls (never committed) (``spark-rocketmq-source``)
 ``pullBatchSize``              maxMsgNums per pull, 1..1024 (32; brokers cap it, 32 in memory / 8 on disk)
 ``pullTimeoutMs``              an executor gives up on a queue after this long without progress (120000)
@@ -60,6 +63,7 @@ OPTION_NAMES: tuple[str, ...] = (
     "failOnDataLoss",
     "readFrom",
     "includeProperties",
+    "subExpression",
     "consumerGroup",
     "pullBatchSize",
     "pullTimeoutMs",
@@ -101,6 +105,10 @@ class SourceOptions:
     fetch_offset_num_retries: int = 3
     fetch_offset_retry_interval_ms: int = 1_000
     streaming: bool = False
+    sub_expression: str = "*"
+    """The subscription sent with every pull (``*``, or the tags joined by ``||``)."""
+    tags: frozenset[str] = frozenset()
+    """The tags a row must carry; empty: every row (``*``)."""
 
     def topic_matches(self, topic: str) -> bool:
         """Whether ``topic`` is selected (in the list, or matching the pattern in full)."""
@@ -216,6 +224,23 @@ def _position(opts: dict[str, str], name: str, default: str, *, allow_latest: bo
     return offsets
 
 
+def parse_sub_expression(value: str) -> frozenset[str]:
+    """The tags of a TAG subscription expression (``*``: none, every message), as RocketMQ's client splits it:
+    on ``||``, each tag trimmed. An empty tag (``A ||``) is refused rather than dropped."""
+    text = value.strip()
+    if text in ("", "*"):
+        return frozenset()
+    tags = [t.strip() for t in text.split("||")]
+    empty = [i for i, t in enumerate(tags) if not t]
+    if empty:
+        raise OptionError(
+            f"subExpression: {value!r} has an empty tag; use * for every message or tags joined by || (TagA || TagB)"
+        )
+    if "*" in tags:
+        raise OptionError(f"subExpression: {value!r} mixes * with tags; use * alone or tags joined by ||")
+    return frozenset(tags)
+
+
 def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     """Validate Spark's options for a batch (``streaming=False``) or streaming read."""
     opts = _normalize(raw)
@@ -247,6 +272,7 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     group = opts.get("consumerGroup", DEFAULT_CONSUMER_GROUP).strip()
     if not _TOPIC_RE.match(group):
         raise OptionError(f"consumerGroup: {group!r} is not a valid RocketMQ group name ([%|a-zA-Z0-9_-])")
+    tags = parse_sub_expression(opts.get("subExpression", "*"))
     return SourceOptions(
         name_servers=name_servers,
         topics=topics,
@@ -266,4 +292,6 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         fetch_offset_num_retries=_req_int(opts, "fetchOffsetNumRetries", 3, 0),
         fetch_offset_retry_interval_ms=_req_int(opts, "fetchOffsetRetryIntervalMs", 1_000, 0),
         streaming=streaming,
+        sub_expression=" || ".join(sorted(tags)) if tags else "*",
+        tags=tags,
     )

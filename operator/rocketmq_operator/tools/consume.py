@@ -75,6 +75,7 @@ class PullSource(Protocol):
         max_nums: int = ...,
         consumer_group: str = ...,
         *,
+        subscription: str = ...,
         timeout: float | None = None,
     ) -> PullResult: ...
 

@@ -119,6 +119,7 @@ class ProduceClient(RouteClient, Protocol):
         queue_id: int,
         *,
         keys: str | None = None,
+        tags: str | None = None,
         producer_group: str = ...,
         broker_name: str | None = None,
         timeout: float | None = None,
@@ -165,12 +166,14 @@ class Sender:
         timeout: float = DEFAULT_TIMEOUT_S,
         retries: int = DEFAULT_RETRIES,
         producer_group: str = DEFAULT_PRODUCER_GROUP,
+        tags: str | None = None,
     ) -> None:
         self.client = client
         self.router = router
         self.timeout = timeout
         self.retries = retries
         self.producer_group = producer_group
+        self.tags = tags
 
     async def send(self, seq: int, key: str, body: bytes) -> SendRecord:
         wall_start = time.time()
@@ -221,6 +224,7 @@ class Sender:
                     body,
                     queue.queue_id,
                     keys=key,
+                    tags=self.tags,
                     producer_group=self.producer_group,
                     broker_name=queue.broker_name,
                     timeout=self.timeout,
@@ -374,6 +378,7 @@ async def produce(
     rate: float = 0.0,
     concurrency: int = DEFAULT_CONCURRENCY,
     key_prefix: str | None = None,
+    tags: str | None = None,
     create_topic: bool = True,
     cluster: str | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
@@ -385,8 +390,9 @@ async def produce(
     progress: ProduceProgress | None = None,
 ) -> ProduceReport:
     """Send ``count`` messages of ``size`` bytes to ``topic`` (``rate`` msgs/s overall, 0 = unlimited, with
-    ``concurrency`` sends in flight) and report what the brokers answered. ``progress`` sees every answer as it
-    arrives (its ``report`` is the partial report of an interrupted run)."""
+    ``concurrency`` sends in flight), each with the tag ``tags`` when given, and report what the brokers
+    answered. ``progress`` sees every answer as it arrives (its ``report`` is the partial report of an
+    interrupted run)."""
     _check(count >= 0, f"--count must be >= 0, got {count}")
     _check(concurrency >= 1, f"--concurrency must be >= 1, got {concurrency}")
     _check(rate >= 0, f"--rate must be >= 0, got {rate}")
@@ -399,7 +405,7 @@ async def produce(
     try:
         route = await ensure_topic(active, topic, create=create_topic, cluster=cluster, timeout=timeout)
         router = TopicRouter(active, topic, timeout=timeout, refresh_interval=route_refresh_s, route=route)
-        sender = Sender(active, router, timeout=timeout, retries=retries, producer_group=producer_group)
+        sender = Sender(active, router, timeout=timeout, retries=retries, producer_group=producer_group, tags=tags)
         records = progress.records
         sequence = iter(range(count))
         t0 = progress.started = time.perf_counter()

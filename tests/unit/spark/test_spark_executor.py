@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from spark_helpers import require
@@ -28,7 +28,15 @@ ADDRS = {0: "10.0.0.1:10911", 2: "10.0.0.2:10911", 3: "10.0.0.3:10911"}
 Q = QueueRef(TOPIC, BROKER, 1)
 
 
-def message(offset: int) -> Message:
+def java_hash(text: str) -> int:
+    """Java's String.hashCode, what a consume queue stores as a message's tags code."""
+    h = 0
+    for ch in text:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def message(offset: int, tag: str = "tA") -> Message:
     return Message(
         topic=TOPIC,
         queue_id=1,
@@ -40,7 +48,7 @@ def message(offset: int) -> Message:
         born_host="10.1.0.1:5000",
         store_host="10.0.0.1:10911",
         body=f"body-{offset}".encode(),
-        properties={"KEYS": f"k{offset}", "TAGS": "tA", "UNIQ_KEY": f"ID{offset}"},
+        properties={"KEYS": f"k{offset}", "TAGS": tag, "UNIQ_KEY": f"ID{offset}"},
         msg_id=f"ID{offset}",
     )
 
@@ -57,6 +65,8 @@ class FakeGroup:
         self.failures: dict[str, int] = {}
         self.script: list[str] = []
         self.closed = False
+        self.tag_of: Callable[[int], str] = lambda offset: "tA"
+        self.subscriptions: list[str] = []
 
     async def get_route(self, topic: str, *, namesrv: str | None = None, timeout: float | None = None) -> TopicRoute:
         return TopicRoute(topic, (QueueData(BROKER, 4, 4, 6),), (BrokerData("c", BROKER, dict(ADDRS)),))
@@ -74,9 +84,11 @@ class FakeGroup:
         max_nums: int = 32,
         consumer_group: str = "g",
         *,
+        subscription: str = "*",
         timeout: float | None = None,
     ) -> PullResult:
         self.pulls.append((addr, offset, max_nums))
+        self.subscriptions.append(subscription)
         if self.failures.get(addr, 0) > 0:
             self.failures[addr] -= 1
             raise RemotingConnectionError("refused", addr)
@@ -90,7 +102,17 @@ class FakeGroup:
         count = min(max_nums, self.batch_cap, self.max_offset - offset)
         if count <= 0:
             return PullResult("NO_NEW_MSG", 19, None, offset, self.min_offset, self.max_offset, self.suggest)
-        msgs = tuple(message(o) for o in range(offset, offset + count))
+        if subscription != "*":
+            # As a broker does: match the consume queue's tags codes (hash codes), scanning past what does not.
+            codes = {java_hash(t.strip()) for t in subscription.split("||")}
+            matched = [o for o in range(offset, self.max_offset) if java_hash(self.tag_of(o)) in codes][:count]
+            scanned = matched[-1] + 1 if len(matched) == count else self.max_offset
+            if not matched:
+                return PullResult("NO_MATCHED_MSG", 20, "NO_MATCHED_MESSAGE", scanned, self.min_offset,
+                                  self.max_offset, self.suggest)  # fmt: skip
+            msgs = tuple(message(o, self.tag_of(o)) for o in matched)
+            return PullResult("FOUND", 0, None, scanned, self.min_offset, self.max_offset, self.suggest, msgs)
+        msgs = tuple(message(o, self.tag_of(o)) for o in range(offset, offset + count))
         return PullResult("FOUND", 0, None, offset + count, self.min_offset, self.max_offset, self.suggest, msgs)
 
     async def close(self) -> None:
@@ -233,3 +255,26 @@ def test_batches_are_bounded_and_properties_optional(monkeypatch: pytest.MonkeyP
     assert all(b.schema.equals(arrow_schema()) for b in out)  # type: ignore[attr-defined]
     assert out[0].column("properties").null_count == 16  # type: ignore[attr-defined]
     assert list(read_partition(None, settings())) == []
+
+
+def test_tag_filter_keeps_exact_tags_and_skips_what_the_broker_filtered() -> None:
+    assert java_hash("Aa") == java_hash("BB")  # a real collision: the broker cannot tell them apart
+    group = FakeGroup(max_offset=60)
+    group.tag_of = lambda o: ("Aa", "BB", "other")[o % 3]
+    got = rows(group, OffsetRange(Q, 0, 60), sub_expression="Aa", tags=frozenset({"Aa"}))
+    assert [r["queueOffset"] for r in got] == list(range(0, 60, 3))
+    assert {r["tags"] for r in got} == {"Aa"}
+    assert set(group.subscriptions) == {"Aa"}  # the broker was asked to filter
+
+
+def test_tag_filter_with_nothing_matching_reaches_the_end_without_data_loss() -> None:
+    group = FakeGroup(max_offset=40)
+    got = rows(group, OffsetRange(Q, 5, 40), sub_expression="nope", tags=frozenset({"nope"}))
+    assert got == [] and group.closed
+
+
+def test_tag_filter_below_the_min_offset_is_still_data_loss() -> None:
+    group = FakeGroup(min_offset=10, max_offset=40)
+    group.tag_of = lambda o: "A"
+    with pytest.raises(DataLossError, match="below the broker's min offset 10"):
+        rows(group, OffsetRange(Q, 0, 40), sub_expression="A", tags=frozenset({"A"}))

@@ -56,6 +56,13 @@ def test_json_positions() -> None:
     assert opts.ending == {QueueRef("orders", "broker-a", 0): -1}
 
 
+def test_tag_filter_as_a_consumer_subscribes() -> None:
+    assert parse_options(NS, streaming=False).tags == frozenset()
+    assert parse_options(NS, streaming=False).sub_expression == "*"
+    opts = parse_options({**NS, "subexpression": " TagB ||TagA "}, streaming=True)
+    assert opts.tags == frozenset({"TagA", "TagB"}) and opts.sub_expression == "TagA || TagB"
+
+
 def test_topic_pattern() -> None:
     opts = parse_options({"nameServers": "a:1", "topicPattern": "orders-.*"}, streaming=True)
     assert opts.topic_pattern == "orders-.*" and opts.topics == ()
@@ -95,6 +102,8 @@ def test_topic_pattern() -> None:
         ({**NS, "startingTimestamp": "yesterday"}, False, "startingTimestamp", "must be an integer"),
         ({**NS, "consumerGroup": "a b"}, False, "consumerGroup", "not a valid RocketMQ group name"),
         ({**NS, "startingOffset": "earliest"}, False, "startingOffset", "did you mean startingOffsets?"),
+        ({**NS, "subExpression": "TagA ||"}, False, "subExpression", "has an empty tag"),
+        ({**NS, "subExpression": "* || TagA"}, True, "subExpression", "mixes * with tags"),
         ({**NS, "kafka.bootstrap.servers": "x:1"}, False, "kafka.bootstrap.servers", "unknown option"),
     ],
 )

@@ -164,6 +164,7 @@ class FakeClient:
         queue_id: int,
         *,
         keys: str | None = None,
+        tags: str | None = None,
         producer_group: str = "g",
         broker_name: str | None = None,
         timeout: float | None = None,
@@ -193,6 +194,7 @@ class FakeClient:
         max_nums: int = 32,
         consumer_group: str = "g",
         *,
+        subscription: str = "*",
         timeout: float | None = None,
     ) -> PullResult:
         self.pulls.append(PullCall(addr, queue_id, offset))
