@@ -385,3 +385,17 @@ def test_offsets_below_retention_fail_or_skip(spark: Any, local_platform: Any, t
         assert len(rows) == sum(high - low for low, high in bounds.values())
         for q, (low, _) in bounds.items():
             assert min(r["queueOffset"] for r in rows if r["queueId"] == q) == low
+
+
+def test_bench_spark_reports_spark_raw_and_java_reads_of_the_same_messages(namesrv: str) -> None:
+    """`bench spark` as a user runs it against a running group: three readers, each checked by count and digest
+    against what was acknowledged (rates are recorded, never asserted)."""
+    argv = [sys.executable, "-m", "rocketmq_operator.cli", "bench", "spark", "--namesrv", namesrv]
+    res = subprocess.run([*argv, "--messages", "2000", "--rounds", "1", "--json"], capture_output=True, text=True,
+                         timeout=900)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json.loads(res.stdout)
+    assert doc["count_ok"] is True
+    assert doc["spark_count"] == doc["raw_count"] == doc["java_count"] == 2000
+    assert doc["java_digest"] == doc["produced_digest"] == doc["spark_digest"]
+    assert doc["java_msgs_per_s"] > 0 and doc["spark_to_java"] > 0

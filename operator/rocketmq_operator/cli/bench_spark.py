@@ -9,6 +9,7 @@ Contract:
   brought up with the local platform's CLI (``local up -f FILE --wait``, run as a subprocess as any user
   would) unless ``local status --json`` in ``--state-dir`` shows a running
   supervisor; a cluster brought up here is brought down (data kept) at the end unless ``--keep-up``.
+* ``--java`` (default on) also times the Java client's ``DefaultLitePullConsumer`` (:func:`java_reads`).
 * Output: ``--json`` prints :func:`.bench.run_bench`'s document; otherwise a short table. Exit 0 when
   ``count_ok``, 1 when not, or with one ``error:`` line on stderr when pyspark is missing or the group cannot
   be reached or brought up.
@@ -20,12 +21,14 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 from typing import Any
 
 from rocketmq_operator.spark.bench import DEFAULT_MASTER, DEFAULT_MESSAGES, DEFAULT_ROUNDS, DEFAULT_SIZE
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+PULL_BATCH = 32  # the Java reader's pullBatchSize: the Spark source's default (the Java client's is 10)
 
 
 class BenchError(Exception):
@@ -89,11 +92,55 @@ def format_result(doc: dict[str, Any]) -> str:
             f"({doc['raw_count']} in {doc['raw_elapsed_s']} s)",
         ),
         ("ratio", f"{doc['ratio']} (spark / raw)"),
+        *(
+            [
+                (
+                    "java LitePullConsumer",
+                    f"{doc['java_msgs_per_s']} msg/s  ({doc['java_count']} in {doc['java_elapsed_s']} s; "
+                    f"spark / java {doc['spark_to_java']})",
+                )
+            ]
+            if "java_msgs_per_s" in doc
+            else []
+        ),
         ("count_ok", str(doc["count_ok"])),
         ("machine", ", ".join(f"{k}={v}" for k, v in doc["machine"].items())),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def java_reads(namesrv: str, topic: str, messages: int, rounds: int) -> list[dict[str, Any]]:
+    """The Java client's DefaultLitePullConsumer (``spark/java/LitePullRate.java``, run in source-file mode on the
+    pinned distribution's jars) draining ``topic``: one result per round."""
+    from importlib.resources import files
+
+    from rocketmq_operator.platforms.local.distribution import ensure_distribution, java_executable
+
+    lib = ensure_distribution(log=lambda _text: None) / "lib"
+    source = files("rocketmq_operator.spark") / "java" / "LitePullRate.java"
+    with tempfile.TemporaryDirectory(prefix="bench-litepull-") as logs:
+        argv = [
+            java_executable(),
+            f"-Drocketmq.client.logRoot={logs}",
+            "-cp",
+            f"{lib}/*",
+            str(source),
+            namesrv,
+            topic,
+            str(messages),
+            str(rounds),
+            str(PULL_BATCH),
+        ]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=600 * rounds + 120)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BenchError(f"the Java LitePullConsumer reader did not finish: {exc}") from None
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or len(results) != rounds:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise BenchError(f"the Java LitePullConsumer reader failed (exit {done.returncode}): {last}")
+    return results
 
 
 def cmd_bench_spark(args: argparse.Namespace) -> int:
@@ -117,6 +164,7 @@ def cmd_bench_spark(args: argparse.Namespace) -> int:
             master=args.master,
             read_from=args.read_from,
             rounds=args.rounds,
+            java_reads=java_reads if args.java else None,
         )
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -165,6 +213,12 @@ def register_bench(bench_sub: Any) -> None:
         default=DEFAULT_ROUNDS,
         metavar="K",
         help=f"rounds of (raw read, Spark read); each side's fastest counts ({DEFAULT_ROUNDS})",
+    )
+    p.add_argument(
+        "--java",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time the Java client's DefaultLitePullConsumer (default: on)",
     )
     p.add_argument("--keep-up", action="store_true", help="leave a cluster brought up here running")
     p.add_argument("--json", action="store_true", help="print the JSON document")

@@ -17,6 +17,10 @@ Contract (:func:`run_bench`):
      digest sum there (:func:`digest_aggregates`, as a real job would rather than collecting every row to
      the driver); the time runs from building the DataFrame (planning, offset lookups included) to the
      aggregate received.
+   * Java (when a ``java_reads`` runner is given; the CLI runs ``java/LitePullRate.java`` on the pinned
+     distribution's jars): the Java client's ``DefaultLitePullConsumer`` draining the topic, ``rounds`` times
+     in one JVM after the other two, digesting every message the same way: the physical limit of a reader on
+     this machine. ``spark_to_java`` is Spark / Java.
 4. ``count_ok`` is true when every read's count equals ``messages`` and its digest equals the producer's
    acknowledged digest. Spark sums the digests of all rows, :mod:`tools.digest` those of distinct pairs: with
    the count equal to ``messages`` the two agree exactly when the rows are the acknowledged messages, each
@@ -37,7 +41,7 @@ import platform
 import secrets
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +54,8 @@ DEFAULT_SIZE = 1024
 DEFAULT_MASTER = "local[2]"
 DEFAULT_ROUNDS = 3
 """Rounds of (raw read, Spark read); each side's fastest read counts (the machine is shared and noisy)."""
+JavaReads = Callable[[str, str, int, int], list[dict[str, Any]]]
+"""(namesrv, topic, messages, rounds) -> one ``{"count", "elapsed_s", "digest"}`` per round of the Java reader."""
 WARMUP_FRACTION = 0.1
 """The share of every queue the untimed warm-up query reads (at least one message per queue)."""
 
@@ -203,6 +209,7 @@ def run_bench(
     master: str = DEFAULT_MASTER,
     read_from: str = "auto",
     rounds: int = DEFAULT_ROUNDS,
+    java_reads: JavaReads | None = None,
 ) -> dict[str, Any]:
     """Produce, then ``rounds`` rounds of (raw read, Spark read); the JSON document described in the module
     docstring, rates from the fastest read of each side."""
@@ -218,6 +225,7 @@ def run_bench(
             raws.append(asyncio.run(consume(namesrv, topic, read_from=raw_mode, max_messages=messages)))
             sparks.append(reader.read())
         spark_served = reader.served_by()
+    javas = java_reads(namesrv, topic, messages, rounds) if java_reads is not None else []
     raw = min(raws, key=lambda r: r.elapsed_s)
     spark = min(sparks, key=lambda r: r.elapsed_s)
     mb = messages * size / 1e6
@@ -226,6 +234,21 @@ def run_bench(
     count_ok = produced.acknowledged == messages and all(
         r.count == messages and r.digest == produced.acknowledged_digest for r in [*raws, *sparks]
     )
+    java: dict[str, Any] = {}
+    if javas:
+        fastest = min(javas, key=lambda r: float(r["elapsed_s"]))
+        java_rate = int(fastest["count"]) / float(fastest["elapsed_s"]) if float(fastest["elapsed_s"]) > 0 else 0.0
+        java = {
+            "java_msgs_per_s": round(java_rate, 1),
+            "java_elapsed_s": float(fastest["elapsed_s"]),
+            "java_elapsed_s_all": [float(r["elapsed_s"]) for r in javas],
+            "java_count": int(fastest["count"]),
+            "java_digest": fastest["digest"],
+            "spark_to_java": round(spark_rate / java_rate, 3) if java_rate > 0 else None,
+        }
+        count_ok = count_ok and all(
+            int(r["count"]) == messages and r["digest"] == produced.acknowledged_digest for r in javas
+        )
     return {
         "topic": topic,
         "namesrv": namesrv,
@@ -249,6 +272,7 @@ def run_bench(
         "raw_elapsed_s_all": [r.elapsed_s for r in raws],
         "raw_served_by": raw.served_by,
         "ratio": round(spark_rate / raw_rate, 3) if raw_rate > 0 else None,
+        **java,
         "spark_count": spark.count,
         "raw_count": raw.count,
         "produced": produced.acknowledged,
