@@ -9,6 +9,7 @@ typed calls (:mod:`.client`, one module per role: :mod:`.namesrv`, :mod:`.contro
 Every deliberate failure is a :class:`RemotingException` (see :mod:`.errors`).
 """
 
+from .auth import SessionCredentials
 from .broker import (
     BrokerConfigResult,
     HaClient,
@@ -89,6 +90,7 @@ __all__ = [
     "ResponseFormatError",
     "SendResult",
     "SerializeType",
+    "SessionCredentials",
     "SyncStateInfo",
     "TopicRoute",
     "UnsupportedCompression",

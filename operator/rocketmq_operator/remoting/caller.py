@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Self
 
+from .auth import SessionCredentials
 from .codec import RemotingCommand
 from .codes import (
     ResponseCode,
@@ -30,12 +31,15 @@ class Caller:
         pool: ClientPool | None = None,
         connect_timeout: float = 3.0,
         request_timeout: float = 3.0,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         if isinstance(namesrv_addrs, str):
             namesrv_addrs = [a for a in namesrv_addrs.split(";") if a.strip()]
         self.namesrv_addrs: tuple[str, ...] = tuple(a.strip() for a in namesrv_addrs)
         self._own_pool = pool is None
-        self.pool = pool or ClientPool(connect_timeout=connect_timeout, request_timeout=request_timeout)
+        self.pool = pool or ClientPool(
+            connect_timeout=connect_timeout, request_timeout=request_timeout, credentials=credentials
+        )
 
     def with_name_servers(self, namesrv_addrs: Sequence[str]) -> Self:
         """The same client (its connection pool, not closed by the copy) for these name servers."""
