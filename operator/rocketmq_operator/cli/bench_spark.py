@@ -18,7 +18,9 @@ Contract:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -110,6 +112,16 @@ def format_result(doc: dict[str, Any]) -> str:
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
+async def _create_group(namesrv: str, topic: str, group: str) -> None:
+    """The Java reader's consumer group, on every master (brokers render autoCreateSubscriptionGroup=false)."""
+    from rocketmq_operator.remoting import RemotingClient
+    from rocketmq_operator.tools.consume import ensure_consumer_group
+
+    async with RemotingClient(namesrv, connect_timeout=5.0, request_timeout=5.0) as client:
+        route = await client.get_route(topic, timeout=5.0)
+        await ensure_consumer_group(client, route, group, timeout=5.0)
+
+
 def java_reads(namesrv: str, topic: str, messages: int, rounds: int) -> list[dict[str, Any]]:
     """The Java client's DefaultLitePullConsumer (``spark/java/LitePullRate.java``, run in source-file mode on the
     pinned distribution's jars) draining ``topic``: one result per round."""
@@ -119,6 +131,8 @@ def java_reads(namesrv: str, topic: str, messages: int, rounds: int) -> list[dic
 
     lib = ensure_distribution(log=lambda _text: None) / "lib"
     source = files("rocketmq_operator.spark") / "java" / "LitePullRate.java"
+    group = f"bench-litepull-{secrets.token_hex(4)}"
+    asyncio.run(_create_group(namesrv, topic, group))
     with tempfile.TemporaryDirectory(prefix="bench-litepull-") as logs:
         argv = [
             java_executable(),
@@ -128,6 +142,7 @@ def java_reads(namesrv: str, topic: str, messages: int, rounds: int) -> list[dic
             str(source),
             namesrv,
             topic,
+            group,
             str(messages),
             str(rounds),
             str(PULL_BATCH),

@@ -2,8 +2,9 @@
  * The Java client's DefaultLitePullConsumer draining a topic: the third column of `rocketmq-operator bench spark`,
  * the physical limit of a reader on this machine. Run in source-file mode against the pinned distribution's jars:
  *
- *   java -cp '<dist>/lib/*' LitePullRate.java NAMESRV TOPIC MESSAGES ROUNDS PULL_BATCH
+ *   java -cp '<dist>/lib/*' LitePullRate.java NAMESRV TOPIC GROUP MESSAGES ROUNDS PULL_BATCH
  *
+ * GROUP must exist on the masters (brokers run with autoCreateSubscriptionGroup=false; nothing is committed).
  * Each round is a fresh consumer (same JVM, so later rounds run compiled code) assigned every queue from the
  * first offset, polling until MESSAGES messages arrived. It digests every message as the Python tools do
  * (sha256(key + NUL + body) summed modulo 2^256) so the count and digest can be checked against the producer's,
@@ -26,11 +27,12 @@ public class LitePullRate {
     public static void main(String[] args) throws Exception {
         String namesrv = args[0];
         String topic = args[1];
-        long wanted = Long.parseLong(args[2]);
-        int rounds = Integer.parseInt(args[3]);
-        int pullBatch = Integer.parseInt(args[4]);
+        String group = args[2];
+        long wanted = Long.parseLong(args[3]);
+        int rounds = Integer.parseInt(args[4]);
+        int pullBatch = Integer.parseInt(args[5]);
         for (int round = 0; round < rounds; round++) {
-            DefaultLitePullConsumer consumer = new DefaultLitePullConsumer("bench-litepull-" + System.nanoTime());
+            DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
             consumer.setNamesrvAddr(namesrv);
             consumer.setAutoCommit(false);
             consumer.setPullBatchSize(pullBatch);
