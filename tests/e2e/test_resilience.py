@@ -155,7 +155,7 @@ def test_kubectl_rocketmq_status_switchover_and_report_on_the_real_node(quicksta
     target = next(r["name"] for r in group.status()["replicas"] if r["name"] != master and r.get("inSync"))
     res = _plugin(group, "switchover", group.name, "--to", target, "--wait", "180")
     assert res.returncode == 0, (res.stdout, res.stderr)
-    assert group.master() == target
+    group.node.wait_for(f"status to name {target} master", lambda: group.master() == target, timeout=60)
     group.wait_healthy()
 
     report = tmp_path / "report.tar.gz"
