@@ -738,7 +738,7 @@ def up(state_dir: Path, *, build: bool = True, timeout: float = 300.0) -> None:
     _preflight()
     started = time.monotonic()
     bin_dir = build_tools.build(quiet=True) if build else build_tools.bin_dir()
-    need = [b for b in build_tools.BINARIES if b != "helm" and not (bin_dir / b).is_file()]
+    need = [b for b in build_tools.BINARIES if b not in ("helm", "promtool") and not (bin_dir / b).is_file()]
     if need:
         raise HarnessError(f"missing binaries in {bin_dir}: {', '.join(need)} (run `make k8s-tools`)")
     record = _read_record()

@@ -21,9 +21,9 @@ K8S_HARNESS := $(K8S_PYTHON) $(K8S_ROOT)/k8s/harness.py
 
 .PHONY: k8s-tools k8s-up k8s-down k8s-status
 
-# `make test` needs the control plane and helm only; the node binaries (kubelet, kube-scheduler, kube-proxy,
+# `make test` needs the control plane, helm and promtool (the chart's alert tests) only; the node binaries (kubelet, kube-scheduler, kube-proxy,
 # CoreDNS, pause) are built by k8s-node-tools (mk/node.mk), for the node and `make test-e2e`.
-K8S_TEST_BINARIES := kube-apiserver,kube-controller-manager,kubectl,etcd,helm
+K8S_TEST_BINARIES := kube-apiserver,kube-controller-manager,kubectl,etcd,helm,promtool
 
 k8s-tools:
 	$(K8S_BUILD) build -p $(K8S_BUILD_PARALLEL) --only $(K8S_TEST_BINARIES)

@@ -4,7 +4,8 @@
 Binaries: kube-apiserver, kube-controller-manager, kubectl, and for the node kube-scheduler, kubelet and
 kube-proxy (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) from the module in this directory; helm
 and CoreDNS from the nested modules ./helm and ./coredns (kept separate so their newer dependencies never
-change the Kubernetes build graph); the node's sandbox program from ./pause (our own source, no deps).
+change the Kubernetes build graph); the node's sandbox program from ./pause (our own source, no deps);
+Prometheus's promtool from the nested module ./promtool (the chart's alert tests).
 
 The pins live in go.mod / go.sum (and helm/go.mod / helm/go.sum). Output goes to
 ``$ROCKETMQ_OPERATOR_CACHE/k8s/<k8s-version>/bin`` (default cache ``~/.cache/rocketmq-operator``).
@@ -42,6 +43,7 @@ TOOLS_DIR = Path(__file__).resolve().parent
 HELM_DIR = TOOLS_DIR / "helm"
 COREDNS_DIR = TOOLS_DIR / "coredns"
 PAUSE_DIR = TOOLS_DIR / "pause"
+PROMTOOL_DIR = TOOLS_DIR / "promtool"
 BINARIES = (
     "kube-apiserver",
     "kube-controller-manager",
@@ -53,6 +55,7 @@ BINARIES = (
     "kube-proxy",
     "coredns",
     "pause",
+    "promtool",
 )
 # The binaries a control plane without a node needs (harness.py checks these; the node needs all).
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
@@ -80,6 +83,7 @@ class Versions:
     etcd: str
     helm: str
     coredns: str
+    promtool: str
 
     @classmethod
     def load(cls) -> Versions:
@@ -88,6 +92,7 @@ class Versions:
             etcd=_require(TOOLS_DIR / "go.mod", "go.etcd.io/etcd/server/v3"),
             helm=_require(HELM_DIR / "go.mod", "helm.sh/helm/v4"),
             coredns=_require(COREDNS_DIR / "go.mod", "github.com/coredns/coredns"),
+            promtool=_require(PROMTOOL_DIR / "go.mod", "github.com/prometheus/prometheus"),
         )
 
 
@@ -173,6 +178,14 @@ def targets(v: Versions, dated: bool = True) -> list[Target]:
         Target("coredns", "rocketmq-operator.dev/k8s-tools/coredns", COREDNS_DIR, "", ()),
         # Our own sandbox program (pause/main.go), packed into the sandbox image by k8s/node.py.
         Target("pause", "rocketmq-operator.dev/k8s-tools/pause", PAUSE_DIR, "", ()),
+        # Prometheus's promtool: `check rules` and `test rules` on the chart's alerts (tests/k8s).
+        Target(
+            "promtool",
+            "github.com/prometheus/prometheus/cmd/promtool",
+            PROMTOOL_DIR,
+            "",
+            (f"-X=github.com/prometheus/common/version.Version={v.promtool}",),
+        ),
     ]
 
 
