@@ -102,11 +102,11 @@ class Operator:
         )
 
     def rss_mib(self) -> float:
-        """The operator process's resident memory, from its own metrics (prometheus-client's process collector)."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2) as r:
-            text = r.read().decode()
-        line = next(x for x in text.splitlines() if x.startswith("process_resident_memory_bytes "))
-        return float(line.split()[-1]) / 2**20
+        """The operator process's resident memory (VmRSS of /proc/PID/status)."""
+        assert self.proc is not None
+        status = Path(f"/proc/{self.proc.pid}/status").read_text(encoding="utf-8")
+        line = next(x for x in status.splitlines() if x.startswith("VmRSS:"))
+        return int(line.split()[1]) / 1024
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
