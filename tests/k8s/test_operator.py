@@ -50,10 +50,31 @@ def crds(k8s_cluster: Any) -> Any:
     return k8s_cluster
 
 
+CHART = ROOT / "charts" / "rocketmq-operator"
+RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+
+
+def chart_credentials(cluster: Any, out: Path, release_namespace: str = "rocketmq-system") -> Path:
+    """A kubeconfig for the chart's own ServiceAccount, bound to the chart's own RBAC (helm template, default
+    values): the operator under test gets exactly the permissions a user's install gives it, no more."""
+    rendered = cluster.helm("template", "rmq", CHART, "--namespace", release_namespace).stdout
+    rbac = [d for d in yaml.safe_load_all(rendered) if d and d.get("kind") in RBAC_KINDS]
+    account = next(d["metadata"]["name"] for d in rbac if d["kind"] == "ServiceAccount")
+    cluster.kubectl("create", "namespace", release_namespace, check=False)
+    cluster.kubectl("apply", "-n", release_namespace, "-f", "-", input=yaml.safe_dump_all(rbac))
+    token = cluster.kubectl("create", "token", account, "-n", release_namespace, "--duration=2h").stdout.strip()
+    config = yaml.safe_load(Path(cluster.kubeconfig).read_text(encoding="utf-8"))
+    for user in config["users"]:
+        user["user"] = {"token": token}
+    out.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return out
+
+
 class Operator:
-    def __init__(self, cluster: Any, namespaces: list[str]) -> None:
+    def __init__(self, cluster: Any, namespaces: list[str], kubeconfig: Path | None = None) -> None:
         self.cluster = cluster
         self.namespaces = namespaces
+        self.kubeconfig = kubeconfig
         self.metrics_port = _free_port()
         self.liveness_port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -65,6 +86,8 @@ class Operator:
             "ROCKETMQ_OPERATOR_RESYNC_SECONDS": str(RESYNC_S),
             "ROCKETMQ_OPERATOR_OBSERVE_SECONDS": "1",
         }
+        if self.kubeconfig is not None:
+            env["KUBECONFIG"] = str(self.kubeconfig)
         argv = [
             sys.executable,
             "-m",
@@ -127,8 +150,10 @@ def namespaces(crds: Any) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def operator(crds: Any, namespaces: list[str]) -> Iterator[Operator]:
-    op = Operator(crds, namespaces)
+def operator(crds: Any, namespaces: list[str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+    # The chart's ServiceAccount and RBAC, not the admin: every test below is also a check of least privilege.
+    kubeconfig = chart_credentials(crds, tmp_path_factory.mktemp("operator-sa") / "kubeconfig")
+    op = Operator(crds, namespaces, kubeconfig)
     op.start()
     yield op
     op.stop()
@@ -529,3 +554,11 @@ def test_operator_memory_is_recorded_after_the_module(operator: Operator) -> Non
     rss = operator.rss_mib()
     print(f"operator RSS after the module: {rss:.1f} MiB")
     assert rss > 0
+
+
+def test_the_charts_rbac_was_enough_for_every_test_above(operator: Operator) -> None:
+    """The operator ran every test of this module as the chart's ServiceAccount: the API server refused it
+    nothing (a refusal is logged with its HTTP status, 403)."""
+    log = operator.log.read_text(encoding="utf-8", errors="replace")
+    refused = [line for line in log.splitlines() if "403" in line or "forbidden" in line.lower()]
+    assert not refused, refused[:5]

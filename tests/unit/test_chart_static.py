@@ -387,6 +387,58 @@ def test_rbac_grants_what_the_storage_and_drain_passes_call() -> None:
     assert rbac.count("{{- if .Values.rbac.clusterRead }}") == 2
 
 
+# Where each kind the platform names lives in the API (group, resource).
+KIND_RESOURCES = {
+    "Pod": ("", "pods"),
+    "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
+    "Service": ("", "services"),
+    "ConfigMap": ("", "configmaps"),
+    "StatefulSet": ("apps", "statefulsets"),
+    "PodDisruptionBudget": ("policy", "poddisruptionbudgets"),
+}
+_CALL = re.compile(r"kube\.(get|list|delete|patch|patch_strategic|patch_status)\(\s*\"(\w+)\"")
+_VERB = {"get": "get", "list": "list", "delete": "delete", "patch": "patch", "patch_strategic": "patch"}
+
+
+def _platform_calls() -> set[tuple[str, str, str]]:
+    """(group, resource, verb) of every API call in platforms/kubernetes that names its kind, plus what the
+    server-side apply of the rendered objects needs (get to read back, create and patch to apply)."""
+    from rocketmq_operator.api.validation import validate_file
+    from rocketmq_operator.render.kubernetes import render_all
+
+    calls: set[tuple[str, str, str]] = set()
+    for source in (ROOT / "operator" / "rocketmq_operator" / "platforms" / "kubernetes").glob("*.py"):
+        for method, kind in _CALL.findall(source.read_text()):
+            if kind in KIND_RESOURCES:
+                group, resource = KIND_RESOURCES[kind]
+                sub = "/status" if method == "patch_status" else ""
+                calls.add((group, resource + sub, _VERB.get(method, "patch")))
+    resources = [r.resource for r in validate_file(ROOT / "examples" / "quickstart.yaml") if r.resource]
+    for obj in render_all(resources):
+        if obj["kind"] in KIND_RESOURCES:
+            group, resource = KIND_RESOURCES[obj["kind"]]
+            calls |= {(group, resource, verb) for verb in ("get", "create", "patch")}
+    # Not named by a literal: storage expansion lists and patches the broker PVCs (storage.py), the in-sync
+    # readiness gate patches pods/status (a strategic patch with sub="status").
+    calls |= {("", "persistentvolumeclaims", "list"), ("", "persistentvolumeclaims", "patch")}
+    calls.add(("", "pods/status", "patch"))
+    return calls
+
+
+def test_rbac_grants_the_platforms_calls_and_nothing_more_on_kubernetes_kinds() -> None:
+    """Least privilege on the built-in kinds: every verb the code uses is granted, and no verb it never uses
+    (the custom resources, events and CRDs are kopf's: it watches, patches and posts them)."""
+    granted = {
+        (group, resource, verb)
+        for (group, resource), verbs in _grants(_rules("rocketmq-operator.namespacedRules")).items()
+        for verb in verbs
+        if group != "rocketmq-operator.dev" and resource != "events"
+    }
+    used = _platform_calls()
+    assert used - granted == set(), "used but not granted"
+    assert granted - used == set(), "granted but never used"
+
+
 # --- monitoring: PodMonitor, PrometheusRule, Grafana dashboard --------------------------------------------------
 
 SEVERITIES = {"critical", "warning", "info"}

@@ -108,27 +108,28 @@ Used by the ClusterRole (rbac.scope=cluster) and by each Role (rbac.scope=namesp
 - apiGroups: ["rocketmq-operator.dev"]
   resources: ["brokergroups/finalizers", "controllergroups/finalizers", "topics/finalizers", "consumergroups/finalizers"]
   verbs: ["update"]
-# What render.kubernetes produces for each group.
+# What render.kubernetes produces for each group: read back (get) and server-side applied (create, patch).
+# Nothing lists, watches, replaces or deletes them: owner references let the garbage collector remove them.
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
-  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+  verbs: ["get", "create", "patch"]
 - apiGroups: [""]
   resources: ["services", "configmaps"]
-  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+  verbs: ["get", "create", "patch"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
-  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+  verbs: ["get", "create", "patch"]
 # Role/broker-id labels, ordered restarts (delete), and the in-sync readiness gate (pods/status).
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch", "patch", "delete"]
+  verbs: ["list", "patch", "delete"]
 - apiGroups: [""]
   resources: ["pods/status"]
   verbs: ["patch"]
-# patch: storage expansion grows each broker PVC in place (spec.resources.requests.storage).
+# list and patch: storage expansion grows each broker PVC in place (spec.resources.requests.storage).
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
-  verbs: ["get", "list", "watch", "patch", "delete"]
+  verbs: ["list", "patch"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
