@@ -112,14 +112,16 @@ def format_result(doc: dict[str, Any]) -> str:
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
-async def _create_group(namesrv: str, topic: str, group: str) -> None:
-    """The Java reader's consumer group, on every master (brokers render autoCreateSubscriptionGroup=false)."""
+async def _create_groups(namesrv: str, topic: str, groups: list[str]) -> None:
+    """The Java reader's consumer groups (a new one per round, so each starts at the first offset), on every
+    master (brokers render autoCreateSubscriptionGroup=false)."""
     from rocketmq_operator.remoting import RemotingClient
     from rocketmq_operator.tools.consume import ensure_consumer_group
 
     async with RemotingClient(namesrv, connect_timeout=5.0, request_timeout=5.0) as client:
         route = await client.get_route(topic, timeout=5.0)
-        await ensure_consumer_group(client, route, group, timeout=5.0)
+        for group in groups:
+            await ensure_consumer_group(client, route, group, timeout=5.0)
 
 
 def java_reads(namesrv: str, topic: str, messages: int, rounds: int) -> list[dict[str, Any]]:
@@ -132,7 +134,7 @@ def java_reads(namesrv: str, topic: str, messages: int, rounds: int) -> list[dic
     lib = ensure_distribution(log=lambda _text: None) / "lib"
     source = files("rocketmq_operator.spark") / "java" / "LitePullRate.java"
     group = f"bench-litepull-{secrets.token_hex(4)}"
-    asyncio.run(_create_group(namesrv, topic, group))
+    asyncio.run(_create_groups(namesrv, topic, [f"{group}-{i}" for i in range(rounds)]))
     with tempfile.TemporaryDirectory(prefix="bench-litepull-") as logs:
         argv = [
             java_executable(),

@@ -4,9 +4,10 @@
  *
  *   java -cp '<dist>/lib/*' LitePullRate.java NAMESRV TOPIC GROUP MESSAGES ROUNDS PULL_BATCH
  *
- * GROUP must exist on the masters (brokers run with autoCreateSubscriptionGroup=false; nothing is committed).
- * Each round is a fresh consumer (same JVM, so later rounds run compiled code) assigned every queue from the
- * first offset, polling until MESSAGES messages arrived. It digests every message as the Python tools do
+ * Round K uses the consumer group GROUP-K, which must exist on the masters (brokers run with
+ * autoCreateSubscriptionGroup=false); being new, it starts at each queue's first offset (CONSUME_FROM_FIRST_OFFSET;
+ * nothing is committed). Each round is a fresh consumer (same JVM, so later rounds run compiled code) assigned
+ * every queue, polling until MESSAGES messages arrived. It digests every message as the Python tools do
  * (sha256(key + NUL + body) summed modulo 2^256) so the count and digest can be checked against the producer's,
  * and prints one JSON line per round: {"count": N, "elapsed_s": S, "digest": "<64 hex>"}.
  */
@@ -17,6 +18,7 @@ import java.security.MessageDigest;
 import java.util.Collection;
 import java.util.List;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 
@@ -32,7 +34,8 @@ public class LitePullRate {
         int rounds = Integer.parseInt(args[4]);
         int pullBatch = Integer.parseInt(args[5]);
         for (int round = 0; round < rounds; round++) {
-            DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
+            DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group + "-" + round);
+            consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
             consumer.setNamesrvAddr(namesrv);
             consumer.setAutoCommit(false);
             consumer.setPullBatchSize(pullBatch);
@@ -42,9 +45,6 @@ public class LitePullRate {
                 long t0 = System.nanoTime();
                 Collection<MessageQueue> queues = consumer.fetchMessageQueues(topic);
                 consumer.assign(queues);
-                for (MessageQueue queue : queues) {
-                    consumer.seekToBegin(queue);
-                }
                 MessageDigest sha = MessageDigest.getInstance("SHA-256");
                 BigInteger sum = BigInteger.ZERO;
                 long count = 0;
