@@ -182,6 +182,17 @@ def test_tag_filter_reads_exactly_the_tags_asked_for(spark: Any, namesrv: str) -
     assert _read(spark, namesrv, topic=topic).count() == 180
 
 
+def test_bench_spark_java_column_reads_what_was_acknowledged(namesrv: str) -> None:
+    """`bench spark`'s third column: the Java client's DefaultLitePullConsumer (LitePullRate.java on the pinned
+    jars) drains a topic; its count and digest are checked against the producer's (its rate is only recorded)."""
+    from rocketmq_operator.cli.bench_spark import java_reads
+
+    report = _produce(namesrv, "spark-it-litepull", 400, "litepull-")
+    rounds = java_reads(namesrv, "spark-it-litepull", 400, 1)
+    assert [(r["count"], r["digest"]) for r in rounds] == [(400, report.acknowledged_digest)]
+    assert rounds[0]["elapsed_s"] > 0
+
+
 STREAM_JOB = """
 import os, sys
 os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -385,14 +396,3 @@ def test_offsets_below_retention_fail_or_skip(spark: Any, local_platform: Any, t
         assert len(rows) == sum(high - low for low, high in bounds.values())
         for q, (low, _) in bounds.items():
             assert min(r["queueOffset"] for r in rows if r["queueId"] == q) == low
-
-
-def test_bench_spark_java_column_reads_what_was_acknowledged(namesrv: str) -> None:
-    """`bench spark`'s third column: the Java client's DefaultLitePullConsumer (LitePullRate.java on the pinned
-    jars) drains a topic; its count and digest are checked against the producer's (its rate is only recorded)."""
-    from rocketmq_operator.cli.bench_spark import java_reads
-
-    report = _produce(namesrv, "spark-it-litepull", 400, "litepull-")
-    rounds = java_reads(namesrv, "spark-it-litepull", 400, 1)
-    assert [(r["count"], r["digest"]) for r in rounds] == [(400, report.acknowledged_digest)]
-    assert rounds[0]["elapsed_s"] > 0

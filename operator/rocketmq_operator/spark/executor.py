@@ -292,10 +292,13 @@ class _QueueReader:
                 self.last_problem = f"pull from {addr} (id {broker_id}): {exc}"
                 wanted = 0
                 await self._create_group_if_missing(exc, addr)
-                if broker_id != 0:
+                broker = self._broker()
+                if broker_id != 0 and broker is not None and 0 in broker.broker_addrs:
                     log.info("rocketmq source: %s; reading from the master for a while", self.last_problem)
                     self.slave_cooldown_until = time.monotonic() + SLAVE_COOLDOWN_S
                     continue
+                # The master failed, or the route names no master (read during a failover) and a slave stood in
+                # for it: back off and look the route up again, or the reader would stay on that slave.
                 if not await self._pause_and_refresh():
                     return
                 continue

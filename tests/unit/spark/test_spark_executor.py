@@ -66,13 +66,18 @@ class FakeGroup:
         self.script: list[str] = []
         self.closed = False
         self.tag_of: Callable[[int], str] = lambda offset: "tA"
+        self.route_lookups = 0
+        self.routes_without_master = 0  # the next N route lookups name no master (read during a failover)
         self.subscriptions: list[str] = []
 
     async def get_route(self, topic: str, *, namesrv: str | None = None, timeout: float | None = None) -> TopicRoute:
-        return TopicRoute(topic, (QueueData(BROKER, 4, 4, 6),), (BrokerData("c", BROKER, dict(ADDRS)),))
+        self.route_lookups += 1
+        addrs = {i: a for i, a in ADDRS.items() if i != 0} if self.routes_without_master > 0 else dict(ADDRS)
+        self.routes_without_master -= 1
+        return TopicRoute(topic, (QueueData(BROKER, 4, 4, 6),), (BrokerData("c", BROKER, addrs),))
 
     async def get_min_offset(self, addr: str, topic: str, queue_id: int, *, timeout: float | None = None) -> int:
-        assert addr == ADDRS[0]
+        assert addr == ADDRS[0] or self.routes_without_master >= 0  # the master's, unless the route had none
         return self.min_offset
 
     async def pull(
@@ -278,3 +283,14 @@ def test_tag_filter_below_the_min_offset_is_still_data_loss() -> None:
     group.tag_of = lambda o: "A"
     with pytest.raises(DataLossError, match="below the broker's min offset 10"):
         rows(group, OffsetRange(Q, 0, 40), sub_expression="A", tags=frozenset({"A"}))
+
+
+def test_a_route_without_a_master_is_looked_up_again_when_its_slave_refuses() -> None:
+    """Seen on the real node: the route, read during a failover, named no master; the slave standing in for it
+    refused every pull (slaveReadEnable=false: SYSTEM_BUSY) and the reader stayed there until pullTimeoutMs."""
+    group = FakeGroup(max_offset=20)
+    group.routes_without_master = 1
+    group.failures[ADDRS[2]] = 10**6  # the slave refuses everything
+    got = rows(group, OffsetRange(Q, 0, 20))
+    assert [r["queueOffset"] for r in got] == list(range(20))
+    assert group.route_lookups >= 2 and {r["servedByBrokerId"] for r in got} == {0}
