@@ -154,6 +154,9 @@ def prometheus_port(conf: Mapping[str, str]) -> int | None:
         return None
 
 
+JRAFT_SCAN_WAIT_MS = 15_000
+
+
 def dledger_peers(peers: Sequence[str]) -> str:
     """`n0-host:port;n1-host:port;…` (ids n0…n{k-1} in ordinal order)."""
     return ";".join(f"n{i}-{addr}" for i, addr in enumerate(peers))
@@ -175,6 +178,13 @@ def controller_config(cg: ControllerGroup, ordinal: int, placement: ControllerPl
             jRaftServerId=placement.raft_peers[ordinal],
             jRaftInitConf=",".join(placement.raft_peers),
             jRaftControllerRPCAddr=",".join(placement.peers),
+            # JRaft replicates each broker's last heartbeat time through Raft, so controllers restarted together
+            # replay stale ones; the leader's first scan for inactive brokers comes only this long after the
+            # node's first heartbeat (default 1 s, counted even for one refused while no leader existed) and
+            # elected a new master while the old one was alive and acknowledging (docs/chaos.md, finding 7).
+            # Longer than a broker's heartbeat timeout (10 s) plus its heartbeats' interval: every live broker is
+            # heard through the new leader before anyone is declared inactive.
+            jRaftScanWaitTimeoutMs=str(JRAFT_SCAN_WAIT_MS),
         )
     else:
         conf.update(

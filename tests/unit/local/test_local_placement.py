@@ -265,6 +265,8 @@ def test_jraft_controllers_get_a_raft_port_and_the_jraft_keys(standalone: bool) 
         assert (conf["jRaftGroupId"], conf["jRaftServerId"]) == ("ctl", raft[i])
         assert conf["jRaftInitConf"] == ",".join(raft)
         assert conf["jRaftControllerRPCAddr"] == ",".join(rpc)
+        # finding 7: no inactive-broker scan until every live broker was heard after a restart (default 1 s)
+        assert int(conf["jRaftScanWaitTimeoutMs"]) > 10_000
         assert not any(k.startswith("controllerDLeger") for k in conf)
     # brokers talk to the controllers' RPC addresses, whichever consensus runs behind them
     assert confs["bg-0"]["controllerAddr"] == ";".join(rpc)
