@@ -52,7 +52,7 @@ from rocketmq_operator.tools.consume import PullSource
 from rocketmq_operator.tools.routing import broker_address
 
 from .errors import DataLossError, RocketMQSourceError
-from .options import ReadFrom, SourceOptions
+from .options import ReadFrom, SourceOptions, sub_expression
 from .planning import OffsetRange
 
 if TYPE_CHECKING:
@@ -90,7 +90,6 @@ class ReadSettings:
     pull_batch_size: int = 32
     pull_timeout_ms: int = 120_000
     request_timeout_ms: int = 10_000
-    sub_expression: str = "*"
     tags: frozenset[str] = frozenset()
 
     @classmethod
@@ -104,7 +103,6 @@ class ReadSettings:
             pull_batch_size=opts.pull_batch_size,
             pull_timeout_ms=opts.pull_timeout_ms,
             request_timeout_ms=opts.request_timeout_ms,
-            sub_expression=opts.sub_expression,
             tags=opts.tags,
         )
 
@@ -233,7 +231,7 @@ class _QueueReader:
             offset,
             count,
             self.s.consumer_group,
-            subscription=self.s.sub_expression,
+            subscription=sub_expression(self.s.tags),
             timeout=self.s.timeout,
         )
 

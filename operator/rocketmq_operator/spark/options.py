@@ -105,10 +105,13 @@ class SourceOptions:
     fetch_offset_num_retries: int = 3
     fetch_offset_retry_interval_ms: int = 1_000
     streaming: bool = False
-    sub_expression: str = "*"
-    """The subscription sent with every pull (``*``, or the tags joined by ``||``)."""
     tags: frozenset[str] = frozenset()
     """The tags a row must carry; empty: every row (``*``)."""
+
+    @property
+    def sub_expression(self) -> str:
+        """The subscription sent with every pull (``*``, or the tags joined by ``||``)."""
+        return sub_expression(self.tags)
 
     def topic_matches(self, topic: str) -> bool:
         """Whether ``topic`` is selected (in the list, or matching the pattern in full)."""
@@ -241,6 +244,11 @@ def parse_sub_expression(value: str) -> frozenset[str]:
     return frozenset(tags)
 
 
+def sub_expression(tags: frozenset[str]) -> str:
+    """The TAG subscription expression of ``tags`` (``*`` for none): what a pull carries."""
+    return " || ".join(sorted(tags)) if tags else "*"
+
+
 def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     """Validate Spark's options for a batch (``streaming=False``) or streaming read."""
     opts = _normalize(raw)
@@ -292,6 +300,5 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         fetch_offset_num_retries=_req_int(opts, "fetchOffsetNumRetries", 3, 0),
         fetch_offset_retry_interval_ms=_req_int(opts, "fetchOffsetRetryIntervalMs", 1_000, 0),
         streaming=streaming,
-        sub_expression=" || ".join(sorted(tags)) if tags else "*",
         tags=tags,
     )

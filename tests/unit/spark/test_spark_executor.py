@@ -266,7 +266,7 @@ def test_tag_filter_keeps_exact_tags_and_skips_what_the_broker_filtered() -> Non
     assert java_hash("Aa") == java_hash("BB")  # a real collision: the broker cannot tell them apart
     group = FakeGroup(max_offset=60)
     group.tag_of = lambda o: ("Aa", "BB", "other")[o % 3]
-    got = rows(group, OffsetRange(Q, 0, 60), sub_expression="Aa", tags=frozenset({"Aa"}))
+    got = rows(group, OffsetRange(Q, 0, 60), tags=frozenset({"Aa"}))
     assert [r["queueOffset"] for r in got] == list(range(0, 60, 3))
     assert {r["tags"] for r in got} == {"Aa"}
     assert set(group.subscriptions) == {"Aa"}  # the broker was asked to filter
@@ -274,7 +274,7 @@ def test_tag_filter_keeps_exact_tags_and_skips_what_the_broker_filtered() -> Non
 
 def test_tag_filter_with_nothing_matching_reaches_the_end_without_data_loss() -> None:
     group = FakeGroup(max_offset=40)
-    got = rows(group, OffsetRange(Q, 5, 40), sub_expression="nope", tags=frozenset({"nope"}))
+    got = rows(group, OffsetRange(Q, 5, 40), tags=frozenset({"nope"}))
     assert got == [] and group.closed
 
 
@@ -282,7 +282,7 @@ def test_tag_filter_below_the_min_offset_is_still_data_loss() -> None:
     group = FakeGroup(min_offset=10, max_offset=40)
     group.tag_of = lambda o: "A"
     with pytest.raises(DataLossError, match="below the broker's min offset 10"):
-        rows(group, OffsetRange(Q, 0, 40), sub_expression="A", tags=frozenset({"A"}))
+        rows(group, OffsetRange(Q, 0, 40), tags=frozenset({"A"}))
 
 
 def test_a_route_without_a_master_is_looked_up_again_when_its_slave_refuses() -> None:
