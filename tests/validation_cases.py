@@ -208,6 +208,40 @@ CASES: list[Case] = [
     ),
     Case("heap-not-quantity", b("spec.jvm", {"heap": "2GB"}), "BrokerGroup.jvm.heap", "spec.jvm.heap", "'2GB'"),
     Case(
+        "auth-without-admin-secret",
+        b("spec.auth", {"enabled": True}),
+        "BrokerGroup.auth.adminSecret.required",
+        "spec.auth.adminSecret",
+        "no admin Secret is named",
+    ),
+    Case(
+        "auth-user-twice",
+        b("spec.auth", {"users": [{"name": "app", "passwordSecret": {"name": "s"}}] * 2}),
+        "BrokerGroup.auth.users.unique",
+        "spec.auth.users",
+        "user names repeat",
+    ),
+    Case(
+        "auth-ok",
+        b(
+            "spec.auth",
+            {
+                "enabled": True,
+                "adminSecret": "rocketmq-admin",
+                "users": [
+                    {
+                        "name": "app",
+                        "passwordSecret": {"name": "app-password"},
+                        "acls": [{"resource": "Topic:orders", "actions": ["Pub"]}],
+                    }
+                ],
+            },
+        ),
+        None,
+        "",
+        "",
+    ),
+    Case(
         "upgrade-unknown",
         b("spec.upgrade", {"strategy": "yolo"}),
         "BrokerGroup.upgrade.strategy",
@@ -411,7 +445,7 @@ SHAPE_CASES: list[Case] = [
     Case("unknown-field-case", b("spec.HAMode", "sync"), "shape.unknown-field", "spec.HAMode",
          "did you mean 'haMode'?"),
     Case("unknown-field-no-match", b("spec.zzz", 1), "shape.unknown-field", "spec.zzz",
-         "rule: spec has only the fields of the BrokerGroup schema: affinity, autoCreate, brokerConfig"),
+         "rule: spec has only the fields of the BrokerGroup schema: affinity, auth, autoCreate, brokerConfig"),
     Case("unknown-top-level-field", {**BASE_BROKER, "specs": {}}, "shape.unknown-field", "specs",
          "did you mean 'spec'?"),
     Case("unknown-storage-field", b("spec.storage.sizee", "1Gi"), "shape.unknown-field", "spec.storage.sizee",
@@ -441,6 +475,18 @@ SHAPE_CASES: list[Case] = [
          "'-Xss1m' is not a list"),
     Case("string-or-integer", b("spec.resources.requests", {"cpu": [1]}), "shape.string_type",
          "spec.resources.requests.cpu", "[1] is not a string or a whole number"),
+    Case("acl-resource-pattern", b("spec.auth.users", [{"name": "app", "passwordSecret": {"name": "s"},
+         "acls": [{"resource": "Topics:orders", "actions": ["Pub"]}]}]), "shape.pattern",
+         "spec.auth.users[0].acls[0].resource", "'Topics:orders' is not an ACL resource; rule: "
+         "spec.auth.users[0].acls[0].resource is an ACL resource; fix: write Type:name with Type one of Cluster"),
+    Case("acl-action-typo", b("spec.auth.users", [{"name": "app", "passwordSecret": {"name": "s"},
+         "acls": [{"resource": "Topic:orders", "actions": ["sub"]}]}]), "shape.enum",
+         "spec.auth.users[0].acls[0].actions[0]", "(did you mean 'Sub'?)"),
+    Case("acl-no-actions", b("spec.auth.users", [{"name": "app", "passwordSecret": {"name": "s"},
+         "acls": [{"resource": "Topic:orders", "actions": []}]}]), "shape.too_short",
+         "spec.auth.users[0].acls[0].actions", "rule: spec.auth.users[0].acls[0].actions has at least 1 item;"),
+    Case("user-name-pattern", b("spec.auth.users", [{"name": "app user", "passwordSecret": {"name": "s"}}]),
+         "shape.pattern", "spec.auth.users[0].name", "'app user' is not a user name"),
     Case("config-value-empty", b("spec.brokerConfig", {"flushDiskType": None}), "shape.value", "spec.brokerConfig",
          "flushDiskType: an empty value is not a string or an integer; rule: config values are strings or integers"),
 ]  # fmt: skip

@@ -105,6 +105,11 @@ def _convert(node: JSON, defs: JSON, name: str = "") -> JSON:
         out["enum"] = node["enum"]
     if "default" in node and node["default"] is not None and node["default"] != [] and node["default"] != {}:
         out["default"] = node["default"]
+    if typ == "string" and "pattern" in node:
+        out["pattern"] = node["pattern"]
+    for bound in ("minItems", "maxItems", "maxLength"):
+        if bound in node:
+            out[bound] = node[bound]
     if typ == "string" and name in _STRING_BOUNDS:
         out["maxLength"] = _STRING_BOUNDS[name]
     return out

@@ -229,6 +229,71 @@ def _scalar_config(values: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+ACL_RESOURCE_PATTERN = r"^(\*|(Cluster|Namespace|Topic|Group):([%|A-Za-z0-9_-]*\*?))$"
+AUTH_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+SECRET_NAME_PATTERN = r"^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$"
+
+
+class SecretKeyRef(Model):
+    name: str = Field(
+        pattern=SECRET_NAME_PATTERN, max_length=253, description="Name of a Secret in the group's namespace."
+    )
+    key: str = Field(default="password", max_length=253, description="The key of the Secret that holds the value.")
+
+
+class AclRuleSpec(Model):
+    resource: str = Field(
+        pattern=ACL_RESOURCE_PATTERN,
+        max_length=300,
+        description="What the rule covers, as RocketMQ writes it: Topic:orders, Group:billing, Topic:orders-* "
+        "(a prefix), Topic:* (every topic) or * (everything).",
+    )
+    actions: list[Literal["All", "Pub", "Sub", "Create", "Update", "Delete", "Get", "List"]] = Field(
+        min_length=1, max_length=8, description="RocketMQ's actions: Pub, Sub, Create, Update, Delete, Get, List, or All."
+    )
+    decision: Literal["Allow", "Deny"] = Field(default="Allow", description="Allow or Deny (Deny wins).")
+    source_ips: list[str] = Field(
+        default_factory=list,
+        max_length=32,
+        description="Client addresses or CIDRs the rule is limited to; empty: any.",
+    )
+
+
+class UserSpec(Model):
+    name: str = Field(
+        pattern=AUTH_NAME_PATTERN, max_length=64, description="The user name (the client's accessKey)."
+    )
+    password_secret: SecretKeyRef = Field(
+        description="The Secret key holding the password (the client's secretKey); never copied into a "
+        "ConfigMap, the status, an Event or a log line."
+    )
+    type: Literal["Normal", "Super"] = Field(
+        default="Normal", description="Normal (allowed what its ACL allows) or Super (allowed everything)."
+    )
+    acls: list[AclRuleSpec] = Field(default_factory=list, max_length=64, description="The user's ACL 2.0 rules.")
+
+
+class AuthSpec(Model):
+    enabled: bool = Field(
+        default=False,
+        description="ACL 2.0 (RocketMQ 5.3+): every request to a broker is authenticated (signed by a user) and "
+        "authorized by that user's ACL. The controllers' role notifications are exempt (they cannot sign).",
+    )
+    admin_secret: str | None = Field(
+        default=None,
+        pattern=SECRET_NAME_PATTERN,
+        max_length=253,
+        description="Secret with keys username and password: a Super user the brokers create at start "
+        "(innerClientAuthenticationCredentials, used between brokers) and the operator signs with.",
+    )
+    users: list[UserSpec] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Users the operator creates on every replica (each broker keeps its own), with their ACLs; "
+        "re-asserted after every master change and restart. Users it does not declare are left alone.",
+    )
+
+
 class BrokerGroupSpec(Model):
     version: str = Field(
         default=DEFAULT_ROCKETMQ_VERSION,
@@ -325,6 +390,9 @@ class BrokerGroupSpec(Model):
     metrics: MetricsSpec = Field(
         default_factory=MetricsSpec,
         description="Prometheus metrics of the brokers themselves (RocketMQ's exporter); on by default.",
+    )
+    auth: AuthSpec = Field(
+        default_factory=AuthSpec, description="Authentication and authorization (ACL 2.0); off by default."
     )
 
 

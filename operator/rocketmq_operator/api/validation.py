@@ -17,7 +17,10 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from rocketmq_operator.api.models import (
+    ACL_RESOURCE_PATTERN,
     API_GROUP_VERSION,
+    AUTH_NAME_PATTERN,
+    SECRET_NAME_PATTERN,
     AnyResource,
     BrokerGroup,
     ConsumerGroup,
@@ -134,6 +137,16 @@ _EXPECTED: dict[str, tuple[str, str]] = {
     "model_attributes_type": ("a mapping", "write key: value pairs"),
     "list_type": ("a list", "write a YAML list, e.g. [a, b]"),
 }
+# A pattern of the models → what a matching value is, and the fix (never the regular expression alone).
+_PATTERNS: dict[str, tuple[str, str]] = {
+    ACL_RESOURCE_PATTERN: (
+        "an ACL resource",
+        "write Type:name with Type one of Cluster, Namespace, Topic, Group (a trailing * for a prefix, Type:* for "
+        "all of a type), or * for everything",
+    ),
+    AUTH_NAME_PATTERN: ("a user name", "use 1 to 64 letters, digits, '_' or '-'"),
+    SECRET_NAME_PATTERN: ("a Secret name", "use the name of a Secret: lower-case letters, digits, '-' or '.'"),
+}
 # pydantic tags the errors of each member of a union (`str | int`) with the member's type: one problem, not two.
 _UNION_TAGS = frozenset({"str", "int", "float", "bool"})
 
@@ -220,6 +233,24 @@ def _shape_problems(doc: dict[str, Any], model: type[BaseModel], errors: Sequenc
             fix = f"use one of: {listed}" + (f" ({hint})" if hint else "")
             message = f"{_show_value(value)} is not allowed; rule: {path} is one of: {listed}; fix: {fix}"
             problems.append(Problem(path, message, "shape.enum"))
+        elif "string_pattern_mismatch" in etypes:
+            err = errs[etypes.index("string_pattern_mismatch")]
+            pattern = str((err.get("ctx") or {}).get("pattern", ""))
+            what, fix = _PATTERNS.get(pattern, (f"a string matching {pattern}", "correct the value"))
+            message = f"{_show_value(_value_at(doc, loc))} is not {what}; rule: {path} is {what}; fix: {fix}"
+            problems.append(Problem(path, message, "shape.pattern"))
+        elif etypes[0] in ("too_short", "too_long", "string_too_long"):
+            ctx = errs[0].get("ctx") or {}
+            value = _value_at(doc, loc)
+            if etypes[0] == "too_short":
+                bound, fix = f"at least {ctx.get('min_length')}", "add one"
+            else:
+                bound, fix = f"at most {ctx.get('max_length')}", "shorten it"
+            unit = "characters" if etypes[0] == "string_too_long" else "items"
+            if bound.endswith(" 1"):
+                unit = unit.removesuffix("s")
+            message = f"{_show_value(value)} has {len(value) if hasattr(value, '__len__') else '?'} {unit}; rule: {path} has {bound} {unit}; fix: {fix}"
+            problems.append(Problem(path, message, f"shape.{etypes[0]}"))
         else:
             value = _value_at(doc, loc)
             known = [_EXPECTED[t] for t in etypes if t in _EXPECTED]

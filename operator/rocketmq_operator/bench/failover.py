@@ -364,6 +364,12 @@ async def run_bench(
             try:
                 for _ in range(trials):
                     await asyncio.sleep(2.0)  # steady traffic before the fault
+                    # The leadership moves first and the SyncStateSet is checked after it: on a loaded machine the
+                    # seconds of a controller election can drop a slave, and the master's kill must still find
+                    # an eligible successor (else the controller rightly elects no one).
+                    leader_change_s = (
+                        await _change_leader(state_dir, state, group, client) if after_leader_change else None
+                    )
                     # Checked right before the fault: a loaded machine can drop a slave from the SyncStateSet at
                     # any time, and a fault then has no eligible successor (correctly: no unclean election).
                     await wait_for(
@@ -378,9 +384,6 @@ async def run_bench(
                     old, old_epoch, _ = await retrying(lambda: group.controller_master(client))
                     assert old is not None
                     old_addr = next(e.address for e in group.endpoints if e.name == by_id[old])
-                    leader_change_s = (
-                        await _change_leader(state_dir, state, group, client) if after_leader_change else None
-                    )
                     killed_at = await _signal(state_dir, by_id[old], "STOP" if fault == "stop" else "KILL")
 
                     async def elected(old: int = old, old_epoch: int | None = old_epoch) -> bool:

@@ -1,0 +1,123 @@
+"""ACL 2.0 users and their ACLs: what one broker must be told, decided from plain data.
+
+Contract: `plan_auth(wanted, observed)` takes the users a BrokerGroup declares (names, passwords, types, ACL
+entries) and what one broker holds now (GET_USER and GET_ACL answers, None where it has none), and returns the
+actions that make the broker hold exactly what is declared for those users: create or update a user, upsert ACL
+entries (RocketMQ's UPDATE_ACL merges entries by resource), delete an entry whose resource is no longer declared.
+It never does I/O and never deletes a user or an entry of a user the group does not declare (an administrator's
+own users stay). Every broker keeps its users in its own store (LocalAuthenticationMetadataProvider: RocksDB
+under the store root), nothing replicates them, so the executor runs this against every replica: a slave that
+becomes master then already has them.
+
+Passwords pass through here as plain strings (they are compared with what the broker returns); nothing in this
+module formats them into a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+CUSTOM_POLICY = "Custom"
+USER_TYPES = ("Normal", "Super")
+ACTIONS = ("All", "Pub", "Sub", "Create", "Update", "Delete", "Get", "List")
+DECISIONS = ("Allow", "Deny")
+RESOURCE_TYPES = ("Cluster", "Namespace", "Topic", "Group")
+
+
+@dataclass(frozen=True, slots=True)
+class AclEntry:
+    """One entry of a user's Custom policy: ``resource`` as RocketMQ writes it (``Topic:orders``, ``Group:g*``,
+    ``*``), its actions (sorted, RocketMQ's names), decision and source IPs (sorted)."""
+
+    resource: str
+    actions: tuple[str, ...]
+    decision: str = "Allow"
+    source_ips: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, resource: str, actions: Sequence[str], decision: str = "Allow", source_ips: Sequence[str] = ()) -> AclEntry:
+        return cls(resource, tuple(sorted(set(actions))), decision, tuple(sorted(set(source_ips))))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "resource": self.resource,
+            "actions": list(self.actions),
+            "sourceIps": list(self.source_ips),
+            "decision": self.decision,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class WantedUser:
+    name: str
+    password: str = field(repr=False)
+    user_type: str = "Normal"
+    entries: tuple[AclEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedUser:
+    """What GET_USER and GET_ACL answered for one name on one broker."""
+
+    name: str
+    password: str | None = field(default=None, repr=False)  # None: the broker has no such user
+    user_type: str | None = None
+    status: str | None = None
+    entries: tuple[AclEntry, ...] = ()  # the Custom policy's entries; empty: no ACL
+
+
+class AuthActionKind(StrEnum):
+    CREATE_USER = "create-user"
+    UPDATE_USER = "update-user"
+    UPSERT_ACL = "upsert-acl"  # CREATE_ACL when the broker has none for the user, else UPDATE_ACL (merge)
+    DELETE_ACL_ENTRY = "delete-acl-entry"
+
+
+@dataclass(frozen=True, slots=True)
+class AuthAction:
+    kind: AuthActionKind
+    user: str
+    entries: tuple[AclEntry, ...] = ()  # UPSERT_ACL: the entries to write; DELETE_ACL_ENTRY: the one to remove
+    create: bool = False  # UPSERT_ACL: the broker holds no ACL for the user yet
+
+    def describe(self) -> str:
+        if self.kind is AuthActionKind.UPSERT_ACL:
+            return f"{self.kind} {self.user}: {', '.join(e.resource for e in self.entries)}"
+        if self.kind is AuthActionKind.DELETE_ACL_ENTRY:
+            return f"{self.kind} {self.user}: {self.entries[0].resource}"
+        return f"{self.kind} {self.user}"
+
+
+def subject(user: str) -> str:
+    """RocketMQ's subject key of a user."""
+    return f"User:{user}"
+
+
+def plan_user(wanted: WantedUser, observed: ObservedUser | None) -> list[AuthAction]:
+    """The actions that make one broker hold ``wanted`` (its user, then its ACL entries)."""
+    actions: list[AuthAction] = []
+    if observed is None or observed.password is None:
+        actions.append(AuthAction(AuthActionKind.CREATE_USER, wanted.name))
+        have: dict[str, AclEntry] = {}
+    else:
+        if (
+            observed.password != wanted.password
+            or (observed.user_type or "Normal") != wanted.user_type
+            or (observed.status not in (None, "enable", "Enable"))
+        ):
+            actions.append(AuthAction(AuthActionKind.UPDATE_USER, wanted.name))
+        have = {e.resource: e for e in observed.entries}
+    want = {e.resource: e for e in wanted.entries}
+    changed = tuple(e for r, e in sorted(want.items()) if have.get(r) != e)
+    if changed:
+        actions.append(AuthAction(AuthActionKind.UPSERT_ACL, wanted.name, changed, create=not have))
+    for resource in sorted(set(have) - set(want)):
+        actions.append(AuthAction(AuthActionKind.DELETE_ACL_ENTRY, wanted.name, (have[resource],)))
+    return actions
+
+
+def plan_auth(wanted: Sequence[WantedUser], observed: Mapping[str, ObservedUser | None]) -> list[AuthAction]:
+    """Every action one broker needs, users in name order (each user's creation before its ACL)."""
+    return [a for user in sorted(wanted, key=lambda u: u.name) for a in plan_user(user, observed.get(user.name))]
