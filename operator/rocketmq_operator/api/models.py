@@ -249,7 +249,9 @@ class AclRuleSpec(Model):
         "(a prefix), Topic:* (every topic) or * (everything).",
     )
     actions: list[Literal["All", "Pub", "Sub", "Create", "Update", "Delete", "Get", "List"]] = Field(
-        min_length=1, max_length=8, description="RocketMQ's actions: Pub, Sub, Create, Update, Delete, Get, List, or All."
+        min_length=1,
+        max_length=8,
+        description="RocketMQ's actions: Pub, Sub, Create, Update, Delete, Get, List, or All.",
     )
     decision: Literal["Allow", "Deny"] = Field(default="Allow", description="Allow or Deny (Deny wins).")
     source_ips: list[str] = Field(
@@ -260,9 +262,7 @@ class AclRuleSpec(Model):
 
 
 class UserSpec(Model):
-    name: str = Field(
-        pattern=AUTH_NAME_PATTERN, max_length=64, description="The user name (the client's accessKey)."
-    )
+    name: str = Field(pattern=AUTH_NAME_PATTERN, max_length=64, description="The user name (the client's accessKey).")
     password_secret: SecretKeyRef = Field(
         description="The Secret key holding the password (the client's secretKey); never copied into a "
         "ConfigMap, the status, an Event or a log line."

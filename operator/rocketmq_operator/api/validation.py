@@ -7,6 +7,8 @@ mean something else in RocketMQ (inSyncReplicas=1 makes a SYNC_MASTER asynchrono
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -59,16 +61,27 @@ class Problem:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
+@dataclass(frozen=True)
+class SecretDoc:
+    """A Kubernetes v1 Secret given with the manifests (the local platform reads passwords from these; on
+    Kubernetes they are applied like any Secret). ``data`` holds decoded values and is never shown."""
+
+    name: str
+    namespace: str | None
+    data: dict[str, str] = field(repr=False)
+
+
 @dataclass
 class Report:
     source: str
     resource: AnyResource | None = None
     errors: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
+    secret: SecretDoc | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.errors and self.resource is not None
+        return not self.errors and (self.resource is not None or self.secret is not None)
 
     def prefixed(self, problem: Problem) -> str:
         return f"{self.source}: {problem}"
@@ -249,7 +262,8 @@ def _shape_problems(doc: dict[str, Any], model: type[BaseModel], errors: Sequenc
             unit = "characters" if etypes[0] == "string_too_long" else "items"
             if bound.endswith(" 1"):
                 unit = unit.removesuffix("s")
-            message = f"{_show_value(value)} has {len(value) if hasattr(value, '__len__') else '?'} {unit}; rule: {path} has {bound} {unit}; fix: {fix}"
+            count = len(value) if hasattr(value, "__len__") else "?"
+            message = f"{_show_value(value)} has {count} {unit}; rule: {path} has {bound} {unit}; fix: {fix}"
             problems.append(Problem(path, message, f"shape.{etypes[0]}"))
         else:
             value = _value_at(doc, loc)
@@ -270,7 +284,7 @@ def parse_resource(doc: dict[str, Any]) -> tuple[AnyResource | None, list[Proble
             Problem(
                 "kind",
                 f"{kind!r} is not a kind this operator manages; "
-                "rule: kind is BrokerGroup, ControllerGroup, Topic or ConsumerGroup; "
+                "rule: kind is BrokerGroup, ControllerGroup, Topic or ConsumerGroup (or a v1 Secret they name); "
                 "fix: set kind, or remove the document",
                 "shape.kind",
             )
@@ -304,7 +318,45 @@ def parse_resource(doc: dict[str, Any]) -> tuple[AnyResource | None, list[Proble
     return (resource if not problems else None), problems
 
 
+def parse_secret(doc: dict[str, Any]) -> tuple[SecretDoc | None, list[Problem]]:
+    """A v1 Secret's name and decoded ``data`` and ``stringData`` (the latter wins, as on the API server).
+    Problems never quote a value."""
+    raw_meta = doc.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    name = str(meta.get("name") or "")
+    problems: list[Problem] = []
+    if doc.get("apiVersion") != "v1":
+        problems.append(
+            Problem("apiVersion", f"{doc.get('apiVersion')!r} is not a Secret's; rule: a Secret is apiVersion v1; "
+                    "fix: set apiVersion: v1", "secret.apiVersion")
+        )  # fmt: skip
+    if not name:
+        problems.append(Problem("metadata.name", "is required; rule: every Secret has a name; fix: set metadata.name",
+                                "secret.name"))  # fmt: skip
+    data: dict[str, str] = {}
+    for key, value in (doc.get("data") or {}).items():
+        try:
+            data[str(key)] = base64.b64decode(str(value), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            problems.append(
+                Problem(f"data.{key}", "is not base64 of UTF-8 text; rule: data values are base64; fix: encode it "
+                        "(base64 -w0), or give the plain text under stringData", "secret.data")
+            )  # fmt: skip
+    for key, value in (doc.get("stringData") or {}).items():
+        if not isinstance(value, str):
+            problems.append(Problem(f"stringData.{key}", "is not a string; rule: stringData values are strings; "
+                                    "fix: quote the value", "secret.stringData"))  # fmt: skip
+            continue
+        data[str(key)] = value
+    if problems:
+        return None, problems
+    return SecretDoc(name, meta.get("namespace"), data), []
+
+
 def validate_document(doc: dict[str, Any], source: str = "") -> Report:
+    if doc.get("kind") == "Secret":
+        secret, secret_problems = parse_secret(doc)
+        return Report(source=source, errors=secret_problems, secret=secret)
     resource, problems = parse_resource(doc)
     report = Report(source=source, errors=problems)
     if resource is None:
@@ -343,6 +395,11 @@ class ManifestSet:
     @property
     def resources(self) -> list[AnyResource]:
         return [r.resource for r in self.reports if r.resource is not None]
+
+    @property
+    def secrets(self) -> dict[str, SecretDoc]:
+        """The Secrets given with the manifests, by name."""
+        return {r.secret.name: r.secret for r in self.reports if r.secret is not None}
 
 
 def validate_files(paths: Sequence[str | Path]) -> ManifestSet:

@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 from rocketmq_operator.remoting import RemotingException
+from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.tools.consume import (
     DEFAULT_BATCH,
     DEFAULT_CONSUMER_GROUP,
@@ -96,6 +98,40 @@ def _fail(message: str) -> int:
     return EXIT_FAILED
 
 
+ACCESS_KEY_ENV = "ROCKETMQ_ACCESS_KEY"
+SECRET_KEY_ENV = "ROCKETMQ_SECRET_KEY"
+
+
+def add_credentials_arguments(parser: Any) -> None:
+    parser.add_argument(
+        "--access-key",
+        default=None,
+        metavar="USER",
+        help=f"ACL 2.0 user the requests are signed as (default: ${ACCESS_KEY_ENV}; none: unsigned)",
+    )
+    parser.add_argument(
+        "--secret-key-env",
+        default=SECRET_KEY_ENV,
+        metavar="VAR",
+        help="environment variable holding the user's password (default %(default)s; never on the command line, "
+        "where ps shows it)",
+    )
+
+
+def credentials_from(args: argparse.Namespace) -> SessionCredentials | None:
+    """The user to sign as: --access-key (or $ROCKETMQ_ACCESS_KEY) with its password from the environment."""
+    access_key = args.access_key or os.environ.get(ACCESS_KEY_ENV)
+    if not access_key:
+        return None
+    secret_key = os.environ.get(args.secret_key_env)
+    if not secret_key:
+        raise ToolError(
+            f"--access-key {access_key}: ${args.secret_key_env} is empty; rule: a signed request needs the user's "
+            f"password; fix: export {args.secret_key_env}=<password> (or name another variable with --secret-key-env)"
+        )
+    return SessionCredentials(access_key, secret_key)
+
+
 def cmd_produce(args: argparse.Namespace) -> int:
     progress = ProduceProgress()
     try:
@@ -116,6 +152,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
                 producer_group=args.group,
                 keep_records=False,
                 progress=progress,
+                credentials=credentials_from(args),
             )
         )
     except (ToolError, RemotingException) as exc:
@@ -163,6 +200,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
                 commit=args.commit,
                 timeout=args.timeout,
                 batch_size=args.batch,
+                credentials=credentials_from(args),
             )
         )
     except (ToolError, RemotingException) as exc:
@@ -203,6 +241,7 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S", help="per attempt, seconds")
     p.add_argument("--retries", type=int, default=DEFAULT_RETRIES, metavar="K", help="default %(default)s")
     p.add_argument("--group", default=DEFAULT_PRODUCER_GROUP, help="producer group (default %(default)s)")
+    add_credentials_arguments(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_produce)
 
@@ -234,5 +273,6 @@ def register(sub: Any) -> None:
     c.add_argument("--commit", action="store_true", help="commit the final offsets for --group")
     c.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S", help="per request, seconds")
     c.add_argument("--batch", type=int, default=DEFAULT_BATCH, metavar="N", help="messages per pull")
+    add_credentials_arguments(c)
     c.add_argument("--json", action="store_true", help="print the report as JSON")
     c.set_defaults(func=cmd_consume)

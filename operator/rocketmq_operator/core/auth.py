@@ -37,7 +37,9 @@ class AclEntry:
     source_ips: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, resource: str, actions: Sequence[str], decision: str = "Allow", source_ips: Sequence[str] = ()) -> AclEntry:
+    def of(
+        cls, resource: str, actions: Sequence[str], decision: str = "Allow", source_ips: Sequence[str] = ()
+    ) -> AclEntry:
         return cls(resource, tuple(sorted(set(actions))), decision, tuple(sorted(set(source_ips))))
 
     def to_json(self) -> dict[str, object]:
@@ -105,7 +107,7 @@ def plan_user(wanted: WantedUser, observed: ObservedUser | None) -> list[AuthAct
         if (
             observed.password != wanted.password
             or (observed.user_type or "Normal") != wanted.user_type
-            or (observed.status not in (None, "enable", "Enable"))
+            or (observed.status or "enable").lower() != "enable"
         ):
             actions.append(AuthAction(AuthActionKind.UPDATE_USER, wanted.name))
         have = {e.resource: e for e in observed.entries}

@@ -32,13 +32,17 @@ class Caller:
         connect_timeout: float = 3.0,
         request_timeout: float = 3.0,
         credentials: SessionCredentials | None = None,
+        credentials_by_addr: Mapping[str, SessionCredentials] | None = None,
     ) -> None:
         if isinstance(namesrv_addrs, str):
             namesrv_addrs = [a for a in namesrv_addrs.split(";") if a.strip()]
         self.namesrv_addrs: tuple[str, ...] = tuple(a.strip() for a in namesrv_addrs)
         self._own_pool = pool is None
         self.pool = pool or ClientPool(
-            connect_timeout=connect_timeout, request_timeout=request_timeout, credentials=credentials
+            connect_timeout=connect_timeout,
+            request_timeout=request_timeout,
+            credentials=credentials,
+            credentials_by_addr=credentials_by_addr,
         )
 
     def with_name_servers(self, namesrv_addrs: Sequence[str]) -> Self:

@@ -26,7 +26,7 @@ import dataclasses
 import itertools
 import logging
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from .auth import SessionCredentials, sign
 from .codec import (
@@ -260,9 +260,12 @@ class ClientPool:
         on_request: RequestHandler | None = None,
         max_frame_length: int = MAX_FRAME_LENGTH,
         credentials: SessionCredentials | None = None,
+        credentials_by_addr: Mapping[str, SessionCredentials] | None = None,
     ) -> None:
         self.credentials = credentials
         """Every request is signed with these (an ACL 2.0 broker's user); None: sent unsigned."""
+        self.credentials_by_addr: dict[str, SessionCredentials] = dict(credentials_by_addr or {})
+        """Per address, instead of ``credentials``: an operator's client signs for each group with its admin."""
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
         self._on_request = on_request
@@ -294,9 +297,13 @@ class ClientPool:
             self._connections[addr] = connection
             return connection
 
+    def _sign(self, addr: str, request: RemotingCommand) -> None:
+        credentials = self.credentials_by_addr.get(addr, self.credentials)
+        if credentials is not None:
+            sign(request, credentials)
+
     async def invoke(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
-        if self.credentials is not None:
-            sign(request, self.credentials)
+        self._sign(addr, request)
         connection = await self.get(addr)
         sent_at = asyncio.get_running_loop().time()
         try:
@@ -307,8 +314,7 @@ class ClientPool:
             raise
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> None:
-        if self.credentials is not None:
-            sign(request, self.credentials)
+        self._sign(addr, request)
         connection = await self.get(addr)
         await connection.invoke_oneway(request, self.request_timeout if timeout is None else timeout)
 

@@ -7,6 +7,7 @@ ordered mapping of RocketMQ key → string, and `properties_text` turns it into 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -122,11 +123,41 @@ def broker_config(bg: BrokerGroup, ordinal: int, placement: BrokerPlacement) -> 
     if spec.slave_read.memory_ratio is not None:
         conf["accessMessageInMemoryMaxRatio"] = str(spec.slave_read.memory_ratio)
     conf.update(metrics_keys(spec.metrics, where))
+    if spec.auth.enabled:
+        conf.update(AUTH_KEYS)
     for key, value in placement.platform_defaults.items():
         conf.setdefault(key, value)
     for key, user_value in spec.broker_config.items():
         conf[key] = config_text(user_value)
     return conf
+
+
+_AUTHN = "org.apache.rocketmq.auth.authentication.provider."
+_AUTHZ = "org.apache.rocketmq.auth.authorization.provider."
+# ACL 2.0 with users and ACLs in each broker's own store (RocksDB under storePathRootDir/config). Exempt:
+# NOTIFY_BROKER_ROLE_CHANGED (1008), which the controllers send and cannot sign (they have no credentials);
+# without it a broker would learn of its election only from its next poll of the controller.
+AUTH_KEYS: Mapping[str, str] = {
+    "authenticationEnabled": "true",
+    "authenticationProvider": _AUTHN + "DefaultAuthenticationProvider",
+    "authenticationMetadataProvider": _AUTHN + "LocalAuthenticationMetadataProvider",
+    "authenticationWhitelist": "1008",
+    "authorizationEnabled": "true",
+    "authorizationProvider": _AUTHZ + "DefaultAuthorizationProvider",
+    "authorizationMetadataProvider": _AUTHZ + "LocalAuthorizationMetadataProvider",
+    "authorizationWhitelist": "1008",
+}
+
+
+def auth_secret_keys(username: str, password: str) -> dict[str, str]:
+    """The broker.conf keys that hold the admin Secret: the Super user every broker creates at start and signs
+    its requests to other brokers with. Never part of a rendered ConfigMap: the platform adds them where only
+    the broker reads them (a 0600 file locally, a Secret volume on Kubernetes)."""
+    return {
+        "innerClientAuthenticationCredentials": json.dumps(
+            {"accessKey": username, "secretKey": password}, separators=(",", ":")
+        )
+    }
 
 
 def metrics_keys(metrics: MetricsSpec, where: ReplicaPlacement) -> dict[str, str]:

@@ -50,6 +50,7 @@ from rocketmq_operator.remoting import (
     TopicRoute,
 )
 from rocketmq_operator.remoting.admin import SubscriptionGroupInfo, TopicAdmin
+from rocketmq_operator.remoting.auth import SessionCredentials
 
 from .digest import Digest, body_matches
 from .routing import RouteClient, ToolError, TopicRouter, broker_address, is_topic_not_exist
@@ -362,8 +363,10 @@ async def consume(
     batch_size: int = DEFAULT_BATCH,
     poll_interval: float = 0.1,
     client: ConsumeClient | None = None,
+    credentials: SessionCredentials | None = None,
 ) -> ConsumeReport:
-    """Read ``topic`` from every queue until idle (or ``max_messages``) and report what was read."""
+    """Read ``topic`` from every queue until idle (or ``max_messages``) and report what was read; requests are
+    signed as ``credentials`` when given (an ACL 2.0 user)."""
     if start not in ("earliest", "latest"):
         raise ToolError(f"--from must be earliest or latest, got {start!r}")
     if read_from not in ("auto", "master"):
@@ -376,7 +379,7 @@ async def consume(
     if client is None:
         if not namesrv:
             raise ToolError("no name server address given (--namesrv host:port[;host:port])")
-        own = RemotingClient(namesrv, connect_timeout=timeout, request_timeout=timeout)
+        own = RemotingClient(namesrv, connect_timeout=timeout, request_timeout=timeout, credentials=credentials)
         client = own
     t0 = time.perf_counter()
     try:

@@ -54,6 +54,7 @@ from rocketmq_operator.remoting import (
     ResponseCode,
     SendResult,
 )
+from rocketmq_operator.remoting.auth import SessionCredentials
 
 from .digest import Digest, body_for, message_digest
 from .routing import DEFAULT_ROUTE_REFRESH_S, RouteClient, ToolError, TopicRouter, ensure_topic
@@ -360,10 +361,12 @@ def _check_common(size: int, timeout: float, retries: int) -> None:
     _check(retries >= 0, f"--retries must be >= 0, got {retries}")
 
 
-def _own_client(namesrv: str | Sequence[str] | None, timeout: float) -> RemotingClient:
+def _own_client(
+    namesrv: str | Sequence[str] | None, timeout: float, credentials: SessionCredentials | None = None
+) -> RemotingClient:
     if not namesrv:
         raise ToolError("no name server address given (--namesrv host:port[;host:port])")
-    client = RemotingClient(namesrv, connect_timeout=timeout, request_timeout=timeout)
+    client = RemotingClient(namesrv, connect_timeout=timeout, request_timeout=timeout, credentials=credentials)
     if not client.namesrv_addrs:
         raise ToolError("no name server address given (--namesrv host:port[;host:port])")
     return client
@@ -388,11 +391,12 @@ async def produce(
     keep_records: bool = True,
     client: ProduceClient | None = None,
     progress: ProduceProgress | None = None,
+    credentials: SessionCredentials | None = None,
 ) -> ProduceReport:
     """Send ``count`` messages of ``size`` bytes to ``topic`` (``rate`` msgs/s overall, 0 = unlimited, with
     ``concurrency`` sends in flight), each with the tag ``tags`` when given, and report what the brokers
-    answered. ``progress`` sees every answer as it arrives (its ``report`` is the partial report of an
-    interrupted run)."""
+    answered; every request is signed as ``credentials`` when given (an ACL 2.0 user). ``progress`` sees every
+    answer as it arrives (its ``report`` is the partial report of an interrupted run)."""
     _check(count >= 0, f"--count must be >= 0, got {count}")
     _check(concurrency >= 1, f"--concurrency must be >= 1, got {concurrency}")
     _check(rate >= 0, f"--rate must be >= 0, got {rate}")
@@ -401,7 +405,7 @@ async def produce(
     progress = ProduceProgress() if progress is None else progress
     progress.key_prefix = prefix
     own = client is None
-    active: ProduceClient = _own_client(namesrv, timeout) if client is None else client
+    active: ProduceClient = _own_client(namesrv, timeout, credentials) if client is None else client
     try:
         route = await ensure_topic(active, topic, create=create_topic, cluster=cluster, timeout=timeout)
         router = TopicRouter(active, topic, timeout=timeout, refresh_interval=route_refresh_s, route=route)

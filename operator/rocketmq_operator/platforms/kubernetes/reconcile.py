@@ -23,7 +23,7 @@ from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.core.conditions import conditions_match, set_condition
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
-from rocketmq_operator.render.kubernetes import render_broker_group, render_controller_group
+from rocketmq_operator.render.kubernetes import RenderError, render_broker_group, render_controller_group
 
 JSON = dict[str, Any]
 ANNOTATION_APPLIED_HASH = "rocketmq-operator.dev/applied-hash"
@@ -129,7 +129,12 @@ async def _render_broker(kube: KubeClient, bg: BrokerGroup, namespace: str, outc
         cg = lookup.resource
     sts = await kube.get("StatefulSet", namespace, bg.metadata.name)
     running = int(((sts or {}).get("spec") or {}).get("replicas") or 0) if sts is not None else None
-    return render_broker_group(bg, cg, running)
+    try:
+        return render_broker_group(bg, cg, running)
+    except RenderError as exc:
+        outcome.blocked_reason = "NotRenderable"
+        outcome.blocked_message = str(exc)
+        return None
 
 
 def desired_status(body: JSON, outcome: Outcome, now: str) -> JSON:

@@ -34,7 +34,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +42,11 @@ import yaml
 from rich.console import Console
 
 from rocketmq_operator.api.models import AnyResource
-from rocketmq_operator.api.validation import ManifestError, validate_files
+from rocketmq_operator.api.validation import ManifestError, SecretDoc, validate_files
 from rocketmq_operator.platforms.console import EXIT_INTERRUPTED, Frames, Ticker
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local import roll as local_roll
+from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, store_secrets
 from rocketmq_operator.platforms.local.distribution import (
     DistributionError,
     ensure_distribution,
@@ -101,10 +102,11 @@ class LocalError(RuntimeError):
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def validate(files: Sequence[str]) -> tuple[list[AnyResource], list[str], list[str]]:
-    """Resources, error lines and warning lines, exactly as `rocketmq-operator validate` reports them."""
+def validate(files: Sequence[str]) -> tuple[list[AnyResource], list[str], list[str], dict[str, SecretDoc]]:
+    """Resources, error lines and warning lines, exactly as `rocketmq-operator validate` reports them, and the
+    Secrets given with them."""
     manifests = validate_files(files)
-    return manifests.resources, manifests.errors, manifests.warnings
+    return manifests.resources, manifests.errors, manifests.warnings, manifests.secrets
 
 
 def _try_read(layout: StateLayout) -> LocalState | None:
@@ -356,7 +358,7 @@ def _up_command(
     console: Console | None,
 ) -> int:
     try:
-        resources, errors, warnings = validate(files)
+        resources, errors, warnings, secrets = validate(files)
     except ManifestError as exc:
         _stderr(f"error: {exc}")
         return EXIT_INVALID
@@ -368,14 +370,26 @@ def _up_command(
         return EXIT_INVALID
     try:
         check_names(resources)
+        auth_secrets = select_secrets(resources, secrets)
         with locked(layout):
             if fault_injection:
                 NetFaults(layout.root).check()
-            code = _up(resources, files, layout, fault_injection=fault_injection, out=out, console=console)
+            code = _up(
+                resources,
+                files,
+                layout,
+                secrets=auth_secrets,
+                fault_injection=fault_injection,
+                out=out,
+                console=console,
+            )
         if code == EXIT_OK and wait:
             return asyncio.run(wait_ready(layout, timeout, out, console))
         return code
     except PlacementError as exc:
+        out(str(exc))
+        return EXIT_INVALID
+    except AuthSecretError as exc:
         out(str(exc))
         return EXIT_INVALID
     except (LocalError, StateError, DistributionError, PortError, commands.CommandError, NetFaultError) as exc:
@@ -388,6 +402,7 @@ def _up(
     files: Sequence[str],
     layout: StateLayout,
     *,
+    secrets: Mapping[str, Mapping[str, str]] | None = None,
     fault_injection: bool = False,
     out: Out,
     console: Console | None = None,
@@ -435,6 +450,7 @@ def _up(
     state = local_roll.desired_state(resources, ports, layout, files=files_abs, texts=texts, log=_stderr)
     local_roll.carry_over(existing, state)  # a roll interrupted with the supervisor goes on
     layout.ensure()
+    store_secrets(layout, secrets or {})
     local_roll.write_configs(layout, state, texts, existing)
     layout.manifest.write_text(
         yaml.safe_dump_all(state.resources, sort_keys=False, default_flow_style=False), encoding="utf-8"

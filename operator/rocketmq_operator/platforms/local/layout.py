@@ -11,6 +11,7 @@ Layout of a state directory::
 
     state.json            desired state, ports, pids, restart counts (written atomically; see `state`)
     manifest.yaml         the validated resources that were brought up
+    secrets.json          the Secrets named by spec.auth (mode 0600; what Secret volumes hold on Kubernetes)
     supervisor.log        the supervisor's own log
     conf/<replica>.conf   rendered configs (what a ConfigMap holds on Kubernetes)
     data/<replica>/       one "volume" per replica: store, controller Raft log, conf/<replica>.conf (the copy
@@ -64,6 +65,11 @@ class StateLayout:
         return self.root / "manifest.yaml"
 
     @property
+    def secrets(self) -> Path:
+        """The Secrets the groups name (spec.auth), as given with the manifests: mode 0600, never printed."""
+        return self.root / "secrets.json"
+
+    @property
     def supervisor_log(self) -> Path:
         return self.root / "supervisor.log"
 
@@ -112,6 +118,7 @@ class StateLayout:
         return (
             self.state_file,
             self.manifest,
+            self.secrets,
             self.supervisor_log,
             self.conf_dir,
             self.data_root,

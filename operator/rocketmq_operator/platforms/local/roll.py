@@ -43,6 +43,7 @@ from rocketmq_operator.control.roll import (
 )
 from rocketmq_operator.core.config_change import classify, describe_change, revision
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
+from rocketmq_operator.platforms.local.auth import AuthSecretError, credentials_by_addr, select_secrets, store_secrets
 from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION, dist_dir, ensure_distribution
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import build_state, load_resources, manifest_digest
@@ -322,7 +323,7 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
     from rocketmq_operator.platforms.local.state import StateError, read_state
 
     layout = StateLayout(state_dir)
-    resources, errors, warnings = control.validate(files)
+    resources, errors, warnings, secrets = control.validate(files)
     for w in warnings:
         control._stderr(f"warning: {w}")
     if errors:
@@ -331,6 +332,7 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
         return control.EXIT_INVALID
     try:
         check_names(resources)
+        auth_secrets = select_secrets(resources, secrets)
         existing = read_state(layout.state_file)
         if not supervisor_running(existing):
             raise control.LocalError(
@@ -343,6 +345,7 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
         _refuse_unrollable(existing, state)
         summary = _summary(existing, state, resources, layout, texts)
         write_configs(layout, state, texts, existing)
+        store_secrets(layout, auth_secrets)
         answer = control._request(
             layout,
             "apply",
@@ -362,7 +365,7 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
             for line in asyncio.run(_apply_hot(existing, hot)):
                 out(line)
         return control.EXIT_OK
-    except PlacementError as exc:
+    except (PlacementError, AuthSecretError) as exc:
         out(str(exc))
         return control.EXIT_INVALID
     except (control.LocalError, StateError, OSError) as exc:
@@ -486,7 +489,12 @@ def _hot_changes(existing: LocalState, texts: Mapping[str, str], layout: StateLa
 
 async def _apply_hot(existing: LocalState, hot: Mapping[str, Mapping[str, str]]) -> list[str]:
     lines: list[str] = []
-    async with RemotingClient(existing.name_servers, connect_timeout=1.0, request_timeout=3.0) as client:
+    async with RemotingClient(
+        existing.name_servers,
+        connect_timeout=1.0,
+        request_timeout=3.0,
+        credentials_by_addr=credentials_by_addr(existing),
+    ) as client:
         for addr, changes in hot.items():
             result = await apply_hot_config(client, [addr], changes)
             if result.ok:

@@ -50,6 +50,7 @@ from rocketmq_operator.core.observation import ReplicaObservation
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local import report as local_status
 from rocketmq_operator.platforms.local.adopt import AdoptedProcess
+from rocketmq_operator.platforms.local.auth import AuthPolicy, credentials_by_addr, run_config_keys
 from rocketmq_operator.platforms.local.backoff import DEFAULT_BACKOFF, BackoffPolicy
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.netfault import cgroup_preexec
@@ -104,6 +105,7 @@ class Supervisor:
         self.policy_interval_s = float(os.environ.get("ROCKETMQ_OPERATOR_OBSERVE_SECONDS", "0.5"))
         self.policy_memory: dict[str, PolicyMemory] = {}  # per group, for the replication policy
         self.topic_policy = TopicPolicy(self.state, layout)  # declared topics/groups, re-asserted on every master
+        self.auth_policy = AuthPolicy(self.state, layout)  # declared users and ACLs, asserted on every replica
         self.roll = LocalRoll(self)  # rolling restarts, one step per policy pass
 
     # ------------------------------------------------------------------ bookkeeping
@@ -138,6 +140,12 @@ class Supervisor:
         run_config = Path(r.run_config)
         run_config.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(r.config, run_config)
+        secret_keys = run_config_keys(self.state, r.name)
+        if secret_keys:
+            # The admin Secret goes into the copy the broker reads only (as a Secret volume would on Kubernetes).
+            run_config.chmod(0o600)
+            with run_config.open("a", encoding="utf-8") as conf:
+                conf.write("".join(f"{key}={value}\n" for key, value in secret_keys.items()))
         log_path = Path(r.log)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         handle: IO[bytes]
@@ -231,7 +239,9 @@ class Supervisor:
         op = body.get("op")
         if op == "apply":
             self.dirty = True
-            return handle_apply(self.state, body)
+            answer = handle_apply(self.state, body)
+            self.auth_policy = AuthPolicy(self.state, self.layout)
+            return answer
         name = str(body.get("replica", ""))
         r = self.state.replica(name)
         if r is None:
@@ -402,18 +412,24 @@ class Supervisor:
 
     async def _policy_loop(self) -> None:
         if self.policy_interval_s <= 0 or not (
-            any(g.controller_mode for g in self.state.groups) or self.topic_policy.wanted
+            any(g.controller_mode for g in self.state.groups) or self.topic_policy.wanted or self.auth_policy.wanted
         ):
             return
         settings = self._policy_settings()
         # A hung broker must not stall the pass (and with it the detection of the hang) for long.
         timeout = min(1.0, max(0.3, min(s.detection_s for s in settings.values()) / 3)) if settings else 1.0
-        async with RemotingClient(self.state.name_servers, connect_timeout=timeout, request_timeout=timeout) as client:
+        async with RemotingClient(
+            self.state.name_servers,
+            connect_timeout=timeout,
+            request_timeout=timeout,
+            credentials_by_addr=credentials_by_addr(self.state, self.auth_policy.credentials),
+        ) as client:
             while not self.stop_requested.is_set():
                 await asyncio.sleep(self.policy_interval_s)
                 if not self.gate_open:
                     continue
                 try:
+                    client.pool.credentials_by_addr = credentials_by_addr(self.state, self.auth_policy.credentials)
                     states = await local_status.observe(self.state, client, timeout=timeout)
                     for name, group in states.items():
                         if not group.controller_mode or name not in settings:
@@ -435,6 +451,7 @@ class Supervisor:
                     # After the fence (a deposed master must not wait on a hung broker's timeouts); a master
                     # elected in this pass is observed, and gets its topics, in the next one.
                     await self.topic_policy.run(client, states)
+                    await self.auth_policy.run(client, states)
                 except Exception:  # a pass must never take the supervisor down; the next one retries
                     log.exception("replication policy pass failed")
 

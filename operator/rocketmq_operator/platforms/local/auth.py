@@ -1,0 +1,168 @@
+"""The local platform's ACL 2.0: the Secrets given with the manifests, and the supervisor's call into
+`control.auth`.
+
+Contract:
+
+* `select_secrets(resources, secrets)` checks that every Secret and key a BrokerGroup's spec.auth names was
+  given (a v1 Secret document in the manifests) and returns those, and only those; a missing one raises
+  `AuthSecretError` with one line naming the field, the Secret and the fix. `store_secrets` writes them to
+  `secrets.json` (mode 0600).
+* `credentials_by_addr(state)`: each broker address of a group with auth on → its admin credentials,
+  for every client the platform opens (`local status`, the supervisor, switchover, roll).
+* `run_config_keys(state, replica)`: the secret broker.conf keys added to a broker's run config when it
+  starts (the rendered conf/<replica>.conf, like a ConfigMap, never holds them).
+* `AuthPolicy.run(client, states)`: `control.auth.assert_users` for every group with auth on, logging what it
+  changed (user names and resources only).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rocketmq_operator.api.models import BrokerGroup
+from rocketmq_operator.api.validation import SecretDoc
+from rocketmq_operator.control.auth import AuthMemory, assert_users
+from rocketmq_operator.core.auth import AclEntry, WantedUser
+from rocketmq_operator.core.observation import GroupState
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.placement import load_resources
+from rocketmq_operator.platforms.local.state import LocalState, write_json_atomic
+from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.remoting.auth import SessionCredentials
+from rocketmq_operator.render.config import auth_secret_keys
+
+log = logging.getLogger("rocketmq_operator.local.auth")
+
+ADMIN_KEYS = ("username", "password")
+
+
+class AuthSecretError(ValueError):
+    """A Secret that spec.auth names is not among the manifests (one line: field, Secret, fix)."""
+
+
+def needed_secrets(bg: BrokerGroup) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(field path, Secret name, keys) that ``bg``'s spec.auth needs."""
+    auth = bg.spec.auth
+    if not auth.enabled:
+        return []
+    out: list[tuple[str, str, tuple[str, ...]]] = []
+    if auth.admin_secret is not None:
+        out.append(("spec.auth.adminSecret", auth.admin_secret, ADMIN_KEYS))
+    for i, user in enumerate(auth.users):
+        out.append((f"spec.auth.users[{i}].passwordSecret", user.password_secret.name, (user.password_secret.key,)))
+    return out
+
+
+def select_secrets(resources: Sequence[Any], secrets: Mapping[str, SecretDoc]) -> dict[str, dict[str, str]]:
+    """The data of every Secret the groups name (raises AuthSecretError for one missing or lacking a key)."""
+    kept: dict[str, dict[str, str]] = {}
+    for bg in (r for r in resources if isinstance(r, BrokerGroup)):
+        for path, name, keys in needed_secrets(bg):
+            secret = secrets.get(name)
+            if secret is None:
+                raise AuthSecretError(
+                    f"BrokerGroup/{bg.metadata.name}: {path}: Secret {name!r} is not in the manifests; rule: the "
+                    f"local platform reads Secrets from the manifests it is given; fix: add a document `apiVersion: "
+                    f"v1, kind: Secret, metadata: {{name: {name}}}, stringData: {{{', '.join(keys)}}}` to a file of -f"
+                )
+            missing = [k for k in keys if not secret.data.get(k)]
+            if missing:
+                raise AuthSecretError(
+                    f"BrokerGroup/{bg.metadata.name}: {path}: Secret {name!r} has no {', '.join(missing)}; rule: the "
+                    f"Secret holds {', '.join(keys)}; fix: add {', '.join(missing)} to its stringData"
+                )
+            kept[name] = secret.data
+    return kept
+
+
+def store_secrets(layout: StateLayout, kept: Mapping[str, Mapping[str, str]]) -> None:
+    if kept:
+        write_json_atomic(layout.secrets, kept)  # mkstemp: mode 0600
+    else:
+        layout.secrets.unlink(missing_ok=True)
+
+
+def read_secrets(layout: StateLayout) -> dict[str, dict[str, str]]:
+    try:
+        data = json.loads(layout.secrets.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _auth_groups(state: LocalState) -> list[BrokerGroup]:
+    return [r for r in load_resources(state) if isinstance(r, BrokerGroup) and r.spec.auth.enabled]
+
+
+def admin_credentials(bg: BrokerGroup, secrets: Mapping[str, Mapping[str, str]]) -> SessionCredentials | None:
+    data = secrets.get(bg.spec.auth.admin_secret or "")
+    if not data or not data.get("username") or not data.get("password"):
+        return None
+    return SessionCredentials(data["username"], data["password"])
+
+
+def wanted_users(bg: BrokerGroup, secrets: Mapping[str, Mapping[str, str]]) -> list[WantedUser]:
+    out: list[WantedUser] = []
+    for user in bg.spec.auth.users:
+        password = secrets.get(user.password_secret.name, {}).get(user.password_secret.key)
+        if not password:
+            continue
+        entries = tuple(AclEntry.of(a.resource, a.actions, a.decision, a.source_ips) for a in user.acls)
+        out.append(WantedUser(user.name, password, user.type, entries))
+    return out
+
+
+def group_credentials(state: LocalState) -> dict[str, SessionCredentials]:
+    """Each group with auth on → its admin credentials (from the state directory's secrets.json)."""
+    groups = _auth_groups(state)
+    if not groups:
+        return {}
+    secrets = read_secrets(StateLayout(Path(state.state_dir)))
+    return {bg.metadata.name: c for bg in groups if (c := admin_credentials(bg, secrets)) is not None}
+
+
+def credentials_by_addr(
+    state: LocalState, by_group: Mapping[str, SessionCredentials] | None = None
+) -> dict[str, SessionCredentials]:
+    """Each broker address of a group with auth on → that group's admin credentials."""
+    by_group = group_credentials(state) if by_group is None else by_group
+    out: dict[str, SessionCredentials] = {}
+    for name, credentials in by_group.items():
+        info = state.group(name)
+        for replica_name in info.replicas if info is not None else ():
+            replica = state.replica(replica_name)
+            if replica is not None:
+                out[replica.address] = credentials
+    return out
+
+
+def run_config_keys(state: LocalState, replica: str) -> dict[str, str]:
+    for name, credentials in group_credentials(state).items():
+        info = state.group(name)
+        if info is not None and replica in info.replicas:
+            return auth_secret_keys(credentials.access_key, credentials.secret_key)
+    return {}
+
+
+class AuthPolicy:
+    def __init__(self, state: LocalState, layout: StateLayout) -> None:
+        secrets = read_secrets(layout)
+        groups = _auth_groups(state)
+        self.wanted = {bg.metadata.name: wanted_users(bg, secrets) for bg in groups}
+        self.credentials = {bg.metadata.name: c for bg in groups if (c := admin_credentials(bg, secrets)) is not None}
+        self.memory: dict[str, AuthMemory] = {}
+
+    async def run(self, client: RemotingClient, states: Mapping[str, GroupState]) -> None:
+        for name, wanted in self.wanted.items():
+            state = states.get(name)
+            if state is None or not wanted:
+                continue
+            report = await assert_users(client, state, wanted, self.memory.setdefault(name, AuthMemory()))
+            for line in report.done:
+                log.info("%s: auth: %s", name, line)
+            for line in report.errors:
+                log.warning("%s: auth: %s; retried next pass", name, line)
