@@ -95,7 +95,7 @@ def test_status_once_ignores_the_console(tmp_path: Path, three_frames: list[floa
 @pytest.fixture
 def up_stubbed(monkeypatch: pytest.MonkeyPatch) -> None:
     """`local up` with valid (empty) manifests whose start is `_up`'s stub: no distribution, no process."""
-    monkeypatch.setattr(control, "validate", lambda files: ([], [], []))
+    monkeypatch.setattr(control, "validate", lambda files: ([], [], [], {}))
     monkeypatch.setattr(control, "check_names", lambda resources: None)
     monkeypatch.setattr(control, "_up", lambda *a, **k: 0)
 
