@@ -4,7 +4,8 @@
   acknowledged;
 - a user whose ACL allows only Pub on the topic can send to it and cannot read it;
 - after a SIGKILL of the master, the elected master authenticates the same users (they were created on every
-  replica) and every acknowledged message is read back with credentials;
+  replica) and every acknowledged message is read back with credentials, by `consume` and by the Spark source
+  (which reads nothing without them);
 - no password appears in the rendered configs, the manifest copy, the status files, `local status --json` or
   any log (the broker's own logs included); only the 0600 secrets file and the broker's run config hold them.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from real_parts import missing
 from rocketmq_operator.platforms.local import control
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.remoting import RemotingException
@@ -60,6 +63,38 @@ def _read(namesrv: str, credentials: SessionCredentials | None) -> set[str]:
     except RemotingException:
         return set()
     return set(report.keys)
+
+
+def _spark_read(namesrv: str, credentials: SessionCredentials | None) -> set[str]:
+    """A batch read of the topic by the Spark source (local mode), signed as ``credentials``; the keys read."""
+    try:
+        import pyarrow  # noqa: F401
+        import pyspark  # noqa: F401
+    except ImportError as exc:
+        missing(f"pyspark/pyarrow missing ({exc}); install the spark extra: pip install -e '.[spark]'")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    from rocketmq_operator.spark import register
+
+    session = (
+        SparkSession.builder.master("local[1]")
+        .appName("rocketmq-auth-it")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    reader = session.read.format("rocketmq").option("nameServers", namesrv).option("topic", TOPIC)
+    reader = reader.option("consumerGroup", READERS).option("readFrom", "master").option("pullTimeoutMs", "20000")
+    if credentials is not None:
+        reader = reader.option("accessKey", credentials.access_key).option("secretKey", credentials.secret_key)
+    try:
+        return {row["keys"] for row in reader.load().select("keys").collect()}
+    finally:
+        session.stop()
 
 
 def _serving(cluster: Any, doc: dict[str, Any]) -> bool:
@@ -128,6 +163,13 @@ def test_users_and_acls_on_real_brokers_survive_a_master_kill(local_platform: An
         assert _send(namesrv, 5, None).acknowledged == 0
         got = _until("every acknowledged message read back", lambda: acknowledged <= (g := _read(namesrv, APP)) and g)
         assert acknowledged <= got
+
+        spark_rows = _spark_read(namesrv, APP)
+        assert acknowledged <= spark_rows, (
+            f"the Spark source read {len(spark_rows & acknowledged)} of {len(acknowledged)}"
+        )
+        with pytest.raises(Exception, match=r"(?i)permission|auth|refused|denied"):
+            _spark_read(namesrv, None)
 
         status = cluster.cli("status", "--json").stdout
         root = Path(cluster.state_dir)

@@ -33,7 +33,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rocketmq_operator.remoting import (
@@ -47,6 +47,7 @@ from rocketmq_operator.remoting import (
     TopicRoute,
 )
 from rocketmq_operator.remoting.admin import SubscriptionGroupInfo, TopicAdmin
+from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.remoting.message import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS
 from rocketmq_operator.tools.consume import PullSource
 from rocketmq_operator.tools.routing import broker_address
@@ -78,6 +79,11 @@ class PullClient(PullSource, Protocol):
     async def close(self) -> None: ...
 
 
+def credentials_of(access_key: str | None, secret_key: str | None) -> SessionCredentials | None:
+    """The ACL 2.0 user the source signs as (the options require both or neither)."""
+    return SessionCredentials(access_key, secret_key) if access_key and secret_key else None
+
+
 @dataclass(frozen=True, slots=True)
 class ReadSettings:
     """What an executor needs from the options (small and picklable)."""
@@ -91,6 +97,8 @@ class ReadSettings:
     pull_timeout_ms: int = 120_000
     request_timeout_ms: int = 10_000
     tags: frozenset[str] = frozenset()
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, opts: SourceOptions) -> ReadSettings:
@@ -104,11 +112,17 @@ class ReadSettings:
             pull_timeout_ms=opts.pull_timeout_ms,
             request_timeout_ms=opts.request_timeout_ms,
             tags=opts.tags,
+            access_key=opts.access_key,
+            secret_key=opts.secret_key,
         )
 
     @property
     def timeout(self) -> float:
         return self.request_timeout_ms / 1000.0
+
+    @property
+    def credentials(self) -> SessionCredentials | None:
+        return credentials_of(self.access_key, self.secret_key)
 
 
 def pick_broker(broker: BrokerData | None, wanted_id: int) -> tuple[str, int] | None:
@@ -463,7 +477,10 @@ def read_partition(
         client = client_factory()
     else:
         client = RemotingClient(
-            settings.name_servers, connect_timeout=settings.timeout, request_timeout=settings.timeout
+            settings.name_servers,
+            connect_timeout=settings.timeout,
+            request_timeout=settings.timeout,
+            credentials=settings.credentials,
         )
     stream = read_range(client, rng, settings)
     builder = BatchBuilder(rng.queue.broker_name, settings.include_properties)

@@ -38,6 +38,7 @@ from rocketmq_operator.remoting import (
 from rocketmq_operator.tools.consume import ensure_consumer_group
 
 from .errors import RocketMQSourceError
+from .executor import credentials_of
 from .offsets import EARLIEST, LATEST, Offsets, QueueRef
 from .options import Position, SourceOptions
 
@@ -202,7 +203,10 @@ class Driver:
                 self._client = self._client_factory()
             else:
                 self._client = RemotingClient(
-                    self.opts.name_servers, connect_timeout=self.timeout, request_timeout=self.timeout
+                    self.opts.name_servers,
+                    connect_timeout=self.timeout,
+                    request_timeout=self.timeout,
+                    credentials=credentials_of(self.opts.access_key, self.opts.secret_key),
                 )
         return self._loop, self._client
 

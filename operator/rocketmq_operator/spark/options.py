@@ -35,6 +35,9 @@ option                         meaning (default)
 ``requestTimeoutMs``           timeout of one remoting request (10000)
 ``fetchOffsetNumRetries``      driver retries of route/offset lookups, e.g. during a failover (3)
 ``fetchOffsetRetryIntervalMs`` pause between those retries (1000)
+``accessKey``/``secretKey``    an ACL 2.0 user and its password: every request is signed (both or neither;
+                               Spark redacts ``secretKey`` from plans and the UI: its name matches
+                               ``spark.redaction.regex``)
 =============================  ==========================================================================
 """
 
@@ -43,7 +46,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from .offsets import EARLIEST, LATEST, OffsetFormatError, Offsets, loads_offsets
@@ -70,6 +73,8 @@ OPTION_NAMES: tuple[str, ...] = (
     "requestTimeoutMs",
     "fetchOffsetNumRetries",
     "fetchOffsetRetryIntervalMs",
+    "accessKey",
+    "secretKey",
 )
 _CANONICAL = {name.lower(): name for name in OPTION_NAMES}
 _TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
@@ -107,6 +112,8 @@ class SourceOptions:
     streaming: bool = False
     tags: frozenset[str] = frozenset()
     """The tags a row must carry; empty: every row (``*``)."""
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
 
     @property
     def sub_expression(self) -> str:
@@ -281,6 +288,10 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     if not _TOPIC_RE.match(group):
         raise OptionError(f"consumerGroup: {group!r} is not a valid RocketMQ group name ([%|a-zA-Z0-9_-])")
     tags = parse_sub_expression(opts.get("subExpression", "*"))
+    access_key, secret_key = opts.get("accessKey", "").strip() or None, opts.get("secretKey") or None
+    if (access_key is None) != (secret_key is None):
+        given, missing = ("accessKey", "secretKey") if access_key else ("secretKey", "accessKey")
+        raise OptionError(f"{missing}: required with {given} (an ACL 2.0 user signs with both)")
     return SourceOptions(
         name_servers=name_servers,
         topics=topics,
@@ -301,4 +312,6 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         fetch_offset_retry_interval_ms=_req_int(opts, "fetchOffsetRetryIntervalMs", 1_000, 0),
         streaming=streaming,
         tags=tags,
+        access_key=access_key,
+        secret_key=secret_key,
     )

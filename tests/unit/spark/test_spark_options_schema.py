@@ -144,3 +144,18 @@ def test_arrow_schema_is_what_pyspark_expects() -> None:
     assert tuple(spark.fieldNames()) == COLUMN_NAMES
     assert [f.nullable for f in spark.fields] == [False] * 5 + [True, True] + [False] * 3 + [True, False]
     assert to_arrow_schema(spark, timezone="UTC").equals(arrow_schema())
+
+
+def test_credentials_both_or_neither_and_never_shown() -> None:
+    from rocketmq_operator.spark.executor import ReadSettings
+
+    base = {"nameServers": "ns:9876", "topic": "orders"}
+    opts = parse_options({**base, "accesskey": "app", "secretkey": "pw"}, streaming=False)
+    settings = ReadSettings.of(opts)
+    assert settings.credentials is not None and settings.credentials.access_key == "app"
+    assert "pw" not in repr(opts) and "pw" not in repr(settings)
+    assert ReadSettings.of(parse_options(base, streaming=False)).credentials is None
+    with pytest.raises(OptionError, match=r"^secretKey: required with accessKey"):
+        parse_options({**base, "accessKey": "app"}, streaming=False)
+    with pytest.raises(OptionError, match=r"^accessKey: required with secretKey"):
+        parse_options({**base, "secretKey": "pw"}, streaming=False)
