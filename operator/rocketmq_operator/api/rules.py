@@ -592,7 +592,7 @@ def _broker_rules() -> list[Rule]:
             problem="user names repeat",
             rule="each user of auth.users has its own name",
             fix="merge the entries of the same name into one",
-            cel="self.auth.users.all(u, self.auth.users.exists_one(v, v.name == u.name))",
+            cel="!has(self.auth.users) || self.auth.users.all(u, self.auth.users.exists_one(v, v.name == u.name))",
             valid=lambda r: len({u.name for u in r.spec.auth.users}) == len(r.spec.auth.users),
         ),
         *_config_key_rules(
