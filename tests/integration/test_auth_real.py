@@ -15,15 +15,14 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from spark_local import local_spark
 
-from real_parts import missing
 from rocketmq_operator.platforms.local import control
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.remoting import RemotingException
@@ -67,34 +66,12 @@ def _read(namesrv: str, credentials: SessionCredentials | None) -> set[str]:
 
 def _spark_read(namesrv: str, credentials: SessionCredentials | None) -> set[str]:
     """A batch read of the topic by the Spark source (local mode), signed as ``credentials``; the keys read."""
-    try:
-        import pyarrow  # noqa: F401
-        import pyspark  # noqa: F401
-    except ImportError as exc:
-        missing(f"pyspark/pyarrow missing ({exc}); install the spark extra: pip install -e '.[spark]'")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from rocketmq_operator.spark import register
-
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("rocketmq-auth-it")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    reader = session.read.format("rocketmq").option("nameServers", namesrv).option("topic", TOPIC)
-    reader = reader.option("consumerGroup", READERS).option("readFrom", "master").option("pullTimeoutMs", "20000")
-    if credentials is not None:
-        reader = reader.option("accessKey", credentials.access_key).option("secretKey", credentials.secret_key)
-    try:
+    with local_spark("rocketmq-auth-it", cores=1) as session:
+        reader = session.read.format("rocketmq").option("nameServers", namesrv).option("topic", TOPIC)
+        reader = reader.option("consumerGroup", READERS).option("readFrom", "master").option("pullTimeoutMs", "20000")
+        if credentials is not None:
+            reader = reader.option("accessKey", credentials.access_key).option("secretKey", credentials.secret_key)
         return {row["keys"] for row in reader.load().select("keys").collect()}
-    finally:
-        session.stop()
 
 
 def _serving(cluster: Any, doc: dict[str, Any]) -> bool:

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spark_local import local_spark, require_pyspark
 
-from real_parts import missing
 from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.tools import ProduceReport, produce
 from rocketmq_operator.tools.digest import Digest
@@ -76,17 +76,9 @@ spec:
 """
 
 
-def _require_pyspark() -> None:
-    try:
-        import pyarrow  # noqa: F401
-        import pyspark  # noqa: F401
-    except ImportError as exc:
-        missing(f"pyspark/pyarrow missing ({exc}); install the spark extra: pip install -e '.[spark]'")
-
-
 @pytest.fixture(scope="module")
 def cluster(local_platform: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    _require_pyspark()
+    require_pyspark()
     manifest = tmp_path_factory.mktemp("spark-manifest") / "spark-it.yaml"
     manifest.write_text(MANIFEST)
     return local_platform.shared(manifest, name="spark")
@@ -99,26 +91,8 @@ def namesrv(cluster: Any) -> str:
 
 @pytest.fixture(scope="module")
 def spark(cluster: Any) -> Iterator[Any]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from rocketmq_operator.spark import register
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("rocketmq-spark-it")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    try:
+    with local_spark("rocketmq-spark-it") as session:
         yield session
-    finally:
-        session.stop()
 
 
 def _produce(namesrv: str, topic: str, count: int, prefix: str, tags: str | None = None) -> ProduceReport:

@@ -7,7 +7,9 @@ Contract:
   given (a v1 Secret document in the manifests) and returns those, and only those; a missing one raises
   `AuthSecretError` with one line naming the field, the Secret and the fix. `store_secrets` writes them to
   `secrets.json` (mode 0600).
-* `credentials_by_addr(state)`: each broker address of a group with auth on → its admin credentials,
+* `state_client(state)`: a client of the cluster that signs as each auth group's admin towards its brokers, for
+  every client the platform opens (`local status`, the supervisor, switchover, roll); `credentials_by_addr(state)`:
+  each broker address of a group with auth on → its admin credentials,
   for every client the platform opens (`local status`, the supervisor, switchover, roll).
 * `run_config_keys(state, replica)`: the secret broker.conf keys added to a broker's run config when it
   starts (the rendered conf/<replica>.conf, like a ConfigMap, never holds them).
@@ -138,6 +140,22 @@ def credentials_by_addr(
             if replica is not None:
                 out[replica.address] = credentials
     return out
+
+
+def state_client(
+    state: LocalState,
+    *,
+    connect_timeout: float = 1.0,
+    request_timeout: float = 3.0,
+    by_group: Mapping[str, SessionCredentials] | None = None,
+) -> RemotingClient:
+    """A client of this local cluster: its name servers, signing as each auth group's admin towards its brokers."""
+    return RemotingClient(
+        state.name_servers,
+        connect_timeout=connect_timeout,
+        request_timeout=request_timeout,
+        credentials_by_addr=credentials_by_addr(state, by_group),
+    )
 
 
 def run_config_keys(state: LocalState, replica: str) -> dict[str, str]:

@@ -34,7 +34,7 @@ from rocketmq_operator.control.observe import OBSERVE_TIMEOUT_S, observe_groups
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.core.status_view import STOPPED, cell, group_lines, replica_table, table, topic_tables
-from rocketmq_operator.platforms.local.auth import credentials_by_addr
+from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.roll import with_rollout
@@ -85,12 +85,7 @@ async def observe(
     """One GroupState per BrokerGroup; groups sharing a ControllerGroup share one controller round trip.
     Uses ``client`` when given (kept open by the caller), else a client of its own."""
     if client is None:
-        async with RemotingClient(
-            state.name_servers,
-            connect_timeout=1.0,
-            request_timeout=2.0,
-            credentials_by_addr=credentials_by_addr(state),
-        ) as own:
+        async with state_client(state, request_timeout=2.0) as own:
             return await observe(state, own, timeout=timeout)
     brokers = [g for g in state.groups if g.kind == "BrokerGroup"]
     by_controllers: dict[tuple[str, ...], list[str]] = {}

@@ -43,7 +43,7 @@ from rocketmq_operator.control.roll import (
 )
 from rocketmq_operator.core.config_change import classify, describe_change, revision
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
-from rocketmq_operator.platforms.local.auth import AuthSecretError, credentials_by_addr, select_secrets, store_secrets
+from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, state_client, store_secrets
 from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION, dist_dir, ensure_distribution
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import build_state, load_resources, manifest_digest
@@ -489,12 +489,7 @@ def _hot_changes(existing: LocalState, texts: Mapping[str, str], layout: StateLa
 
 async def _apply_hot(existing: LocalState, hot: Mapping[str, Mapping[str, str]]) -> list[str]:
     lines: list[str] = []
-    async with RemotingClient(
-        existing.name_servers,
-        connect_timeout=1.0,
-        request_timeout=3.0,
-        credentials_by_addr=credentials_by_addr(existing),
-    ) as client:
+    async with state_client(existing) as client:
         for addr, changes in hot.items():
             result = await apply_hot_config(client, [addr], changes)
             if result.ok:

@@ -50,7 +50,7 @@ from rocketmq_operator.core.observation import ReplicaObservation
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local import report as local_status
 from rocketmq_operator.platforms.local.adopt import AdoptedProcess
-from rocketmq_operator.platforms.local.auth import AuthPolicy, credentials_by_addr, run_config_keys
+from rocketmq_operator.platforms.local.auth import AuthPolicy, credentials_by_addr, run_config_keys, state_client
 from rocketmq_operator.platforms.local.backoff import DEFAULT_BACKOFF, BackoffPolicy
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.netfault import cgroup_preexec
@@ -72,7 +72,6 @@ from rocketmq_operator.platforms.local.state import (
     write_state,
 )
 from rocketmq_operator.platforms.local.topics import TopicPolicy
-from rocketmq_operator.remoting import RemotingClient
 
 TICK_S = 0.1
 GATE_TIMEOUT_S = 60.0
@@ -418,11 +417,8 @@ class Supervisor:
         settings = self._policy_settings()
         # A hung broker must not stall the pass (and with it the detection of the hang) for long.
         timeout = min(1.0, max(0.3, min(s.detection_s for s in settings.values()) / 3)) if settings else 1.0
-        async with RemotingClient(
-            self.state.name_servers,
-            connect_timeout=timeout,
-            request_timeout=timeout,
-            credentials_by_addr=credentials_by_addr(self.state, self.auth_policy.credentials),
+        async with state_client(
+            self.state, connect_timeout=timeout, request_timeout=timeout, by_group=self.auth_policy.credentials
         ) as client:
             while not self.stop_requested.is_set():
                 await asyncio.sleep(self.policy_interval_s)

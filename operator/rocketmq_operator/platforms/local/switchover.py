@@ -16,11 +16,10 @@ from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control.operations import OperationRefused, OperationReport, observe_group, switchover_group
 from rocketmq_operator.core.failover import SwitchoverTargetError, switchover_target_id
 from rocketmq_operator.core.observation import ReplicaEndpoint
-from rocketmq_operator.platforms.local.auth import credentials_by_addr
+from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, StateError, read_state
-from rocketmq_operator.remoting import RemotingClient
 
 EXIT_OK, EXIT_REFUSED = 0, 2
 
@@ -40,12 +39,7 @@ def group_endpoints(state: LocalState, group: str) -> tuple[str, list[str], list
 
 async def run_switchover(state: LocalState, group: str, target: str) -> OperationReport:
     _, controllers, endpoints, bg = group_endpoints(state, group)
-    async with RemotingClient(
-        state.name_servers,
-        connect_timeout=1.0,
-        request_timeout=3.0,
-        credentials_by_addr=credentials_by_addr(state),
-    ) as client:
+    async with state_client(state) as client:
         ids: dict[str, int | None] = {e.name: None for e in endpoints}
         if not target.strip().isdigit():  # a replica name: its controller-assigned id, observed now
             observed = await observe_group(client, controllers, group, endpoints)
