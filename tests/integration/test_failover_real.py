@@ -50,7 +50,7 @@ def _healthy(cluster: Any, members: int = 3) -> dict[str, Any]:
         )
 
     # The observation that was healthy, not a later one: on a loaded machine the next may find a replica slow to
-    # answer (role "unknown"), which is no slave to switch over to (CI failure of this session).
+    # answer (role "unknown"), which is no slave to switch over to (seen in a make test at load 50).
     doc = cluster.wait_for("a healthy group", ok, timeout=150)
     return dict(cluster.group(GROUP, doc))
 
