@@ -20,10 +20,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 CUSTOM_POLICY = "Custom"
-USER_TYPES = ("Normal", "Super")
-ACTIONS = ("All", "Pub", "Sub", "Create", "Update", "Delete", "Get", "List")
-DECISIONS = ("Allow", "Deny")
-RESOURCE_TYPES = ("Cluster", "Namespace", "Topic", "Group")
 
 
 @dataclass(frozen=True, slots=True)
