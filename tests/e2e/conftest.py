@@ -136,7 +136,7 @@ def k8s_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     state = tmp_path_factory.mktemp("k8s-node").resolve()
 
     def interrupted(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt  # scripts/run-tests.sh stops its background line with SIGTERM: stop the node too
+        raise KeyboardInterrupt  # a CI timeout or `kill` sends SIGTERM: stop the node too
 
     signal.signal(signal.SIGTERM, interrupted)
     try:

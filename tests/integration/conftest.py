@@ -17,6 +17,7 @@ Needs JDK 17 and the pinned distribution. Outside CI a missing java or an unbuil
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -77,7 +78,20 @@ class LocalCluster:
         return proc
 
     def status(self) -> dict[str, Any]:
+        """`local status --json`, as a user runs it (a new Python process)."""
         doc: dict[str, Any] = json.loads(self.cli("status", "--json").stdout)
+        return doc
+
+    def observe(self) -> dict[str, Any]:
+        """The same document as `status`, computed in this process by the function the CLI prints. Polling loops
+        use it: a CLI process costs a second or two of CPU in imports, and a loop of them every quarter second
+        took a core from the JVMs under test (load average 20 on two cores with two test workers)."""
+        from rocketmq_operator.platforms.local.layout import StateLayout
+        from rocketmq_operator.platforms.local.report import collect, dumps
+        from rocketmq_operator.platforms.local.state import read_state
+
+        layout = StateLayout(self.state_dir)
+        doc: dict[str, Any] = json.loads(dumps(asyncio.run(collect(read_state(layout.state_file), layout))))
         return doc
 
     def group(self, name: str, doc: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -86,12 +100,12 @@ class LocalCluster:
         return found
 
     def wait_for(
-        self, what: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 120.0, interval: float = 0.25
+        self, what: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 120.0, interval: float = 0.5
     ) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         doc: dict[str, Any] = {}
         while time.monotonic() < deadline:
-            doc = self.status()
+            doc = self.observe()
             if predicate(doc):
                 return doc
             time.sleep(interval)
