@@ -200,6 +200,19 @@ class LocalPlatform:
         return cluster
 
 
+@pytest.fixture(scope="module", autouse=True)
+def c1_only_jvms() -> Iterator[None]:
+    """Every local RocketMQ JVM these tests start runs without the C2 compiler (`$ROCKETMQ_OPERATOR_JAVA_OPTS`):
+    C2 took a third of a broker's CPU in its first minutes, and `make test` starts some 150 of them on two cores.
+    RocketMQ's behaviour is the same; only its peak speed is lower. Module scope, autouse: set before the
+    modules' cluster fixtures, and gone for the unit tests a worker runs next."""
+    from rocketmq_operator.platforms.local.distribution import JAVA_OPTS_ENV
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(JAVA_OPTS_ENV, os.environ.get(JAVA_OPTS_ENV, "-XX:TieredStopAtLevel=1"))
+        yield
+
+
 @pytest.fixture(scope="session")
 def local_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPlatform]:
     require_local_runtime()

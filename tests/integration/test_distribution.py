@@ -76,6 +76,12 @@ def test_java_command_shape(tmp_path: Path) -> None:
     assert "-Dtls.server.mode=disabled" not in ctl
     tools = dist.java_command("tools", None, args=["clusterList", "-n", "127.0.0.1:9876"], home=tmp_path)
     assert tools[-4:] == [MAIN_CLASSES["tools"], "clusterList", "-n", "127.0.0.1:9876"]
+    # $ROCKETMQ_OPERATOR_JAVA_OPTS comes after the caller's extras, so its flags win.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(dist.JAVA_OPTS_ENV, "-XX:TieredStopAtLevel=1 '-Dy=a b'")
+        tuned = dist.java_command("broker", conf, home=tmp_path, extra=["-Dx=y"])
+    assert tuned.index("-Dx=y") < tuned.index("-XX:TieredStopAtLevel=1") < tuned.index("-Dy=a b") < tuned.index("-cp")
+    assert dist.env_java_options({}) == []
     with pytest.raises(ValueError):
         dist.java_command("broker", None)
     with pytest.raises(ValueError):

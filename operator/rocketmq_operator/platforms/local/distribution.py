@@ -21,7 +21,9 @@ Contract:
   leaves no half-built distribution, and concurrent callers build once. Raises `DistributionError`.
 * `java_command(role, config_file, ...)` is the full argv for `namesrv`, `broker`, `controller` or `tools`:
   java, `render.jvm.jvm_options` (heap, direct memory, GC, the JDK 17 module flags), for servers
-  `-Dtls.server.mode=disabled` unless `tls=True` (see `render.jvm.TLS_DISABLED_FLAGS`), caller extras,
+  `-Dtls.server.mode=disabled` unless `tls=True` (see `render.jvm.TLS_DISABLED_FLAGS`), caller extras, then
+  the flags of `$ROCKETMQ_OPERATOR_JAVA_OPTS` (shell words; `make test` sets `-XX:TieredStopAtLevel=1`: see
+  `JAVA_OPTS_ENV`),
   `-Drocketmq.home.dir`, `-Drmq.logback.configurationFile`, `-Duser.home` (default: the config file's
   directory, so logs and default store paths stay out of `~`), `-cp conf:lib/*`, the main class, `-c <file>`
   for servers, then `args`. It does not build anything.
@@ -33,13 +35,14 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
 import time
 import urllib.request
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -312,6 +315,18 @@ def java_executable() -> str:
     return shutil.which("java") or "java"
 
 
+JAVA_OPTS_ENV = "ROCKETMQ_OPERATOR_JAVA_OPTS"
+"""JVM flags appended to every local RocketMQ process, last (they win). The test suite sets
+`-XX:TieredStopAtLevel=1`: a broker's C2 compiler thread burns about 12 CPU-seconds in its first two minutes,
+and `make test` starts some 150 JVMs on two cores. Benchmarks and users run without it."""
+
+
+def env_java_options(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The flags of `$ROCKETMQ_OPERATOR_JAVA_OPTS` (shell words), or none."""
+    value = (os.environ if environ is None else environ).get(JAVA_OPTS_ENV, "")
+    return shlex.split(value)
+
+
 def java_command(
     role: str,
     config_file: str | os.PathLike[str] | None,
@@ -351,6 +366,7 @@ def java_command(
         *jvm_options(role, heap, direct_memory),
         *(TLS_DISABLED_FLAGS if not tls and role != "tools" else ()),
         *extra,
+        *env_java_options(),
         f"-Drocketmq.home.dir={rocketmq_home}",
         f"-Drmq.logback.configurationFile={rocketmq_home / 'conf' / f'rmq.{role}.logback.xml'}",
         f"-Duser.home={user_dir}",
