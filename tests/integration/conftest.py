@@ -17,7 +17,6 @@ Needs JDK 17 and the pinned distribution. Outside CI a missing java or an unbuil
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -83,15 +82,17 @@ class LocalCluster:
         return doc
 
     def observe(self) -> dict[str, Any]:
-        """The same document as `status`, computed in this process by the function the CLI prints. Polling loops
-        use it: a CLI process costs a second or two of CPU in imports, and a loop of them every quarter second
-        took a core from the JVMs under test (load average 20 on two cores with two test workers)."""
-        from rocketmq_operator.platforms.local.layout import StateLayout
-        from rocketmq_operator.platforms.local.report import collect, dumps
-        from rocketmq_operator.platforms.local.state import read_state
+        """The same document as `status`, printed in this process by the function behind `local status --json`
+        (`control.status`). Polling loops use it: a CLI process costs a second or two of CPU in imports, and a
+        loop of them every quarter second took a core from the JVMs under test (load average 20 on two cores
+        with two test workers)."""
+        from rocketmq_operator.platforms.local import control
 
-        layout = StateLayout(self.state_dir)
-        doc: dict[str, Any] = json.loads(dumps(asyncio.run(collect(read_state(layout.state_file), layout))))
+        printed: list[str] = []
+        code = control.status(self.state_dir, as_json=True, out=printed.append)
+        if code != 0 or not printed:
+            pytest.fail(f"`local status --json` exited {code}\n{self.log_tails()}")
+        doc: dict[str, Any] = json.loads(printed[-1])
         return doc
 
     def group(self, name: str, doc: dict[str, Any] | None = None) -> dict[str, Any]:

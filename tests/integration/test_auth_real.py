@@ -27,7 +27,7 @@ from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.remoting import RemotingException
 from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.tools.consume import consume
-from rocketmq_operator.tools.produce import produce
+from rocketmq_operator.tools.produce import DEFAULT_RETRIES, produce
 
 pytestmark = pytest.mark.integration
 
@@ -50,8 +50,8 @@ APP = SessionCredentials("orders-app", PASSWORDS["orders-app"])
 PUBLISHER = SessionCredentials("orders-publisher", PASSWORDS["orders-publisher"])
 
 
-def _send(namesrv: str, count: int, credentials: SessionCredentials | None) -> Any:
-    return asyncio.run(produce(namesrv, TOPIC, count, create_topic=False, retries=1, credentials=credentials))
+def _send(namesrv: str, count: int, credentials: SessionCredentials | None, retries: int = 1) -> Any:
+    return asyncio.run(produce(namesrv, TOPIC, count, create_topic=False, retries=retries, credentials=credentials))
 
 
 def _read(namesrv: str, credentials: SessionCredentials | None) -> set[str]:
@@ -110,7 +110,7 @@ def test_users_and_acls_on_real_brokers_survive_a_master_kill(local_platform: An
         # With the Java client's retries. Under load a route lookup or the broker's flow control can still fail a
         # send (seen at load average 40: NO_ROUTE 24, SYSTEM_BUSY 1); none may be an authentication refusal, and
         # every acknowledged one is read back below.
-        report = asyncio.run(produce(namesrv, TOPIC, COUNT, create_topic=False, credentials=APP))
+        report = _send(namesrv, COUNT, APP, retries=DEFAULT_RETRIES)
         assert report.acknowledged > COUNT // 2 and set(report.failures) <= LOAD_FAILURES, report.failures
         acknowledged |= {r.key for r in report.records if r.stored}
 
