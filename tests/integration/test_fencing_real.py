@@ -86,7 +86,14 @@ async def _route_has_master(namesrv: list[str], topic: str, group: str) -> bool:
 
 def test_routes_return_after_every_name_server_restarts(local_platform: Any) -> None:
     with local_platform.up(FAST, name="namesrv-restart") as cluster:
-        cluster.wait_for("a master", lambda d: (cluster.group("broker-a", d).get("master") or {}).get("brokerId"))
+        # Writable, not only elected: the controller names a master before the broker has registered its route
+        # (CI saw 20 of 20 first sends fail in that gap at load 20+).
+        cluster.wait_for(
+            "a writable master",
+            lambda d: bool((cluster.group("broker-a", d).get("master") or {}).get("address"))
+            and cluster.group("broker-a", d).get("writable") is True,
+            timeout=180,
+        )
         state = read_state(StateLayout(cluster.state_dir).state_file)
         topic = f"route-{int(time.time())}"
         report = asyncio.run(produce(state.name_servers, topic, count=20, timeout=3.0))
