@@ -264,6 +264,20 @@ CASES: list[Case] = [
     ),
     Case("brokerconfig-known", b("spec.brokerConfig", {"flushDiskType": "SYNC_FLUSH"}), None),
     Case(
+        "tls-renew-after-expiry",
+        b("spec.tls", {"enabled": True, "duration": "24h", "renewBefore": "48h"}),
+        "BrokerGroup.tls.renewBefore",
+        "spec.tls.renewBefore",
+        "renewBefore 48h is not shorter than duration 24h",
+    ),
+    Case(
+        "tls-renew-units",
+        c("spec.tls", {"duration": "90m", "renewBefore": "5400s"}),
+        "ControllerGroup.tls.renewBefore",
+        "spec.tls.renewBefore",
+        "renewBefore 5400s is not shorter than duration 90m",
+    ),
+    Case(
         "controller-even",
         c("spec.replicas", 2),
         "ControllerGroup.replicas.odd",

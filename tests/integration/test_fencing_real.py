@@ -90,8 +90,10 @@ def test_routes_return_after_every_name_server_restarts(local_platform: Any) -> 
         # (CI saw 20 of 20 first sends fail in that gap at load 20+).
         cluster.wait_for(
             "a writable master",
-            lambda d: bool((cluster.group("broker-a", d).get("master") or {}).get("address"))
-            and cluster.group("broker-a", d).get("writable") is True,
+            lambda d: (
+                bool((cluster.group("broker-a", d).get("master") or {}).get("address"))
+                and cluster.group("broker-a", d).get("writable") is True
+            ),
             timeout=180,
         )
         state = read_state(StateLayout(cluster.state_dir).state_file)

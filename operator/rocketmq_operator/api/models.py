@@ -294,6 +294,45 @@ class AuthSpec(Model):
     )
 
 
+TLS_DURATION_PATTERN = r"^[1-9][0-9]{0,6}(h|m|s)$"
+
+
+def duration_seconds(text: str) -> int:
+    """A TLS duration ("8760h", "30m", "90s": a number and one unit, as in cert-manager) in seconds."""
+    return int(text[:-1]) * {"h": 3600, "m": 60, "s": 1}[text[-1]]
+
+
+class TlsSpec(Model):
+    enabled: bool = Field(
+        default=False,
+        description="TLS on every RocketMQ listener of the group (tls.server.mode=enforcing: a plain-text "
+        "connection is refused) and on the group's own connections to name servers, controllers and brokers, "
+        "which verify the peer's certificate. Brokers and their ControllerGroup must agree. Not covered: the "
+        "HA replication port and the controllers' Raft peers (RocketMQ 5.5 uses plain TCP there); the "
+        "NetworkPolicy keeps those ports to the group's own pods.",
+    )
+    secret_name: str | None = Field(
+        default=None,
+        pattern=SECRET_NAME_PATTERN,
+        max_length=253,
+        description="A kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt; what a cert-manager Certificate "
+        "writes) used instead of certificates from the operator's own CA. Its issuer renews it; brokers and "
+        "name servers load a renewed one without a restart. Kubernetes only.",
+    )
+    duration: str = Field(
+        default="8760h",
+        pattern=TLS_DURATION_PATTERN,
+        description="Lifetime of each certificate the operator issues: a number and a unit, h, m or s "
+        "(cert-manager's notation).",
+    )
+    renew_before: str = Field(
+        default="720h",
+        pattern=TLS_DURATION_PATTERN,
+        description="Issue a new certificate this long before the old one expires (shorter than duration). "
+        "Brokers and name servers load it without a restart; standalone controllers are restarted one at a time.",
+    )
+
+
 class BrokerGroupSpec(Model):
     version: str = Field(
         default=DEFAULT_ROCKETMQ_VERSION,
@@ -394,6 +433,7 @@ class BrokerGroupSpec(Model):
     auth: AuthSpec = Field(
         default_factory=AuthSpec, description="Authentication and authorization (ACL 2.0); off by default."
     )
+    tls: TlsSpec = Field(default_factory=TlsSpec, description="TLS between clients and brokers; off by default.")
 
 
 class NameServerSpec(Model):
@@ -459,6 +499,11 @@ class ControllerGroupSpec(Model):
         default_factory=dict,
         description="Affinity of the controller and name-server pods. Without a podAntiAffinity the operator adds "
         "a preferred one that spreads the replicas over nodes.",
+    )
+
+    tls: TlsSpec = Field(
+        default_factory=TlsSpec,
+        description="TLS on the name servers and controllers (their BrokerGroups must agree); off by default.",
     )
 
     _controller_config_scalars = field_validator("controller_config", mode="before")(_scalar_config)

@@ -25,6 +25,7 @@ from rocketmq_operator.api.models import (
     ReclaimPolicy,
     TopicPermission,
     UpgradeStrategy,
+    duration_seconds,
 )
 from rocketmq_operator.api.modes import (
     CEL_IN_SYNC_REPLICAS,
@@ -561,6 +562,7 @@ def _broker_rules() -> list[Rule]:
         ),
         _quantity_rule(k, "jvm.heap", ".jvm.heap", lambda r: r.spec.jvm.heap, "2Gi"),
         _quantity_rule(k, "jvm.directMemory", ".jvm.directMemory", lambda r: r.spec.jvm.direct_memory, "1Gi"),
+        _tls_renew_rule(k),
         Rule(
             id="BrokerGroup.upgrade.strategy",
             kind=k,
@@ -608,6 +610,24 @@ def _broker_rules() -> list[Rule]:
     ]
 
 
+def _tls_renew_rule(kind: Kind) -> Rule:
+    return Rule(
+        id=f"{kind}.tls.renewBefore",
+        kind=kind,
+        scope="spec",
+        field_path=".tls.renewBefore",
+        problem="renewBefore {renew} is not shorter than duration {duration}",
+        rule="a certificate is renewed before it expires: tls.renewBefore < tls.duration",
+        fix="shorten renewBefore (e.g. a tenth of duration) or lengthen duration",
+        cel="!has(self.tls) || duration(self.tls.renewBefore) < duration(self.tls.duration)",
+        valid=lambda r: duration_seconds(r.spec.tls.renew_before) < duration_seconds(r.spec.tls.duration),
+        values={
+            "renew": Placeholder("self.tls.renewBefore", lambda r: r.spec.tls.renew_before),
+            "duration": Placeholder("self.tls.duration", lambda r: r.spec.tls.duration),
+        },
+    )
+
+
 def _controller_rules() -> list[Rule]:
     k: Kind = "ControllerGroup"
     return [
@@ -639,6 +659,7 @@ def _controller_rules() -> list[Rule]:
         ),
         _quantity_rule(k, "storage.size", ".storage.size", lambda r: r.spec.storage.size, "1Gi"),
         _quantity_rule(k, "jvm.heap", ".jvm.heap", lambda r: r.spec.jvm.heap, "512Mi"),
+        _tls_renew_rule(k),
         *_config_key_rules(
             k,
             "controllerConfig",

@@ -429,9 +429,22 @@ def validate_cross_references(resources: Sequence[AnyResource]) -> list[Problem]
     problems: list[Problem] = _placement_references(resources)
     if not controllers:
         return problems  # the ControllerGroup may live in the cluster already
+    by_key = {(r.metadata.namespace, r.metadata.name): r for r in resources if isinstance(r, ControllerGroup)}
     for r in resources:
         if isinstance(r, BrokerGroup) and r.spec.controller_ref is not None:
             key = (r.metadata.namespace, r.spec.controller_ref.name)
+            cg = by_key.get(key)
+            if cg is not None and cg.spec.tls.enabled != r.spec.tls.enabled:
+                problems.append(
+                    Problem(
+                        "spec.tls.enabled",
+                        f"BrokerGroup/{r.metadata.name}: tls.enabled is {str(r.spec.tls.enabled).lower()} and "
+                        f"ControllerGroup/{cg.metadata.name}'s is {str(cg.spec.tls.enabled).lower()}; rule: a broker "
+                        "speaks TLS to its name servers and controllers exactly when it serves TLS (one JVM-wide "
+                        "switch, tls.enable); fix: set spec.tls.enabled the same on both",
+                        "xref.tls",
+                    )
+                )
             if key not in controllers:
                 names = ", ".join(sorted(n for _, n in controllers))
                 problems.append(

@@ -40,6 +40,7 @@ from rocketmq_operator.bench.chaos_plan import (
 from rocketmq_operator.bench.failover import Group, count_deposed_acks, full_sync_state_set, retrying, run_cli, wait_for
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.netfault import NetFaults
 from rocketmq_operator.platforms.local.state import LocalState, read_state
@@ -157,7 +158,7 @@ async def run_chaos(
         held: list[HeldFault] = []
         async with (
             NetFaults(state_dir) as net,
-            RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=2.0) as client,
+            state_client(state, connect_timeout=1.0, request_timeout=2.0) as client,
         ):
             injector = Injector(state_dir, net)
             producer = SteadyProducer(topic, rate, namesrv=state.name_servers, size=512, timeout=3.0, retries=2)

@@ -46,6 +46,7 @@ from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, read_state
@@ -358,7 +359,7 @@ async def run_bench(
     topic = f"bench-failover-{int(time.time())}"
     deposed_acks = 0
     try:
-        async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=2.0) as client:
+        async with state_client(state, connect_timeout=1.0, request_timeout=2.0) as client:
             producer = SteadyProducer(topic, rate, namesrv=state.name_servers, size=512, timeout=3.0, retries=2)
             await producer.start()
             try:

@@ -37,6 +37,7 @@ from rocketmq_operator.bench.quorum_plan import (
     summarize_cell,
 )
 from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.netfault import CpuQuota
 from rocketmq_operator.platforms.local.state import LocalState, read_state
@@ -154,7 +155,7 @@ async def run_quorum(
                     str(file),
                 )
                 state = read_state(StateLayout(directory).state_file)
-                async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=3.0) as client:
+                async with state_client(state, connect_timeout=1.0, request_timeout=3.0) as client:
                     for condition in conditions:
                         cells.append(
                             await _measure(

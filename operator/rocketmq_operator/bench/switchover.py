@@ -41,7 +41,7 @@ from rocketmq_operator.bench.upgrade import longest_gap
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.control.operations import switchover
 from rocketmq_operator.core.quorum import effective_quorum
-from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.produce import SteadyProducer
 
@@ -56,7 +56,7 @@ async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: f
     per: list[dict[str, Any]] = []
     stale_clients: list[StaleRouteClient] = []
     try:
-        async with RemotingClient(state.name_servers, connect_timeout=1.0, request_timeout=3.0) as client:
+        async with state_client(state, connect_timeout=1.0, request_timeout=3.0) as client:
             producer = SteadyProducer(topic, rate, namesrv=state.name_servers, size=512, timeout=3.0, retries=2)
             await producer.start()
             try:

@@ -15,12 +15,14 @@ import argparse
 import asyncio
 import json
 import os
+import ssl
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 from rocketmq_operator.remoting import RemotingException
 from rocketmq_operator.remoting.auth import SessionCredentials
+from rocketmq_operator.remoting.tls import ClientTls
 from rocketmq_operator.tools.consume import (
     DEFAULT_BATCH,
     DEFAULT_CONSUMER_GROUP,
@@ -118,6 +120,39 @@ def add_credentials_arguments(parser: Any) -> None:
     )
 
 
+TLS_CA_ENV = "ROCKETMQ_TLS_CA"
+
+
+def add_tls_arguments(parser: Any) -> None:
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="connect over TLS, trusting the system's certificate authorities (servers with spec.tls on)",
+    )
+    parser.add_argument(
+        "--tls-ca",
+        default=None,
+        metavar="FILE",
+        help=f"connect over TLS, trusting the authority in this PEM file (default: ${TLS_CA_ENV}; "
+        "`local env` prints the local cluster's)",
+    )
+
+
+def tls_from(args: argparse.Namespace) -> ClientTls | None:
+    """TLS as --tls / --tls-ca (or $ROCKETMQ_TLS_CA) ask; None: plain text."""
+    ca = args.tls_ca or os.environ.get(TLS_CA_ENV) or None
+    if ca is not None:
+        try:
+            ssl.create_default_context(cafile=ca)
+        except (OSError, ssl.SSLError) as exc:
+            raise ToolError(
+                f"--tls-ca {ca}: cannot be read as PEM certificates ({exc}); rule: the file holds the authority "
+                "that signed the servers' certificates; fix: name the cluster's ca.crt (`local env` prints it)"
+            ) from None
+        return ClientTls(ca_file=ca)
+    return ClientTls() if args.tls else None
+
+
 def credentials_from(args: argparse.Namespace) -> SessionCredentials | None:
     """The user to sign as: --access-key (or $ROCKETMQ_ACCESS_KEY) with its password from the environment."""
     access_key = args.access_key or os.environ.get(ACCESS_KEY_ENV)
@@ -153,6 +188,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
                 keep_records=False,
                 progress=progress,
                 credentials=credentials_from(args),
+                tls=tls_from(args),
             )
         )
     except (ToolError, RemotingException) as exc:
@@ -201,6 +237,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
                 timeout=args.timeout,
                 batch_size=args.batch,
                 credentials=credentials_from(args),
+                tls=tls_from(args),
             )
         )
     except (ToolError, RemotingException) as exc:
@@ -242,6 +279,7 @@ def register(sub: Any) -> None:
     p.add_argument("--retries", type=int, default=DEFAULT_RETRIES, metavar="K", help="default %(default)s")
     p.add_argument("--group", default=DEFAULT_PRODUCER_GROUP, help="producer group (default %(default)s)")
     add_credentials_arguments(p)
+    add_tls_arguments(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_produce)
 
@@ -274,5 +312,6 @@ def register(sub: Any) -> None:
     c.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S", help="per request, seconds")
     c.add_argument("--batch", type=int, default=DEFAULT_BATCH, metavar="N", help="messages per pull")
     add_credentials_arguments(c)
+    add_tls_arguments(c)
     c.add_argument("--json", action="store_true", help="print the report as JSON")
     c.set_defaults(func=cmd_consume)

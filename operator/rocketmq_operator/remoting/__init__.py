@@ -52,6 +52,7 @@ from .errors import (
 from .message import Message, decode_message, decode_messages, encode_message, offset_msg_id
 from .namesrv import BrokerData, ClusterInfo, QueueData, TopicRoute
 from .producer import SendResult, new_message_id
+from .tls import ClientTls
 
 __all__ = [
     "DEFAULT_VERSION",
@@ -61,6 +62,7 @@ __all__ = [
     "BrokerConfigResult",
     "BrokerData",
     "ClientPool",
+    "ClientTls",
     "ClusterInfo",
     "Connection",
     "ControllerMetadata",

@@ -19,6 +19,7 @@ from .errors import (
     RemotingException,
     RemotingTimeout,
 )
+from .tls import ClientTls
 
 
 class Caller:
@@ -33,6 +34,7 @@ class Caller:
         request_timeout: float = 3.0,
         credentials: SessionCredentials | None = None,
         credentials_by_addr: Mapping[str, SessionCredentials] | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
         if isinstance(namesrv_addrs, str):
             namesrv_addrs = [a for a in namesrv_addrs.split(";") if a.strip()]
@@ -43,6 +45,7 @@ class Caller:
             request_timeout=request_timeout,
             credentials=credentials,
             credentials_by_addr=credentials_by_addr,
+            tls=tls,
         )
 
     def with_name_servers(self, namesrv_addrs: Sequence[str]) -> Self:

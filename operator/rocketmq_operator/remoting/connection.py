@@ -15,7 +15,8 @@ Contract:
 * :class:`ClientPool` keeps one connection per ``"host:port"`` and (re)connects lazily on the next call
   after a connection was lost; it never retries a call itself. A timed-out call on a connection that
   has received nothing since the call was sent is taken as a dead peer and the connection is dropped.
-  With ``credentials`` every request is signed (:mod:`.auth`) before it is sent.
+  With ``credentials`` every request is signed (:mod:`.auth`) before it is sent. With ``tls`` every
+  connection is TLS (:mod:`.tls`), the server's certificate checked against the host dialled.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .codec import (
 )
 from .codes import ResponseCode, request_code_name
 from .errors import FrameError, RemotingConnectionError, RemotingException, RemotingTimeout
+from .tls import ClientTls
 
 log = logging.getLogger(__name__)
 
@@ -92,11 +94,17 @@ class Connection:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         on_request: RequestHandler | None = None,
         max_frame_length: int = MAX_FRAME_LENGTH,
+        tls: ClientTls | None = None,
     ) -> Connection:
         host, port = parse_addr(addr)
         try:
             async with asyncio.timeout(connect_timeout):
-                reader, writer = await asyncio.open_connection(host, port)
+                if tls is None:
+                    reader, writer = await asyncio.open_connection(host, port)
+                else:
+                    reader, writer = await asyncio.open_connection(
+                        host, port, ssl=tls.context(), server_hostname=host, ssl_handshake_timeout=connect_timeout
+                    )
         except TimeoutError:
             raise RemotingConnectionError(f"connect to {addr} timed out after {connect_timeout:g}s", addr) from None
         except OSError as exc:
@@ -261,7 +269,10 @@ class ClientPool:
         max_frame_length: int = MAX_FRAME_LENGTH,
         credentials: SessionCredentials | None = None,
         credentials_by_addr: Mapping[str, SessionCredentials] | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
+        self.tls = tls
+        """Every connection is TLS, verified as this says; None: plain text."""
         self.credentials = credentials
         """Every request is signed with these (an ACL 2.0 broker's user); None: sent unsigned."""
         self.credentials_by_addr: dict[str, SessionCredentials] = dict(credentials_by_addr or {})
@@ -293,6 +304,7 @@ class ClientPool:
                 connect_timeout=self.connect_timeout,
                 on_request=self._on_request,
                 max_frame_length=self._max_frame_length,
+                tls=self.tls,
             )
             self._connections[addr] = connection
             return connection

@@ -22,6 +22,7 @@ Contract:
   at start: measured on 2 cores, namesrv start 6-7 s → 2-3 s and RSS −110 MiB, broker start 8.5 s → 3-4 s
   and RSS −160 MiB with the flag. Plain-text clients work either way. The local platform uses it by default;
   `jvm_options` does not include it (whether a cluster accepts TLS clients is a deployment decision).
+* `tls_flags(cert, key, ca)`: the flags of a process whose group has spec.tls on (enforcing, verified).
 * `jvm_options(role, heap, direct_memory)` is the complete JVM flag list (heap, direct memory, GC, module flags)
   that the Kubernetes renderer puts in `JAVA_OPTS` and the local platform puts on the java command line.
   Sizes are JVM sizes (`256m`, `2g`, plain bytes) or Kubernetes quantities (`256Mi`, `2Gi`, `500M`): lower-case
@@ -61,6 +62,28 @@ JDK17_FLAGS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 )
 
 TLS_DISABLED_FLAGS: tuple[str, ...] = ("-Dtls.server.mode=disabled",)
+
+
+def tls_flags(cert: str, key: str, ca: str) -> list[str]:
+    """RocketMQ's TLS switches (`TlsSystemConfig`, one set per JVM) for a process of a group with spec.tls on:
+    every remoting server it runs refuses plain text (enforcing) and presents ``cert`` (PEM chain) with ``key``
+    (unencrypted PKCS#8 PEM, as Netty reads it); every remoting client it runs (to name servers, controllers,
+    other brokers) speaks TLS and checks the peer's chain against ``ca``. Test mode (a self-signed certificate
+    made at start, and no verification) is off. `tls.config.file` points nowhere so that no file on the host
+    overrides these."""
+    return [
+        "-Dtls.server.mode=enforcing",
+        "-Dtls.test.mode.enable=false",
+        f"-Dtls.server.certPath={cert}",
+        f"-Dtls.server.keyPath={key}",
+        f"-Dtls.server.trustCertPath={ca}",
+        "-Dtls.server.need.client.auth=none",
+        "-Dtls.enable=true",
+        "-Dtls.client.authServer=true",
+        f"-Dtls.client.trustCertPath={ca}",
+        f"-Dtls.config.file={cert}.no-such-file",
+    ]
+
 
 # GC settings of the official runserver.sh/runbroker.sh for JDK >= 9, minus the ones that only make sense for
 # multi-gigabyte heaps (G1HeapRegionSize=16m would leave a 256m heap with 16 regions) and minus GC logging.

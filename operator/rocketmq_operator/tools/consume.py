@@ -51,6 +51,7 @@ from rocketmq_operator.remoting import (
 )
 from rocketmq_operator.remoting.admin import SubscriptionGroupInfo, TopicAdmin
 from rocketmq_operator.remoting.auth import SessionCredentials
+from rocketmq_operator.remoting.tls import ClientTls
 
 from .digest import Digest, body_matches
 from .routing import RouteClient, ToolError, TopicRouter, broker_address, is_topic_not_exist
@@ -364,6 +365,7 @@ async def consume(
     poll_interval: float = 0.1,
     client: ConsumeClient | None = None,
     credentials: SessionCredentials | None = None,
+    tls: ClientTls | None = None,
 ) -> ConsumeReport:
     """Read ``topic`` from every queue until idle (or ``max_messages``) and report what was read; requests are
     signed as ``credentials`` when given (an ACL 2.0 user)."""
@@ -379,7 +381,9 @@ async def consume(
     if client is None:
         if not namesrv:
             raise ToolError("no name server address given (--namesrv host:port[;host:port])")
-        own = RemotingClient(namesrv, connect_timeout=timeout, request_timeout=timeout, credentials=credentials)
+        own = RemotingClient(
+            namesrv, connect_timeout=timeout, request_timeout=timeout, credentials=credentials, tls=tls
+        )
         client = own
     t0 = time.perf_counter()
     try:

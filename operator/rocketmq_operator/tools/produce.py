@@ -55,6 +55,7 @@ from rocketmq_operator.remoting import (
     SendResult,
 )
 from rocketmq_operator.remoting.auth import SessionCredentials
+from rocketmq_operator.remoting.tls import ClientTls
 
 from .digest import Digest, body_for, message_digest
 from .routing import DEFAULT_ROUTE_REFRESH_S, RouteClient, ToolError, TopicRouter, ensure_topic
@@ -362,11 +363,14 @@ def _check_common(size: int, timeout: float, retries: int) -> None:
 
 
 def _own_client(
-    namesrv: str | Sequence[str] | None, timeout: float, credentials: SessionCredentials | None = None
+    namesrv: str | Sequence[str] | None,
+    timeout: float,
+    credentials: SessionCredentials | None = None,
+    tls: ClientTls | None = None,
 ) -> RemotingClient:
     if not namesrv:
         raise ToolError("no name server address given (--namesrv host:port[;host:port])")
-    client = RemotingClient(namesrv, connect_timeout=timeout, request_timeout=timeout, credentials=credentials)
+    client = RemotingClient(namesrv, connect_timeout=timeout, request_timeout=timeout, credentials=credentials, tls=tls)
     if not client.namesrv_addrs:
         raise ToolError("no name server address given (--namesrv host:port[;host:port])")
     return client
@@ -392,11 +396,13 @@ async def produce(
     client: ProduceClient | None = None,
     progress: ProduceProgress | None = None,
     credentials: SessionCredentials | None = None,
+    tls: ClientTls | None = None,
 ) -> ProduceReport:
     """Send ``count`` messages of ``size`` bytes to ``topic`` (``rate`` msgs/s overall, 0 = unlimited, with
     ``concurrency`` sends in flight), each with the tag ``tags`` when given, and report what the brokers
     answered; every request is signed as ``credentials`` when given (an ACL 2.0 user). ``progress`` sees every
-    answer as it arrives (its ``report`` is the partial report of an interrupted run)."""
+    answer as it arrives (its ``report`` is the partial report of an interrupted run). ``tls``: every connection
+    is TLS, verified as it says."""
     _check(count >= 0, f"--count must be >= 0, got {count}")
     _check(concurrency >= 1, f"--concurrency must be >= 1, got {concurrency}")
     _check(rate >= 0, f"--rate must be >= 0, got {rate}")
@@ -405,7 +411,7 @@ async def produce(
     progress = ProduceProgress() if progress is None else progress
     progress.key_prefix = prefix
     own = client is None
-    active: ProduceClient = _own_client(namesrv, timeout, credentials) if client is None else client
+    active: ProduceClient = _own_client(namesrv, timeout, credentials, tls) if client is None else client
     try:
         route = await ensure_topic(active, topic, create=create_topic, cluster=cluster, timeout=timeout)
         router = TopicRouter(active, topic, timeout=timeout, refresh_interval=route_refresh_s, route=route)

@@ -284,3 +284,41 @@ def test_the_kubernetes_jraft_controllers_expose_the_raft_port() -> None:
     conf = props(next(o for o in objects if o["kind"] == "ConfigMap")["data"]["ctl-1.conf"])
     assert conf["jRaftServerId"] == "ctl-1.ctl-headless.default.svc:9880"
     assert conf["jRaftControllerRPCAddr"].split(",")[1] == "ctl-1.ctl-headless.default.svc:9878"
+
+
+def test_tls_groups_get_enforcing_flags_over_the_state_directory_files() -> None:
+    from rocketmq_operator.platforms.local.tls import check_tls
+
+    res = resources(cg_doc(tls={"enabled": True}), bg_doc(tls={"enabled": True}))
+    check_tls(res)
+    state = build_state(res, pack(port_needs(res), BASE), StateLayout(STATE), files=["f"], distribution="/dist",
+                        rocketmq_version="5.5.0")  # fmt: skip
+    for r in state.replicas:
+        assert "-Dtls.server.mode=enforcing" in r.argv and TLS_DISABLED_FLAGS[0] not in r.argv
+        assert f"-Dtls.server.certPath=/state/tls/{r.name}.crt" in r.argv
+        assert "-Dtls.client.trustCertPath=/state/tls/ca.crt" in r.argv
+        # after the standard flags, before the main class: the user's jvm.extraOptions cannot be overridden by them
+        assert r.argv.index("-Dtls.enable=true") < r.argv.index(MAIN_CLASSES[r.role])
+
+
+@pytest.mark.parametrize(
+    ("docs", "message"),
+    [
+        (
+            [cg_doc(tls={"enabled": True}), cg_doc(name="ctl2")],
+            "spec.tls.enabled is true in ControllerGroup/ctl and false in ControllerGroup/ctl2; rule: one local "
+            "cluster speaks TLS everywhere or nowhere",
+        ),
+        (
+            [cg_doc(tls={"enabled": True, "secretName": "my-tls"})],
+            "ControllerGroup/ctl: spec.tls.secretName 'my-tls' names a Kubernetes Secret; rule: the local platform "
+            "issues its certificates from its own authority; fix: remove secretName",
+        ),
+    ],
+)
+def test_tls_the_local_platform_cannot_run(docs: list[dict[str, Any]], message: str) -> None:
+    from rocketmq_operator.platforms.local.tls import TlsConfigError, check_tls
+
+    with pytest.raises(TlsConfigError) as info:
+        check_tls(resources(*docs))
+    assert message in str(info.value) and "\n" not in str(info.value)

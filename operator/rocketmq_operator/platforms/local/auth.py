@@ -33,6 +33,7 @@ from rocketmq_operator.core.observation import GroupState
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, write_json_atomic
+from rocketmq_operator.platforms.local.tls import client_tls
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.render.config import auth_secret_keys
@@ -149,12 +150,14 @@ def state_client(
     request_timeout: float = 3.0,
     by_group: Mapping[str, SessionCredentials] | None = None,
 ) -> RemotingClient:
-    """A client of this local cluster: its name servers, signing as each auth group's admin towards its brokers."""
+    """A client of this local cluster: its name servers, signing as each auth group's admin towards its brokers,
+    over TLS trusting the cluster's authority when spec.tls is on."""
     return RemotingClient(
         state.name_servers,
         connect_timeout=connect_timeout,
         request_timeout=request_timeout,
         credentials_by_addr=credentials_by_addr(state, by_group),
+        tls=client_tls(state),
     )
 
 

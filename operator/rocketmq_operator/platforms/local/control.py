@@ -6,7 +6,8 @@ Contract:
   refused (printed as `error: ...` on stderr), 2 invalid manifests (one `path: message` line per problem on
   stdout, like `rocketmq-operator validate`), 3 (`status` and `env` only) nothing runs: the groups are stopped,
   with one line on stderr saying how to start them. Progress goes to stdout, warnings to stderr.
-* `env`: `NAMESRV_ADDR=<name servers>` (shell-quoted, for `eval "$(rocketmq-operator local env)"`), from
+* `env`: `NAMESRV_ADDR=<name servers>` (shell-quoted, for `eval "$(rocketmq-operator local env)"`), and
+  `export ROCKETMQ_TLS_CA=<the cluster's authority>` when spec.tls is on, from
   state.json; the addresses stay the same across `down` and `up` (the ports are reused).
 * `up`: validate (the operator's own validation) → refuse a different manifest while one runs or while its
   data is kept → ensure the distribution and java → reuse the ports in state.json when all are still free, else
@@ -74,6 +75,7 @@ from rocketmq_operator.platforms.local.state import (
     write_state,
 )
 from rocketmq_operator.platforms.local.supervisor import GRACE_S
+from rocketmq_operator.platforms.local.tls import TlsConfigError, check_tls, client_tls, ensure_certificates
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -371,6 +373,7 @@ def _up_command(
     try:
         check_names(resources)
         auth_secrets = select_secrets(resources, secrets)
+        check_tls(resources)
         with locked(layout):
             if fault_injection:
                 NetFaults(layout.root).check()
@@ -389,7 +392,7 @@ def _up_command(
     except PlacementError as exc:
         out(str(exc))
         return EXIT_INVALID
-    except AuthSecretError as exc:
+    except (AuthSecretError, TlsConfigError) as exc:
         out(str(exc))
         return EXIT_INVALID
     except (LocalError, StateError, DistributionError, PortError, commands.CommandError, NetFaultError) as exc:
@@ -451,6 +454,7 @@ def _up(
     local_roll.carry_over(existing, state)  # a roll interrupted with the supervisor goes on
     layout.ensure()
     store_secrets(layout, secrets or {})
+    ensure_certificates(layout, state)
     local_roll.write_configs(layout, state, texts, existing)
     layout.manifest.write_text(
         yaml.safe_dump_all(state.resources, sort_keys=False, default_flow_style=False), encoding="utf-8"
@@ -657,6 +661,9 @@ def env(state_dir: Path, *, out: Out = _stdout) -> int:
         _stderr(f"error: the manifests run from {layout.root} have no ControllerGroup, so no name server")
         return EXIT_FAILED
     out(f"NAMESRV_ADDR={shlex.quote(';'.join(state.name_servers))}")
+    tls = client_tls(state)
+    if tls is not None and tls.ca_file is not None:
+        out(f"export ROCKETMQ_TLS_CA={shlex.quote(tls.ca_file)}")  # read by produce/consume (--tls-ca)
     if not supervisor_running(state):
         _stderr(f"stopped: nothing runs from {layout.root}; start it: `rocketmq-operator local up -f FILE`")
         return EXIT_STOPPED

@@ -70,6 +70,25 @@ class StateLayout:
         return self.root / "secrets.json"
 
     @property
+    def tls_dir(self) -> Path:
+        """spec.tls: the authority (ca.crt, ca.key) and each process's certificate and key; keys mode 0600."""
+        return self.root / "tls"
+
+    @property
+    def tls_ca(self) -> Path:
+        return self.tls_dir / "ca.crt"
+
+    @property
+    def tls_ca_key(self) -> Path:
+        return self.tls_dir / "ca.key"
+
+    def tls_cert(self, replica: str) -> Path:
+        return self.tls_dir / f"{replica}.crt"
+
+    def tls_key(self, replica: str) -> Path:
+        return self.tls_dir / f"{replica}.key"
+
+    @property
     def supervisor_log(self) -> Path:
         return self.root / "supervisor.log"
 

@@ -45,6 +45,7 @@ from rocketmq_operator.render.config import (
     namesrv_config,
     properties_text,
 )
+from rocketmq_operator.render.jvm import tls_flags
 
 LOCALHOST = "127.0.0.1"
 
@@ -344,16 +345,22 @@ def build_state(
 ) -> LocalState:
     check_names(resources)
     replicas: list[ReplicaProcess] = []
+    tls_on = {r.metadata.name for r in resources if isinstance(r, BrokerGroup | ControllerGroup) and r.spec.tls.enabled}
     for p in _processes(resources, ports, layout):
         run_config = layout.run_config(p.name)
+        tls = p.group in tls_on
+        cert_flags = (
+            tls_flags(str(layout.tls_cert(p.name)), str(layout.tls_key(p.name)), str(layout.tls_ca)) if tls else []
+        )
         argv = java_command(
             p.role,
             run_config,
             heap=p.heap,
             direct_memory=p.direct_memory,
-            extra=p.extra,
+            extra=(*p.extra, *cert_flags),
             user_home=layout.data(p.name),
             home=distribution,
+            tls=tls,
         )
         replicas.append(
             ReplicaProcess(

@@ -55,6 +55,7 @@ from rocketmq_operator.platforms.local.state import (
     pid_alive,
     write_json_atomic,
 )
+from rocketmq_operator.platforms.local.tls import TlsConfigError, check_tls, ensure_certificates, tls_groups
 from rocketmq_operator.remoting import RemotingClient, parse_properties_text
 
 if TYPE_CHECKING:
@@ -333,10 +334,17 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
     try:
         check_names(resources)
         auth_secrets = select_secrets(resources, secrets)
+        check_tls(resources)
         existing = read_state(layout.state_file)
         if not supervisor_running(existing):
             raise control.LocalError(
                 f"no supervisor runs for {layout.root}; fix: `rocketmq-operator local up -f FILE` starts it"
+            )
+        if bool(tls_groups(resources)) != bool(tls_groups(load_resources(existing))):
+            raise TlsConfigError(
+                "spec.tls.enabled changes; rule: a running local cluster cannot switch TLS on or off (a rolling "
+                "switch would leave TLS and plain-text processes unable to reach each other); fix: "
+                f"`rocketmq-operator local down --state-dir {layout.root}`, then `local up` with the new manifests"
             )
         ports = _ports_with_new_replicas(existing, resources, layout)
         texts = render_configs(resources, ports, layout)
@@ -346,6 +354,7 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
         summary = _summary(existing, state, resources, layout, texts)
         write_configs(layout, state, texts, existing)
         store_secrets(layout, auth_secrets)
+        ensure_certificates(layout, state)  # a scale-out's new replicas
         answer = control._request(
             layout,
             "apply",
@@ -365,7 +374,7 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
             for line in asyncio.run(_apply_hot(existing, hot)):
                 out(line)
         return control.EXIT_OK
-    except (PlacementError, AuthSecretError) as exc:
+    except (PlacementError, AuthSecretError, TlsConfigError) as exc:
         out(str(exc))
         return control.EXIT_INVALID
     except (control.LocalError, StateError, OSError) as exc:

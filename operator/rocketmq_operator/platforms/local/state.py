@@ -204,19 +204,25 @@ class LocalState:
             raise StateError(f"state.json is malformed: {exc!r}") from None
 
 
-def write_json_atomic(path: Path, data: object) -> None:
+def write_text_atomic(path: Path, text: str, mode: int = 0o600) -> None:
+    """Replace ``path`` with ``text`` in one rename (a reader sees the old file or the new one, never half)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # mode 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=False)
-            handle.write("\n")
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        if mode != 0o600:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, data: object) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 def write_state(path: Path, state: LocalState) -> None:

@@ -71,6 +71,7 @@ from rocketmq_operator.platforms.local.state import (
     read_state,
     write_state,
 )
+from rocketmq_operator.platforms.local.tls import TlsPolicy
 from rocketmq_operator.platforms.local.topics import TopicPolicy
 
 TICK_S = 0.1
@@ -105,6 +106,7 @@ class Supervisor:
         self.policy_memory: dict[str, PolicyMemory] = {}  # per group, for the replication policy
         self.topic_policy = TopicPolicy(self.state, layout)  # declared topics/groups, re-asserted on every master
         self.auth_policy = AuthPolicy(self.state, layout)  # declared users and ACLs, asserted on every replica
+        self.tls_policy = TlsPolicy(self.state, layout)  # spec.tls: certificates renewed before they expire
         self.roll = LocalRoll(self)  # rolling restarts, one step per policy pass
 
     # ------------------------------------------------------------------ bookkeeping
@@ -240,6 +242,7 @@ class Supervisor:
             self.dirty = True
             answer = handle_apply(self.state, body)
             self.auth_policy = AuthPolicy(self.state, self.layout)
+            self.tls_policy = TlsPolicy(self.state, self.layout)
             return answer
         name = str(body.get("replica", ""))
         r = self.state.replica(name)
@@ -373,7 +376,11 @@ class Supervisor:
     async def restart(self, replica: ReplicaObservation) -> None:
         r = self.state.replica(replica.name)
         if r is not None:
-            self._signal(r, "TERM", no_restart=False, now=time.time())  # restarted after the back-off
+            await self.restart_process(r)
+
+    async def restart_process(self, r: ReplicaProcess) -> None:
+        """SIGTERM; the back-off starts it again (with what is now on file: config, certificate)."""
+        self._signal(r, "TERM", no_restart=False, now=time.time())
 
     async def freeze(self, replica: ReplicaObservation) -> bool:
         """SIGSTOP: the process keeps its sockets and sends nothing; the fence's SIGKILL follows."""
@@ -411,7 +418,10 @@ class Supervisor:
 
     async def _policy_loop(self) -> None:
         if self.policy_interval_s <= 0 or not (
-            any(g.controller_mode for g in self.state.groups) or self.topic_policy.wanted or self.auth_policy.wanted
+            any(g.controller_mode for g in self.state.groups)
+            or self.topic_policy.wanted
+            or self.auth_policy.wanted
+            or self.tls_policy.wanted
         ):
             return
         settings = self._policy_settings()
@@ -448,6 +458,7 @@ class Supervisor:
                     # elected in this pass is observed, and gets its topics, in the next one.
                     await self.topic_policy.run(client, states)
                     await self.auth_policy.run(client, states)
+                    await self.tls_policy.run(self.restart_process)
                 except Exception:  # a pass must never take the supervisor down; the next one retries
                     log.exception("replication policy pass failed")
 

@@ -1,0 +1,174 @@
+"""Certificates for spec.tls: the operator's own certificate authority and the certificates it issues to each
+process, as PEM text. Both platforms call it: the local platform writes the PEM to files, the Kubernetes one
+would write it to Secrets.
+
+Contract:
+
+* `new_authority(name, lifetime_s, now)` makes a self-signed CA (ECDSA P-256, path length 0).
+* `issue(authority, common_name, dns_names, ip_addresses, lifetime_s, now)` makes a server-and-client
+  certificate (RocketMQ processes are both) signed by `authority`, with every name and address as a SAN, so
+  clients that check the host they dial accept it. The key is unencrypted PKCS#8 PEM, the form Netty's
+  `SslContextBuilder.forServer(certStream, keyStream)` reads.
+* `CertificateInfo.of(pem)` reads what renewal needs: expiry, fingerprint, issuer, SANs. Raises
+  `CertificateError` for text that is not a PEM certificate.
+
+`cryptography` (pyca) does the X.509 work; nothing here is hand-written crypto.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+BACKDATE_S = 300
+"""Certificates start five minutes in the past: a peer whose clock is a little behind still accepts them."""
+
+
+class CertificateError(ValueError):
+    """PEM text that is not a certificate (or a key that does not load)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedPair:
+    cert_pem: str
+    key_pem: str
+
+
+@dataclass(frozen=True, slots=True)
+class CertificateInfo:
+    not_after: float
+    """Expiry, epoch seconds."""
+    not_before: float
+    fingerprint: str
+    """SHA-256 of the DER, hex."""
+    subject: str
+    issuer: str
+    dns_names: tuple[str, ...]
+    ip_addresses: tuple[str, ...]
+
+    @classmethod
+    def of(cls, cert_pem: str) -> CertificateInfo:
+        cert = _load_cert(cert_pem)
+        try:
+            san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+            dns = tuple(san.get_values_for_type(x509.DNSName))
+            ips = tuple(str(ip) for ip in san.get_values_for_type(x509.IPAddress))
+        except x509.ExtensionNotFound:
+            dns, ips = (), ()
+        return cls(
+            not_after=cert.not_valid_after_utc.timestamp(),
+            not_before=cert.not_valid_before_utc.timestamp(),
+            fingerprint=cert.fingerprint(hashes.SHA256()).hex(),
+            subject=cert.subject.rfc4514_string(),
+            issuer=cert.issuer.rfc4514_string(),
+            dns_names=dns,
+            ip_addresses=ips,
+        )
+
+
+def _load_cert(cert_pem: str) -> x509.Certificate:
+    try:
+        return x509.load_pem_x509_certificate(cert_pem.encode())
+    except ValueError as exc:
+        raise CertificateError(f"not a PEM certificate: {exc}") from None
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> str:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+def _validity(now: float, lifetime_s: int) -> tuple[dt.datetime, dt.datetime]:
+    start = dt.datetime.fromtimestamp(now - BACKDATE_S, dt.UTC)
+    return start, dt.datetime.fromtimestamp(now + lifetime_s, dt.UTC)
+
+
+def new_authority(name: str, lifetime_s: int, now: float) -> IssuedPair:
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    start, end = _validity(now, lifetime_s)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return IssuedPair(cert.public_bytes(serialization.Encoding.PEM).decode(), _key_pem(key))
+
+
+def issue(
+    authority: IssuedPair,
+    common_name: str,
+    dns_names: Sequence[str],
+    ip_addresses: Sequence[str],
+    lifetime_s: int,
+    now: float,
+) -> IssuedPair:
+    ca_cert = _load_cert(authority.cert_pem)
+    try:
+        ca_key = serialization.load_pem_private_key(authority.key_pem.encode(), password=None)
+    except (ValueError, TypeError) as exc:
+        raise CertificateError(f"the authority's key does not load: {exc}") from None
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise CertificateError("the authority's key is not an EC key")
+    key = ec.generate_private_key(ec.SECP256R1())
+    names: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
+    names += [x509.IPAddress(ipaddress.ip_address(a)) for a in ip_addresses]
+    start, end = _validity(now, lifetime_s)
+    end = min(end, ca_cert.not_valid_after_utc)  # never outlives its issuer
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
+        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return IssuedPair(cert.public_bytes(serialization.Encoding.PEM).decode(), _key_pem(key))
+
+
+def signed_by(cert_pem: str, authority_pem: str) -> bool:
+    """Whether ``cert_pem`` was signed by the authority's key (a certificate of an older CA is not)."""
+    cert, ca = _load_cert(cert_pem), _load_cert(authority_pem)
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
