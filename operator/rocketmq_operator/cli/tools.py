@@ -95,7 +95,12 @@ def _print_json(document: Mapping[str, Any]) -> None:
     print(json.dumps(document, indent=2, sort_keys=False))
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, args: argparse.Namespace | None = None) -> int:
+    if args is not None and "peer closed the connection" in message and not (args.tls or args.tls_ca):
+        message += (
+            f"; a server with spec.tls on closes plain-text connections: add --tls-ca FILE (or ${TLS_CA_ENV}; "
+            "`rocketmq-operator local env` prints a local cluster's)"
+        )
     print(f"error: {message}", file=sys.stderr)
     return EXIT_FAILED
 
@@ -192,7 +197,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
             )
         )
     except (ToolError, RemotingException) as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), args)
     except KeyboardInterrupt:
         return _interrupted_produce(args, progress.report(args.topic, args.size))
     if args.json:
@@ -241,7 +246,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
             )
         )
     except (ToolError, RemotingException) as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), args)
     if args.json:
         _print_json(report.to_json())
     else:

@@ -49,6 +49,7 @@ from rocketmq_operator.remoting import (
 from rocketmq_operator.remoting.admin import SubscriptionGroupInfo, TopicAdmin
 from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.remoting.message import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS
+from rocketmq_operator.remoting.tls import ClientTls
 from rocketmq_operator.tools.consume import PullSource
 from rocketmq_operator.tools.routing import broker_address
 
@@ -84,6 +85,11 @@ def credentials_of(access_key: str | None, secret_key: str | None) -> SessionCre
     return SessionCredentials(access_key, secret_key) if access_key and secret_key else None
 
 
+def tls_of(tls: bool, ca_file: str | None) -> ClientTls | None:
+    """What the source's connections trust (options ``tls``/``tlsCaFile``); None: plain text."""
+    return ClientTls(ca_file) if tls else None
+
+
 @dataclass(frozen=True, slots=True)
 class ReadSettings:
     """What an executor needs from the options (small and picklable)."""
@@ -99,6 +105,7 @@ class ReadSettings:
     tags: frozenset[str] = frozenset()
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
+    tls: ClientTls | None = None
 
     @classmethod
     def of(cls, opts: SourceOptions) -> ReadSettings:
@@ -114,6 +121,7 @@ class ReadSettings:
             tags=opts.tags,
             access_key=opts.access_key,
             secret_key=opts.secret_key,
+            tls=tls_of(opts.tls, opts.tls_ca_file),
         )
 
     @property
@@ -481,6 +489,7 @@ def read_partition(
             connect_timeout=settings.timeout,
             request_timeout=settings.timeout,
             credentials=settings.credentials,
+            tls=settings.tls,
         )
     stream = read_range(client, rng, settings)
     builder = BatchBuilder(rng.queue.broker_name, settings.include_properties)

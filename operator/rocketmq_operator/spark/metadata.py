@@ -38,7 +38,7 @@ from rocketmq_operator.remoting import (
 from rocketmq_operator.tools.consume import ensure_consumer_group
 
 from .errors import RocketMQSourceError
-from .executor import credentials_of
+from .executor import credentials_of, tls_of
 from .offsets import EARLIEST, LATEST, Offsets, QueueRef
 from .options import Position, SourceOptions
 
@@ -207,6 +207,7 @@ class Driver:
                     connect_timeout=self.timeout,
                     request_timeout=self.timeout,
                     credentials=credentials_of(self.opts.access_key, self.opts.secret_key),
+                    tls=tls_of(self.opts.tls, self.opts.tls_ca_file),
                 )
         return self._loop, self._client
 

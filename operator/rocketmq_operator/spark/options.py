@@ -38,6 +38,10 @@ option                         meaning (default)
 ``accessKey``/``secretKey``    an ACL 2.0 user and its password: every request is signed (both or neither;
                                Spark redacts ``secretKey`` from plans and the UI: its name matches
                                ``spark.redaction.regex``)
+``tls``                        connect over TLS (``true``/``false``; default: true when ``tlsCaFile`` is set)
+``tlsCaFile``                  PEM file of the authority that signed the servers' certificates, at the same
+                               path on the driver and every executor (a mounted Secret on Kubernetes);
+                               unset with ``tls=true``: the system's trust store
 =============================  ==========================================================================
 """
 
@@ -75,6 +79,8 @@ OPTION_NAMES: tuple[str, ...] = (
     "fetchOffsetRetryIntervalMs",
     "accessKey",
     "secretKey",
+    "tls",
+    "tlsCaFile",
 )
 _CANONICAL = {name.lower(): name for name in OPTION_NAMES}
 _TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
@@ -114,6 +120,8 @@ class SourceOptions:
     """The tags a row must carry; empty: every row (``*``)."""
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
+    tls: bool = False
+    tls_ca_file: str | None = None
 
     @property
     def sub_expression(self) -> str:
@@ -292,6 +300,10 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     if (access_key is None) != (secret_key is None):
         given, missing = ("accessKey", "secretKey") if access_key else ("secretKey", "accessKey")
         raise OptionError(f"{missing}: required with {given} (an ACL 2.0 user signs with both)")
+    tls_ca_file = opts.get("tlsCaFile", "").strip() or None
+    tls = _bool(opts, "tls", tls_ca_file is not None)
+    if tls_ca_file is not None and not tls:
+        raise OptionError(f"tls: false with tlsCaFile {tls_ca_file!r}; an authority is trusted only over TLS")
     return SourceOptions(
         name_servers=name_servers,
         topics=topics,
@@ -314,4 +326,6 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         tags=tags,
         access_key=access_key,
         secret_key=secret_key,
+        tls=tls,
+        tls_ca_file=tls_ca_file,
     )

@@ -159,3 +159,19 @@ def test_credentials_both_or_neither_and_never_shown() -> None:
         parse_options({**base, "accessKey": "app"}, streaming=False)
     with pytest.raises(OptionError, match=r"^accessKey: required with secretKey"):
         parse_options({**base, "secretKey": "pw"}, streaming=False)
+
+
+def test_tls_options() -> None:
+    import pickle
+
+    from rocketmq_operator.remoting import ClientTls
+    from rocketmq_operator.spark.executor import ReadSettings
+
+    base = {"nameServers": "ns:9876", "topic": "orders"}
+    assert ReadSettings.of(parse_options(base, streaming=False)).tls is None
+    with_ca = ReadSettings.of(parse_options({**base, "tlsCaFile": "/etc/rocketmq/ca.crt"}, streaming=False))
+    assert with_ca.tls == ClientTls("/etc/rocketmq/ca.crt")
+    assert pickle.loads(pickle.dumps(with_ca)).tls == with_ca.tls  # sent to executors
+    assert ReadSettings.of(parse_options({**base, "tls": "true"}, streaming=False)).tls == ClientTls(None)
+    with pytest.raises(OptionError, match=r"^tls: false with tlsCaFile"):
+        parse_options({**base, "tls": "false", "tlsCaFile": "/ca.crt"}, streaming=False)
