@@ -322,3 +322,16 @@ def test_tls_the_local_platform_cannot_run(docs: list[dict[str, Any]], message: 
     with pytest.raises(TlsConfigError) as info:
         check_tls(resources(*docs))
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_kubernetes_refuses_tls_until_it_is_wired() -> None:
+    from rocketmq_operator.render.kubernetes import RenderError
+    from rocketmq_operator.render.kubernetes.broker_group import render_broker_group
+    from rocketmq_operator.render.kubernetes.controller_group import render_controller_group
+
+    cg, bg = resources(cg_doc(tls={"enabled": True}), bg_doc(tls={"enabled": True}))
+    assert isinstance(cg, ControllerGroup) and isinstance(bg, BrokerGroup)
+    with pytest.raises(RenderError, match=r"^ControllerGroup/ctl: spec.tls.enabled: true is run by the local"):
+        render_controller_group(cg)
+    with pytest.raises(RenderError, match=r"^BrokerGroup/bg: spec.tls.enabled: true is run by the local"):
+        render_broker_group(bg, cg)

@@ -27,6 +27,7 @@ from rocketmq_operator.render.kubernetes.names import (
     broker_image,
     broker_placement,
     namespace_of,
+    refuse_tls,
 )
 
 BROKER_PORTS: list[JSON] = [
@@ -82,6 +83,7 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: in
             "on Kubernetes the brokers' admin Secret and the operator's signing are not wired yet; fix: set "
             "spec.auth.enabled: false here, or run the manifests with `rocketmq-operator local up`"
         )
+    refuse_tls(bg)
     namespace = namespace_of(bg)
     serving = serving_replicas(bg, running)
     placement = broker_placement(bg, cg, namespace, serving)

@@ -27,6 +27,7 @@ from rocketmq_operator.render.kubernetes.names import (
     controller_placement,
     name_server_addresses,
     namespace_of,
+    refuse_tls,
 )
 
 CONTROLLER_PORTS: list[JSON] = [
@@ -37,6 +38,7 @@ CONTROLLER_PORTS: list[JSON] = [
 
 def render_controller_group(cg: ControllerGroup) -> list[JSON]:
     name = cg.metadata.name
+    refuse_tls(cg)
     namespace = namespace_of(cg)
     placement = controller_placement(cg, namespace)
     header = f"Rendered by rocketmq-operator for ControllerGroup {name}; edit the ControllerGroup, not this."

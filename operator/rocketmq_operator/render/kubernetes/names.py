@@ -129,3 +129,13 @@ def controller_placement(cg: ControllerGroup, namespace: str) -> ControllerPlace
         raft_peers=raft_addresses(cg, namespace) if cg.spec.type == "jraft" else [],
         name_server_replicas=[ReplicaPlacement(NAMESRV_PORT, DATA_DIR) for _ in range(ns_count)],
     )
+
+
+def refuse_tls(resource: BrokerGroup | ControllerGroup) -> None:
+    """spec.tls is not rendered half-way: TLS listeners would refuse the operator's own plain-text connections."""
+    if resource.spec.tls.enabled:
+        raise RenderError(
+            f"{resource.kind}/{resource.metadata.name}: spec.tls.enabled: true is run by the local platform only in "
+            "this release; rule: on Kubernetes the certificate Secrets and the operator's TLS client are not wired "
+            "yet; fix: set spec.tls.enabled: false here, or run the manifests with `rocketmq-operator local up`"
+        )
