@@ -451,13 +451,14 @@ CASES: list[Case] = [
             {
                 "clients": [
                     {"podSelector": {}},
-                    {"namespaceSelector": {"matchLabels": {"team": "orders"}}, "podSelector": {"matchLabels": {"app": "x"}}},
+                    {
+                        "namespaceSelector": {"matchLabels": {"team": "orders"}},
+                        "podSelector": {"matchLabels": {"app": "x"}},
+                    },
                     {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}},
                     {"ipBlock": {"cidr": "fd00::/8"}},
                 ],
-                "metrics": [
-                    {"namespaceSelector": {"matchExpressions": [{"key": "monitoring", "operator": "Exists"}]}}
-                ],
+                "metrics": [{"namespaceSelector": {"matchExpressions": [{"key": "monitoring", "operator": "Exists"}]}}],
             },
         ),
         None,
@@ -502,7 +503,10 @@ CASES: list[Case] = [
     ),
     Case(
         "controller-network-policy-notin-without-values",
-        c("spec.networkPolicy.clients", [{"namespaceSelector": {"matchExpressions": [{"key": "a", "operator": "NotIn"}]}}]),
+        c(
+            "spec.networkPolicy.clients",
+            [{"namespaceSelector": {"matchExpressions": [{"key": "a", "operator": "NotIn"}]}}],
+        ),
         "ControllerGroup.networkPolicy.clients.values",
         "spec.networkPolicy.clients",
         "a matchExpressions entry has values that do not fit its operator",

@@ -429,7 +429,8 @@ def _network_peer_rules(kind: Kind, field: str, get: Callable[[Any], list[Any]])
             "and ipBlock",
             rule=f"each peer of networkPolicy.{field} is podSelector and/or namespaceSelector, or ipBlock alone "
             "(as in a Kubernetes NetworkPolicy)",
-            fix="split an ipBlock and a selector into two peers; write podSelector: {{}} for every pod of the namespace",
+            fix="split an ipBlock and a selector into two peers; write podSelector: {{}} for every pod of the "
+            "namespace",
             cel=guard + "has(p.ipBlock) ? (!has(p.podSelector) && !has(p.namespaceSelector)) "
             ": (has(p.podSelector) || has(p.namespaceSelector)))",
             valid=lambda r: all(_peer_is_whole(peer) for peer in get(r)),
