@@ -444,6 +444,73 @@ CASES: list[Case] = [
         "spec.topics",
         "topics lists a name",
     ),
+    Case(
+        "network-policy-peers-ok",
+        b(
+            "spec.networkPolicy",
+            {
+                "clients": [
+                    {"podSelector": {}},
+                    {
+                        "namespaceSelector": {"matchLabels": {"team": "orders"}},
+                        "podSelector": {"matchLabels": {"app": "x"}},
+                    },
+                    {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}},
+                    {"ipBlock": {"cidr": "fd00::/8"}},
+                ],
+                "metrics": [{"namespaceSelector": {"matchExpressions": [{"key": "monitoring", "operator": "Exists"}]}}],
+            },
+        ),
+        None,
+    ),
+    Case(
+        "network-policy-ipblock-with-selector",
+        b("spec.networkPolicy.clients", [{"ipBlock": {"cidr": "10.0.0.0/8"}, "podSelector": {}}]),
+        "BrokerGroup.networkPolicy.clients.peer",
+        "spec.networkPolicy.clients",
+        "a peer sets ipBlock together with a selector",
+    ),
+    Case(
+        "network-policy-empty-peer",
+        b("spec.networkPolicy.metrics", [{}]),
+        "BrokerGroup.networkPolicy.metrics.peer",
+        "spec.networkPolicy.metrics",
+        "fix: split an ipBlock and a selector into two peers; write podSelector: {}",
+    ),
+    Case(
+        "network-policy-in-without-values",
+        b("spec.networkPolicy.clients", [{"podSelector": {"matchExpressions": [{"key": "app", "operator": "In"}]}}]),
+        "BrokerGroup.networkPolicy.clients.values",
+        "spec.networkPolicy.clients",
+        "rule: In and NotIn take at least one value",
+    ),
+    Case(
+        "network-policy-exists-with-values",
+        b(
+            "spec.networkPolicy.metrics",
+            [{"namespaceSelector": {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}}],
+        ),
+        "BrokerGroup.networkPolicy.metrics.values",
+        "spec.networkPolicy.metrics",
+        "Exists and DoesNotExist take none",
+    ),
+    Case(
+        "controller-network-policy-empty-peer",
+        c("spec.networkPolicy", {"clients": [{}]}),
+        "ControllerGroup.networkPolicy.clients.peer",
+        "spec.networkPolicy.clients",
+        "each peer of networkPolicy.clients is podSelector and/or namespaceSelector, or ipBlock alone",
+    ),
+    Case(
+        "controller-network-policy-notin-without-values",
+        c(
+            "spec.networkPolicy.clients",
+            [{"namespaceSelector": {"matchExpressions": [{"key": "a", "operator": "NotIn"}]}}],
+        ),
+        "ControllerGroup.networkPolicy.clients.values",
+        "spec.networkPolicy.clients",
+        "a matchExpressions entry has values that do not fit its operator",
+    ),
 ]
 
 
@@ -501,6 +568,15 @@ SHAPE_CASES: list[Case] = [
          "spec.auth.users[0].acls[0].actions", "rule: spec.auth.users[0].acls[0].actions has at least 1 item;"),
     Case("user-name-pattern", b("spec.auth.users", [{"name": "app user", "passwordSecret": {"name": "s"}}]),
          "shape.pattern", "spec.auth.users[0].name", "'app user' is not a user name"),
+    Case("cidr-pattern", b("spec.networkPolicy.clients", [{"ipBlock": {"cidr": "10.0.0.0"}}]), "shape.pattern",
+         "spec.networkPolicy.clients[0].ipBlock.cidr", "'10.0.0.0' is not an address block (CIDR); rule: "
+         "spec.networkPolicy.clients[0].ipBlock.cidr is an address block (CIDR); fix: write an address and a prefix"),
+    Case("cidr-except-pattern", c("spec.networkPolicy.clients", [{"ipBlock": {"cidr": "10.0.0.0/8",
+         "except": ["10.1/16"]}}]), "shape.pattern", "spec.networkPolicy.clients[0].ipBlock.except[0]",
+         "'10.1/16' is not an address block (CIDR)"),
+    Case("selector-operator-typo", b("spec.networkPolicy.metrics", [{"podSelector": {"matchExpressions": [
+         {"key": "a", "operator": "exists"}]}}]), "shape.enum",
+         "spec.networkPolicy.metrics[0].podSelector.matchExpressions[0].operator", "(did you mean 'Exists'?)"),
     Case("config-value-empty", b("spec.brokerConfig", {"flushDiskType": None}), "shape.value", "spec.brokerConfig",
          "flushDiskType: an empty value is not a string or an integer; rule: config values are strings or integers"),
 ]  # fmt: skip

@@ -395,6 +395,7 @@ KIND_RESOURCES = {
     "ConfigMap": ("", "configmaps"),
     "StatefulSet": ("apps", "statefulsets"),
     "PodDisruptionBudget": ("policy", "poddisruptionbudgets"),
+    "NetworkPolicy": ("networking.k8s.io", "networkpolicies"),
 }
 _CALL = re.compile(r"kube\.(get|list|delete|patch|patch_strategic|patch_status)\(\s*\"(\w+)\"")
 _VERB = {"get": "get", "list": "list", "delete": "delete", "patch": "patch", "patch_strategic": "patch"}

@@ -109,7 +109,8 @@ Used by the ClusterRole (rbac.scope=cluster) and by each Role (rbac.scope=namesp
   resources: ["brokergroups/finalizers", "controllergroups/finalizers", "topics/finalizers", "consumergroups/finalizers"]
   verbs: ["update"]
 # What render.kubernetes produces for each group: read back (get) and server-side applied (create, patch).
-# Nothing lists, watches, replaces or deletes them: owner references let the garbage collector remove them.
+# Nothing lists, watches or replaces them, and only a NetworkPolicy is deleted (below): owner references let the
+# garbage collector remove them.
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
   verbs: ["get", "create", "patch"]
@@ -119,6 +120,11 @@ Used by the ClusterRole (rbac.scope=cluster) and by each Role (rbac.scope=namesp
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
   verbs: ["get", "create", "patch"]
+# NetworkPolicies (spec.networkPolicy): applied like the rest; deleted by name when spec.networkPolicy.enabled is
+# turned off (the garbage collector removes them only with their group).
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["get", "create", "patch", "delete"]
 # Role/broker-id labels, ordered restarts (delete), and the in-sync readiness gate (pods/status).
 - apiGroups: [""]
   resources: ["pods"]

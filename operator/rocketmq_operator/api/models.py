@@ -8,7 +8,7 @@ rule lives in `api.rules`, once in Python and once as CEL, so that both give the
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -333,6 +333,98 @@ class TlsSpec(Model):
     )
 
 
+# An IPv4 or IPv6 address block in CIDR notation (what a NetworkPolicy's ipBlock takes).
+CIDR_PATTERN = (
+    r"^(([0-9]{1,3}\.){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])"
+    r"|[0-9A-Fa-f]{0,4}(:[0-9A-Fa-f]{0,4}){2,7}/([0-9]|[1-9][0-9]|1[01][0-9]|12[0-8]))$"
+)
+MAX_NETWORK_PEERS = 32
+
+
+class LabelSelectorRequirement(Model):
+    key: str = Field(max_length=317, description="The label key the requirement applies to.")
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"] = Field(
+        description="In or NotIn (the label's value is, or is not, one of values), Exists or DoesNotExist."
+    )
+    values: list[str] = Field(
+        default_factory=list,
+        max_length=64,
+        description="The label values: at least one for In and NotIn, none for Exists and DoesNotExist.",
+    )
+
+
+class LabelSelector(Model):
+    match_labels: dict[str, str] = Field(
+        default_factory=dict, description="Labels a pod or namespace must have, each with this exact value."
+    )
+    match_expressions: list[LabelSelectorRequirement] = Field(
+        default_factory=list, max_length=16, description="Further requirements on labels; all must hold."
+    )
+
+
+class IPBlock(Model):
+    cidr: str = Field(pattern=CIDR_PATTERN, max_length=43, description="An address block, e.g. 10.0.0.0/8 or fd00::/8.")
+    except_: list[Annotated[str, Field(pattern=CIDR_PATTERN, max_length=43)]] = Field(
+        default_factory=list,
+        alias="except",
+        max_length=16,
+        description="Address blocks inside cidr that are not allowed.",
+    )
+
+
+class NetworkPeer(Model):
+    """A Kubernetes NetworkPolicyPeer: podSelector and/or namespaceSelector, or an ipBlock alone."""
+
+    pod_selector: LabelSelector | None = Field(
+        default=None,
+        description="Pods allowed (in this namespace, or in the namespaces namespaceSelector picks); {} is every pod.",
+    )
+    namespace_selector: LabelSelector | None = Field(
+        default=None, description="Namespaces whose pods are allowed (all of them unless podSelector narrows it)."
+    )
+    ip_block: IPBlock | None = Field(
+        default=None, description="Addresses allowed (outside the cluster, typically); not with a selector."
+    )
+
+
+class BrokerNetworkPolicySpec(Model):
+    enabled: bool = Field(
+        default=True,
+        description="A NetworkPolicy for the broker pods (a policy-enforcing CNI is needed for it to take effect): "
+        "the client ports 10911 and 10909 from clients; the HA port 10912 only from the group's own pods; the "
+        "metrics port from metrics. false: no policy (an existing one is deleted).",
+    )
+    clients: list[NetworkPeer] = Field(
+        default_factory=list,
+        max_length=MAX_NETWORK_PEERS,
+        description="Who may reach the client ports 10911 and 10909 (producers, consumers, admin tools); empty "
+        "(default): anyone. When set, the operator's pods, the namespace's broker pods and the group's "
+        "controllers are allowed as well.",
+    )
+    metrics: list[NetworkPeer] = Field(
+        default_factory=list,
+        max_length=MAX_NETWORK_PEERS,
+        description="Who may scrape the metrics port (e.g. Prometheus' namespace); empty (default): anyone.",
+    )
+
+
+class ControllerNetworkPolicySpec(Model):
+    enabled: bool = Field(
+        default=True,
+        description="NetworkPolicies for the controller and name-server pods (a policy-enforcing CNI is needed for "
+        "them to take effect): the name-server port 9876 from clients; the controller port 9878 only from this "
+        "namespace's broker pods, the operator's pods and the other controllers; the JRaft port 9880 only "
+        "between the controllers. false: no policies (existing ones are deleted).",
+    )
+    clients: list[NetworkPeer] = Field(
+        default_factory=list,
+        max_length=MAX_NETWORK_PEERS,
+        description="Who may reach the name-server port 9876 (clients looking up routes, brokers registering "
+        "from other namespaces); empty (default): anyone. When set, the operator's pods and the namespace's "
+        "broker pods are allowed as well.",
+    )
+
+
 class BrokerGroupSpec(Model):
     version: str = Field(
         default=DEFAULT_ROCKETMQ_VERSION,
@@ -434,6 +526,11 @@ class BrokerGroupSpec(Model):
         default_factory=AuthSpec, description="Authentication and authorization (ACL 2.0); off by default."
     )
     tls: TlsSpec = Field(default_factory=TlsSpec, description="TLS between clients and brokers; off by default.")
+    network_policy: BrokerNetworkPolicySpec = Field(
+        default_factory=BrokerNetworkPolicySpec,
+        description="The NetworkPolicy the operator renders for the broker pods (on by default; clients and "
+        "metrics from anyone unless narrowed).",
+    )
 
 
 class NameServerSpec(Model):
@@ -504,6 +601,11 @@ class ControllerGroupSpec(Model):
     tls: TlsSpec = Field(
         default_factory=TlsSpec,
         description="TLS on the name servers and controllers (their BrokerGroups must agree); off by default.",
+    )
+    network_policy: ControllerNetworkPolicySpec = Field(
+        default_factory=ControllerNetworkPolicySpec,
+        description="The NetworkPolicies the operator renders for the controller and name-server pods (on by "
+        "default; name-server clients from anyone unless narrowed).",
     )
 
     _controller_config_scalars = field_validator("controller_config", mode="before")(_scalar_config)

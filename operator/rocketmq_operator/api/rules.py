@@ -390,6 +390,77 @@ def _config_key_rules(
     ]
 
 
+def _peer_is_whole(peer: Any) -> bool:
+    if peer.ip_block is not None:
+        return peer.pod_selector is None and peer.namespace_selector is None
+    return peer.pod_selector is not None or peer.namespace_selector is not None
+
+
+def _selector_values_ok(selector: Any) -> bool:
+    return selector is None or all(
+        (len(e.values) > 0) == (e.operator in ("In", "NotIn")) for e in selector.match_expressions
+    )
+
+
+def _at(field: str, indexes: list[int]) -> str | None:
+    return ", ".join(f"{field}[{i}]" for i in indexes) or None
+
+
+def _network_peer_rules(kind: Kind, field: str, get: Callable[[Any], list[Any]]) -> list[Rule]:
+    """The two rules of a list of NetworkPolicy peers (spec.networkPolicy.<field>): what the API server would
+    refuse in the rendered NetworkPolicy, refused here on the group instead, with the field that says it."""
+    path = f"self.networkPolicy.{field}"
+    guard = f"!has({path}) || {path}.all(p, "
+
+    def expressions_ok(sel: str) -> str:
+        return (
+            f"(!has(p.{sel}) || !has(p.{sel}.matchExpressions) || p.{sel}.matchExpressions.all(e, "
+            "e.operator in ['In', 'NotIn'] ? (has(e.values) && size(e.values) > 0) "
+            ": (!has(e.values) || size(e.values) == 0)))"
+        )
+
+    return [
+        Rule(
+            id=f"{kind}.networkPolicy.{field}.peer",
+            kind=kind,
+            scope="spec",
+            field_path=f".networkPolicy.{field}",
+            problem="a peer sets ipBlock together with a selector, or sets none of podSelector, namespaceSelector "
+            "and ipBlock",
+            rule=f"each peer of networkPolicy.{field} is podSelector and/or namespaceSelector, or ipBlock alone "
+            "(as in a Kubernetes NetworkPolicy)",
+            fix="split an ipBlock and a selector into two peers; write podSelector: {{}} for every pod of the "
+            "namespace",
+            cel=guard + "has(p.ipBlock) ? (!has(p.podSelector) && !has(p.namespaceSelector)) "
+            ": (has(p.podSelector) || has(p.namespaceSelector)))",
+            valid=lambda r: all(_peer_is_whole(peer) for peer in get(r)),
+            hint=lambda r: _at(field, [i for i, peer in enumerate(get(r)) if not _peer_is_whole(peer)]),
+        ),
+        Rule(
+            id=f"{kind}.networkPolicy.{field}.values",
+            kind=kind,
+            scope="spec",
+            field_path=f".networkPolicy.{field}",
+            problem="a matchExpressions entry has values that do not fit its operator",
+            rule="In and NotIn take at least one value; Exists and DoesNotExist take none",
+            fix="add the values an In or NotIn compares with, or remove the values of an Exists or DoesNotExist",
+            cel=guard + expressions_ok("podSelector") + " && " + expressions_ok("namespaceSelector") + ")",
+            valid=lambda r: all(
+                _selector_values_ok(peer.pod_selector) and _selector_values_ok(peer.namespace_selector)
+                for peer in get(r)
+            ),
+            hint=lambda r: _at(
+                field,
+                [
+                    i
+                    for i, peer in enumerate(get(r))
+                    if not (_selector_values_ok(peer.pod_selector) and _selector_values_ok(peer.namespace_selector))
+                ],
+            ),
+        ),
+    ]
+
+
 def _broker_rules() -> list[Rule]:
     k: Kind = "BrokerGroup"
     modes = [m.value for m in HAMode]
@@ -607,6 +678,8 @@ def _broker_rules() -> list[Rule]:
             "BrokerConfig, MessageStoreConfig or NettyServerConfig keys",
             " (see `rocketmq-operator explain`)",
         ),
+        *_network_peer_rules(k, "clients", lambda r: r.spec.network_policy.clients),
+        *_network_peer_rules(k, "metrics", lambda r: r.spec.network_policy.metrics),
     ]
 
 
@@ -670,6 +743,7 @@ def _controller_rules() -> list[Rule]:
             "ControllerConfig, NamesrvConfig or NettyServerConfig keys",
             "",
         ),
+        *_network_peer_rules(k, "clients", lambda r: r.spec.network_policy.clients),
     ]
 
 

@@ -22,6 +22,7 @@ from rocketmq_operator.api.models import (
     ACL_RESOURCE_PATTERN,
     API_GROUP_VERSION,
     AUTH_NAME_PATTERN,
+    CIDR_PATTERN,
     SECRET_NAME_PATTERN,
     AnyResource,
     BrokerGroup,
@@ -159,6 +160,7 @@ _PATTERNS: dict[str, tuple[str, str]] = {
     ),
     AUTH_NAME_PATTERN: ("a user name", "use 1 to 64 letters, digits, '_' or '-'"),
     SECRET_NAME_PATTERN: ("a Secret name", "use the name of a Secret: lower-case letters, digits, '-' or '.'"),
+    CIDR_PATTERN: ("an address block (CIDR)", "write an address and a prefix length, e.g. 10.0.0.0/8 or fd00::/8"),
 }
 # pydantic tags the errors of each member of a union (`str | int`) with the member's type: one problem, not two.
 _UNION_TAGS = frozenset({"str", "int", "float", "bool"})

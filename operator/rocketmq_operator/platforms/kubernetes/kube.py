@@ -46,6 +46,7 @@ API_VERSIONS: dict[str, str] = {
     "Node": "v1",
     "StatefulSet": "apps/v1",
     "PodDisruptionBudget": "policy/v1",
+    "NetworkPolicy": "networking.k8s.io/v1",
     "StorageClass": "storage.k8s.io/v1",
     "BrokerGroup": f"{API_GROUP}/{API_VERSION}",
     "ControllerGroup": f"{API_GROUP}/{API_VERSION}",

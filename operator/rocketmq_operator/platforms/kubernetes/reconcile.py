@@ -24,6 +24,7 @@ from rocketmq_operator.core.conditions import conditions_match, set_condition
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
 from rocketmq_operator.render.kubernetes import RenderError, render_broker_group, render_controller_group
+from rocketmq_operator.render.kubernetes.network_policy import network_policy_names
 
 JSON = dict[str, Any]
 ANNOTATION_APPLIED_HASH = "rocketmq-operator.dev/applied-hash"
@@ -32,6 +33,7 @@ ANNOTATION_APPLIED_HASH = "rocketmq-operator.dev/applied-hash"
 @dataclass
 class Outcome:
     applied: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
     unchanged: int = 0
     blocked_reason: str | None = None
     blocked_message: str = ""
@@ -93,6 +95,26 @@ async def apply_objects(kube: KubeClient, objects: list[JSON], owner: JSON, outc
         outcome.applied.append(f"{obj['kind']}/{meta['name']}")
 
 
+async def delete_stale_network_policies(
+    kube: KubeClient, resource: BrokerGroup | ControllerGroup, objects: list[JSON], owner: JSON, outcome: Outcome
+) -> None:
+    """Delete the NetworkPolicies of `resource` that it no longer renders (spec.networkPolicy.enabled turned off,
+    or standalone name servers gone): the garbage collector removes them only with the group. Only policies this
+    resource owns (owner reference by uid) are touched; a policy the user created under the same name is kept.
+    With policies on, every name is rendered and nothing is read."""
+    rendered = {o["metadata"]["name"] for o in objects if o["kind"] == "NetworkPolicy"}
+    namespace = owner["metadata"]["namespace"]
+    for name in network_policy_names(resource):
+        if name in rendered:
+            continue
+        current = await kube.get("NetworkPolicy", namespace, name)
+        refs = ((current or {}).get("metadata") or {}).get("ownerReferences") or []
+        if not any(ref.get("uid") == owner["metadata"].get("uid") for ref in refs):
+            continue
+        await kube.delete("NetworkPolicy", namespace, name)
+        outcome.deleted.append(f"NetworkPolicy/{name}")
+
+
 async def reconcile(kube: KubeClient, body: JSON) -> Outcome:
     """One pass for either kind. `body` is the custom resource as read from the API."""
     started = time.monotonic()
@@ -113,6 +135,8 @@ async def reconcile(kube: KubeClient, body: JSON) -> Outcome:
             objects = await _render_broker(kube, resource, namespace, outcome)
         if objects is not None:
             await apply_objects(kube, objects, body, outcome)
+            if isinstance(resource, BrokerGroup | ControllerGroup):
+                await delete_stale_network_policies(kube, resource, objects, body, outcome)
     outcome.seconds = time.monotonic() - started
     await write_status(kube, body, outcome)
     return outcome
@@ -154,11 +178,16 @@ def desired_status(body: JSON, outcome: Outcome, now: str) -> JSON:
             generation,
         )
     else:
-        message = "objects match the spec" if not outcome.applied else "applied " + ", ".join(outcome.applied)
+        changes = [
+            f"{verb} {', '.join(names)}"
+            for verb, names in (("applied", outcome.applied), ("deleted", outcome.deleted))
+            if names
+        ]
+        message = "; ".join(changes) or "objects match the spec"
         if outcome.warnings:
             message += "; warnings: " + "; ".join(outcome.warnings)
         old = next((c for c in conditions if c.get("type") == "Reconciled"), None)
-        if old is not None and old.get("status") == "True" and not outcome.applied:
+        if old is not None and old.get("status") == "True" and not outcome.applied and not outcome.deleted:
             message = str(old.get("message", message))  # a no-op pass must not rewrite status
         conditions = set_condition(conditions, "Reconciled", "True", "Applied", message, now, generation)
     return {"observedGeneration": generation, "conditions": conditions}

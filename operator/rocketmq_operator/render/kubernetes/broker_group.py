@@ -29,6 +29,7 @@ from rocketmq_operator.render.kubernetes.names import (
     namespace_of,
     refuse_tls,
 )
+from rocketmq_operator.render.kubernetes.network_policy import broker_network_policy
 
 BROKER_PORTS: list[JSON] = [
     {"name": "remoting", "containerPort": BROKER_PORT, "protocol": "TCP"},
@@ -90,6 +91,7 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: in
     files = broker_config_files(bg, placement, name)
     heap = bg.spec.jvm.heap or DEFAULT_BROKER_HEAP
     java = [*jvm_options("broker", heap, bg.spec.jvm.direct_memory), *bg.spec.jvm.extra_options]
+    ports = container_ports(bg, placement)
     return [
         config_map(f"{name}-config", namespace, "broker", name, files),
         service(f"{name}-headless", namespace, "broker", name, BROKER_PORTS, headless=True),
@@ -113,7 +115,7 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: in
             pull_policy=bg.spec.image_pull_policy,
             role_arg="broker",
             java_opts=java,
-            ports=container_ports(bg, placement),
+            ports=ports,
             probe_port=BROKER_PORT,
             config_map=f"{name}-config",
             config_digest=restart_digest(bg, placement, broker_image(bg), java),
@@ -136,4 +138,5 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: in
             if bg.spec.ha_mode == HAMode.CONTROLLER.value
             else []
         ),
+        *([broker_network_policy(bg, cg, ports)] if bg.spec.network_policy.enabled else []),
     ]

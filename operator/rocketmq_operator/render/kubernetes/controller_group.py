@@ -29,6 +29,7 @@ from rocketmq_operator.render.kubernetes.names import (
     namespace_of,
     refuse_tls,
 )
+from rocketmq_operator.render.kubernetes.network_policy import controller_network_policies
 
 CONTROLLER_PORTS: list[JSON] = [
     {"name": "namesrv", "containerPort": NAMESRV_PORT, "protocol": "TCP"},
@@ -124,4 +125,6 @@ def render_controller_group(cg: ControllerGroup) -> list[JSON]:
         objects.append(pod_disruption_budget(ns_name, namespace, "namesrv", name))
     else:
         objects.append(service(name, namespace, "controller", name, CONTROLLER_PORTS[:1], headless=False))
+    if cg.spec.network_policy.enabled:
+        objects.extend(controller_network_policies(cg, ctl_ports, CONTROLLER_PORTS[:1] if standalone else []))
     return objects

@@ -29,6 +29,9 @@ READINESS_GATE_IN_SYNC = "rocketmq-operator.dev/in-sync"
 ANNOTATION_SWITCHOVER_TO = "rocketmq-operator.dev/switchover-to"
 ANNOTATION_FENCE = "rocketmq-operator.dev/fence"
 ANNOTATION_RESTARTED_AT = "rocketmq-operator.dev/restartedAt"
+# The label the chart puts on the operator's pods (its Deployment's pod template): the NetworkPolicies admit the
+# operator by it, from any namespace (charts/rocketmq-operator/templates/deployment.yaml; a test keeps both equal).
+OPERATOR_POD_LABELS: dict[str, str] = {"rocketmq-operator.dev/operator": "true"}
 DATA_DIR = "/data"
 CONFIG_DIR = "/etc/rocketmq"
 RUN_AS_USER = 3000
