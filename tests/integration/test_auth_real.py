@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from polling import until
 from spark_local import local_spark
 
 from rocketmq_operator.platforms.local import control
@@ -78,16 +78,6 @@ def _serving(cluster: Any, doc: dict[str, Any]) -> bool:
     return bool((g.get("master") or {}).get("address")) and g.get("writable") is True
 
 
-def _until(what: str, check: Any, timeout: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(1.0)
-
-
 def _files_holding(root: Path, needles: list[str]) -> list[str]:
     found = []
     for path in root.rglob("*"):
@@ -105,7 +95,7 @@ def test_users_and_acls_on_real_brokers_survive_a_master_kill(local_platform: An
         namesrv = ";".join(doc["nameServers"])
 
         # The operator creates the users once the brokers answer: the right user is accepted as soon as it has.
-        report = _until("orders-app to be accepted", lambda: (r := _send(namesrv, 5, APP)).acknowledged == 5 and r)
+        report = until("orders-app to be accepted", lambda: (r := _send(namesrv, 5, APP)).acknowledged == 5 and r)
         acknowledged = set()
         # With the Java client's retries. Under load a route lookup or the broker's flow control can still fail a
         # send (seen at load average 40: NO_ROUTE 24, SYSTEM_BUSY 1); none may be an authentication refusal, and
@@ -137,10 +127,10 @@ def test_users_and_acls_on_real_brokers_survive_a_master_kill(local_platform: An
             return _serving(cluster, d) and master.get("brokerId") != old.get("brokerId")
 
         cluster.wait_for("a new master", new_master, timeout=180)
-        after = _until("orders-app accepted by the new master", lambda: (r := _send(namesrv, 20, APP)).ok and r)
+        after = until("orders-app accepted by the new master", lambda: (r := _send(namesrv, 20, APP)).ok and r)
         acknowledged |= {r.key for r in after.records if r.stored}
         assert _send(namesrv, 5, None).acknowledged == 0
-        got = _until("every acknowledged message read back", lambda: acknowledged <= (g := _read(namesrv, APP)) and g)
+        got = until("every acknowledged message read back", lambda: acknowledged <= (g := _read(namesrv, APP)) and g)
         assert acknowledged <= got
 
         spark_rows = _spark_read(namesrv, APP)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from polling import until
 from spark_local import local_spark
 
 from rocketmq_operator.control.certificates import IssuedPair, issue
@@ -44,15 +45,22 @@ def _serving(cluster: Any, doc: dict[str, Any]) -> bool:
     return bool((g.get("master") or {}).get("address")) and g.get("writable") is True
 
 
-def _served(address: str, ca: Path) -> tuple[str, float]:
-    """(SHA-256 of the certificate the server presents, its expiry), verified against ``ca``."""
+def _served(address: str, ca: Path) -> tuple[str, float] | None:
+    """(SHA-256 of the certificate the server presents, its expiry), verified against ``ca``; None while the
+    server does not answer (a restart)."""
     host, _, port = address.rpartition(":")
     ctx = ssl.create_default_context(cafile=str(ca))
-    with socket.create_connection((host, int(port)), timeout=5) as raw, ctx.wrap_socket(raw, server_hostname=host) as s:
-        der = s.getpeercert(binary_form=True)
-        not_after = ssl.cert_time_to_seconds(s.getpeercert()["notAfter"])
-    assert der is not None
-    return hashlib.sha256(der).hexdigest(), float(not_after)
+    try:
+        with (
+            socket.create_connection((host, int(port)), timeout=5) as raw,
+            ctx.wrap_socket(raw, server_hostname=host) as s,
+        ):
+            der = s.getpeercert(binary_form=True)
+            peer = s.getpeercert()
+    except OSError:
+        return None
+    assert der is not None and peer is not None
+    return hashlib.sha256(der).hexdigest(), float(ssl.cert_time_to_seconds(str(peer["notAfter"])))
 
 
 async def _plain_route(namesrv: str) -> None:
@@ -63,16 +71,6 @@ async def _plain_route(namesrv: str) -> None:
 async def _plain_send(namesrv: str, broker: str) -> None:
     async with RemotingClient(namesrv, connect_timeout=3.0, request_timeout=3.0) as client:
         await client.send(broker, TOPIC, b"plain", 0, keys="plain", timeout=3.0)
-
-
-def _until(what: str, check: Any, timeout: float = 180.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(1.0)
 
 
 def test_tls_everywhere_and_renewal_under_load(local_platform: Any) -> None:
@@ -130,20 +128,24 @@ def test_tls_everywhere_and_renewal_under_load(local_platform: Any) -> None:
             write_text_atomic(layout.tls_key(r.name), pair.key_pem)
             near[r.name] = pair.cert_pem
         log = layout.supervisor_log
-        _until(
+        until(
             "the supervisor to renew every certificate",
             lambda: all(f"tls: issue {name}: expires in" in log.read_text() for name in near),
+            timeout=180,
         )
         for name, address in reloading.items():
-            fingerprint, _ = _until(
+            fingerprint, _ = until(
                 f"{name} to serve its renewed certificate",
-                lambda a=address: (s := _served(a, layout.tls_ca))[1] > time.time() + 300 * 86400 and s,
+                lambda a=address: (
+                    (s := _served(a, layout.tls_ca)) is not None and s[1] > time.time() + 300 * 86400 and s
+                ),
+                timeout=180,
             )
             assert (
                 fingerprint == hashlib.sha256(ssl.PEM_cert_to_DER_cert(layout.tls_cert(name).read_text())).hexdigest()
             )
         controller = state.replicas[0].name
-        _until("the controller's restart", lambda: f"tls: restart {controller}" in log.read_text())
+        until("the controller's restart", lambda: f"tls: restart {controller}" in log.read_text(), timeout=180)
         sender.join(timeout=RENEWAL_SENDS / RENEWAL_RATE + 120)
         assert results, "the producer did not finish"
         during = results[0]
