@@ -120,6 +120,7 @@ def test_tls_everywhere_and_renewal_under_load(local_platform: Any) -> None:
         )
         sender.start()
         time.sleep(3.0)
+        restarts_before = {r.name: r.restarts for r in read_state(layout.state_file).replicas if r.role == "broker"}
         authority = IssuedPair(layout.tls_ca.read_text(), layout.tls_ca_key.read_text())
         near: dict[str, str] = {}
         for r in state.replicas:
@@ -150,7 +151,11 @@ def test_tls_everywhere_and_renewal_under_load(local_platform: Any) -> None:
         assert results, "the producer did not finish"
         during = results[0]
         assert during.acknowledged == during.sent == RENEWAL_SENDS, (during.statuses, during.failures)
-        restarted_brokers = [
-            r.name for r in read_state(layout.state_file).replicas if r.role == "broker" and r.restarts
+        # Counted from the renewal on: a broker restarted earlier (a fence on a loaded machine) is not renewal's.
+        restarted = [
+            r.name
+            for r in read_state(layout.state_file).replicas
+            if r.role == "broker" and r.restarts != restarts_before[r.name]
         ]
-        assert restarted_brokers == [], "a broker was restarted to load its certificate"
+        assert restarted == [], "a broker was restarted during the renewal\n" + cluster.log_tails()
+        assert "tls: restart broker" not in log.read_text()
