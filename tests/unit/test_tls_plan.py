@@ -22,6 +22,7 @@ BROKER = HeldCertificate(
     reloads=True,
     running=True,
     started_at=NOW - 60 * DAY,
+    renew_before_s=RENEW,
 )
 CONTROLLER = replace(BROKER, replica="ctl-0", reloads=False)
 
@@ -97,4 +98,4 @@ CASES: list[tuple[str, list[HeldCertificate], list[TlsAction]]] = [
 
 @pytest.mark.parametrize(("held", "expected"), [(h, e) for _, h, e in CASES], ids=[c[0] for c in CASES])
 def test_plan_tls(held: list[HeldCertificate], expected: list[TlsAction]) -> None:
-    assert plan_tls(held, NOW, RENEW, settle_s=SETTLE) == expected
+    assert plan_tls(held, NOW, settle_s=SETTLE) == expected

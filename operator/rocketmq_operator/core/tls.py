@@ -1,10 +1,10 @@
 """When a process of a group with spec.tls gets a new certificate, and when it must restart to use it.
 
-Contract: `plan_tls(held, now, renew_before_s)` takes what each process holds (plain data, read by a
+Contract: `plan_tls(held, now)` takes what each process holds (plain data, read by a
 platform from its files or Secrets) and returns the actions, in order:
 
 * ISSUE for every process whose certificate is missing, unreadable, not signed by the current authority, does
-  not name the process's address, or expires within ``renew_before_s``. Issuing is harmless to a running
+  not name the process's address, or expires within its group's ``renew_before_s``. Issuing is harmless to a running
   process: it keeps the certificate it loaded.
 * RESTART for one process that cannot reload a certificate (`reloads` false: a controller's remoting server,
   RocketMQ 5.5 watches the files only in brokers and name servers) whose certificate was issued after it
@@ -42,6 +42,8 @@ class HeldCertificate:
     """The process loads a new certificate without a restart (brokers, name servers without a controller)."""
     running: bool
     started_at: float | None
+    renew_before_s: float
+    """Its group's spec.tls.renewBefore, in seconds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,26 +56,24 @@ class TlsAction:
         return f"{self.kind.value} {self.replica}: {self.reason}"
 
 
-def _issue_reason(h: HeldCertificate, now: float, renew_before_s: float) -> str | None:
+def _issue_reason(h: HeldCertificate, now: float) -> str | None:
     if h.not_after is None:
         return "no certificate"
     if not h.current_authority:
         return "signed by another authority"
     if not h.names_address:
         return "does not name the replica's address"
-    if h.not_after - now <= renew_before_s:
+    if h.not_after - now <= h.renew_before_s:
         left = h.not_after - now
-        return "expired" if left <= 0 else f"expires in {left:.0f} s (renewBefore {renew_before_s:.0f} s)"
+        return "expired" if left <= 0 else f"expires in {left:.0f} s (renewBefore {h.renew_before_s:.0f} s)"
     return None
 
 
-def plan_tls(
-    held: Sequence[HeldCertificate], now: float, renew_before_s: float, *, settle_s: float = 20.0
-) -> list[TlsAction]:
+def plan_tls(held: Sequence[HeldCertificate], now: float, *, settle_s: float = 20.0) -> list[TlsAction]:
     actions: list[TlsAction] = []
     issued: set[str] = set()
     for h in held:
-        reason = _issue_reason(h, now, renew_before_s)
+        reason = _issue_reason(h, now)
         if reason is not None:
             actions.append(TlsAction(TlsActionKind.ISSUE, h.replica, reason))
             issued.add(h.replica)

@@ -134,17 +134,20 @@ def _held(
         except CertificateError:
             info = None
     running = replica.pid is not None and not replica.suspended
+    reloads = _reloads(replica, groups)
+    renew_before = duration_seconds(groups[replica.group].spec.tls.renew_before)
     if text is None or info is None:
-        return HeldCertificate(replica.name, None, None, False, False, _reloads(replica, groups), running, None)
+        return HeldCertificate(replica.name, None, None, False, False, reloads, running, None, renew_before)
     return HeldCertificate(
         replica=replica.name,
         not_after=info.not_after,
         issued_at=layout.tls_cert(replica.name).stat().st_mtime,
         current_authority=signed_by(text, authority.cert_pem),
         names_address=_host(replica.address) in info.ip_addresses + info.dns_names,
-        reloads=_reloads(replica, groups),
+        reloads=reloads,
         running=running,
         started_at=replica.started_at,
+        renew_before_s=renew_before,
     )
 
 
@@ -169,36 +172,27 @@ class TlsPolicy:
     def wanted(self) -> bool:
         return bool(self.groups)
 
-    def _replicas(self) -> list[ReplicaProcess]:
-        return [r for r in self.state.replicas if r.group in self.groups]
-
-    def _lifetimes(self, replica: ReplicaProcess) -> tuple[int, int]:
-        spec = self.groups[replica.group].spec.tls
-        return duration_seconds(spec.duration), duration_seconds(spec.renew_before)
-
     def issue_due(self, now: float | None = None) -> list[str]:
         """Issue every certificate that is due (no restart); the lines say which and why."""
         return [line for line, _ in self._plan(now, restarts=False)]
 
     def _plan(self, now: float | None, *, restarts: bool) -> list[tuple[str, ReplicaProcess | None]]:
+        """One reading of every certificate, one plan: issued here; the process to restart, if any, returned."""
         if not self.groups:
             return []
         now = time.time() if now is None else now
         authority = _authority(self.layout, now)
+        by_name = {r.name: r for r in self.state.replicas if r.group in self.groups}
+        held = [_held(self.layout, r, authority, self.groups) for r in by_name.values()]
         done: list[tuple[str, ReplicaProcess | None]] = []
-        by_name = {r.name: r for r in self._replicas()}
-        for replica in by_name.values():
-            lifetime, renew_before = self._lifetimes(replica)
-            held = [_held(self.layout, replica, authority, self.groups)]
-            for action in plan_tls(held, now, renew_before):
-                if action.kind is TlsActionKind.ISSUE:
-                    _issue(self.layout, replica, authority, lifetime, now)
-                    done.append((action.describe(), None))
-        if restarts:
-            held_all = [_held(self.layout, r, authority, self.groups) for r in by_name.values()]
-            for action in plan_tls(held_all, now, 0, settle_s=self.settle_s):
-                if action.kind is TlsActionKind.RESTART:
-                    done.append((action.describe(), by_name[action.replica]))
+        for action in plan_tls(held, now, settle_s=self.settle_s):
+            replica = by_name[action.replica]
+            if action.kind is TlsActionKind.ISSUE:
+                lifetime = duration_seconds(self.groups[replica.group].spec.tls.duration)
+                _issue(self.layout, replica, authority, lifetime, now)
+                done.append((action.describe(), None))
+            elif restarts:
+                done.append((action.describe(), replica))
         return done
 
     async def run(self, restart: Callable[[ReplicaProcess], Awaitable[None]], now: float | None = None) -> None:
