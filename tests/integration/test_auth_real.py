@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from outcomes import LOAD_FAILURES
 from polling import until
 from spark_local import local_spark
 
@@ -37,7 +38,6 @@ GROUP = "broker-a"
 TOPIC = "orders"
 READERS = "orders-readers"
 COUNT = 200
-LOAD_FAILURES = {"NO_ROUTE", "SYSTEM_BUSY", "TIMEOUT", "CONNECTION_ERROR", "SERVICE_NOT_AVAILABLE"}
 
 
 def _passwords() -> dict[str, str]:

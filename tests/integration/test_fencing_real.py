@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from outcomes import LOAD_FAILURES
 
 from rocketmq_operator.bench.failover import run_bench
 from rocketmq_operator.platforms.local import control
@@ -98,8 +99,10 @@ def test_routes_return_after_every_name_server_restarts(local_platform: Any) -> 
         )
         state = read_state(StateLayout(cluster.state_dir).state_file)
         topic = f"route-{int(time.time())}"
+        # With the client's retries; a loaded machine may still fail a send (CI saw 19 of 20 at load 20+), which
+        # is not what this test is about: the topic and its route exist once one send is acknowledged.
         report = asyncio.run(produce(state.name_servers, topic, count=20, timeout=3.0))
-        assert report.acknowledged == 20
+        assert report.acknowledged > 0 and set(report.failures) <= LOAD_FAILURES, report.failures
         layout = StateLayout(cluster.state_dir)
         for r in state.replicas:
             if r.kind == "ControllerGroup":
@@ -113,4 +116,4 @@ def test_routes_return_after_every_name_server_restarts(local_platform: Any) -> 
         # the broker's own periodic registration (every 30 s) sometimes comes first. Either way the route is back,
         # which is what a client needs; the policy's decision is table-tested (tests/unit).
         after = asyncio.run(produce(state.name_servers, topic, count=20, timeout=3.0))
-        assert after.acknowledged == 20
+        assert after.acknowledged > 0 and set(after.failures) <= LOAD_FAILURES, after.failures

@@ -317,7 +317,8 @@ async def _change_leader(state_dir: Path, state: LocalState, group: Group, clien
     to the new leader."""
     if len(group.controllers) < 3:
         raise SystemExit("error: --after-leader-change needs a ControllerGroup with 3 or more controllers")
-    leader = await _controller_leader(state, group.controllers, client)
+    # Retried: the previous trial's leader may still be starting, and a loaded machine times a call out.
+    leader = await retrying(lambda: _controller_leader(state, group.controllers, client), timeout=60.0)
     process = _process_of(state, leader)
     layout = StateLayout(state_dir)
     answer = await control.request(layout, "signal", replica=process, signal="KILL", noRestart=True)
