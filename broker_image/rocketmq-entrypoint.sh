@@ -7,12 +7,15 @@
 # 1. Copies ${ROCKETMQ_CONFIG_DIR}/${POD_NAME}.conf (the ConfigMap, read-only) to
 #    ${ROCKETMQ_DATA_DIR}/conf/${POD_NAME}.conf (the volume, writable: UPDATE_BROKER_CONFIG rewrites the -c file).
 # 2. Brokers: appends brokerIP1=${POD_IP} and brokerIP2=${POD_IP} unless the file already sets them.
-# 3. Execs java with ${JAVA_OPTS}, user.home on the data volume (logs, default stores), rocketmq.home.dir,
+# 3. Appends every *.properties file of ${ROCKETMQ_SECRET_CONFIG_DIR} (a Secret volume; absent: nothing) to the
+#    copy, made mode 0600 first.
+# 4. Execs java with ${JAVA_OPTS}, user.home on the data volume (logs, default stores), rocketmq.home.dir,
 #    the role's logback configuration, the classpath conf/ + lib/*, the role's main class and -c <copied file>.
 #
 # Environment: POD_NAME (default: the host name, which is the pod name in a StatefulSet), POD_IP (brokers),
 # JAVA_OPTS, ROCKETMQ_HOME (/opt/rocketmq), ROCKETMQ_CONFIG_DIR (/etc/rocketmq), ROCKETMQ_DATA_DIR (/data),
-# JAVA (java). Exit codes: 64 usage (unknown or missing role), 66 config file missing, 78 environment incomplete.
+# ROCKETMQ_SECRET_CONFIG_DIR (/etc/rocketmq-secret), JAVA (java). Exit codes: 64 usage (unknown or missing
+# role), 66 config file missing, 78 environment incomplete.
 set -eu
 
 PROG=rocketmq-entrypoint
@@ -79,6 +82,21 @@ if [ "$role" = broker ]; then
             fi
             printf '%s=%s\n' "$key" "$POD_IP" >>"$config_file"
         fi
+    done
+fi
+
+# Secret settings (a Secret volume, e.g. a group's admin credentials): appended to the copy only, which only this
+# process's user can read; the ConfigMap never holds them.
+secret_dir=${ROCKETMQ_SECRET_CONFIG_DIR:-/etc/rocketmq-secret}
+if [ -d "$secret_dir" ]; then
+    for f in "$secret_dir"/*.properties; do
+        [ -f "$f" ] || continue
+        [ -r "$f" ] || die 78 "secret config $f is not readable by uid $(id -u)"
+        chmod 600 "$config_file"
+        if [ -s "$config_file" ] && [ -n "$(tail -c 1 "$config_file")" ]; then
+            echo >>"$config_file"
+        fi
+        cat "$f" >>"$config_file"
     done
 fi
 

@@ -67,11 +67,11 @@ class Node:
         """A second name for an image in the node's containerd (what a push of a new tag would give)."""
         node.ctr(self.state_dir, "images", "tag", "--force", source, target)
 
-    def start_pod(self, ns: str, pod: str, image: str, *command: str) -> None:
+    def start_pod(self, ns: str, pod: str, image: str, *command: str, env: dict[str, str] | None = None) -> None:
         """Start a one-shot pod running ``command`` in a locally built image (never pulled)."""
         self.kubectl(
             "-n", ns, "run", pod, "--restart=Never", f"--image={image}", "--image-pull-policy=Never",
-            "--command", "--", *command,
+            *(f"--env={k}={v}" for k, v in (env or {}).items()), "--command", "--", *command,
         )  # fmt: skip
 
     def pod_output(self, ns: str, pod: str, timeout: float = 900) -> str:
@@ -235,13 +235,15 @@ class Group:
     def roles(self) -> dict[str, str | None]:
         return {n: p["metadata"]["labels"].get("rocketmq-operator.dev/role") for n, p in self.pods().items()}
 
-    def tool(self, pod: str, *args: str, wait: bool = True, timeout: float = 900) -> dict[str, Any] | None:
+    def tool(
+        self, pod: str, *args: str, wait: bool = True, timeout: float = 900, env: dict[str, str] | None = None
+    ) -> dict[str, Any] | None:
         """Run ``rocketmq-operator ARGS --json`` in a pod of the operator image, inside the cluster (as a user's
         job would: DNS names, the name server's Service). Returns its JSON report when ``wait``."""
         image = f"ghcr.io/rocketmq-operator/rocketmq-operator:{operator_version()}"
         # stderr after the report: `kubectl logs` interleaves the two streams of a container
         script = 'rocketmq-operator "$@" --json 2>/tmp/stderr; rc=$?; cat /tmp/stderr; exit $rc'
-        self.node.start_pod(self.ns, pod, image, "sh", "-c", script, "sh", *args)
+        self.node.start_pod(self.ns, pod, image, "sh", "-c", script, "sh", *args, env=env)
         if not wait:
             return None
         return self.tool_result(pod, timeout=timeout)
@@ -253,20 +255,23 @@ class Group:
         report, _ = json.JSONDecoder().raw_decode(out[start:])  # an error line may follow the report
         return dict(report)
 
-    def produce(self, pod: str, count: int, *extra: str, wait: bool = True) -> dict[str, Any] | None:
-        """``rocketmq-operator produce`` COUNT keyed messages to the quickstart's declared topic, from a pod."""
+    def produce(
+        self, pod: str, count: int, *extra: str, wait: bool = True, env: dict[str, str] | None = None
+    ) -> dict[str, Any] | None:
+        """``rocketmq-operator produce`` COUNT keyed messages to the quickstart's declared topic, from a pod;
+        ``env``: e.g. the ACL 2.0 user to sign as (ROCKETMQ_ACCESS_KEY, ROCKETMQ_SECRET_KEY)."""
         return self.tool(
             pod, "produce", "--namesrv", self.name_servers(), "--topic", TOPIC, "--count", str(count),
-            "--no-create-topic", "--key-prefix", f"{pod}-", *extra, wait=wait,
+            "--no-create-topic", "--key-prefix", f"{pod}-", *extra, wait=wait, env=env,
         )  # fmt: skip
 
-    def consume_all(self, pod: str) -> dict[str, Any]:
+    def consume_all(self, pod: str, env: dict[str, str] | None = None) -> dict[str, Any]:
         """Read every message of the topic from the masters (offsets are not committed), from a pod. The idle
         timeout is also how long a queue may keep failing before the read gives up on it: at load average 60 a
         5 s window ended a read-back short of what was stored."""
         report = self.tool(
             pod, "consume", "--namesrv", self.name_servers(), "--topic", TOPIC, "--group", CONSUMER_GROUP,
-            "--from", "earliest", "--read-from", "master", "--idle-timeout", "15",
+            "--from", "earliest", "--read-from", "master", "--idle-timeout", "15", env=env,
         )  # fmt: skip
         assert report is not None
         return report
@@ -288,6 +293,12 @@ class Group:
                 os.kill(int(proc.name), signal.SIGKILL)
                 return int(proc.name)
         raise AssertionError(f"no RocketMQ JVM found in the cgroups of pod {pod} (uid {uid})")
+
+
+@pytest.fixture
+def group_in(operator: Node) -> Callable[[str], Group]:
+    """A group named broker-a in another namespace (an example applied beside the quickstart)."""
+    return lambda ns: Group(operator, ns=ns)
 
 
 @pytest.fixture(scope="package")

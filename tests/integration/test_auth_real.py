@@ -1,4 +1,4 @@
-"""ACL 2.0 on real brokers (local platform, examples/local/auth.yaml), measured as the client sees it:
+"""ACL 2.0 on real brokers (local platform, examples/auth.yaml), measured as the client sees it:
 
 - a send without credentials is refused, one with a wrong password is refused, one with the right user's is
   acknowledged;
@@ -33,7 +33,7 @@ from rocketmq_operator.tools.produce import DEFAULT_RETRIES, produce
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-AUTH = ROOT / "examples" / "local" / "auth.yaml"
+AUTH = ROOT / "examples" / "auth.yaml"
 GROUP = "broker-a"
 TOPIC = "orders"
 READERS = "orders-readers"

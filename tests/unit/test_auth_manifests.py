@@ -13,9 +13,9 @@ import pytest
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.api.validation import parse_secret, validate_document
 from rocketmq_operator.cli.tools import credentials_from
-from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, wanted_users
+from rocketmq_operator.control.auth import wanted_users
+from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets
 from rocketmq_operator.render.config import AUTH_KEYS, auth_secret_keys, broker_config
-from rocketmq_operator.render.kubernetes import RenderError, render_broker_group
 from rocketmq_operator.tools.produce import ToolError
 
 GROUP: dict[str, Any] = {
@@ -94,11 +94,6 @@ def test_auth_renders_the_keys_and_never_the_secret() -> None:
     assert "authenticationEnabled" not in broker_config(_group(enabled=False), 0, placement)
     keys = auth_secret_keys("root", "rootpw")
     assert keys == {"innerClientAuthenticationCredentials": '{"accessKey":"root","secretKey":"rootpw"}'}
-
-
-def test_kubernetes_refuses_auth_until_it_is_wired() -> None:
-    with pytest.raises(RenderError, match=r"spec.auth.enabled: true is run by the local platform only"):
-        render_broker_group(_group(), None)
 
 
 def test_the_cli_reads_the_password_from_the_environment_only(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -393,6 +393,7 @@ KIND_RESOURCES = {
     "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
     "Service": ("", "services"),
     "ConfigMap": ("", "configmaps"),
+    "Secret": ("", "secrets"),
     "StatefulSet": ("apps", "statefulsets"),
     "PodDisruptionBudget": ("policy", "poddisruptionbudgets"),
     "NetworkPolicy": ("networking.k8s.io", "networkpolicies"),
@@ -423,6 +424,8 @@ def _platform_calls() -> set[tuple[str, str, str]]:
     # readiness gate patches pods/status (a strategic patch with sub="status").
     calls |= {("", "persistentvolumeclaims", "list"), ("", "persistentvolumeclaims", "patch")}
     calls.add(("", "pods/status", "patch"))
+    # Applied with the rendered objects when spec.auth is on: the admin Secret's copy (auth.admin_config_objects).
+    calls |= {("", "secrets", verb) for verb in ("get", "create", "patch")}
     return calls
 
 

@@ -40,6 +40,7 @@ class Env:
         self.config = tmp_path / "etc-rocketmq"
         self.data = tmp_path / "data"
         self.home = tmp_path / "opt-rocketmq"
+        self.secret = tmp_path / "etc-rocketmq-secret"  # created by the tests that mount one
         self.java = tmp_path / "bin" / "java"
         for d in (self.config, self.data, self.home / "lib", self.home / "conf", self.java.parent):
             d.mkdir(parents=True)
@@ -56,6 +57,7 @@ class Env:
             "ROCKETMQ_HOME": str(self.home),
             "ROCKETMQ_CONFIG_DIR": str(self.config),
             "ROCKETMQ_DATA_DIR": str(self.data),
+            "ROCKETMQ_SECRET_CONFIG_DIR": str(self.secret),
             "POD_NAME": "broker-a-1",
             "POD_IP": "10.1.2.3",
             "POD_NAMESPACE": "rocketmq",
@@ -146,6 +148,32 @@ def test_broker_copies_config_appends_ips_and_execs_java(env: Env, shell: str) -
     assert copied == source + "brokerIP1=10.1.2.3\nbrokerIP2=10.1.2.3\n"
     # The ConfigMap copy is the source: it is never modified.
     assert (env.config / "broker-a-1.conf").read_text() == source
+
+
+@pytest.mark.parametrize("shell", _shells())
+def test_secret_config_is_appended_to_the_copy_only(env: Env, shell: str) -> None:
+    source = "brokerName=broker-a"  # no trailing newline: the secret keys must start on a line of their own
+    (env.config / "broker-a-1.conf").write_text(source)
+    env.secret.mkdir()
+    # As a Secret volume lays it out: the file is a symlink into a timestamped directory.
+    data = env.secret / "..2026_11_26_10_00_00.1"
+    data.mkdir()
+    (data / "auth.properties").write_text('innerClientAuthenticationCredentials={"accessKey":"admin"}\n')
+    (env.secret / "auth.properties").symlink_to(data / "auth.properties")
+    (env.secret / "notes.txt").write_text("not a properties file\n")
+
+    _argv(env.run("broker", shell=shell))
+
+    copy = env.data / "conf" / "broker-a-1.conf"
+    assert copy.read_text() == (
+        "brokerName=broker-a\nbrokerIP1=10.1.2.3\nbrokerIP2=10.1.2.3\n"
+        'innerClientAuthenticationCredentials={"accessKey":"admin"}\n'
+    )
+    assert copy.stat().st_mode & 0o777 == 0o600
+    assert (env.config / "broker-a-1.conf").read_text() == source
+    # A restart copies again: the keys are there once.
+    _argv(env.run("broker", shell=shell))
+    assert copy.read_text().count("innerClientAuthenticationCredentials") == 1
 
 
 def test_broker_keeps_ips_already_set(env: Env) -> None:

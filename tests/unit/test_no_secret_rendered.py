@@ -8,9 +8,9 @@ user's passwordSecret key); user names and Secret names are not secret and are a
 What is checked, and only that:
 
 * Kubernetes renderer (`render_all`): it is handed the typed resources only, never a Secret's data, so this pins
-  that interface rather than inspecting an internal leak. With spec.auth.enabled as written (true) it refuses
-  (RenderError) and the refusal names no password; with enabled flipped to false (users and adminSecret kept)
-  every rendered object — ConfigMap data, StatefulSet env and annotations included — is searched whole.
+  that interface rather than inspecting an internal leak. Every rendered object — ConfigMap data, StatefulSet env
+  and annotations included — is searched whole, with spec.auth.enabled as written (true: the StatefulSet mounts
+  the `<group>-auth-config` Secret by name) and flipped to false.
 * Local platform: the conf/<replica>.conf texts (`render_configs`, what a ConfigMap holds on Kubernetes), the
   state document (`desired_state(...).to_json()`) and the manifest copy it writes are searched. As a control, the
   admin password does reach the one place meant for it: `run_config_keys` (the broker's run config, 0600), and
@@ -18,10 +18,12 @@ What is checked, and only that:
 * Status and Events: `core.status.build_broker_status` on plain state, and on Kubernetes a reconcile and two
   group passes (a master change between them, so a MasterChanged Event is posted) against the in-memory API
   (kube_fake.FakeApi) holding the Secrets: every object the passes wrote (the Secrets themselves excepted), every
-  Event and every log record are searched.
+  Event and every log record are searched. As a control, the admin password does reach the one object meant for
+  it: the `<group>-auth-config` Secret the operator writes for the brokers to mount.
 
-Not checked here: the broker processes' own logs, the remoting client's wire traffic, and a Kubernetes wiring of
-the admin Secret (the Kubernetes operator refuses spec.auth.enabled in this release).
+Not checked here: the broker processes' own logs (the auth integration test greps them), the remoting client's
+wire traffic, and the broker's copy of its config on its data volume, which holds the admin password by design
+(as the local run config does).
 """
 
 from __future__ import annotations
@@ -42,18 +44,22 @@ from kube_fake import FakeApi
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.api.validation import validate_document
+from rocketmq_operator.control.auth import AuthReport, needed_secrets
 from rocketmq_operator.control.operations import PolicyOutcome
+from rocketmq_operator.core.auth import plan_auth
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status
+from rocketmq_operator.platforms.kubernetes import auth as kubernetes_auth
 from rocketmq_operator.platforms.kubernetes import group_pass
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.reconcile import reconcile
-from rocketmq_operator.platforms.local.auth import needed_secrets, run_config_keys, select_secrets, store_secrets
+from rocketmq_operator.platforms.local.auth import run_config_keys, select_secrets, store_secrets
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import port_needs, render_configs
 from rocketmq_operator.platforms.local.ports import pack
 from rocketmq_operator.platforms.local.roll import desired_state
-from rocketmq_operator.render.kubernetes import RenderError, render_all
+from rocketmq_operator.remoting.connection import ClientPool
+from rocketmq_operator.render.kubernetes import render_all
 from rocketmq_operator.render.kubernetes.names import LABEL_GROUP
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +98,7 @@ CASES: dict[str, list[JSON]] = {
 
 
 def test_the_examples_with_auth_are_found() -> None:
-    assert [p.relative_to(ROOT).as_posix() for p in AUTH_EXAMPLES] == ["examples/local/auth.yaml"]
+    assert [p.relative_to(ROOT).as_posix() for p in AUTH_EXAMPLES] == ["examples/auth.yaml"]
 
 
 class Manifests:
@@ -131,11 +137,21 @@ def manifests(request: pytest.FixtureRequest) -> Manifests:
 # --- Kubernetes renderer ---
 
 
-def test_kubernetes_render_refuses_auth_without_naming_a_password(manifests: Manifests) -> None:
-    with pytest.raises(RenderError) as refused:
-        render_all(manifests.resources)
-    assert "spec.auth.enabled" in str(refused.value)
-    assert _leaks(str(refused.value), manifests.passwords) == []
+def test_kubernetes_render_of_auth_groups_mounts_the_secret_by_name_only(manifests: Manifests) -> None:
+    objects = render_all(manifests.resources)
+    for obj in objects:
+        assert _leaks(json.dumps(obj), manifests.passwords) == [], f"{obj['kind']}/{obj['metadata']['name']}"
+    auth_groups = {r.metadata.name for r in manifests.resources if isinstance(r, BrokerGroup) and r.spec.auth.enabled}
+    mounted = {
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] == "StatefulSet"
+        and any(
+            (v.get("secret") or {}).get("secretName") == f"{o['metadata']['name']}-auth-config"
+            for v in o["spec"]["template"]["spec"]["volumes"]
+        )
+    }
+    assert auth_groups and mounted == auth_groups
 
 
 def test_kubernetes_render_holds_no_password(manifests: Manifests) -> None:
@@ -236,12 +252,21 @@ def test_kubernetes_passes_write_no_password_to_status_events_or_logs(
     async def reassert_topics(*_: Any) -> bool:
         return True
 
+    asserted: list[list[str]] = []
+
+    async def assert_users(_client: Any, state: GroupState, wanted: Any, _memory: Any) -> AuthReport:
+        # What the real executor reports for a replica that has none of the users yet (plan_auth's lines).
+        asserted.append([u.name for u in wanted])
+        lines = [a.describe() for a in plan_auth(wanted, {u.name: None for u in wanted})]
+        return AuthReport(state.group, done=[f"{r.name}: {line}" for r in state.replicas for line in lines])
+
     async def run_replication_policy(*_: Any, **__: Any) -> PolicyOutcome:
         return PolicyOutcome()
 
     monkeypatch.setattr(group_pass, "observe_groups", observe_groups)
     monkeypatch.setattr(group_pass, "reassert_topics", reassert_topics)
     monkeypatch.setattr(group_pass, "run_replication_policy", run_replication_policy)
+    monkeypatch.setattr(kubernetes_auth, "assert_users", assert_users)
     monkeypatch.setattr(group_pass.kopf, "event", lambda *a, **k: events.append(k))
 
     class Brokers:
@@ -257,6 +282,8 @@ def test_kubernetes_passes_write_no_password_to_status_events_or_logs(
         def with_name_servers(self, *_: Any) -> Any:
             return self
 
+        pool = ClientPool()
+
     caplog.set_level(logging.DEBUG)
     for kind, name in (("ControllerGroup", "ctl"), ("BrokerGroup", "broker-a")):
         body = asyncio.run(fake.get(kind, "ns", name))
@@ -271,7 +298,16 @@ def test_kubernetes_passes_write_no_password_to_status_events_or_logs(
 
     bg = fake.objects[("BrokerGroup", "ns", "broker-a")]
     reconciled = {c["type"]: c for c in bg["status"]["conditions"]}["Reconciled"]
-    assert reconciled["status"] == "False" and reconciled["reason"] == "NotRenderable"  # auth: local only
+    assert reconciled["status"] == "True", reconciled
+    # Control: the admin password is in the Secret the brokers mount, and the operator signs with it.
+    admin = fake.objects[("Secret", "ns", "broker-a-auth-config")]
+    assert "Adm1n-Zq9xW7-secret" in json.dumps(admin["stringData"])
+    assert {c.secret_key for c in brokers.pool.credentials_by_addr.values()} == {"Adm1n-Zq9xW7-secret"}
+    assert set(brokers.pool.credentials_by_addr) == {f"10.0.0.{i + 1}:10911" for i in range(3)}
+    assert asserted == [["billing", "audit"]] * 2
+    assert any("create-user billing" in r.getMessage() for r in caplog.records), [
+        r.getMessage() for r in caplog.records
+    ]
     assert any(e.get("reason") == "MasterChanged" for e in events)
     written = [obj for key, obj in fake.objects.items() if key[0] != "Secret"]
     assert _leaks(json.dumps(written), m.passwords) == []

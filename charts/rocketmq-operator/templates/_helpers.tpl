@@ -120,6 +120,11 @@ Used by the ClusterRole (rbac.scope=cluster) and by each Role (rbac.scope=namesp
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
   verbs: ["get", "create", "patch"]
+# spec.auth: the Secrets a BrokerGroup names are read by name (get); the copy of its admin Secret that the brokers
+# mount (<group>-auth-config) is applied like the objects above. Never listed or watched.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "create", "patch"]
 # NetworkPolicies (spec.networkPolicy): applied like the rest; deleted by name when spec.networkPolicy.enabled is
 # turned off (the garbage collector removes them only with their group).
 - apiGroups: ["networking.k8s.io"]

@@ -1,6 +1,10 @@
 """Assert a group's declared ACL 2.0 users and ACLs on every replica: the executor both platforms call.
 
-Contract: `assert_users(client, state, wanted, memory)` reads, on every reachable replica, each declared user
+Contract: `needed_secrets(bg)` names every Secret key a BrokerGroup's spec.auth needs (field path, Secret, keys);
+`admin_credentials(bg, secrets)` and `wanted_users(bg, secrets)` read them from Secret data (name → key → value),
+however the platform got it (the manifests locally, the API on Kubernetes): a missing one is left out.
+
+`assert_users(client, state, wanted, memory)` reads, on every reachable replica, each declared user
 (AUTH_GET_USER) and its ACL (AUTH_GET_ACL), asks `core.auth.plan_auth` what to change, and carries it out
 (AUTH_CREATE_USER / AUTH_UPDATE_USER, AUTH_CREATE_ACL / AUTH_UPDATE_ACL, AUTH_DELETE_ACL). Each broker keeps its
 own users (nothing replicates them), so a slave is asserted like the master: when it is elected it already
@@ -18,10 +22,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.core.auth import (
     CUSTOM_POLICY,
     AclEntry,
@@ -34,6 +39,7 @@ from rocketmq_operator.core.auth import (
 )
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.remoting import RemotingClient, RemotingException
+from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.remoting.auth_admin import AuthAdmin
 
 ADMIN_TIMEOUT_S = 3.0
@@ -53,6 +59,41 @@ class AuthReport:
     asserted: list[str] = field(default_factory=list)  # replicas that hold every declared user and ACL now
     done: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+
+
+ADMIN_KEYS = ("username", "password")
+"""The keys of spec.auth.adminSecret."""
+
+
+def needed_secrets(bg: BrokerGroup) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(field path, Secret name, keys) that ``bg``'s spec.auth needs."""
+    auth = bg.spec.auth
+    if not auth.enabled:
+        return []
+    out: list[tuple[str, str, tuple[str, ...]]] = []
+    if auth.admin_secret is not None:
+        out.append(("spec.auth.adminSecret", auth.admin_secret, ADMIN_KEYS))
+    for i, user in enumerate(auth.users):
+        out.append((f"spec.auth.users[{i}].passwordSecret", user.password_secret.name, (user.password_secret.key,)))
+    return out
+
+
+def admin_credentials(bg: BrokerGroup, secrets: Mapping[str, Mapping[str, str]]) -> SessionCredentials | None:
+    data = secrets.get(bg.spec.auth.admin_secret or "")
+    if not data or not data.get("username") or not data.get("password"):
+        return None
+    return SessionCredentials(data["username"], data["password"])
+
+
+def wanted_users(bg: BrokerGroup, secrets: Mapping[str, Mapping[str, str]]) -> list[WantedUser]:
+    out: list[WantedUser] = []
+    for user in bg.spec.auth.users:
+        password = secrets.get(user.password_secret.name, {}).get(user.password_secret.key)
+        if not password:
+            continue
+        entries = tuple(AclEntry.of(a.resource, a.actions, a.decision, a.source_ips) for a in user.acls)
+        out.append(WantedUser(user.name, password, user.type, entries))
+    return out
 
 
 def wanted_digest(wanted: Sequence[WantedUser]) -> str:

@@ -255,7 +255,21 @@ def namesrv_config(cg: ControllerGroup, ordinal: int, placement: ControllerPlace
     return conf
 
 
+def properties_value(value: str) -> str:
+    """``value`` as java.util.Properties reads it back unchanged: a backslash escapes (a password or a JSON
+    value may hold one), a line break would end the entry, leading blanks would be dropped, and RocketMQ reads
+    its -c file as ISO-8859-1 (Properties.load of a stream): anything outside ASCII is a \\uXXXX escape."""
+    out = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    if not out.isascii():
+        utf16 = out.encode("utf-16-be")
+        units = (int.from_bytes(utf16[i : i + 2], "big") for i in range(0, len(utf16), 2))
+        out = "".join(chr(u) if u < 0x80 else f"\\u{u:04x}" for u in units)
+    # Properties skips blanks before a value up to the first other character; an escaped first blank is one.
+    first = {" ": "\\ ", "\t": "\\t", "\f": "\\f"}.get(out[:1])
+    return first + out[1:] if first is not None else out
+
+
 def properties_text(conf: Mapping[str, str], header: str = "") -> str:
     lines = [f"# {line}" for line in header.splitlines()] if header else []
-    lines.extend(f"{key}={value}" for key, value in conf.items())
+    lines.extend(f"{key}={properties_value(value)}" for key, value in conf.items())
     return "\n".join(lines) + "\n"

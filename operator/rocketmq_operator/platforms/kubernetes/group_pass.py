@@ -43,6 +43,7 @@ from rocketmq_operator.core.fence import parse_fence_annotation
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.core.status import build_broker_status
+from rocketmq_operator.platforms.kubernetes.auth import assert_group_users, read_group_auth, sign_for_group
 from rocketmq_operator.platforms.kubernetes.drain import drain_pass
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
@@ -110,12 +111,17 @@ async def observe_pass(
         else:
             controllers = controller_addresses(cg, ns)
             name_servers = name_servers or name_server_addresses(cg, ns)
+    auth = await read_group_auth(kube, bg, ns)
+    if auth.admin is not None:
+        # Before the first call: a broker with auth on answers nothing unsigned (observation included).
+        sign_for_group(client, auth.admin, endpoints)
     if name_servers:
         # The operator's one client (one connection pool) knows no name server: this group's, for this pass
         # (the switchover has its fenced master forgotten by them).
         client = client.with_name_servers(name_servers)
     states = await observe_groups(client, controllers, {name: endpoints}, {name: controller_mode})
     state = states[name]
+    await assert_group_users(client, bg, state, auth, memory, logger)  # users before topics: clients need both
     topics_asserted = await reassert_topics(kube, client, metrics, bg, ns, state, memory)  # before writable
     previous_doc = body.get("status") or {}
     try:

@@ -39,6 +39,7 @@ TIMEOUT_S = 30.0
 # The apiVersion the operator reads each kind at; discovery finds the rest (path, scope, verbs).
 API_VERSIONS: dict[str, str] = {
     "ConfigMap": "v1",
+    "Secret": "v1",
     "Service": "v1",
     "Pod": "v1",
     "PersistentVolumeClaim": "v1",

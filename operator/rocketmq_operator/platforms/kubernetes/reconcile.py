@@ -21,6 +21,7 @@ from typing import Any
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.core.conditions import conditions_match, set_condition
+from rocketmq_operator.platforms.kubernetes.auth import admin_config_objects
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
 from rocketmq_operator.render.kubernetes import RenderError, render_broker_group, render_controller_group
@@ -154,11 +155,17 @@ async def _render_broker(kube: KubeClient, bg: BrokerGroup, namespace: str, outc
     sts = await kube.get("StatefulSet", namespace, bg.metadata.name)
     running = int(((sts or {}).get("spec") or {}).get("replicas") or 0) if sts is not None else None
     try:
-        return render_broker_group(bg, cg, running)
+        objects = render_broker_group(bg, cg, running)
     except RenderError as exc:
         outcome.blocked_reason = "NotRenderable"
         outcome.blocked_message = str(exc)
         return None
+    # The admin Secret's copy the brokers mount comes first: a broker pod cannot start without it.
+    auth_objects, blocked = await admin_config_objects(kube, bg, namespace)
+    if blocked is not None:
+        outcome.blocked_reason, outcome.blocked_message = blocked
+        return None
+    return [*auth_objects, *objects]
 
 
 def desired_status(body: JSON, outcome: Outcome, now: str) -> JSON:

@@ -27,8 +27,7 @@ from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.api.validation import SecretDoc
-from rocketmq_operator.control.auth import AuthMemory, assert_users
-from rocketmq_operator.core.auth import AclEntry, WantedUser
+from rocketmq_operator.control.auth import AuthMemory, admin_credentials, assert_users, needed_secrets, wanted_users
 from rocketmq_operator.core.observation import GroupState
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
@@ -40,24 +39,9 @@ from rocketmq_operator.render.config import auth_secret_keys
 
 log = logging.getLogger("rocketmq_operator.local.auth")
 
-ADMIN_KEYS = ("username", "password")
-
 
 class AuthSecretError(ValueError):
     """A Secret that spec.auth names is not among the manifests (one line: field, Secret, fix)."""
-
-
-def needed_secrets(bg: BrokerGroup) -> list[tuple[str, str, tuple[str, ...]]]:
-    """(field path, Secret name, keys) that ``bg``'s spec.auth needs."""
-    auth = bg.spec.auth
-    if not auth.enabled:
-        return []
-    out: list[tuple[str, str, tuple[str, ...]]] = []
-    if auth.admin_secret is not None:
-        out.append(("spec.auth.adminSecret", auth.admin_secret, ADMIN_KEYS))
-    for i, user in enumerate(auth.users):
-        out.append((f"spec.auth.users[{i}].passwordSecret", user.password_secret.name, (user.password_secret.key,)))
-    return out
 
 
 def select_secrets(resources: Sequence[Any], secrets: Mapping[str, SecretDoc]) -> dict[str, dict[str, str]]:
@@ -99,24 +83,6 @@ def read_secrets(layout: StateLayout) -> dict[str, dict[str, str]]:
 
 def _auth_groups(state: LocalState) -> list[BrokerGroup]:
     return [r for r in load_resources(state) if isinstance(r, BrokerGroup) and r.spec.auth.enabled]
-
-
-def admin_credentials(bg: BrokerGroup, secrets: Mapping[str, Mapping[str, str]]) -> SessionCredentials | None:
-    data = secrets.get(bg.spec.auth.admin_secret or "")
-    if not data or not data.get("username") or not data.get("password"):
-        return None
-    return SessionCredentials(data["username"], data["password"])
-
-
-def wanted_users(bg: BrokerGroup, secrets: Mapping[str, Mapping[str, str]]) -> list[WantedUser]:
-    out: list[WantedUser] = []
-    for user in bg.spec.auth.users:
-        password = secrets.get(user.password_secret.name, {}).get(user.password_secret.key)
-        if not password:
-            continue
-        entries = tuple(AclEntry.of(a.resource, a.actions, a.decision, a.source_ips) for a in user.acls)
-        out.append(WantedUser(user.name, password, user.type, entries))
-    return out
 
 
 def group_credentials(state: LocalState) -> dict[str, SessionCredentials]:

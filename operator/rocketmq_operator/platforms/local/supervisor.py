@@ -73,6 +73,7 @@ from rocketmq_operator.platforms.local.state import (
 )
 from rocketmq_operator.platforms.local.tls import TlsPolicy
 from rocketmq_operator.platforms.local.topics import TopicPolicy
+from rocketmq_operator.render.config import properties_text
 
 TICK_S = 0.1
 GATE_TIMEOUT_S = 60.0
@@ -146,7 +147,7 @@ class Supervisor:
             # The admin Secret goes into the copy the broker reads only (as a Secret volume would on Kubernetes).
             run_config.chmod(0o600)
             with run_config.open("a", encoding="utf-8") as conf:
-                conf.write("".join(f"{key}={value}\n" for key, value in secret_keys.items()))
+                conf.write(properties_text(secret_keys))
         log_path = Path(r.log)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         handle: IO[bytes]

@@ -7,6 +7,7 @@ from rocketmq_operator.core.config_change import group_revision, revision
 from rocketmq_operator.render.config import (
     BROKER_PORT,
     BrokerPlacement,
+    auth_secret_keys,
     broker_config,
     prometheus_port,
     properties_text,
@@ -23,9 +24,10 @@ from rocketmq_operator.render.kubernetes.names import (
     DEFAULT_BROKER_HEAP,
     JSON,
     LABEL_ROLE,
-    RenderError,
+    auth_config_secret_name,
     broker_image,
     broker_placement,
+    labels,
     namespace_of,
     refuse_tls,
 )
@@ -74,16 +76,27 @@ def serving_replicas(bg: BrokerGroup, running: int | None) -> int:
     return max(bg.spec.replicas, running)
 
 
+def auth_config_secret(bg: BrokerGroup, username: str, password: str) -> JSON:
+    """The Secret the brokers of a group with spec.auth.enabled mount: the broker.conf keys that hold its admin
+    (from spec.auth.adminSecret, which the operator reads). Not part of `render_broker_group`, which renders
+    from the spec alone and never holds a secret."""
+    name = bg.metadata.name
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": auth_config_secret_name(name),
+            "namespace": namespace_of(bg),
+            "labels": labels(name, "broker"),
+        },
+        "type": "Opaque",
+        "stringData": {"auth.properties": properties_text(auth_secret_keys(username, password))},
+    }
+
+
 def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: int | None = None) -> list[JSON]:
     """Every object of the group; ``running``: the StatefulSet's current replica count, if it exists."""
     name = bg.metadata.name
-    if bg.spec.auth.enabled:
-        # Not rendered half-way: brokers that authenticate would refuse the operator's own unsigned requests.
-        raise RenderError(
-            f"BrokerGroup/{name}: spec.auth.enabled: true is run by the local platform only in this release; rule: "
-            "on Kubernetes the brokers' admin Secret and the operator's signing are not wired yet; fix: set "
-            "spec.auth.enabled: false here, or run the manifests with `rocketmq-operator local up`"
-        )
     refuse_tls(bg)
     namespace = namespace_of(bg)
     serving = serving_replicas(bg, running)
@@ -129,6 +142,7 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: in
             readiness_gate=True,
             priority_class=bg.spec.priority_class_name,
             ordered=bg.spec.ha_mode != HAMode.CONTROLLER.value,
+            secret_config=auth_config_secret_name(name) if bg.spec.auth.enabled else None,
         ),
         pod_disruption_budget(name, namespace, "broker", name),
         # Controller mode can move the master before its pod is evicted (a drain's switchover); a classic

@@ -13,6 +13,7 @@ from rocketmq_operator.render.kubernetes.names import (
     JSON,
     READINESS_GATE_IN_SYNC,
     RUN_AS_USER,
+    SECRET_CONFIG_DIR,
     group_of,
     labels,
     selector,
@@ -116,7 +117,10 @@ def statefulset(
     readiness_gate: bool,
     priority_class: str | None = None,
     ordered: bool = False,
+    secret_config: str | None = None,
 ) -> JSON:
+    """``secret_config``: a Secret mounted at SECRET_CONFIG_DIR, whose *.properties the entrypoint appends to the
+    process's copy of its config."""
     pod_sc, container_sc = _security_context()
     container: JSON = {
         "name": component,
@@ -149,6 +153,13 @@ def statefulset(
             {"name": "tmp", "emptyDir": {}},
         ],
     }
+    if secret_config is not None:
+        # At the entrypoint's default ROCKETMQ_SECRET_CONFIG_DIR (no env: every other pod template stays as it was).
+        container["volumeMounts"].append({"name": "secret-config", "mountPath": SECRET_CONFIG_DIR, "readOnly": True})
+        # Owner read-only; the pod's fsGroup makes the files readable by the non-root user.
+        pod_spec["volumes"].append(
+            {"name": "secret-config", "secret": {"secretName": secret_config, "defaultMode": 0o440}}
+        )
     if readiness_gate:
         # Flipped by the operator when the replica is in the SyncStateSet (or is master).
         pod_spec["readinessGates"] = [{"conditionType": READINESS_GATE_IN_SYNC}]

@@ -34,6 +34,9 @@ ANNOTATION_RESTARTED_AT = "rocketmq-operator.dev/restartedAt"
 OPERATOR_POD_LABELS: dict[str, str] = {"rocketmq-operator.dev/operator": "true"}
 DATA_DIR = "/data"
 CONFIG_DIR = "/etc/rocketmq"
+# A Secret volume whose *.properties files the images' entrypoint appends to the broker's copy of its config (the
+# ConfigMap never holds a secret): the admin credentials of a group with spec.auth.enabled.
+SECRET_CONFIG_DIR = "/etc/rocketmq-secret"
 RUN_AS_USER = 3000
 DEFAULT_BROKER_HEAP = "1Gi"
 DEFAULT_CONTROLLER_HEAP = "512Mi"
@@ -132,6 +135,11 @@ def controller_placement(cg: ControllerGroup, namespace: str) -> ControllerPlace
         raft_peers=raft_addresses(cg, namespace) if cg.spec.type == "jraft" else [],
         name_server_replicas=[ReplicaPlacement(NAMESRV_PORT, DATA_DIR) for _ in range(ns_count)],
     )
+
+
+def auth_config_secret_name(group: str) -> str:
+    """The Secret the operator writes from spec.auth.adminSecret: the broker.conf keys that hold the admin."""
+    return f"{group}-auth-config"
 
 
 def refuse_tls(resource: BrokerGroup | ControllerGroup) -> None:
