@@ -67,11 +67,36 @@ class Node:
         """A second name for an image in the node's containerd (what a push of a new tag would give)."""
         node.ctr(self.state_dir, "images", "tag", "--force", source, target)
 
-    def start_pod(self, ns: str, pod: str, image: str, *command: str, env: dict[str, str] | None = None) -> None:
-        """Start a one-shot pod running ``command`` in a locally built image (never pulled)."""
+    def start_pod(
+        self,
+        ns: str,
+        pod: str,
+        image: str,
+        *command: str,
+        env: dict[str, str] | None = None,
+        secret_mounts: dict[str, str] | None = None,
+    ) -> None:
+        """Start a one-shot pod running ``command`` in a locally built image (never pulled); ``secret_mounts``:
+        Secret name -> the directory it is mounted at (read-only)."""
+        mounts = sorted((secret_mounts or {}).items())
+        overrides = {
+            "spec": {
+                "volumes": [{"name": f"secret-{i}", "secret": {"secretName": s}} for i, (s, _) in enumerate(mounts)],
+                "containers": [
+                    {
+                        "name": pod,
+                        "volumeMounts": [
+                            {"name": f"secret-{i}", "mountPath": d, "readOnly": True} for i, (_, d) in enumerate(mounts)
+                        ],
+                    }
+                ],
+            }
+        }
         self.kubectl(
             "-n", ns, "run", pod, "--restart=Never", f"--image={image}", "--image-pull-policy=Never",
-            *(f"--env={k}={v}" for k, v in (env or {}).items()), "--command", "--", *command,
+            *(f"--env={k}={v}" for k, v in (env or {}).items()),
+            *(["--override-type=strategic", f"--overrides={json.dumps(overrides)}"] if mounts else []),
+            "--command", "--", *command,
         )  # fmt: skip
 
     def pod_output(self, ns: str, pod: str, timeout: float = 900) -> str:
@@ -182,6 +207,8 @@ class Group:
     node: Node
     ns: str = ROCKETMQ_NS
     name: str = "broker-a"
+    replicas: int = 3
+    controller_group: str = "rocketmq-ctl"
 
     def status(self) -> dict[str, Any]:
         return dict(self.node.json("-n", self.ns, "get", "bg", self.name).get("status") or {})
@@ -200,20 +227,20 @@ class Group:
         status = self.status()
         members = (status.get("syncStateSet") or {}).get("members") or []
         return (
-            len(pods) == 3
+            len(pods) == self.replicas
             and all(pod_ready(p) for p in pods.values())
             and bool(status.get("master"))
-            and len(members) == 3
+            and len(members) == self.replicas
             and status.get("writable") is True
             and all(r.get("alive") and r.get("inSync") for r in status.get("replicas") or [])
         )
 
     def wait_healthy(self, timeout: float = 600) -> float:
-        return self.node.wait_for(f"{self.name}: 3 Ready replicas, a master, SyncStateSet of 3, writable",
-                                  self.healthy, timeout=timeout, interval=3)  # fmt: skip
+        what = f"{self.name}: {self.replicas} Ready replicas, a master, a full SyncStateSet, writable"
+        return self.node.wait_for(what, self.healthy, timeout=timeout, interval=3)
 
     def name_servers(self) -> str:
-        data = self.node.json("-n", self.ns, "get", "configmap", "rocketmq-ctl-connection")["data"]
+        data = self.node.json("-n", self.ns, "get", "configmap", f"{self.controller_group}-connection")["data"]
         return str(data["nameServers"])
 
     def events(self, reason: str) -> list[dict[str, Any]]:
@@ -236,14 +263,20 @@ class Group:
         return {n: p["metadata"]["labels"].get("rocketmq-operator.dev/role") for n, p in self.pods().items()}
 
     def tool(
-        self, pod: str, *args: str, wait: bool = True, timeout: float = 900, env: dict[str, str] | None = None
+        self,
+        pod: str,
+        *args: str,
+        wait: bool = True,
+        timeout: float = 900,
+        env: dict[str, str] | None = None,
+        secret_mounts: dict[str, str] | None = None,
     ) -> dict[str, Any] | None:
         """Run ``rocketmq-operator ARGS --json`` in a pod of the operator image, inside the cluster (as a user's
         job would: DNS names, the name server's Service). Returns its JSON report when ``wait``."""
         image = f"ghcr.io/rocketmq-operator/rocketmq-operator:{operator_version()}"
         # stderr after the report: `kubectl logs` interleaves the two streams of a container
         script = 'rocketmq-operator "$@" --json 2>/tmp/stderr; rc=$?; cat /tmp/stderr; exit $rc'
-        self.node.start_pod(self.ns, pod, image, "sh", "-c", script, "sh", *args, env=env)
+        self.node.start_pod(self.ns, pod, image, "sh", "-c", script, "sh", *args, env=env, secret_mounts=secret_mounts)
         if not wait:
             return None
         return self.tool_result(pod, timeout=timeout)
@@ -256,13 +289,19 @@ class Group:
         return dict(report)
 
     def produce(
-        self, pod: str, count: int, *extra: str, wait: bool = True, env: dict[str, str] | None = None
+        self,
+        pod: str,
+        count: int,
+        *extra: str,
+        wait: bool = True,
+        env: dict[str, str] | None = None,
+        secret_mounts: dict[str, str] | None = None,
     ) -> dict[str, Any] | None:
         """``rocketmq-operator produce`` COUNT keyed messages to the quickstart's declared topic, from a pod;
         ``env``: e.g. the ACL 2.0 user to sign as (ROCKETMQ_ACCESS_KEY, ROCKETMQ_SECRET_KEY)."""
         return self.tool(
             pod, "produce", "--namesrv", self.name_servers(), "--topic", TOPIC, "--count", str(count),
-            "--no-create-topic", "--key-prefix", f"{pod}-", *extra, wait=wait, env=env,
+            "--no-create-topic", "--key-prefix", f"{pod}-", *extra, wait=wait, env=env, secret_mounts=secret_mounts,
         )  # fmt: skip
 
     def consume_all(self, pod: str, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -296,9 +335,9 @@ class Group:
 
 
 @pytest.fixture
-def group_in(operator: Node) -> Callable[[str], Group]:
-    """A group named broker-a in another namespace (an example applied beside the quickstart)."""
-    return lambda ns: Group(operator, ns=ns)
+def group_in(operator: Node) -> Callable[..., Group]:
+    """A group in another namespace (an example applied beside the quickstart): group_in(ns, **Group fields)."""
+    return lambda ns, **fields: Group(operator, ns=ns, **fields)
 
 
 @pytest.fixture(scope="package")

@@ -47,7 +47,7 @@ def _accepted(group: Any, pod: str, count: int) -> dict[str, Any]:
         time.sleep(5)
 
 
-def test_auth_example_refuses_unsigned_clients_and_serves_its_users(group_in: Callable[[str], Any]) -> None:
+def test_auth_example_refuses_unsigned_clients_and_serves_its_users(group_in: Callable[..., Any]) -> None:
     group = group_in(NS)
     node = group.node
     node.kubectl("create", "namespace", NS)

@@ -1,4 +1,4 @@
-"""TLS on real processes (local platform, examples/local/tls.yaml), measured as the client sees it:
+"""TLS on real processes (local platform, examples/tls.yaml), measured as the client sees it:
 
 - a plain-text client is refused by the name server and by the master;
 - `produce` and `consume` over TLS, verifying the servers against the cluster's authority, send and read back
@@ -31,7 +31,7 @@ from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.produce import DEFAULT_RETRIES, ProduceReport, produce
 
 ROOT = Path(__file__).resolve().parents[2]
-TLS = ROOT / "examples" / "local" / "tls.yaml"
+TLS = ROOT / "examples" / "tls.yaml"
 GROUP = "broker-tls"
 TOPIC = "orders"
 COUNT = 200

@@ -141,6 +141,12 @@ def add_tls_arguments(parser: Any) -> None:
         help=f"connect over TLS, trusting the authority in this PEM file (default: ${TLS_CA_ENV}; "
         "`local env` prints the local cluster's)",
     )
+    parser.add_argument(
+        "--tls-chain-only",
+        action="store_true",
+        help="verify the servers' certificate chain but not the name or address it is issued to, as RocketMQ's "
+        "Java clients do: on Kubernetes brokers are dialled by pod IP, which their certificates do not name",
+    )
 
 
 def tls_from(args: argparse.Namespace) -> ClientTls | None:
@@ -154,8 +160,10 @@ def tls_from(args: argparse.Namespace) -> ClientTls | None:
                 f"--tls-ca {ca}: cannot be read as PEM certificates ({exc}); rule: the file holds the authority "
                 "that signed the servers' certificates; fix: name the cluster's ca.crt (`local env` prints it)"
             ) from None
-        return ClientTls(ca_file=ca)
-    return ClientTls() if args.tls else None
+    chain_only = bool(getattr(args, "tls_chain_only", False))
+    if ca is not None:
+        return ClientTls(ca_file=ca, check_hostname=not chain_only)
+    return ClientTls(check_hostname=not chain_only) if args.tls or chain_only else None
 
 
 def credentials_from(args: argparse.Namespace) -> SessionCredentials | None:

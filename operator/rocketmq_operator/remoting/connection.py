@@ -272,6 +272,8 @@ class ClientPool:
         tls: ClientTls | None = None,
     ) -> None:
         self.tls = tls
+        self.tls_by_addr: dict[str, ClientTls] = {}
+        """Per address, instead of ``tls``: an operator's one client speaks TLS to the groups that run it."""
         """Every connection is TLS, verified as this says; None: plain text."""
         self.credentials = credentials
         """Every request is signed with these (an ACL 2.0 broker's user); None: sent unsigned."""
@@ -304,7 +306,7 @@ class ClientPool:
                 connect_timeout=self.connect_timeout,
                 on_request=self._on_request,
                 max_frame_length=self._max_frame_length,
-                tls=self.tls,
+                tls=self.tls_by_addr.get(addr, self.tls),
             )
             self._connections[addr] = connection
             return connection

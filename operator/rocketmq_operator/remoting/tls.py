@@ -2,7 +2,10 @@
 
 Contract: `ClientTls(ca_file)` verifies the server's certificate chain against ``ca_file`` (PEM; None: the
 system's trust store) and its name or IP address against the address dialled (`ssl.create_default_context`
-semantics: TLS 1.2+, hostname checked). `context()` builds the `ssl.SSLContext` (once per `ClientTls`, cached).
+semantics: TLS 1.2+, hostname checked). With ``check_hostname=False`` only the chain is verified, as RocketMQ's
+own Java clients do (Netty's handler is made without a peer host): on Kubernetes brokers register their pod IPs,
+which no certificate issued before the pod started can name. `context()` builds the `ssl.SSLContext` (once per
+`ClientTls`, cached).
 A RocketMQ server with `tls.server.mode=enforcing` closes a plain-text connection at its first bytes; one with
 `permissive` takes both.
 """
@@ -18,11 +21,16 @@ from dataclasses import dataclass
 class ClientTls:
     ca_file: str | None = None
     """PEM file of the certificate authorities to trust; None: the system's."""
+    check_hostname: bool = True
+    """False: the chain is verified, the name or address it is issued to is not."""
 
     def context(self) -> ssl.SSLContext:
-        return _context(self.ca_file)
+        return _context(self.ca_file, self.check_hostname)
 
 
 @functools.cache
-def _context(ca_file: str | None) -> ssl.SSLContext:
-    return ssl.create_default_context(cafile=ca_file)
+def _context(ca_file: str | None, check_hostname: bool) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=ca_file)
+    if not check_hostname:
+        context.check_hostname = False  # verify_mode stays CERT_REQUIRED: the chain is still checked
+    return context

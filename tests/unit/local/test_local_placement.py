@@ -324,14 +324,22 @@ def test_tls_the_local_platform_cannot_run(docs: list[dict[str, Any]], message: 
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
-def test_kubernetes_refuses_tls_until_it_is_wired() -> None:
-    from rocketmq_operator.render.kubernetes import RenderError
+def test_kubernetes_mounts_the_certificate_secret_and_runs_every_listener_with_tls() -> None:
     from rocketmq_operator.render.kubernetes.broker_group import render_broker_group
     from rocketmq_operator.render.kubernetes.controller_group import render_controller_group
 
-    cg, bg = resources(cg_doc(tls={"enabled": True}), bg_doc(tls={"enabled": True}))
+    cg, bg = resources(cg_doc(tls={"enabled": True}), bg_doc(tls={"enabled": True, "secretName": "bg-cert"}))
     assert isinstance(cg, ControllerGroup) and isinstance(bg, BrokerGroup)
-    with pytest.raises(RenderError, match=r"^ControllerGroup/ctl: spec.tls.enabled: true is run by the local"):
-        render_controller_group(cg)
-    with pytest.raises(RenderError, match=r"^BrokerGroup/bg: spec.tls.enabled: true is run by the local"):
-        render_broker_group(bg, cg)
+    for objects, secret in ((render_controller_group(cg), "ctl-tls"), (render_broker_group(bg, cg), "bg-cert")):
+        for sts in (o for o in objects if o["kind"] == "StatefulSet"):
+            pod = sts["spec"]["template"]["spec"]
+            assert {"name": "tls", "secret": {"secretName": secret, "defaultMode": 0o440}} in pod["volumes"]
+            container = pod["containers"][0]
+            assert {"name": "tls", "mountPath": "/etc/rocketmq-tls", "readOnly": True} in container["volumeMounts"]
+            java = next(e["value"] for e in container["env"] if e["name"] == "JAVA_OPTS").split()
+            assert "-Dtls.server.mode=enforcing" in java and "-Dtls.client.authServer=true" in java
+            assert "-Dtls.server.keyPath=/etc/rocketmq-tls/tls.key" in java
+            # Later flags win: enforcing comes after the default disabled mode.
+            assert java.index("-Dtls.server.mode=enforcing") > max(
+                (i for i, f in enumerate(java) if f == "-Dtls.server.mode=disabled"), default=-1
+            )

@@ -8,7 +8,9 @@ controller quorum is reported (`NoLeader`), never raised out of the pass.
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from typing import Any
 
 import kopf
@@ -19,10 +21,13 @@ from rocketmq_operator.core.conditions import conditions_match, set_condition, s
 from rocketmq_operator.core.status import build_controller_status
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.resources import validated
+from rocketmq_operator.platforms.kubernetes.tls import TLS_CA_DIR, controller_restart, trust_group
 from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.render.kubernetes import LABEL_GROUP, controller_addresses, name_server_addresses
+from rocketmq_operator.render.kubernetes.names import tls_secret_name
 
 JSON = dict[str, Any]
+log = logging.getLogger("rocketmq_operator.kubernetes.controllers")
 _PEER_ID = re.compile(r"n(\d+)")  # render/config names DLedger peers n<ordinal>
 
 
@@ -43,6 +48,19 @@ def leader_replica(
     return leader_address
 
 
+async def _restart_after_renewal(kube: KubeClient, cg: ControllerGroup, ns: str, pods: list[JSON]) -> None:
+    """Controllers load their certificate at start only: after a renewal, one pod at a time is deleted (the
+    StatefulSet starts it again with the new files) once the others have been ready for a while."""
+    name = tls_secret_name(cg)
+    if name is None:
+        return
+    pod = controller_restart(cg, await kube.get("Secret", ns, name), pods, time.time())
+    if pod is not None:
+        await kube.delete("Pod", ns, pod)
+        what = f"restarted {pod} to load the renewed certificate of Secret {name}"
+        log.info("ControllerGroup %s/%s: %s", ns, cg.metadata.name, what)
+
+
 async def controller_pass(kube: KubeClient, client: RemotingClient, resource: kopf.Body) -> None:
     body: JSON = dict(resource)
     ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
@@ -59,6 +77,8 @@ async def controller_pass(kube: KubeClient, client: RemotingClient, resource: ko
     component = "controller"
     pods = await kube.list("Pod", ns, f"{LABEL_GROUP}={name},app.kubernetes.io/component={component}")
     addresses = controller_addresses(cg, ns)
+    await trust_group(kube, client, cg, ns, [*addresses, *name_server_addresses(cg, ns)], TLS_CA_DIR)
+    await _restart_after_renewal(kube, cg, ns, pods)
     leader: str | None = None
     try:
         meta = await client.find_controller_leader(addresses, timeout=1.0)

@@ -50,6 +50,7 @@ from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
 from rocketmq_operator.platforms.kubernetes.roll import apply_hot_keys, roll_pass
 from rocketmq_operator.platforms.kubernetes.storage import storage_pass
+from rocketmq_operator.platforms.kubernetes.tls import TLS_CA_DIR, trust_group
 from rocketmq_operator.platforms.kubernetes.topics import reassert_topics
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.render.config import BROKER_PORT, BrokerPlacement
@@ -115,6 +116,11 @@ async def observe_pass(
     if auth.admin is not None:
         # Before the first call: a broker with auth on answers nothing unsigned (observation included).
         sign_for_group(client, auth.admin, endpoints)
+    # TLS per address: this group's pods with its certificate's authority, its controllers and name servers with
+    # their group's (one per namespace unless the user brought their own Secrets).
+    await trust_group(kube, client, bg, ns, [e.address for e in endpoints], TLS_CA_DIR)
+    if cg is not None:
+        await trust_group(kube, client, cg, ns, [*controllers, *name_servers], TLS_CA_DIR)
     if name_servers:
         # The operator's one client (one connection pool) knows no name server: this group's, for this pass
         # (the switchover has its fenced master forgotten by them).

@@ -24,6 +24,7 @@ from rocketmq_operator.core.conditions import conditions_match, set_condition
 from rocketmq_operator.platforms.kubernetes.auth import admin_config_objects
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
+from rocketmq_operator.platforms.kubernetes.tls import certificate_objects
 from rocketmq_operator.render.kubernetes import RenderError, render_broker_group, render_controller_group
 from rocketmq_operator.render.kubernetes.network_policy import network_policy_names
 
@@ -134,6 +135,14 @@ async def reconcile(kube: KubeClient, body: JSON) -> Outcome:
             objects = render_controller_group(resource)
         elif isinstance(resource, BrokerGroup):
             objects = await _render_broker(kube, resource, namespace, outcome)
+        if objects is not None and isinstance(resource, BrokerGroup | ControllerGroup):
+            # The certificate Secret comes first: a pod with spec.tls cannot start without it.
+            certificates, blocked = await certificate_objects(kube, resource, namespace)
+            if blocked is not None:
+                outcome.blocked_reason, outcome.blocked_message = blocked
+                objects = None
+            else:
+                objects = [*certificates, *objects]
         if objects is not None:
             await apply_objects(kube, objects, body, outcome)
             if isinstance(resource, BrokerGroup | ControllerGroup):

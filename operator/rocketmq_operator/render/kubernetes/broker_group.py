@@ -29,7 +29,8 @@ from rocketmq_operator.render.kubernetes.names import (
     broker_placement,
     labels,
     namespace_of,
-    refuse_tls,
+    tls_java_flags,
+    tls_secret_name,
 )
 from rocketmq_operator.render.kubernetes.network_policy import broker_network_policy
 
@@ -97,13 +98,12 @@ def auth_config_secret(bg: BrokerGroup, username: str, password: str) -> JSON:
 def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: int | None = None) -> list[JSON]:
     """Every object of the group; ``running``: the StatefulSet's current replica count, if it exists."""
     name = bg.metadata.name
-    refuse_tls(bg)
     namespace = namespace_of(bg)
     serving = serving_replicas(bg, running)
     placement = broker_placement(bg, cg, namespace, serving)
     files = broker_config_files(bg, placement, name)
     heap = bg.spec.jvm.heap or DEFAULT_BROKER_HEAP
-    java = [*jvm_options("broker", heap, bg.spec.jvm.direct_memory), *bg.spec.jvm.extra_options]
+    java = [*jvm_options("broker", heap, bg.spec.jvm.direct_memory), *tls_java_flags(bg), *bg.spec.jvm.extra_options]
     ports = container_ports(bg, placement)
     return [
         config_map(f"{name}-config", namespace, "broker", name, files),
@@ -143,6 +143,7 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: in
             priority_class=bg.spec.priority_class_name,
             ordered=bg.spec.ha_mode != HAMode.CONTROLLER.value,
             secret_config=auth_config_secret_name(name) if bg.spec.auth.enabled else None,
+            tls_secret=tls_secret_name(bg),
         ),
         pod_disruption_budget(name, namespace, "broker", name),
         # Controller mode can move the master before its pod is evicted (a drain's switchover); a classic

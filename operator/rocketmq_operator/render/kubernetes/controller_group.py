@@ -27,7 +27,8 @@ from rocketmq_operator.render.kubernetes.names import (
     controller_placement,
     name_server_addresses,
     namespace_of,
-    refuse_tls,
+    tls_java_flags,
+    tls_secret_name,
 )
 from rocketmq_operator.render.kubernetes.network_policy import controller_network_policies
 
@@ -39,7 +40,6 @@ CONTROLLER_PORTS: list[JSON] = [
 
 def render_controller_group(cg: ControllerGroup) -> list[JSON]:
     name = cg.metadata.name
-    refuse_tls(cg)
     namespace = namespace_of(cg)
     placement = controller_placement(cg, namespace)
     header = f"Rendered by rocketmq-operator for ControllerGroup {name}; edit the ControllerGroup, not this."
@@ -50,7 +50,8 @@ def render_controller_group(cg: ControllerGroup) -> list[JSON]:
     heap = cg.spec.jvm.heap or DEFAULT_CONTROLLER_HEAP
     standalone = cg.spec.standalone
     role = "controller" if standalone else "namesrv"
-    java = [*jvm_options(role, heap, cg.spec.jvm.direct_memory), *cg.spec.jvm.extra_options]
+    tls = tls_java_flags(cg)
+    java = [*jvm_options(role, heap, cg.spec.jvm.direct_memory), *tls, *cg.spec.jvm.extra_options]
     ctl_ports = CONTROLLER_PORTS[1:] if standalone else CONTROLLER_PORTS
     if cg.spec.type == "jraft":
         ctl_ports = [*ctl_ports, {"name": "raft", "containerPort": RAFT_PORT, "protocol": "TCP"}]
@@ -66,6 +67,7 @@ def render_controller_group(cg: ControllerGroup) -> list[JSON]:
         tolerations=cg.spec.tolerations,
         affinity=cg.spec.affinity,
         readiness_gate=False,
+        tls_secret=tls_secret_name(cg),
     )
     objects: list[JSON] = []
     if standalone:
@@ -106,7 +108,7 @@ def render_controller_group(cg: ControllerGroup) -> list[JSON]:
     objects.append(pod_disruption_budget(name, namespace, "controller", name))
     if standalone:
         ns_name = f"{name}-namesrv"
-        ns_java = [*jvm_options("namesrv", heap, cg.spec.jvm.direct_memory), *cg.spec.jvm.extra_options]
+        ns_java = [*jvm_options("namesrv", heap, cg.spec.jvm.direct_memory), *tls, *cg.spec.jvm.extra_options]
         objects.append(service(f"{ns_name}-headless", namespace, "namesrv", name, CONTROLLER_PORTS[:1], headless=True))
         objects.append(service(name, namespace, "namesrv", name, CONTROLLER_PORTS[:1], headless=False))
         ns_sts = statefulset(

@@ -14,6 +14,7 @@ from rocketmq_operator.render.kubernetes.names import (
     READINESS_GATE_IN_SYNC,
     RUN_AS_USER,
     SECRET_CONFIG_DIR,
+    TLS_DIR,
     group_of,
     labels,
     selector,
@@ -118,9 +119,11 @@ def statefulset(
     priority_class: str | None = None,
     ordered: bool = False,
     secret_config: str | None = None,
+    tls_secret: str | None = None,
 ) -> JSON:
     """``secret_config``: a Secret mounted at SECRET_CONFIG_DIR, whose *.properties the entrypoint appends to the
-    process's copy of its config."""
+    process's copy of its config. ``tls_secret``: the certificate Secret mounted at TLS_DIR (RocketMQ reads the
+    files at start and, in brokers and name servers, again when they change)."""
     pod_sc, container_sc = _security_context()
     container: JSON = {
         "name": component,
@@ -160,6 +163,9 @@ def statefulset(
         pod_spec["volumes"].append(
             {"name": "secret-config", "secret": {"secretName": secret_config, "defaultMode": 0o440}}
         )
+    if tls_secret is not None:
+        container["volumeMounts"].append({"name": "tls", "mountPath": TLS_DIR, "readOnly": True})
+        pod_spec["volumes"].append({"name": "tls", "secret": {"secretName": tls_secret, "defaultMode": 0o440}})
     if readiness_gate:
         # Flipped by the operator when the replica is in the SyncStateSet (or is master).
         pod_spec["readinessGates"] = [{"conditionType": READINESS_GATE_IN_SYNC}]

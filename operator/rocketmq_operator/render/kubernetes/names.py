@@ -14,6 +14,7 @@ from rocketmq_operator.render.config import (
     ControllerPlacement,
     ReplicaPlacement,
 )
+from rocketmq_operator.render.jvm import tls_flags
 
 JSON = dict[str, Any]
 
@@ -142,11 +143,21 @@ def auth_config_secret_name(group: str) -> str:
     return f"{group}-auth-config"
 
 
-def refuse_tls(resource: BrokerGroup | ControllerGroup) -> None:
-    """spec.tls is not rendered half-way: TLS listeners would refuse the operator's own plain-text connections."""
-    if resource.spec.tls.enabled:
-        raise RenderError(
-            f"{resource.kind}/{resource.metadata.name}: spec.tls.enabled: true is run by the local platform only in "
-            "this release; rule: on Kubernetes the certificate Secrets and the operator's TLS client are not wired "
-            "yet; fix: set spec.tls.enabled: false here, or run the manifests with `rocketmq-operator local up`"
-        )
+TLS_DIR = "/etc/rocketmq-tls"
+"""Where a group with spec.tls mounts its certificate Secret (tls.crt, tls.key, ca.crt: cert-manager's keys)."""
+
+
+def tls_secret_name(resource: BrokerGroup | ControllerGroup) -> str | None:
+    """The Secret a group with spec.tls mounts: spec.tls.secretName (e.g. a cert-manager Certificate's), else the
+    one the operator issues, `<group>-tls`. None with TLS off."""
+    tls = resource.spec.tls
+    if not tls.enabled:
+        return None
+    return tls.secret_name or f"{resource.metadata.name}-tls"
+
+
+def tls_java_flags(resource: BrokerGroup | ControllerGroup) -> list[str]:
+    """RocketMQ's TLS switches for every process of the group, on the mounted Secret's files (none with TLS off)."""
+    if not resource.spec.tls.enabled:
+        return []
+    return tls_flags(f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key", f"{TLS_DIR}/ca.crt")

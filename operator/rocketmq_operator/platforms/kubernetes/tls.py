@@ -1,0 +1,256 @@
+"""TLS on Kubernetes: the certificate Secret every pod of a group with spec.tls mounts, issued and renewed by the
+operator from its namespace's authority (unless spec.tls.secretName names the user's own, e.g. cert-manager's),
+the operator's own client trusting it, and the controllers restarted after a renewal.
+
+Contract:
+
+* One authority per namespace, the Secret `rocketmq-operator-tls-ca` (ca.crt, ca.key; `control.certificates`),
+  made on first need and again when expired; every group of the namespace trusts it, so brokers and their
+  controllers verify each other.
+* `certificate_objects(kube, resource, namespace, now)` (the reconciler, on every change and resync): with
+  spec.tls and no secretName, the `<group>-tls` Secret (tls.crt, tls.key as PKCS#8, ca.crt) when it is missing,
+  not from the current authority, or due within renewBefore (`core.tls.plan_tls`; the issue time is in its
+  annotation); nothing when it is fine. With secretName: nothing to write, and (reason, message) when that
+  Secret lacks one of its keys. The certificate names the group's DNS names (`*.<headless>.<ns>.svc…`); pods
+  are dialled by IP, so clients verify the chain and not the name, as RocketMQ's own Java clients do.
+* `trust_group(kube, client, resource, namespace, addresses, ca_dir)`: the operator's one client speaks TLS to
+  ``addresses``, trusting the group's ca.crt (written under ``ca_dir`` by content hash). False when the CA
+  cannot be read yet (the pass then observes nothing over plain text either: the pods refuse it).
+* `controller_restart(resource, secret, pods, now)`: the pod to delete after a renewal — a process that cannot
+  reload its certificate (a controller, or a name server hosting one) that started before the certificate was
+  issued, one at a time and only when every such pod has been ready for SETTLE_S (`core.tls.plan_tls`).
+  Brokers and standalone name servers reload the mounted files themselves (kubelet updates a Secret volume in
+  place), so a renewal restarts none of them.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, duration_seconds
+from rocketmq_operator.control.certificates import (
+    CertificateError,
+    CertificateInfo,
+    IssuedPair,
+    issue,
+    new_authority,
+    signed_by,
+)
+from rocketmq_operator.core.tls import HeldCertificate, TlsActionKind, plan_tls
+from rocketmq_operator.platforms.kubernetes.auth import secret_data
+from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.remoting.tls import ClientTls
+from rocketmq_operator.render.kubernetes import labels
+from rocketmq_operator.render.kubernetes.names import tls_secret_name
+
+JSON = dict[str, Any]
+AUTHORITY_SECRET = "rocketmq-operator-tls-ca"
+AUTHORITY_NAME = "rocketmq-operator namespace CA"
+AUTHORITY_LIFETIME_S = 10 * 365 * 86400
+ANNOTATION_ISSUED_AT = "rocketmq-operator.dev/issued-at"
+SETTLE_S = 20.0
+CLUSTER_DOMAIN = "cluster.local"
+TLS_CA_DIR = Path(tempfile.gettempdir()) / "rocketmq-operator-tls"
+"""Where the operator writes the authorities it trusts (the operator pod's /tmp is an emptyDir)."""
+
+
+def _encode(values: dict[str, str]) -> dict[str, str]:
+    return {k: base64.b64encode(v.encode()).decode() for k, v in values.items()}
+
+
+def _secret(name: str, namespace: str, values: dict[str, str], meta: JSON | None = None) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, **(meta or {})},
+        "type": "Opaque",
+        "data": _encode(values),
+    }
+
+
+async def authority(kube: KubeClient, namespace: str, now: float) -> IssuedPair:
+    """The namespace's authority, made (and stored) when there is none or it has expired."""
+    current = await kube.get("Secret", namespace, AUTHORITY_SECRET)
+    data = secret_data(current or {})
+    cert, key = data.get("ca.crt"), data.get("ca.key")
+    if cert and key:
+        try:
+            if CertificateInfo.of(cert).not_after > now:
+                return IssuedPair(cert, key)
+        except CertificateError:
+            pass
+    pair = new_authority(AUTHORITY_NAME, AUTHORITY_LIFETIME_S, now)
+    await kube.apply(_secret(AUTHORITY_SECRET, namespace, {"ca.crt": pair.cert_pem, "ca.key": pair.key_pem}))
+    return pair
+
+
+def dns_names(resource: BrokerGroup | ControllerGroup, namespace: str) -> list[str]:
+    """Every name a pod or Service of the group answers to: the headless Services' pods and the Services."""
+    name = resource.metadata.name
+    services = [f"{name}-headless", name]
+    if isinstance(resource, BrokerGroup):
+        services.append(f"{name}-master")
+    elif resource.spec.standalone:
+        services.append(f"{name}-namesrv-headless")
+    out: list[str] = []
+    for service in services:
+        for suffix in (f"{namespace}.svc", f"{namespace}.svc.{CLUSTER_DOMAIN}"):
+            out.append(f"{service}.{suffix}")
+            if service.endswith("-headless"):
+                out.append(f"*.{service}.{suffix}")
+    return out
+
+
+def _held(resource: BrokerGroup | ControllerGroup, secret: JSON | None, ca_pem: str) -> HeldCertificate:
+    renew_before = duration_seconds(resource.spec.tls.renew_before)
+    data = secret_data(secret or {})
+    info: CertificateInfo | None = None
+    try:
+        info = CertificateInfo.of(data["tls.crt"]) if data.get("tls.crt") and data.get("tls.key") else None
+    except CertificateError:
+        info = None
+    name = resource.metadata.name
+    if info is None:
+        return HeldCertificate(name, None, None, False, False, True, True, None, renew_before)
+    return HeldCertificate(
+        replica=name,
+        not_after=info.not_after,
+        issued_at=issued_at(secret),
+        current_authority=signed_by(data["tls.crt"], ca_pem) and data.get("ca.crt") == ca_pem,
+        names_address=set(dns_names(resource, str(resource.metadata.namespace))) <= set(info.dns_names),
+        reloads=True,
+        running=True,
+        started_at=None,
+        renew_before_s=renew_before,
+    )
+
+
+def issued_at(secret: JSON | None) -> float | None:
+    text = (((secret or {}).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_ISSUED_AT)
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+async def certificate_objects(
+    kube: KubeClient, resource: BrokerGroup | ControllerGroup, namespace: str, now: float | None = None
+) -> tuple[list[JSON], tuple[str, str] | None]:
+    """The group's certificate Secret to apply (issued now) or nothing; or (reason, message) when blocked."""
+    tls = resource.spec.tls
+    if not tls.enabled:
+        return [], None
+    now = time.time() if now is None else now
+    name = tls_secret_name(resource)
+    assert name is not None
+    if tls.secret_name is not None:
+        data = secret_data(await kube.get("Secret", namespace, name) or {})
+        missing = [k for k in ("tls.crt", "tls.key", "ca.crt") if not data.get(k)]
+        if missing:
+            return [], (
+                "TlsSecretMissing",
+                f"{resource.kind}/{resource.metadata.name}: spec.tls.secretName: Secret {name!r} "
+                f"{'not found' if len(missing) == 3 else 'has no ' + ', '.join(missing)} in namespace "
+                f"{namespace!r}; rule: it holds tls.crt, tls.key (PKCS#8) and ca.crt, as cert-manager writes "
+                "them; fix: point a cert-manager Certificate (privateKey.encoding: PKCS8) at this Secret, or "
+                "remove spec.tls.secretName to let the operator issue one",
+            )
+        return [], None
+    ca = await authority(kube, namespace, now)
+    current = await kube.get("Secret", namespace, name)
+    if not plan_tls([_held(resource, current, ca.cert_pem)], now):
+        return [], None
+    lifetime = duration_seconds(tls.duration)
+    pair = issue(ca, resource.metadata.name, dns_names(resource, namespace), [], lifetime, now)
+    component = "broker" if isinstance(resource, BrokerGroup) else "controller"
+    meta: JSON = {
+        "labels": labels(resource.metadata.name, component),
+        "annotations": {ANNOTATION_ISSUED_AT: f"{now:.3f}"},
+    }
+    values = {"tls.crt": pair.cert_pem, "tls.key": pair.key_pem, "ca.crt": ca.cert_pem}
+    return [_secret(name, namespace, values, meta)], None
+
+
+async def trust_group(
+    kube: KubeClient,
+    client: RemotingClient,
+    resource: BrokerGroup | ControllerGroup,
+    namespace: str,
+    addresses: Sequence[str],
+    ca_dir: Path,
+) -> bool:
+    name = tls_secret_name(resource)
+    if name is None:
+        return True
+    ca = secret_data(await kube.get("Secret", namespace, name) or {}).get("ca.crt")
+    if not ca:
+        return False
+    ca_dir.mkdir(parents=True, exist_ok=True)
+    path = ca_dir / f"ca-{hashlib.sha256(ca.encode()).hexdigest()[:16]}.crt"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(ca, encoding="utf-8")
+        tmp.replace(path)
+    tls = ClientTls(str(path), check_hostname=False)
+    for addr in addresses:
+        client.pool.tls_by_addr[addr] = tls
+    return True
+
+
+def _started_at(pod: JSON) -> float | None:
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        started = ((status.get("state") or {}).get("running") or {}).get("startedAt")
+        if started:
+            return dt.datetime.fromisoformat(str(started).replace("Z", "+00:00")).timestamp()
+    return None
+
+
+def _ready(pod: JSON) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def controller_restart(cg: ControllerGroup, secret: JSON | None, pods: Sequence[JSON], now: float) -> str | None:
+    """The controller pod to delete so that it loads a renewed certificate, if one is due (see the contract)."""
+    if not cg.spec.tls.enabled:
+        return None
+    issued = issued_at(secret)
+    info_after: float | None = None
+    not_before: float | None = None
+    try:
+        crt = secret_data(secret or {}).get("tls.crt")
+        if crt:
+            info = CertificateInfo.of(crt)
+            info_after, not_before = info.not_after, info.not_before
+    except CertificateError:
+        info_after = None
+    if info_after is None:
+        return None
+    if issued is None:
+        issued = not_before  # the user's Secret (cert-manager): a certificate starts when it is issued
+    held = [
+        HeldCertificate(
+            replica=str(pod["metadata"]["name"]),
+            not_after=info_after,
+            issued_at=issued,
+            current_authority=True,
+            names_address=True,
+            reloads=False,
+            running=_ready(pod),
+            started_at=_started_at(pod),
+            renew_before_s=0.0,
+        )
+        for pod in sorted(pods, key=lambda p: str(p["metadata"]["name"]))
+    ]
+    if len(held) < cg.spec.replicas:
+        return None  # a pod is missing: never restart another now
+    restarts = [a for a in plan_tls(held, now, settle_s=SETTLE_S) if a.kind is TlsActionKind.RESTART]
+    return restarts[0].replica if restarts else None

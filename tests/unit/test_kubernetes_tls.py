@@ -1,0 +1,188 @@
+"""TLS on Kubernetes (platforms/kubernetes/tls.py) against the in-memory API: the operator's authority and the
+certificate Secret it issues, renews and leaves alone; a user's Secret (cert-manager) checked for its keys; the
+operator's client trusting a group's authority per address; and the one controller pod restarted after a
+renewal, only when the others have settled."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import datetime as dt
+import ssl
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kube_fake import FakeApi
+
+from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
+from rocketmq_operator.control.certificates import CertificateInfo, signed_by
+from rocketmq_operator.platforms.kubernetes.auth import secret_data
+from rocketmq_operator.platforms.kubernetes.tls import (
+    AUTHORITY_SECRET,
+    certificate_objects,
+    controller_restart,
+    dns_names,
+    trust_group,
+)
+from rocketmq_operator.remoting.connection import ClientPool
+from rocketmq_operator.remoting.tls import ClientTls
+
+JSON = dict[str, Any]
+NOW = 1_800_000_000.0
+DAY = 86400.0
+BG: JSON = {
+    "apiVersion": "rocketmq-operator.dev/v1alpha1",
+    "kind": "BrokerGroup",
+    "metadata": {"name": "broker-a", "namespace": "ns"},
+    "spec": {"replicas": 2, "controllerRef": {"name": "ctl"}, "tls": {"enabled": True, "duration": "240h",
+                                                                      "renewBefore": "48h"}},
+}  # fmt: skip
+CG: JSON = {
+    "apiVersion": "rocketmq-operator.dev/v1alpha1",
+    "kind": "ControllerGroup",
+    "metadata": {"name": "ctl", "namespace": "ns"},
+    "spec": {"replicas": 3, "tls": {"enabled": True}},
+}
+
+
+def _bg(**tls: Any) -> BrokerGroup:
+    doc = copy.deepcopy(BG)
+    doc["spec"]["tls"].update(tls)
+    return BrokerGroup.model_validate(doc)
+
+
+def _cg(**tls: Any) -> ControllerGroup:
+    doc = copy.deepcopy(CG)
+    doc["spec"]["tls"].update(tls)
+    return ControllerGroup.model_validate(doc)
+
+
+def _apply(api: FakeApi, objects: list[JSON]) -> None:
+    for obj in objects:
+        asyncio.run(api.apply(obj))
+
+
+def _issue(api: FakeApi, resource: Any, now: float) -> tuple[list[JSON], Any]:
+    return asyncio.run(certificate_objects(api, resource, "ns", now))  # type: ignore[arg-type]
+
+
+def test_the_operator_issues_a_certificate_for_the_groups_names_from_the_namespace_authority() -> None:
+    api = FakeApi()
+    objects, blocked = _issue(api, _bg(), NOW)
+    assert blocked is None and [o["metadata"]["name"] for o in objects] == ["broker-a-tls"]
+    data = secret_data(objects[0])
+    ca = secret_data(api.objects[("Secret", "ns", AUTHORITY_SECRET)])["ca.crt"]
+    assert data["ca.crt"] == ca and signed_by(data["tls.crt"], ca)
+    assert data["tls.key"].startswith("-----BEGIN PRIVATE KEY-----")  # PKCS#8, as Netty reads it
+    info = CertificateInfo.of(data["tls.crt"])
+    assert set(info.dns_names) == set(dns_names(_bg(), "ns"))
+    assert "*.broker-a-headless.ns.svc.cluster.local" in info.dns_names and "broker-a-master.ns.svc" in info.dns_names
+    assert info.not_after == pytest.approx(NOW + 240 * 3600, abs=1)
+    assert objects[0]["metadata"]["annotations"]["rocketmq-operator.dev/issued-at"] == f"{NOW:.3f}"
+
+
+def test_a_good_certificate_is_left_alone_and_renewed_renew_before_its_expiry() -> None:
+    api = FakeApi()
+    objects, _ = _issue(api, _bg(), NOW)
+    _apply(api, objects)
+    assert _issue(api, _bg(), NOW + DAY) == ([], None)
+    assert _issue(api, _bg(), NOW + 8 * DAY - 60) == ([], None)  # 48 h and a minute left: not due yet
+    renewed, _ = _issue(api, _bg(), NOW + 9 * DAY)  # 24 h left < renewBefore 48 h
+    assert renewed and secret_data(renewed[0])["tls.crt"] != secret_data(objects[0])["tls.crt"]
+
+
+def test_a_new_authority_reissues_every_certificate() -> None:
+    api = FakeApi()
+    objects, _ = _issue(api, _bg(), NOW)
+    _apply(api, objects)
+    del api.objects[("Secret", "ns", AUTHORITY_SECRET)]
+    again, _ = _issue(api, _bg(), NOW + DAY)
+    assert again and secret_data(again[0])["ca.crt"] != secret_data(objects[0])["ca.crt"]
+
+
+def _user_secret(**values: str) -> JSON:
+    data = {k: base64.b64encode(v.encode()).decode() for k, v in values.items()}
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cert", "namespace": "ns"}, "data": data}
+
+
+@pytest.mark.parametrize(
+    ("secret", "says"),
+    [(None, "Secret 'cert' not found"), (_user_secret(**{"tls.crt": "x", "ca.crt": "y"}), "has no tls.key")],
+    ids=["missing", "a key missing"],
+)
+def test_a_users_secret_must_hold_the_three_keys(secret: JSON | None, says: str) -> None:
+    api = FakeApi()
+    if secret is not None:
+        api.put(secret)
+    objects, blocked = _issue(api, _bg(secretName="cert"), NOW)
+    assert objects == [] and blocked is not None and blocked[0] == "TlsSecretMissing"
+    assert blocked[1].startswith("BrokerGroup/broker-a: spec.tls.secretName: ") and says in blocked[1]
+    assert "rule:" in blocked[1] and "fix:" in blocked[1] and "\n" not in blocked[1]
+    assert ("Secret", "ns", AUTHORITY_SECRET) not in api.objects  # a user's Secret needs no authority of ours
+
+
+def test_tls_off_needs_nothing() -> None:
+    api = FakeApi()
+    doc = copy.deepcopy(BG)
+    doc["spec"]["tls"] = {"enabled": False}
+    assert asyncio.run(certificate_objects(api, BrokerGroup.model_validate(doc), "ns", NOW)) == ([], None)  # type: ignore[arg-type]
+    assert api.log == []
+
+
+def test_the_operator_trusts_the_groups_authority_for_its_addresses_only(tmp_path: Path) -> None:
+    api = FakeApi()
+    objects, _ = _issue(api, _bg(), NOW)
+    _apply(api, objects)
+
+    class Client:
+        pool = ClientPool()
+
+    client = Client()
+    assert asyncio.run(trust_group(api, client, _bg(), "ns", ["10.0.0.1:10911"], tmp_path))  # type: ignore[arg-type]
+    tls = client.pool.tls_by_addr["10.0.0.1:10911"]
+    assert tls.check_hostname is False and Path(str(tls.ca_file)).read_text() == secret_data(objects[0])["ca.crt"]
+    assert set(client.pool.tls_by_addr) == {"10.0.0.1:10911"}
+    missing = FakeApi()
+    assert not asyncio.run(trust_group(missing, client, _cg(), "ns", ["ctl-0:9878"], tmp_path))  # type: ignore[arg-type]
+
+
+def test_chain_only_verification_still_requires_a_certificate(tmp_path: Path) -> None:
+    api = FakeApi()
+    objects, _ = _issue(api, _bg(), NOW)
+    ca = tmp_path / "ca.crt"
+    ca.write_text(secret_data(objects[0])["ca.crt"])
+    context = ClientTls(str(ca), check_hostname=False).context()
+    assert context.check_hostname is False and context.verify_mode is ssl.CERT_REQUIRED
+    assert ClientTls(str(ca)).context().check_hostname is True
+
+
+def _pod(name: str, started: float, ready: bool = True) -> JSON:
+    at = dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "metadata": {"name": name},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            "containerStatuses": [{"state": {"running": {"startedAt": at}}}],
+        },
+    }
+
+
+def test_controllers_restart_one_at_a_time_after_a_renewal_once_the_others_settled() -> None:
+    api = FakeApi()
+    objects, _ = _issue(api, _cg(), NOW)
+    secret = objects[0]
+    before = NOW - 3600
+    pods = [_pod("ctl-0", before), _pod("ctl-1", before), _pod("ctl-2", before)]
+    assert controller_restart(_cg(), secret, pods, NOW + 60) == "ctl-0"
+    # ctl-0 back with the new certificate, but not settled yet: nobody else now.
+    pods[0] = _pod("ctl-0", NOW + 70)
+    assert controller_restart(_cg(), secret, pods, NOW + 75) is None
+    assert controller_restart(_cg(), secret, pods, NOW + 100) == "ctl-1"
+    # A pod not ready, or missing: never restart another.
+    assert controller_restart(_cg(), secret, [pods[0], _pod("ctl-1", before, ready=False), pods[2]], NOW + 100) is None
+    assert controller_restart(_cg(), secret, pods[:2], NOW + 100) is None
+    # All started after the issue: nothing to do.
+    fresh = [_pod(f"ctl-{i}", NOW + 10) for i in range(3)]
+    assert controller_restart(_cg(), secret, fresh, NOW + 100) is None
