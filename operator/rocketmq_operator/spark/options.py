@@ -42,6 +42,9 @@ option                         meaning (default)
 ``tlsCaFile``                  PEM file of the authority that signed the servers' certificates, at the same
                                path on the driver and every executor (a mounted Secret on Kubernetes);
                                unset with ``tls=true``: the system's trust store
+``tlsCheckHostname``           ``false``: verify the chain only, not the name or address the certificate is
+                               issued to, as RocketMQ's Java clients do (on Kubernetes brokers are dialled by
+                               pod IP, which their certificates do not name; default true)
 =============================  ==========================================================================
 """
 
@@ -81,6 +84,7 @@ OPTION_NAMES: tuple[str, ...] = (
     "secretKey",
     "tls",
     "tlsCaFile",
+    "tlsCheckHostname",
 )
 _CANONICAL = {name.lower(): name for name in OPTION_NAMES}
 _TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
@@ -122,6 +126,7 @@ class SourceOptions:
     secret_key: str | None = field(default=None, repr=False)
     tls: bool = False
     tls_ca_file: str | None = None
+    tls_check_hostname: bool = True
 
     @property
     def sub_expression(self) -> str:
@@ -328,4 +333,5 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         secret_key=secret_key,
         tls=tls,
         tls_ca_file=tls_ca_file,
+        tls_check_hostname=_bool(opts, "tlsCheckHostname", True),
     )

@@ -175,3 +175,21 @@ def test_tls_options() -> None:
     assert ReadSettings.of(parse_options({**base, "tls": "true"}, streaming=False)).tls == ClientTls(None)
     with pytest.raises(OptionError, match=r"^tls: false with tlsCaFile"):
         parse_options({**base, "tls": "false", "tlsCaFile": "/ca.crt"}, streaming=False)
+    # On Kubernetes: the chain verified, not the pod IP a broker is dialled at.
+    chain = ReadSettings.of(
+        parse_options({**base, "tlsCaFile": "/ca.crt", "tlsCheckHostname": "false"}, streaming=False)
+    )
+    assert chain.tls == ClientTls("/ca.crt", check_hostname=False)
+
+
+def test_the_clis_tls_chain_only_flag() -> None:
+    import argparse
+
+    from rocketmq_operator.cli.tools import add_tls_arguments, tls_from
+    from rocketmq_operator.remoting.tls import ClientTls
+
+    parser = argparse.ArgumentParser()
+    add_tls_arguments(parser)
+    assert tls_from(parser.parse_args([])) is None
+    assert tls_from(parser.parse_args(["--tls"])) == ClientTls(None)
+    assert tls_from(parser.parse_args(["--tls-chain-only"])) == ClientTls(None, check_hostname=False)
