@@ -281,6 +281,13 @@ class Group:
             return None
         return self.tool_result(pod, timeout=timeout)
 
+    def tool_output(self, pod: str, *args: str, timeout: float = 300) -> str:
+        """Run ``rocketmq-operator ARGS`` in a pod of the operator image and return what it printed (for a run
+        that is expected to fail with a one-line error)."""
+        image = f"ghcr.io/rocketmq-operator/rocketmq-operator:{operator_version()}"
+        self.node.start_pod(self.ns, pod, image, "rocketmq-operator", *args)
+        return self.node.pod_output(self.ns, pod, timeout=timeout)
+
     def tool_result(self, pod: str, timeout: float = 900) -> dict[str, Any]:
         out = self.node.pod_output(self.ns, pod, timeout=timeout)
         start = out.find("{")
