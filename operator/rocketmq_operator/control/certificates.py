@@ -28,6 +28,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+AUTHORITY_LIFETIME_S = 10 * 365 * 86400
+"""Ten years: the operator's authorities (one per local state directory, one per Kubernetes namespace)."""
 BACKDATE_S = 300
 """Certificates start five minutes in the past: a peer whose clock is a little behind still accepts them."""
 

@@ -21,6 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+SETTLE_S = 20.0
+"""A restarted controller has this long to rejoin its quorum before the next one is restarted."""
+
 
 class TlsActionKind(StrEnum):
     ISSUE = "issue"
@@ -69,7 +72,7 @@ def _issue_reason(h: HeldCertificate, now: float) -> str | None:
     return None
 
 
-def plan_tls(held: Sequence[HeldCertificate], now: float, *, settle_s: float = 20.0) -> list[TlsAction]:
+def plan_tls(held: Sequence[HeldCertificate], now: float, *, settle_s: float = SETTLE_S) -> list[TlsAction]:
     actions: list[TlsAction] = []
     issued: set[str] = set()
     for h in held:

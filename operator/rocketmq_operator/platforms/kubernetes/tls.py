@@ -36,6 +36,7 @@ from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, duration_seconds
 from rocketmq_operator.control.certificates import (
+    AUTHORITY_LIFETIME_S,
     CertificateError,
     CertificateInfo,
     IssuedPair,
@@ -43,7 +44,7 @@ from rocketmq_operator.control.certificates import (
     new_authority,
     signed_by,
 )
-from rocketmq_operator.core.tls import HeldCertificate, TlsActionKind, plan_tls
+from rocketmq_operator.core.tls import SETTLE_S, HeldCertificate, TlsActionKind, plan_tls
 from rocketmq_operator.platforms.kubernetes.auth import secret_data
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.remoting import RemotingClient
@@ -54,9 +55,7 @@ from rocketmq_operator.render.kubernetes.names import tls_secret_name
 JSON = dict[str, Any]
 AUTHORITY_SECRET = "rocketmq-operator-tls-ca"
 AUTHORITY_NAME = "rocketmq-operator namespace CA"
-AUTHORITY_LIFETIME_S = 10 * 365 * 86400
 ANNOTATION_ISSUED_AT = "rocketmq-operator.dev/issued-at"
-SETTLE_S = 20.0
 CLUSTER_DOMAIN = "cluster.local"
 TLS_CA_DIR = Path(tempfile.gettempdir()) / "rocketmq-operator-tls"
 """Where the operator writes the authorities it trusts (the operator pod's /tmp is an emptyDir)."""

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup, duration_seconds
 from rocketmq_operator.control.certificates import (
+    AUTHORITY_LIFETIME_S,
     CertificateError,
     CertificateInfo,
     IssuedPair,
@@ -32,7 +33,7 @@ from rocketmq_operator.control.certificates import (
     new_authority,
     signed_by,
 )
-from rocketmq_operator.core.tls import HeldCertificate, TlsActionKind, plan_tls
+from rocketmq_operator.core.tls import SETTLE_S, HeldCertificate, TlsActionKind, plan_tls
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, ReplicaProcess, write_text_atomic
@@ -41,10 +42,7 @@ from rocketmq_operator.remoting.tls import ClientTls
 log = logging.getLogger("rocketmq_operator.local.tls")
 
 AUTHORITY_NAME = "rocketmq-operator local CA"
-AUTHORITY_LIFETIME_S = 10 * 365 * 86400
 CERT_DNS_NAMES = ("localhost",)
-SETTLE_S = 20.0
-"""A restarted controller has this long to rejoin its quorum before the next one is restarted."""
 CHECK_EVERY_S = 5.0
 
 
