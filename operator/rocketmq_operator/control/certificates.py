@@ -4,7 +4,8 @@ would write it to Secrets.
 
 Contract:
 
-* `new_authority(name, lifetime_s, now)` makes a self-signed CA (ECDSA P-256, path length 0).
+* `new_authority(name, lifetime_s, now)` makes a self-signed CA (ECDSA P-256, path length 0);
+  `held_or_new_authority(cert, key, name, now)` keeps a held one while it is valid.
 * `issue(authority, common_name, dns_names, ip_addresses, lifetime_s, now)` makes a server-and-client
   certificate (RocketMQ processes are both) signed by `authority`, with every name and address as a SAN, so
   clients that check the host they dial accept it. The key is unencrypted PKCS#8 PEM, the form Netty's
@@ -125,6 +126,18 @@ def new_authority(name: str, lifetime_s: int, now: float) -> IssuedPair:
         .sign(key, hashes.SHA256())
     )
     return IssuedPair(cert.public_bytes(serialization.Encoding.PEM).decode(), _key_pem(key))
+
+
+def held_or_new_authority(cert_pem: str | None, key_pem: str | None, name: str, now: float) -> tuple[IssuedPair, bool]:
+    """The authority a platform holds (its PEM certificate and key) while it is readable and unexpired, else a new
+    one; True when new (the platform stores it). Both platforms keep their authority this way."""
+    if cert_pem and key_pem:
+        try:
+            if CertificateInfo.of(cert_pem).not_after > now:
+                return IssuedPair(cert_pem, key_pem), False
+        except CertificateError:
+            pass
+    return new_authority(name, AUTHORITY_LIFETIME_S, now), True
 
 
 def issue(

@@ -57,8 +57,8 @@ async def _restart_after_renewal(kube: KubeClient, cg: ControllerGroup, ns: str,
     pod = controller_restart(cg, await kube.get("Secret", ns, name), pods, time.time())
     if pod is not None:
         await kube.delete("Pod", ns, pod)
-        what = f"restarted {pod} to load the renewed certificate of Secret {name}"
-        log.info("ControllerGroup %s/%s: %s", ns, cg.metadata.name, what)
+        log.info("ControllerGroup %s/%s: restarted %s to load the renewed certificate of Secret %s", ns,
+                 cg.metadata.name, pod, name)  # fmt: skip
 
 
 async def controller_pass(kube: KubeClient, client: RemotingClient, resource: kopf.Body) -> None:

@@ -36,12 +36,11 @@ from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, duration_seconds
 from rocketmq_operator.control.certificates import (
-    AUTHORITY_LIFETIME_S,
     CertificateError,
     CertificateInfo,
     IssuedPair,
+    held_or_new_authority,
     issue,
-    new_authority,
     signed_by,
 )
 from rocketmq_operator.core.tls import SETTLE_S, HeldCertificate, TlsActionKind, plan_tls
@@ -77,17 +76,10 @@ def _secret(name: str, namespace: str, values: dict[str, str], meta: JSON | None
 
 async def authority(kube: KubeClient, namespace: str, now: float) -> IssuedPair:
     """The namespace's authority, made (and stored) when there is none or it has expired."""
-    current = await kube.get("Secret", namespace, AUTHORITY_SECRET)
-    data = secret_data(current or {})
-    cert, key = data.get("ca.crt"), data.get("ca.key")
-    if cert and key:
-        try:
-            if CertificateInfo.of(cert).not_after > now:
-                return IssuedPair(cert, key)
-        except CertificateError:
-            pass
-    pair = new_authority(AUTHORITY_NAME, AUTHORITY_LIFETIME_S, now)
-    await kube.apply(_secret(AUTHORITY_SECRET, namespace, {"ca.crt": pair.cert_pem, "ca.key": pair.key_pem}))
+    data = secret_data(await kube.get("Secret", namespace, AUTHORITY_SECRET) or {})
+    pair, new = held_or_new_authority(data.get("ca.crt"), data.get("ca.key"), AUTHORITY_NAME, now)
+    if new:
+        await kube.apply(_secret(AUTHORITY_SECRET, namespace, {"ca.crt": pair.cert_pem, "ca.key": pair.key_pem}))
     return pair
 
 

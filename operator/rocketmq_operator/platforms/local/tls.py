@@ -25,12 +25,11 @@ from pathlib import Path
 
 from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup, duration_seconds
 from rocketmq_operator.control.certificates import (
-    AUTHORITY_LIFETIME_S,
     CertificateError,
     CertificateInfo,
     IssuedPair,
+    held_or_new_authority,
     issue,
-    new_authority,
     signed_by,
 )
 from rocketmq_operator.core.tls import SETTLE_S, HeldCertificate, TlsActionKind, plan_tls
@@ -100,14 +99,9 @@ def _read(path: Path) -> str | None:
 
 
 def _authority(layout: StateLayout, now: float) -> IssuedPair:
-    cert, key = _read(layout.tls_ca), _read(layout.tls_ca_key)
-    if cert is not None and key is not None:
-        try:
-            if CertificateInfo.of(cert).not_after > now:
-                return IssuedPair(cert, key)
-        except CertificateError:
-            pass
-    pair = new_authority(AUTHORITY_NAME, AUTHORITY_LIFETIME_S, now)
+    pair, new = held_or_new_authority(_read(layout.tls_ca), _read(layout.tls_ca_key), AUTHORITY_NAME, now)
+    if not new:
+        return pair
     write_text_atomic(layout.tls_ca_key, pair.key_pem)
     write_text_atomic(layout.tls_ca, pair.cert_pem, 0o644)
     log.info("issued a new certificate authority %s", layout.tls_ca)
