@@ -549,6 +549,32 @@ def test_controller_type_is_fixed_at_creation(crds: Any) -> None:
         crds.kubectl("delete", "controllergroup", "ctl-type", "-n", "default", "--wait=false", check=False)
 
 
+def test_tls_is_fixed_at_creation_on_both_kinds(crds: Any) -> None:
+    """Switching TLS on (from the default, absent) or off on a created group is refused by the API server."""
+    controllers = {
+        "apiVersion": "rocketmq-operator.dev/v1alpha1",
+        "kind": "ControllerGroup",
+        "metadata": {"name": "ctl-tls", "namespace": "default"},
+        "spec": {"replicas": 3},
+    }
+    brokers = {
+        "apiVersion": "rocketmq-operator.dev/v1alpha1",
+        "kind": "BrokerGroup",
+        "metadata": {"name": "bg-tls", "namespace": "default"},
+        "spec": {"replicas": 2, "haMode": "async", "nameServers": ["ns-0:9876"], "tls": {"enabled": True}},
+    }
+    try:
+        for doc, kind, enabled in ((controllers, "ControllerGroup", True), (brokers, "BrokerGroup", False)):
+            crds.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+            doc["spec"]["tls"] = {"enabled": enabled}
+            res = crds.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc), check=False)
+            assert res.returncode != 0 and "spec.tls.enabled is fixed at creation" in res.stderr, res.stderr
+            assert f"fix: create a new {kind} with the other setting" in res.stderr, res.stderr
+    finally:
+        crds.kubectl("delete", "controllergroup", "ctl-tls", "-n", "default", "--wait=false", check=False)
+        crds.kubectl("delete", "brokergroup", "bg-tls", "-n", "default", "--wait=false", check=False)
+
+
 def test_operator_memory_is_recorded_after_the_module(operator: Operator) -> None:
     """Resident memory after every test above ran against this operator (docs/operator-memory.md records it;
     recorded, never asserted: it depends on the machine and the libraries' versions)."""

@@ -239,6 +239,19 @@ def _crd(
                 "JRaft or back); fix: create a new ControllerGroup with the other type",
             }
         ]
+    tls_enabled = spec_schema.get("properties", {}).get("tls", {}).get("properties", {}).get("enabled")
+    if tls_enabled is not None:
+        # Defaulted to false, so present on both sides of every update. A rolling switch would leave TLS and
+        # plain-text pods (and the group's ControllerGroup) unable to reach each other mid-roll; the local
+        # platform refuses the same change (platforms/local/roll.py).
+        tls_enabled["x-kubernetes-validations"] = [
+            {
+                "rule": "self == oldSelf",
+                "message": "spec.tls.enabled is fixed at creation (a rolling switch would leave TLS and plain-text "
+                f"processes unable to reach each other); fix: create a new {kind} with the other setting and move "
+                "clients to it",
+            }
+        ]
     spec_schema["description"] = f"The desired {kind}: what the operator makes run."
     status_schema = model_schema(status)
     status_schema["description"] = f"The {kind} as last observed, written by the operator (not to be edited)."
