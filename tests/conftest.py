@@ -9,8 +9,8 @@ late, so that wake-ups are batched. The slack is inherited across fork and exec 
 test process sets it once, and the local JVMs, the supervisors, Spark, and the node's containerd (and so every pod)
 inherit it. At 20 ms, the same idle quickstart measured 1024 → 405 CPU ticks over 30 s, and
 tests/integration/test_failover_real.py alone took 220 busy CPU-seconds instead of 252. Waits that are woken by an
-event (a socket, a notify) are not delayed; only timeouts end up to 20 ms late, which is well inside every timeout
-RocketMQ and the operator use (the shortest is 1 s). Benchmarks and users run with the kernel's default (50 µs).
+event (a socket, a notify) are not delayed; only timeouts end up to 20 ms late, well inside the timeouts RocketMQ
+and the operator use (seconds). Benchmarks and users run with the kernel's default (50 µs).
 `ROCKETMQ_OPERATOR_TEST_TIMER_SLACK_NS=0` turns it off.
 """
 
