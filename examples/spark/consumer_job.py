@@ -4,6 +4,12 @@ The name servers come from the environment variable ``ROCKETMQ_NAME_SERVERS`` (i
 key of the ``<controllerGroup>-connection`` ConfigMap the operator publishes, through ``valueFrom.configMapKeyRef``;
 see README.md) or from ``--name-servers``.
 
+A group with ``spec.auth`` or ``spec.tls`` needs what the ``produce``/``consume`` tools take, from the same
+environment variables: ``ROCKETMQ_ACCESS_KEY`` and ``ROCKETMQ_SECRET_KEY`` (an ACL 2.0 user, from its Secret through
+``valueFrom.secretKeyRef``; the password is never on the command line) and ``ROCKETMQ_TLS_CA`` (the path of the
+group's ``ca.crt``, a mounted Secret). Inside the cluster pass ``--tls-chain-only``: brokers register pod IPs, which
+no certificate names, so the chain is verified and the host name is not (as RocketMQ's Java clients do).
+
 Offsets live only in the checkpoint (``--checkpoint``): a restarted job resumes where the last committed
 micro-batch ended. With the default file sink (Parquet under ``--output``, committed through its
 ``_spark_metadata`` log) or ``--sink foreach-batch`` (each micro-batch overwrites ``<output>/batch_id=<id>``, so a
@@ -37,10 +43,46 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--read-from", choices=("auto", "master"), default="auto")
     p.add_argument("--trigger-seconds", type=float, default=10.0, help="micro-batch interval")
     p.add_argument("--available-now", action="store_true", help="read what is there now, then stop")
+    p.add_argument(
+        "--access-key",
+        default=os.environ.get("ROCKETMQ_ACCESS_KEY"),
+        help="ACL 2.0 user (default: $ROCKETMQ_ACCESS_KEY); its password comes from $ROCKETMQ_SECRET_KEY only",
+    )
+    p.add_argument(
+        "--tls-ca", default=os.environ.get("ROCKETMQ_TLS_CA"), help="PEM authority to trust (default: $ROCKETMQ_TLS_CA)"
+    )
+    p.add_argument("--tls-chain-only", action="store_true", help="verify the certificate chain, not the host name")
     args = p.parse_args(argv)
     if not args.name_servers:
         p.error("no name servers: set ROCKETMQ_NAME_SERVERS (from the <controllerGroup>-connection ConfigMap)")
+    args.secret_key = os.environ.get("ROCKETMQ_SECRET_KEY")
+    if bool(args.access_key) != bool(args.secret_key):
+        p.error("--access-key and $ROCKETMQ_SECRET_KEY go together: set both (from the user's Secret) or neither")
+    if args.tls_chain_only and not args.tls_ca:
+        p.error("--tls-chain-only needs --tls-ca (or $ROCKETMQ_TLS_CA): the authority whose chain is verified")
     return args
+
+
+def source_options(args: argparse.Namespace) -> dict[str, str]:
+    """The ``rocketmq`` source's options for these arguments (credentials and TLS only when given)."""
+    options = {
+        "nameServers": args.name_servers,
+        "startingOffsets": args.starting_offsets,
+        "maxMessagesPerTrigger": str(args.max_messages_per_trigger),
+        "readFrom": args.read_from,
+        "failOnDataLoss": "true",
+    }
+    if args.topic_pattern:
+        options["topicPattern"] = args.topic_pattern
+    else:
+        options["topics"] = args.topic
+    if args.access_key:
+        options["accessKey"], options["secretKey"] = args.access_key, args.secret_key
+    if args.tls_ca:
+        options["tlsCaFile"] = args.tls_ca
+        if args.tls_chain_only:
+            options["tlsCheckHostname"] = "false"
+    return options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,29 +94,22 @@ def main(argv: list[str] | None = None) -> int:
     spark = SparkSession.builder.appName("rocketmq-consumer").getOrCreate()
     register(spark)
 
-    reader = (
+    messages = (
         spark.readStream.format("rocketmq")
-        .option("nameServers", args.name_servers)
-        .option("startingOffsets", args.starting_offsets)
-        .option("maxMessagesPerTrigger", str(args.max_messages_per_trigger))
-        .option("readFrom", args.read_from)
-        .option("failOnDataLoss", "true")
-    )
-    if args.topic_pattern:
-        reader = reader.option("topicPattern", args.topic_pattern)
-    else:
-        reader = reader.option("topics", args.topic)
-    messages = reader.load().selectExpr(
-        "topic",
-        "brokerName",
-        "queueId",
-        "queueOffset",
-        "msgId",
-        "keys",
-        "tags",
-        "body",
-        "storeTimestamp",
-        "servedByBrokerId",
+        .options(**source_options(args))
+        .load()
+        .selectExpr(
+            "topic",
+            "brokerName",
+            "queueId",
+            "queueOffset",
+            "msgId",
+            "keys",
+            "tags",
+            "body",
+            "storeTimestamp",
+            "servedByBrokerId",
+        )
     )
 
     if args.sink == "files":
