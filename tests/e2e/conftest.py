@@ -288,6 +288,11 @@ class Group:
         self.node.start_pod(self.ns, pod, image, "rocketmq-operator", *args)
         return self.node.pod_output(self.ns, pod, timeout=timeout)
 
+    def interrupt(self, pod: str) -> None:
+        """Ctrl-C for the tool in a pod: SIGINT to every process but the pod's shell (PID 1) and the exec'd one.
+        The tool prints its partial report and exits; a tool that already finished is left alone."""
+        self.node.kubectl("-n", self.ns, "exec", pod, "--", "sh", "-c", "kill -INT -1", check=False)
+
     def tool_result(self, pod: str, timeout: float = 900) -> dict[str, Any]:
         out = self.node.pod_output(self.ns, pod, timeout=timeout)
         start = out.find("{")
