@@ -216,6 +216,11 @@ _CONTROLLER_COLUMNS: list[JSON] = [
 ]
 
 
+def _fixed_at_creation(prop: JSON, message: str) -> None:
+    """A CEL transition rule on one property: an update may not change it (checked when it is on both sides)."""
+    prop["x-kubernetes-validations"] = [{"rule": "self == oldSelf", "message": message}]
+
+
 def _crd(
     kind: Kind,
     plural: str,
@@ -229,29 +234,24 @@ def _crd(
     _bound_config_maps(spec_schema)
     rules = rules_for(kind)
     spec_schema["x-kubernetes-validations"] = _cel_validations(rules, "spec")
-    controller_type = spec_schema.get("properties", {}).get("type")
-    if kind == "ControllerGroup" and controller_type is not None:
+    properties = spec_schema.get("properties", {})
+    if kind == "ControllerGroup" and "type" in properties:
         # RocketMQ cannot move a controller store between DLedger and JRaft (docs/cn/controller/deploy.md).
-        controller_type["x-kubernetes-validations"] = [
-            {
-                "rule": "self == oldSelf",
-                "message": "spec.type is fixed at creation (RocketMQ cannot convert a DLedger controller store to "
-                "JRaft or back); fix: create a new ControllerGroup with the other type",
-            }
-        ]
-    tls_enabled = spec_schema.get("properties", {}).get("tls", {}).get("properties", {}).get("enabled")
+        _fixed_at_creation(
+            properties["type"],
+            "spec.type is fixed at creation (RocketMQ cannot convert a DLedger controller store to JRaft or back); "
+            "fix: create a new ControllerGroup with the other type",
+        )
+    tls_enabled = properties.get("tls", {}).get("properties", {}).get("enabled")
     if tls_enabled is not None:
         # Defaulted to false, so present on both sides of every update. A rolling switch would leave TLS and
         # plain-text pods (and the group's ControllerGroup) unable to reach each other mid-roll; the local
         # platform refuses the same change (platforms/local/roll.py).
-        tls_enabled["x-kubernetes-validations"] = [
-            {
-                "rule": "self == oldSelf",
-                "message": "spec.tls.enabled is fixed at creation (a rolling switch would leave TLS and plain-text "
-                f"processes unable to reach each other); fix: create a new {kind} with the other setting and move "
-                "clients to it",
-            }
-        ]
+        _fixed_at_creation(
+            tls_enabled,
+            "spec.tls.enabled is fixed at creation (a rolling switch would leave TLS and plain-text processes "
+            f"unable to reach each other); fix: create a new {kind} with the other setting and move clients to it",
+        )
     spec_schema["description"] = f"The desired {kind}: what the operator makes run."
     status_schema = model_schema(status)
     status_schema["description"] = f"The {kind} as last observed, written by the operator (not to be edited)."
