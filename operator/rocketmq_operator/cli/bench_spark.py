@@ -8,7 +8,8 @@ Contract:
 * The group: ``--namesrv host:port[;host:port]`` uses a running cluster as is. Otherwise ``-f FILE`` is
   brought up with the local platform's CLI (``local up -f FILE --wait``, run as a subprocess as any user
   would) unless ``local status --json`` in ``--state-dir`` shows a running
-  supervisor; a cluster brought up here is brought down (data kept) at the end unless ``--keep-up``.
+  supervisor; a cluster brought up here is brought down (data kept) at the end unless ``--keep`` (as every
+  ``bench`` command spells it; ``--keep-up``, its first name, is still accepted but not shown in the help).
 * ``--java`` (default on) also times the Java client's ``DefaultLitePullConsumer`` (:func:`java_reads`).
 * Output: ``--json`` prints :func:`.bench.run_bench`'s document; otherwise a short table. Exit 0 when
   ``count_ok``, 1 when not, or with one ``error:`` line on stderr when pyspark is missing or the group cannot
@@ -187,7 +188,7 @@ def cmd_bench_spark(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     finally:
-        if started and not args.keep_up:
+        if started and not args.keep:
             _local(args, "down", timeout=300)
     if args.json:
         print(json.dumps(doc, indent=2))
@@ -237,6 +238,8 @@ def register_bench(bench_sub: Any) -> None:
         default=True,
         help="also time the Java client's DefaultLitePullConsumer (default: on)",
     )
-    p.add_argument("--keep-up", action="store_true", help="leave a cluster brought up here running")
+    p.add_argument("--keep", action="store_true", help="leave a cluster brought up here running")
+    # The option's first name: existing scripts keep working, the help shows the one spelling of every command.
+    p.add_argument("--keep-up", dest="keep", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the JSON document")
     p.set_defaults(func=cmd_bench_spark)
