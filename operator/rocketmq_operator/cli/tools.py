@@ -285,7 +285,8 @@ def register(sub: Any) -> None:
         "--create-topic",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="create a missing topic on every master of the cluster, 4/4 queues (default: on)",
+        help="create a missing topic on every master of the cluster, 4/4 queues (default: on); with "
+        "--no-create-topic a missing topic is looked up again for --timeout x (1 + --retries) seconds, then refused",
     )
     p.add_argument("--cluster", default=None, metavar="NAME", help="cluster for topic creation (default: the only one)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S", help="per attempt, seconds")

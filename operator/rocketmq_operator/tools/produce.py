@@ -30,7 +30,8 @@ Contract:
   the final status and the attempts (:class:`SendRecord`). :func:`recovery_windows` computes OpenChaos's
   client-visible unavailability windows from such records.
 * Passing ``client`` uses (and does not close) that client; otherwise a :class:`RemotingClient` is made for
-  ``namesrv`` and closed. Setup problems raise :class:`ToolError`.
+  ``namesrv`` and closed. Setup problems raise :class:`ToolError`. With ``create_topic`` off, a topic namesrv
+  has no route for is looked up again for ``timeout * (1 + retries)`` seconds, then refused.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.remoting.tls import ClientTls
 
 from .digest import Digest, body_for, message_digest
-from .routing import DEFAULT_ROUTE_REFRESH_S, RouteClient, ToolError, TopicRouter, ensure_topic
+from .routing import DEFAULT_ROUTE_REFRESH_S, DEFAULT_ROUTE_WAIT_S, RouteClient, ToolError, TopicRouter, ensure_topic
 from .stats import RecoveryWindow, latency_summary, recovery_windows
 
 DEFAULT_PRODUCER_GROUP = "rocketmq-operator-produce"
@@ -413,7 +414,11 @@ async def produce(
     own = client is None
     active: ProduceClient = _own_client(namesrv, timeout, credentials, tls) if client is None else client
     try:
-        route = await ensure_topic(active, topic, create=create_topic, cluster=cluster, timeout=timeout)
+        # With creation off, a missing route is waited for as long as one message may take (1 + retries
+        # attempts of `timeout`), not ensure_topic's 30 s: `--timeout 3 --retries 0` gives up after 3 s. A topic
+        # just created keeps the longer wait for its route to reach every master.
+        wait_s = DEFAULT_ROUTE_WAIT_S if create_topic else timeout * (1 + retries)
+        route = await ensure_topic(active, topic, create=create_topic, cluster=cluster, timeout=timeout, wait_s=wait_s)
         router = TopicRouter(active, topic, timeout=timeout, refresh_interval=route_refresh_s, route=route)
         sender = Sender(active, router, timeout=timeout, retries=retries, producer_group=producer_group, tags=tags)
         records = progress.records

@@ -38,6 +38,7 @@ from rocketmq_operator.remoting import (
 
 DEFAULT_QUEUES = 4
 DEFAULT_ROUTE_REFRESH_S = 30.0
+DEFAULT_ROUTE_WAIT_S = 30.0
 
 
 class ToolError(Exception):
@@ -193,7 +194,7 @@ async def ensure_topic(
     read_queues: int = DEFAULT_QUEUES,
     write_queues: int = DEFAULT_QUEUES,
     timeout: float | None = None,
-    wait_s: float = 30.0,
+    wait_s: float = DEFAULT_ROUTE_WAIT_S,
     poll_s: float = 0.2,
 ) -> TopicRoute:
     """The topic's route, creating the topic on every master of the cluster if namesrv does not know it.
@@ -211,8 +212,9 @@ async def ensure_topic(
                 break
             if time.monotonic() >= deadline:
                 raise ToolError(
-                    f"topic {topic!r} does not exist: namesrv had no route for it for {wait_s:g}s (and topic "
-                    "creation is off; create the topic, or drop --no-create-topic)"
+                    f"topic {topic!r} does not exist: namesrv had no route for it for {wait_s:g}s and topic "
+                    "creation is off; fix: drop --no-create-topic (the tool then creates it), or declare a Topic "
+                    "for it (kind: Topic)"
                 ) from exc
         await asyncio.sleep(poll_s)
     try:

@@ -206,6 +206,20 @@ async def test_bad_arguments() -> None:
         await produce(None, "t", 1)
 
 
+async def test_missing_topic_without_creation_is_waited_for_timeout_times_attempts_only() -> None:
+    """`--no-create-topic --timeout 3 --retries 0` on a missing topic waited ensure_topic's 30 s; the wait is
+    now the message's own budget, (1 + retries) x timeout, and the refusal names the topic and the fix."""
+    client = FakeClient()
+    with pytest.raises(ToolError) as raised:
+        await produce(None, "missing", 1, create_topic=False, timeout=0.04, retries=0, client=client)
+    message = str(raised.value)
+    assert "topic 'missing' does not exist: namesrv had no route for it for 0.04s" in message, message
+    assert "fix: drop --no-create-topic" in message and "declare a Topic" in message, message
+    assert client.route_lookups >= 1 and client.created == [] and client.sends == []
+    with pytest.raises(ToolError, match=r"for 0\.12s"):
+        await produce(None, "missing", 1, create_topic=False, timeout=0.04, retries=2, client=FakeClient())
+
+
 def _rec(seq: int, start: float, end: float, ok: bool) -> SendRecord:
     return SendRecord(seq, f"k{seq}", start, end, (end - start) * 1000, "PUT_OK" if ok else "TIMEOUT", ok, 1)
 
@@ -272,6 +286,14 @@ def test_cli_produce_json_and_exit_codes(monkeypatch: pytest.MonkeyPatch, capsys
     args = parser.parse_args(["produce", "--namesrv", "ns:9876", "--topic", "missing", "--count", "1"])
     assert args.func(args) == 1
     assert "error:" in capsys.readouterr().err
+
+    argv = ["--topic", "missing", "--count", "1", "--no-create-topic", "--timeout", "0.05", "--retries", "0"]
+    args = parser.parse_args(["produce", "--namesrv", "ns:9876", *argv])
+    assert args.func(args) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1, captured.err
+    assert captured.err.startswith("error: topic 'missing' does not exist") and "for 0.05s" in captured.err
+    assert "drop --no-create-topic" in captured.err and "declare a Topic" in captured.err
 
 
 def test_cli_produce_ctrl_c_prints_the_partial_report_and_exits_130(
