@@ -66,7 +66,7 @@ def test_ctrl_c_during_the_teardown_says_what_is_left_and_how_to_stop_it(
 
     monkeypatch.setattr(switchover, "run_bench", run_bench)
     args = argparse.Namespace(files=["x.yaml"], state_dir=str(tmp_path), switchovers=1, rate=1.0, keep=False,
-                              json=False)  # fmt: skip
+                              json=False, load=0)  # fmt: skip
     assert bench_cli.cmd_switchover(args) == 130
     assert capsys.readouterr().err.strip() == (
         f"interrupted: still running (the teardown was interrupted): 3 processes from {tmp_path}; "

@@ -21,6 +21,11 @@ At the end every acknowledged message must be consumed: `lost` counts those that
 acknowledgements a deposed master gave: every acknowledged message's (queue, offset) is read back from the final
 master, and a different message (or none) there means the acknowledgement came from a master whose data was
 truncated away; the stale-route client's acknowledgements after the election count too.
+
+`extra_elections`: elections beyond the one per fault. The controller's master and epoch are sampled all along
+(`bench.elections`); every epoch bump from a trial's recovery to the next fault (after the last trial: to the end
+of the read-back) is an election nobody asked for. Per trial: `epoch_before`, `epoch_at_recovery`,
+`extra_elections`, and `epochs`, the [epoch, master] pairs seen from the fault on.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import yaml
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.api.validation import load_documents
 from rocketmq_operator.bench import phase
+from rocketmq_operator.bench.elections import EpochWatch, Sample, Window, epochs_seen, extra_elections, watching
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.core.status import build_broker_status
@@ -91,6 +97,10 @@ class Trial:
     stale_acks: int = 0  # ... that it acknowledged (each one a write a deposed master took)
     leader_change_s: float | None = None  # controller leader SIGKILL -> another leader answers
     notes: list[str] = field(default_factory=list)
+    epoch_before: int | None = None  # the master epoch right before the fault
+    epoch_at_recovery: int | None = None  # ... once the producer was through the outage
+    extra_elections: int = 0  # elections after the recovery, before the next fault (or the end of the run)
+    epochs: list[list[int | None]] = field(default_factory=list)  # [epoch, master] seen from the fault on
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -359,8 +369,14 @@ async def run_bench(
     stale_clients: list[StaleRouteClient] = []
     topic = f"bench-failover-{int(time.time())}"
     deposed_acks = 0
+    faulted_at: list[float] = []
+    recovered_at: list[float] = []
     try:
-        async with state_client(state, connect_timeout=1.0, request_timeout=2.0) as client:
+        async with (
+            state_client(state, connect_timeout=1.0, request_timeout=2.0) as client,
+            # The master and its epoch all along the run: an election after a trial's recovery is an extra one.
+            watching(EpochWatch(lambda: group.controller_master(client))) as watch,
+        ):
             producer = SteadyProducer(topic, rate, namesrv=state.name_servers, size=512, timeout=3.0, retries=2)
             await producer.start()
             try:
@@ -383,10 +399,13 @@ async def run_bench(
                     for r in states[group.name].replicas:
                         if r.broker_id is not None:
                             by_id[r.broker_id] = r.name
+                    asked_at = time.time()
                     old, old_epoch, _ = await retrying(lambda: group.controller_master(client))
+                    watch.samples.append(Sample(asked_at, old, old_epoch))
                     assert old is not None
                     old_addr = next(e.address for e in group.endpoints if e.name == by_id[old])
                     killed_at = await _signal(state_dir, by_id[old], "STOP" if fault == "stop" else "KILL")
+                    faulted_at.append(killed_at)
 
                     async def elected(old: int = old, old_epoch: int | None = old_epoch) -> bool:
                         master, epoch, _ = await group.controller_master(client)
@@ -427,6 +446,8 @@ async def run_bench(
                         await stale_task
                     observed_at = await observe_task
                     recovered = await _recovered(producer, killed_at, RECOVERY_TIMEOUT_S)
+                    recovered_at.append(time.time())
+                    at_recovery = await watch.sample()
                     await asyncio.sleep(1.0)  # a little steady traffic after the recovery
                     new_master, _, _ = await retrying(lambda: group.controller_master(client))
                     now = time.time()
@@ -449,6 +470,8 @@ async def run_bench(
                             stale_acks=len(stale.acks) if stale else 0,
                             leader_change_s=leader_change_s,
                             notes=notes,
+                            epoch_before=old_epoch,
+                            epoch_at_recovery=at_recovery.epoch if at_recovery else None,
                         )
                     )
             finally:
@@ -474,10 +497,18 @@ async def run_bench(
                 deposed_acks = await count_deposed_acks(client, group.name, topic, checked, master.address)
             else:
                 deposed_acks = -1  # unknown: no master at the end
+            # The read-back above is the settle time after the last trial: its elections are extra too.
+            ended_at = time.time()
+            await watch.sample()
     finally:
         if not keep:
             await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
         manifests.cleanup()
+    ends = [*faulted_at[1:], ended_at] if faulted_at else []
+    quiet = [Window(start, end, expected=0) for start, end in zip(recovered_at, ends, strict=True)]
+    for t, extra, start, end in zip(results, extra_elections(watch.samples, quiet), faulted_at, ends, strict=True):
+        t.extra_elections = extra
+        t.epochs = epochs_seen(watch.samples, start, end)
     rto = [t.rto_s for t in results]
     lag = [t.observe_lag_s for t in results if t.observe_lag_s is not None]
     election = [t.election_s for t in results if t.election_s is not None]
@@ -495,6 +526,7 @@ async def run_bench(
         "stale_route_sends": sum(t.stale_sends for t in results),
         "stale_route_acks": sum(t.stale_acks for t in results),
         "unrecovered_trials": sum(1 for t in results if not t.recovered),
+        "extra_elections": sum(t.extra_elections for t in results),
         "rto_s": {"p50": percentile(rto, 0.5), "p99": percentile(rto, 0.99), "max": max(rto, default=None)},
         "pause_s": {"p50": percentile(pause, 0.5), "p99": percentile(pause, 0.99), "max": max(pause, default=None)},
         "election_s": {"p50": percentile(election, 0.5), "p99": percentile(election, 0.99)},

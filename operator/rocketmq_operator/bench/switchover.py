@@ -17,6 +17,10 @@ straight to the master of the moment every 20 ms, as a Java client with a cached
 At the end every acknowledged message (the stale client's too) is read back: `lost` counts the producer's
 acknowledged messages that are missing, `deposed_acks` every acknowledgement whose queue offset on the final
 master holds another message.
+
+`extra_elections`: each switchover is one election; any other bump of the controller's master epoch (sampled all
+along, `bench.elections`) from a switchover to the next (after the last one: to the end of the read-back) is an
+election nobody asked for. Per switchover: `extra_elections` and `epochs`, the [epoch, master] pairs seen.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rocketmq_operator.bench.elections import EpochWatch, Window, epochs_seen, extra_elections, watching
 from rocketmq_operator.bench.failover import (
     Group,
     StaleRouteClient,
@@ -55,8 +60,12 @@ async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: f
     topic = f"bench-switchover-{int(time.time())}"
     per: list[dict[str, Any]] = []
     stale_clients: list[StaleRouteClient] = []
+    switched_at: list[float] = []  # each switchover's first sample of the controller's master
     try:
-        async with state_client(state, connect_timeout=1.0, request_timeout=3.0) as client:
+        async with (
+            state_client(state, connect_timeout=1.0, request_timeout=3.0) as client,
+            watching(EpochWatch(lambda: group.controller_master(client))) as watch,
+        ):
             producer = SteadyProducer(topic, rate, namesrv=state.name_servers, size=512, timeout=3.0, retries=2)
             await producer.start()
             try:
@@ -77,6 +86,8 @@ async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: f
                     stale = StaleRouteClient(client, old.address, group.name, topic)
                     stale_clients.append(stale)
                     stale_task = asyncio.create_task(stale.run())
+                    switched_at.append(time.time())
+                    await watch.sample()
                     started = time.time()
                     report = await switchover(
                         client,
@@ -125,9 +136,17 @@ async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: f
             checked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in acked]
             checked += [(group.name, q, o, k) for c in stale_clients for q, o, k in c.acks]
             deposed = await count_deposed_acks(client, group.name, topic, checked, master.address) if master else -1
+            # The read-back above is the settle time after the last switchover: its elections are extra too.
+            ended_at = time.time()
+            await watch.sample()
     finally:
         if not keep:
             await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
+    ends = [*switched_at[1:], ended_at] if switched_at else []
+    windows = [Window(start, end, expected=1) for start, end in zip(switched_at, ends, strict=True)]
+    for p, extra, start, end in zip(per, extra_elections(watch.samples, windows), switched_at, ends, strict=True):
+        p["extra_elections"] = extra
+        p["epochs"] = epochs_seen(watch.samples, start, end)
     client_pause = [p["client_pause_s"] for p in per]
     reported = [p["reported_pause_s"] for p in per if p["reported_pause_s"] is not None]
     return {
@@ -137,6 +156,7 @@ async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: f
         **delivery(report_all, got.count, lost),
         "deposed_acks": deposed,
         "stale_route_acks_after_election": sum(p["stale_acks_after_election"] for p in per),
+        "extra_elections": sum(p["extra_elections"] for p in per),
         "client_pause_s": _summary(client_pause),
         "reported_pause_s": _summary(reported),
         "all_in_sync_after_s": _summary([p["all_in_sync_after_s"] for p in per]),

@@ -4,7 +4,11 @@ While a bench runs, a terminal on stderr shows a spinner with the elapsed time a
 (`bench.phase`); elsewhere nothing more is printed. Ctrl-C (exit 130) says what is left: a bench takes its local
 cluster down on the way out (unless --keep); the message then says so, or, when that teardown was interrupted
 too, what still runs from the state directory and how to stop it. SIGTERM (a CI timeout, `kill`) takes the same
-path as Ctrl-C."""
+path as Ctrl-C.
+
+`bench failover`, `switchover` and `upgrade` print their JSON result on stdout; when a check fails they exit 1
+and say on stderr, one line per failed check, which one and with what figures (`bench.verdict`). With `--load N`
+they run under N busy processes (`bench.load`), started before the local cluster and stopped when the run ends."""
 
 from __future__ import annotations
 
@@ -22,6 +26,8 @@ from typing import Any, TypeVar
 from rich.console import Console
 
 from rocketmq_operator.api.models import DEFAULT_ROCKETMQ_VERSION
+from rocketmq_operator.bench import verdict
+from rocketmq_operator.bench.load import CpuLoad
 from rocketmq_operator.bench.phase import listening
 from rocketmq_operator.cli import bench_spark
 from rocketmq_operator.platforms.console import EXIT_INTERRUPTED, Ticker, stderr_terminal
@@ -89,34 +95,52 @@ def _interrupted(exc: Interrupted) -> int:
     return EXIT_INTERRUPTED
 
 
+def _load_error(load: int) -> str | None:
+    if load < 0:
+        return f"error: --load {load}: the number of busy processes must be 0 or more; fix: e.g. --load 2"
+    return None
+
+
+def _verdict(name: str, reasons: list[str]) -> int:
+    """One stderr line per failed check; the exit code."""
+    for reason in reasons:
+        print(f"{name}: FAILED: {reason}", file=sys.stderr)
+    return 1 if reasons else 0
+
+
 def cmd_failover(args: argparse.Namespace) -> int:
     from rocketmq_operator.bench.failover import run_bench
 
     state_dir = Path(args.state_dir or ".bench-state/failover").resolve()
+    if error := _load_error(args.load):
+        print(error, file=sys.stderr)
+        return 2
     try:
-        doc = _run(
-            "bench failover",
-            state_dir,
-            args.keep,
-            run_bench(
-                args.files,
+        with CpuLoad(args.load) as load:
+            doc = _run(
+                "bench failover",
                 state_dir,
-                args.trials,
-                args.rate,
-                args.observe_interval,
                 args.keep,
-                fault=args.fault,
-                detection_s=args.detection_seconds,
-                after_leader_change=args.after_leader_change,
-            ),
-        )
+                run_bench(
+                    args.files,
+                    state_dir,
+                    args.trials,
+                    args.rate,
+                    args.observe_interval,
+                    args.keep,
+                    fault=args.fault,
+                    detection_s=args.detection_seconds,
+                    after_leader_change=args.after_leader_change,
+                ),
+            )
     except Interrupted as exc:
         return _interrupted(exc)
+    doc.update(load.record())
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
         print(json.dumps({k: v for k, v in doc.items() if k != "per_trial"}, indent=2))
-    return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
+    return _verdict("bench failover", verdict.failover_failures(doc))
 
 
 def cmd_routes(args: argparse.Namespace) -> int:
@@ -135,26 +159,36 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     from rocketmq_operator.bench.upgrade import run_bench
 
     state_dir = Path(args.state_dir or ".bench-state/upgrade").resolve()
+    if error := _load_error(args.load):
+        print(error, file=sys.stderr)
+        return 2
     try:
-        main = run_bench(args.files, state_dir, args.to_version, args.rate, args.keep)
-        doc = _run("bench upgrade", state_dir, args.keep, main)
+        with CpuLoad(args.load) as load:
+            main = run_bench(args.files, state_dir, args.to_version, args.rate, args.keep)
+            doc = _run("bench upgrade", state_dir, args.keep, main)
     except Interrupted as exc:
         return _interrupted(exc)
+    doc.update(load.record())
     print(json.dumps(doc, indent=2 if args.json else None))
-    return 0 if doc["lost"] == 0 and doc["phase"] == "Complete" else 1
+    return _verdict("bench upgrade", verdict.upgrade_failures(doc))
 
 
 def cmd_switchover(args: argparse.Namespace) -> int:
     from rocketmq_operator.bench.switchover import run_bench
 
     state_dir = Path(args.state_dir or ".bench-state/switchover").resolve()
+    if error := _load_error(args.load):
+        print(error, file=sys.stderr)
+        return 2
     try:
-        main = run_bench(args.files, state_dir, args.switchovers, args.rate, args.keep)
-        doc = _run("bench switchover", state_dir, args.keep, main)
+        with CpuLoad(args.load) as load:
+            main = run_bench(args.files, state_dir, args.switchovers, args.rate, args.keep)
+            doc = _run("bench switchover", state_dir, args.keep, main)
     except Interrupted as exc:
         return _interrupted(exc)
+    doc.update(load.record())
     print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_switchover"}, indent=2))
-    return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
+    return _verdict("bench switchover", verdict.switchover_failures(doc))
 
 
 def cmd_chaos(args: argparse.Namespace) -> int:
@@ -283,6 +317,9 @@ def register(sub: Any) -> None:
         action="store_true",
         help="SIGKILL the controller leader (3+ controllers) right before each master fault",
     )
+    p.add_argument(
+        "--load", type=int, default=0, metavar="N", help="run under N busy processes (a CPU hog) for the whole run"
+    )
     p.add_argument("--state-dir", help="default: .bench-state/failover")
     p.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     p.add_argument("--json", action="store_true", help="include every trial")
@@ -298,6 +335,9 @@ def register(sub: Any) -> None:
     u.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
     u.add_argument("--to-version", default=DEFAULT_ROCKETMQ_VERSION, help="the version to roll to")
     u.add_argument("--rate", type=float, default=200.0, help="producer messages per second")
+    u.add_argument(
+        "--load", type=int, default=0, metavar="N", help="run under N busy processes (a CPU hog) for the whole run"
+    )
     u.add_argument("--state-dir", help="default: .bench-state/upgrade")
     u.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     u.add_argument("--json", action="store_true", help="indented JSON")
@@ -306,6 +346,9 @@ def register(sub: Any) -> None:
     w.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
     w.add_argument("--switchovers", type=int, default=10)
     w.add_argument("--rate", type=float, default=200.0, help="producer messages per second")
+    w.add_argument(
+        "--load", type=int, default=0, metavar="N", help="run under N busy processes (a CPU hog) for the whole run"
+    )
     w.add_argument("--state-dir", help="default: .bench-state/switchover")
     w.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     w.add_argument("--json", action="store_true", help="include every switchover")
