@@ -103,7 +103,8 @@ def register(sub: Any) -> None:
 
     p = lsub.add_parser(
         "apply",
-        help="change running groups (version, config): hot keys at once, the rest by a rolling restart",
+        help="change running groups (version, config, topics): hot keys at once, the rest by a rolling restart "
+        "(exit 3 when nothing runs)",
     )
     p.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
     _state_dir_arg(p)
@@ -120,7 +121,7 @@ def register(sub: Any) -> None:
 
     p = lsub.add_parser(
         "env",
-        help='print NAMESRV_ADDR=<name servers> for the shell: eval "$(rocketmq-operator local env)"',
+        help='print export NAMESRV_ADDR=<name servers> for the shell: eval "$(rocketmq-operator local env)"',
     )
     _state_dir_arg(p)
     p.set_defaults(func=cmd_env)
@@ -130,14 +131,19 @@ def register(sub: Any) -> None:
     p.add_argument("--purge", action="store_true", help="also delete data, logs and state")
     p.set_defaults(func=cmd_down)
 
-    p = lsub.add_parser("kill", help="signal one replica's process (the supervisor restarts it unless told not to)")
+    p = lsub.add_parser(
+        "kill",
+        help="signal one replica's process (the supervisor restarts it unless told not to; exit 3 when nothing runs)",
+    )
     p.add_argument("replica", help="replica name, e.g. broker-a-0 (see `local status`)")
     p.add_argument("--signal", type=_signal_name, default="KILL", help="KILL (default), TERM, STOP or CONT")
     p.add_argument("--no-restart", action="store_true", help="keep it down until `local start REPLICA`")
     _state_dir_arg(p)
     p.set_defaults(func=cmd_kill)
 
-    p = lsub.add_parser("start", help="start (or resume) a replica stopped with `local kill`")
+    p = lsub.add_parser(
+        "start", help="start (or resume) a replica stopped with `local kill` (exit 3 when nothing runs)"
+    )
     p.add_argument("replica")
     _state_dir_arg(p)
     p.set_defaults(func=cmd_start)
@@ -147,7 +153,8 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "switchover",
-        help="move a local group's master to an alive in-sync replica (fence, catch up, elect, unfence)",
+        help="move a local group's master to an alive in-sync replica (fence, catch up, elect, unfence; exit 3 when "
+        "nothing runs)",
     )
     p.add_argument("group", metavar="GROUP")
     p.add_argument(

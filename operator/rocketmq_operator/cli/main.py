@@ -24,9 +24,10 @@ class CliError(Exception):
     """A user-facing failure: printed as one line, exit code 2."""
 
 
-def _resources_or_fail(files: Sequence[str]) -> tuple[list[AnyResource], list[Report]]:
+def _resources_or_fail(files: Sequence[str], *, warn: bool = True) -> tuple[list[AnyResource], list[Report]]:
+    """``warn``: print the warnings on stderr (`explain` prints those of the groups it explains itself)."""
     manifests = validate_files(files)
-    for w in manifests.warnings:
+    for w in manifests.warnings if warn else ():
         print(f"warning: {w}", file=sys.stderr)
     if manifests.errors:
         for e in manifests.errors:
@@ -64,14 +65,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(files: Sequence[str]) -> int:
-    """`render --diff OLD NEW` / `explain --diff OLD NEW`: what applying NEW over OLD needs, per BrokerGroup."""
-    from rocketmq_operator.render.diff import describe_manifests
+    """`render --diff OLD NEW` / `explain --diff OLD NEW`: what applying NEW over OLD needs, per BrokerGroup (and
+    what the local platform does not apply of it), and the Topics and ConsumerGroups it adds, changes or removes."""
+    from rocketmq_operator.platforms.local.placement import jvm_not_applied
+    from rocketmq_operator.render.diff import describe_manifests, diff_warnings
 
     if len(files) != 2:
         raise CliError(f"--diff takes two files, OLD and NEW; got {len(files)}; fix: --diff old.yaml new.yaml")
     old, _ = _resources_or_fail(files[:1])
     new, _ = _resources_or_fail(files[1:])
-    print("\n".join(describe_manifests(old, new)) or "no BrokerGroup in NEW")
+    for w in diff_warnings(old, new):
+        print(f"warning: {w}", file=sys.stderr)
+    print("\n".join(describe_manifests(old, new, jvm_not_applied)) or "no BrokerGroup in NEW")
     return 0
 
 
@@ -94,7 +99,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     if args.diff:
         return cmd_diff(args.files)
-    _, reports = _resources_or_fail(args.files)
+    # Each group's warnings are part of its explanation: printed there once, not also on stderr.
+    _, reports = _resources_or_fail(args.files, warn=False)
     blocks: list[str] = []
     for report in reports:
         r = report.resource
@@ -102,6 +108,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
             blocks.append(explain_broker_group(r, report.warnings))
         elif isinstance(r, ControllerGroup):
             blocks.append(explain_controller_group(r, report.warnings))
+        else:  # nothing explains a Topic or ConsumerGroup: its warnings go to stderr, as `validate` prints them
+            for w in report.warnings:
+                print(f"warning: {report.prefixed(w)}", file=sys.stderr)
     print("\n\n".join(blocks))
     return 0
 

@@ -16,6 +16,8 @@ Contract:
 * `classify(old, new)`: the keys that changed, split into hot and restart-only.
 * `describe_change(...)`: what a change of one group needs, in one line (`render.diff.describe_manifests` says
   it for every BrokerGroup of two manifests: `explain --diff OLD NEW` / `render --diff OLD NEW`).
+* `downgrade_warning(old_version, new_version)`: the one-line warning for a spec.version that goes back, None
+  otherwise (said by `explain --diff` and `local apply`).
 """
 
 from __future__ import annotations
@@ -91,6 +93,21 @@ def revision(conf: Mapping[str, str], version: str, extra: Sequence[str] = ()) -
 
 def group_revision(revisions: Sequence[str]) -> str:
     return hashlib.sha256("|".join(sorted(revisions)).encode()).hexdigest()[:12]
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
+def downgrade_warning(old_version: str, new_version: str) -> str | None:
+    """A roll to an older RocketMQ is done like any other, but nothing promises the older broker can read what the
+    newer one wrote (commit log, consume queues, timer and config files): say so before it happens."""
+    if _version_key(new_version) >= _version_key(old_version):
+        return None
+    return (
+        f"spec.version {old_version} -> {new_version} is a downgrade: RocketMQ does not promise that an older "
+        "version reads the stores a newer one wrote; back up the data, or keep the newer version"
+    )
 
 
 def describe_change(

@@ -50,10 +50,52 @@ def test_up_controller_group_missing_from_the_files(tmp_path: Path, capsys: pyte
     )
 
 
-@pytest.mark.parametrize("command", [["status"], ["status", "--json"], ["kill", "broker-a-0"], ["start", "x"]])
+NEVER_STARTED = [
+    ["local", "status"],
+    ["local", "status", "--json"],
+    ["local", "kill", "broker-a-0"],
+    ["local", "start", "x"],
+    ["local", "env"],
+    ["local", "apply", "-f", str(ROOT / "examples" / "quickstart.yaml")],
+    ["switchover", "broker-a", "--to", "broker-a-1"],
+]
+
+
+@pytest.mark.parametrize("command", NEVER_STARTED)
 def test_commands_without_state(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
-    assert main(["local", *command, "--state-dir", str(tmp_path / "none")]) == 1
-    assert "error:" in capsys.readouterr().err
+    """Never started there: one line saying so and how to start it, exit 3 (as `local status --help` says)."""
+    state_dir = tmp_path / "none"
+    assert main([*command, "--state-dir", str(state_dir)]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip().splitlines()
+    assert err == [
+        f"error: no local cluster runs from {state_dir}: none was started there (no state.json); "
+        f"fix: `rocketmq-operator local up -f FILE --state-dir {state_dir}`"
+    ], err
+
+
+@pytest.mark.parametrize("command", [c for c in NEVER_STARTED if c[1] != "status" and c[1] != "env"])
+def test_commands_on_a_stopped_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """After `local down` (state kept, nothing runs): kill, start, apply and switchover say it is not running and
+    how to start it again (with the manifests it ran), exit 3; switchover asks no controller."""
+    from rocketmq_operator.platforms.local import switchover
+
+    async def no_controller(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a stopped cluster's controller is not asked")
+
+    monkeypatch.setattr(switchover, "run_switchover", no_controller)
+    state = _quickstart_state(tmp_path)
+    assert main([*command, "--state-dir", str(tmp_path)]) == 3
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert err == [
+        f"error: the local cluster of {tmp_path} is not running (no supervisor); "
+        f"fix: `rocketmq-operator local up -f {state.files[0]} --state-dir {tmp_path}`"
+    ], err
+    assert "does not exist" not in captured.out + captured.err
 
 
 def test_down_without_state_is_fine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -71,7 +113,7 @@ def test_state_dir_from_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("ROCKETMQ_OPERATOR_STATE", str(tmp_path / "from-env"))
-    assert main(["local", "status"]) == 1
+    assert main(["local", "status"]) == 3
     assert str(tmp_path / "from-env") in capsys.readouterr().err
 
 
@@ -120,10 +162,10 @@ def test_local_env_prints_an_evaluable_namesrv_addr(
     assert main(["local", "env", "--state-dir", str(tmp_path)]) == (0 if running else 3)
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("NAMESRV_ADDR="), captured.out
-    # What `eval "$(rocketmq-operator local env)"` sets.
+    assert len(lines) == 1 and lines[0].startswith("export NAMESRV_ADDR="), captured.out
+    # What `eval "$(rocketmq-operator local env)"` sets, and a child process of that shell sees (exported).
     shell = subprocess.run(
-        ["bash", "-c", 'eval "$1" && printf %s "$NAMESRV_ADDR"', "_", captured.out],
+        ["bash", "-c", 'eval "$1" && bash -c \'printf %s "$NAMESRV_ADDR"\'', "_", captured.out],
         capture_output=True,
         text=True,
         check=True,
@@ -134,9 +176,9 @@ def test_local_env_prints_an_evaluable_namesrv_addr(
 
 
 def test_local_env_without_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["local", "env", "--state-dir", str(tmp_path / "none")]) == 1
+    assert main(["local", "env", "--state-dir", str(tmp_path / "none")]) == 3
     captured = capsys.readouterr()
-    assert captured.out == "" and "fix: `rocketmq-operator local up -f FILE`" in captured.err
+    assert captured.out == "" and "fix: `rocketmq-operator local up -f FILE" in captured.err
 
 
 def test_switchover_to_a_replica_name_uses_its_controller_assigned_id(
@@ -148,6 +190,7 @@ def test_switchover_to_a_replica_name_uses_its_controller_assigned_id(
     from rocketmq_operator.platforms.local import switchover
 
     state = _quickstart_state(tmp_path)
+    monkeypatch.setattr(switchover, "nothing_runs", lambda _: False)
     ids = {"broker-a-0": 2, "broker-a-1": 1, "broker-a-2": 3}  # registration order, not the ordinal
     elected: list[int] = []
 

@@ -148,4 +148,4 @@ def test_down_stops_everything(supervised: StateLayout) -> None:
     assert after.supervisor.pid is None
     assert all(r.pid is None for r in after.replicas)
     assert not any(pid_alive(pid, needle) for pid, needle in pids)
-    assert control.kill(layout.root, "b-0", out=lambda _: None) == 1  # nobody to ask any more
+    assert control.kill(layout.root, "b-0", out=lambda _: None) == 3  # nobody to ask any more: not running

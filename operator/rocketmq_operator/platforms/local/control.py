@@ -4,9 +4,11 @@ Contract:
 
 * Every function takes the resolved state directory and returns the process exit code: 0 done, 1 failed or
   refused (printed as `error: ...` on stderr), 2 invalid manifests (one `path: message` line per problem on
-  stdout, like `rocketmq-operator validate`), 3 (`status` and `env` only) nothing runs: the groups are stopped,
-  with one line on stderr saying how to start them. Progress goes to stdout, warnings to stderr.
-* `env`: `NAMESRV_ADDR=<name servers>` (shell-quoted, for `eval "$(rocketmq-operator local env)"`), and
+  stdout, like `rocketmq-operator validate`), 3 nothing runs: the groups are stopped or were never started
+  there, with one line on stderr saying how to start them (`status` and `env` print what they know first;
+  `kill`, `start`, `local apply` and `switchover` raise or print `not_running`). Progress goes to stdout,
+  warnings to stderr.
+* `env`: `export NAMESRV_ADDR=<name servers>` (shell-quoted, for `eval "$(rocketmq-operator local env)"`), and
   `export ROCKETMQ_TLS_CA=<the cluster's authority>` when spec.tls is on, from
   state.json; the addresses stay the same across `down` and `up` (the ports are reused).
 * `up`: validate (the operator's own validation) → refuse a different manifest while one runs or while its
@@ -99,6 +101,30 @@ def _stdout(text: str) -> None:
 
 class LocalError(RuntimeError):
     """A refusal or failure explained in one line."""
+
+
+class NotRunning(LocalError):
+    """Nothing runs from the state directory, or nothing was ever started there: exit `EXIT_STOPPED`."""
+
+
+def not_running(layout: StateLayout, state: LocalState | None) -> NotRunning:
+    """What is not running and the `local up` that starts it (with the manifests it ran, when known)."""
+    files = [f for f in (state.files if state is not None else []) if f != "-"]
+    given = " ".join(f"-f {shlex.quote(f)}" for f in files) or "-f FILE"
+    fix = f"fix: `rocketmq-operator local up {given} --state-dir {shlex.quote(str(layout.root))}`"
+    if state is None:
+        return NotRunning(f"no local cluster runs from {layout.root}: none was started there (no state.json); {fix}")
+    return NotRunning(f"the local cluster of {layout.root} is not running (no supervisor); {fix}")
+
+
+def read_existing(layout: StateLayout) -> LocalState:
+    """state.json; `NotRunning` when there is none (`StateError` when it is unreadable)."""
+    try:
+        return read_state(layout.state_file)
+    except StateError:
+        if not layout.state_file.exists():
+            raise not_running(layout, None) from None
+        raise
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -551,9 +577,9 @@ def _down(layout: StateLayout, *, purge: bool, out: Out, console: Console | None
 
 async def request(layout: StateLayout, op: str, **arguments: Any) -> dict[str, Any]:
     """Send one request to the running supervisor and wait for its answer."""
-    state = read_state(layout.state_file)
+    state = read_existing(layout)
     if not supervisor_running(state):
-        raise LocalError(f"no supervisor runs for {layout.root}; fix: `rocketmq-operator local up` first")
+        raise not_running(layout, state)
     return await commands.send_request(layout.commands_dir, op, alive=lambda: supervisor_running(state), **arguments)
 
 
@@ -565,6 +591,9 @@ def kill(state_dir: Path, replica: str, *, sig: str = "KILL", no_restart: bool =
     layout = StateLayout(state_dir)
     try:
         answer = _request(layout, "signal", replica=replica, signal=sig.upper(), noRestart=no_restart)
+    except NotRunning as exc:
+        _stderr(f"error: {exc}")
+        return EXIT_STOPPED
     except (LocalError, StateError, commands.CommandError) as exc:
         _stderr(f"error: {exc}")
         return EXIT_FAILED
@@ -590,6 +619,9 @@ def start(state_dir: Path, replica: str, *, out: Out = _stdout) -> int:
     layout = StateLayout(state_dir)
     try:
         answer = _request(layout, "start", replica=replica)
+    except NotRunning as exc:
+        _stderr(f"error: {exc}")
+        return EXIT_STOPPED
     except (LocalError, StateError, commands.CommandError) as exc:
         _stderr(f"error: {exc}")
         return EXIT_FAILED
@@ -621,7 +653,10 @@ def status(
         with frames:
             while True:
                 try:
-                    state = read_state(layout.state_file)
+                    state = read_existing(layout)
+                except NotRunning as exc:
+                    _stderr(f"error: {exc}")
+                    return EXIT_STOPPED  # as documented: 3 when nothing runs, never started included
                 except StateError as exc:
                     _stderr(
                         f"error: nothing to show for {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`"
@@ -653,14 +688,18 @@ def env(state_dir: Path, *, out: Out = _stdout) -> int:
     """`local env`: the name servers' addresses as a shell assignment (what a client's --namesrv wants)."""
     layout = StateLayout(state_dir)
     try:
-        state = read_state(layout.state_file)
+        state = read_existing(layout)
+    except NotRunning as exc:
+        _stderr(f"error: {exc}")
+        return EXIT_STOPPED
     except StateError as exc:
         _stderr(f"error: no local cluster at {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`")
         return EXIT_FAILED
     if not state.name_servers:
         _stderr(f"error: the manifests run from {layout.root} have no ControllerGroup, so no name server")
         return EXIT_FAILED
-    out(f"NAMESRV_ADDR={shlex.quote(';'.join(state.name_servers))}")
+    # Exported: the clients a shell starts after the eval (mqadmin, a producer) read it from their environment.
+    out(f"export NAMESRV_ADDR={shlex.quote(';'.join(state.name_servers))}")
     tls = client_tls(state)
     if tls is not None and tls.ca_file is not None:
         out(f"export ROCKETMQ_TLS_CA={shlex.quote(tls.ca_file)}")  # read by produce/consume (--tls-ca)

@@ -19,6 +19,8 @@ Contract:
   It does no I/O besides what `java_command` does to name the java executable.
 * Replica names are those of the pods: `<BrokerGroup>-<ordinal>`, `<ControllerGroup>-<ordinal>` and, for
   standalone name servers, `<ControllerGroup>-namesrv-<ordinal>`.
+* `jvm_not_applied(old, new)`: one line per spec.jvm size (heap, directMemory) a change sets that the local
+  platform does not apply (its JVMs run the fixed small sizes below).
 * Raises `PlacementError` for manifests the local platform cannot run (a controllerRef to a ControllerGroup
   that is not among the files, clashing names).
 """
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rocketmq_operator.api.models import AnyResource, BrokerGroup, ConsumerGroup, ControllerGroup, HAMode, Topic
+from rocketmq_operator.api.validation import given_twice, repeated, resource_key
 from rocketmq_operator.platforms.local.distribution import java_command
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.ports import BROKER_OFFSETS, SINGLE, PortNeed
@@ -50,6 +53,9 @@ from rocketmq_operator.render.jvm import tls_flags
 LOCALHOST = "127.0.0.1"
 
 # Heaps on this machine (the spec's jvm.heap is sized for a pod; spec.jvm.extraOptions are still appended).
+# Every replica of every group shares one machine (the quickstart's 1Gi heaps plus as much direct memory would be
+# about 7 GiB for its three brokers), so spec.jvm.heap and directMemory are not applied here: `jvm_not_applied`
+# says so wherever a change of them would otherwise look like it did something (`local apply`, `explain --diff`).
 BROKER_HEAP = "256m"
 BROKER_DIRECT_MEMORY = "256m"
 NAMESRV_WITH_CONTROLLER_HEAP = "192m"
@@ -122,6 +128,22 @@ def _controllers(resources: Sequence[Resource]) -> list[ControllerGroup]:
 
 def _brokers(resources: Sequence[Resource]) -> list[BrokerGroup]:
     return [r for r in resources if isinstance(r, BrokerGroup)]
+
+
+def jvm_not_applied(old: BrokerGroup | ControllerGroup, new: BrokerGroup | ControllerGroup) -> list[str]:
+    """What a change of spec.jvm.heap or spec.jvm.directMemory does here: nothing, said plainly (not a roll, and
+    not a silent "no change")."""
+    if isinstance(new, BrokerGroup):
+        heap, direct = f"-Xmx{BROKER_HEAP}", f"-XX:MaxDirectMemorySize={BROKER_DIRECT_MEMORY}"
+    else:
+        heaps = {CONTROLLER_HEAP, NAMESRV_HEAP} if new.spec.standalone else {NAMESRV_WITH_CONTROLLER_HEAP}
+        heap, direct = " or ".join(f"-Xmx{h}" for h in sorted(heaps)), "the JVM's default direct memory"
+    notes: list[str] = []
+    if old.spec.jvm.heap != new.spec.jvm.heap:
+        notes.append(f"heap: not applied on the local platform (local JVMs run {heap})")
+    if old.spec.jvm.direct_memory != new.spec.jvm.direct_memory:
+        notes.append(f"directMemory: not applied on the local platform (local JVMs run {direct})")
+    return notes
 
 
 def port_needs(resources: Sequence[Resource]) -> list[PortNeed]:
@@ -223,15 +245,12 @@ def manifest_digest(resources: Sequence[Resource]) -> str:
 
 
 def check_names(resources: Sequence[Resource]) -> None:
-    seen: dict[tuple[str, str], int] = {}
+    for _, _, key in repeated([resource_key(r) for r in resources]):  # the check `validate` makes
+        raise PlacementError(given_twice(key))
     owners: dict[str, str] = {}
     for r in resources:
         if not isinstance(r, BrokerGroup | ControllerGroup):
             continue  # Topics and ConsumerGroups run no process
-        key = (r.kind, r.metadata.name)
-        seen[key] = seen.get(key, 0) + 1
-        if seen[key] > 1:
-            raise PlacementError(f"{r.kind}/{r.metadata.name} is given twice; fix: keep one of them")
         names = _controller_names(r) + _namesrv_names(r) if isinstance(r, ControllerGroup) else _broker_names(r)
         for name in names:
             if name in owners:

@@ -16,8 +16,10 @@ Contract:
 * `render_table(doc)` is the human form, written with `core.status_view` (shared with `kubectl rocketmq
   status`): one row per broker replica (group, replica, brokerId, role, alive, inSync, maxOffset, then the local
   pid and restarts), then per group a line with needAcks/writable (`controller=unavailable` when the controller
-  could not be asked: roles are then what the brokers report) and every problem condition, or `stopped`, the
-  topics and consumer groups, then the name-server/controller processes.
+  could not be asked: roles are then what the brokers report) and every problem condition, or `stopped`, then
+  per group with a `rollout` its phase, step or message and each replica's version and whether it is rolled
+  (`rollout_lines`), the topics and consumer groups (existence unknown, `-`, when stopped), then the
+  name-server/controller processes.
 """
 
 from __future__ import annotations
@@ -130,6 +132,15 @@ def _with_topics(doc: dict[str, Any], layout: StateLayout, group: str, wanted: b
         )
 
 
+def _topics_unknown(doc: dict[str, Any]) -> None:
+    """A stopped group: the last assertion's findings are history, not facts (no broker answers to confirm a
+    topic, and `down --purge` or another `up` may drop it): existence, offsets and lag become unknown (null)."""
+    for t in doc.get("topics") or []:
+        t.update(exists=None, maxOffsets=None)
+    for g in doc.get("consumerGroups") or []:
+        g.update(exists=None, lag=None, lagByTopic={})
+
+
 def _process_doc(state: LocalState) -> list[dict[str, Any]]:
     return [
         {
@@ -169,6 +180,8 @@ async def collect(state: LocalState, layout: StateLayout, *, persist: bool = Tru
             write_json_atomic(layout.status(info.name), status.model_dump(mode="json", by_alias=True))
         doc: dict[str, Any] = {"name": info.name, **status.model_dump(mode="json", by_alias=True)}
         _with_topics(doc, layout, info.name, wanted=True)
+        if stopped:
+            _topics_unknown(doc)
         with_rollout(doc, layout, info.name)
         doc["nameServers"] = info.name_servers
         doc["controllers"] = info.controllers
@@ -214,6 +227,33 @@ def _local_cells(g: Mapping[str, Any], r: Mapping[str, Any]) -> list[str]:
     return [cell(r.get("pid")), cell(r.get("restarts"))]
 
 
+def rollout_lines(groups: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per group with a rollout in its status (one that ran: a roll in progress, blocked or finished): a line with
+    the phase and what it does (or why it stopped), then one row per replica: the version it reports and whether
+    it runs the target revision."""
+    lines: list[str] = []
+    for g in groups:
+        rollout = g.get("rollout") or {}
+        phase = str(rollout.get("phase") or "")
+        if not rollout or (phase == "Complete" and not rollout.get("started")):
+            continue  # no roll ever ran: the supervisor only noted the revision
+        detail = rollout.get("currentStep") if phase == "Rolling" else rollout.get("message")
+        reason = f" ({rollout['reason']})" if rollout.get("reason") else ""
+        text = f"{g['name']}: rollout {phase}{reason}"
+        text += f": {detail}" if detail else ""
+        text += f"; {rollout.get('restarts', 0)} restart(s), {rollout.get('switchovers', 0)} switchover(s)"
+        lines.append(text)
+        done = set(rollout.get("replicasDone") or [])
+        rows = [["GROUP", "REPLICA", "VERSION", "ROLLED"]]
+        rows.extend(
+            [str(g["name"]), str(r["name"]), cell(r.get("version")), cell(r["name"] in done)]
+            for r in g.get("replicas") or []
+        )
+        if len(rows) > 1:
+            lines.extend(table(rows))
+    return lines
+
+
 def render_table(doc: dict[str, Any]) -> str:
     lines: list[str] = []
     sup = doc["supervisor"]
@@ -226,6 +266,7 @@ def render_table(doc: dict[str, Any]) -> str:
     groups = doc["groups"]
     lines.extend(replica_table(groups, extra_headers=("PID", "RESTARTS"), extra_cells=_local_cells, role_text=_role))
     lines.extend(group_lines(groups))
+    lines.extend(rollout_lines(groups))
     lines.extend(topic_tables(groups))
     procs = [p for p in doc["processes"] if p["role"] != "broker"]
     if procs:

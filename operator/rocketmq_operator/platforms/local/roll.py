@@ -13,8 +13,11 @@ Contract:
   `status/<group>.rollout.json`.
 * `apply(files, state_dir)` (`local apply -f`): validate, render with the running ports, write the configs, hand
   the new desired state to the supervisor (request `apply`), then send hot keys to the running brokers and read
-  them back (`control.roll.apply_hot_config`). Prints what the change needs (`describe_change`). Scaling is
-  refused.
+  them back (`control.roll.apply_hot_config`). Prints what the change needs (`describe_change`), the spec.jvm
+  sizes it does not apply (`placement.jvm_not_applied`) and the Topics and ConsumerGroups added, changed or
+  removed (`render.diff.describe_topic_changes`: the supervisor's `TopicPolicy` asserts what the new resources
+  declare); warns of a downgrade (`render.diff.diff_warnings`). Scaling outside controller mode is refused.
+  Nothing running (or never started) exits 3 (`control.not_running`).
 * `LocalRoll` is the supervisor's `control.roll.RollPlatform`: one `control.roll.run_roll_step` per group per
   policy pass; the rollout status is persisted after every step.
 """
@@ -29,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
 from pydantic import ValidationError
 
 from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup, RolloutStatus
@@ -46,7 +50,7 @@ from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, Repl
 from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, state_client, store_secrets
 from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION, dist_dir, ensure_distribution
 from rocketmq_operator.platforms.local.layout import StateLayout
-from rocketmq_operator.platforms.local.placement import build_state, load_resources, manifest_digest
+from rocketmq_operator.platforms.local.placement import build_state, jvm_not_applied, load_resources, manifest_digest
 from rocketmq_operator.platforms.local.state import (
     STOPPED,
     GroupInfo,
@@ -57,6 +61,7 @@ from rocketmq_operator.platforms.local.state import (
 )
 from rocketmq_operator.platforms.local.tls import TlsConfigError, check_tls, ensure_certificates, tls_groups
 from rocketmq_operator.remoting import RemotingClient, parse_properties_text
+from rocketmq_operator.render.diff import describe_topic_changes, diff_warnings
 
 if TYPE_CHECKING:
     from rocketmq_operator.platforms.local.supervisor import Supervisor
@@ -321,9 +326,19 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
     from rocketmq_operator.platforms.local import control
     from rocketmq_operator.platforms.local.placement import PlacementError, check_names, render_configs
     from rocketmq_operator.platforms.local.report import supervisor_running
-    from rocketmq_operator.platforms.local.state import StateError, read_state
+    from rocketmq_operator.platforms.local.state import StateError
 
     layout = StateLayout(state_dir)
+    try:  # first: a stopped cluster is the one thing to say (not the manifests' warnings before it)
+        existing = control.read_existing(layout)
+        if not supervisor_running(existing):
+            raise control.not_running(layout, existing)
+    except control.NotRunning as exc:
+        control._stderr(f"error: {exc}")
+        return control.EXIT_STOPPED
+    except StateError as exc:
+        control._stderr(f"error: {exc}")
+        return control.EXIT_FAILED
     resources, errors, warnings, secrets = control.validate(files)
     for w in warnings:
         control._stderr(f"warning: {w}")
@@ -335,11 +350,6 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
         check_names(resources)
         auth_secrets = select_secrets(resources, secrets)
         check_tls(resources)
-        existing = read_state(layout.state_file)
-        if not supervisor_running(existing):
-            raise control.LocalError(
-                f"no supervisor runs for {layout.root}; fix: `rocketmq-operator local up -f FILE` starts it"
-            )
         if bool(tls_groups(resources)) != bool(tls_groups(load_resources(existing))):
             raise TlsConfigError(
                 "spec.tls.enabled changes; rule: a running local cluster cannot switch TLS on or off (a rolling "
@@ -352,6 +362,8 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
         state = desired_state(resources, ports, layout, files=_abs(files), texts=texts, log=control._stderr)
         _refuse_unrollable(existing, state)
         summary = _summary(existing, state, resources, layout, texts)
+        for w in diff_warnings(load_resources(existing), resources):
+            control._stderr(f"warning: {w}")
         write_configs(layout, state, texts, existing)
         store_secrets(layout, auth_secrets)
         ensure_certificates(layout, state)  # a scale-out's new replicas
@@ -368,6 +380,9 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
         )
         if not answer.get("ok"):
             raise control.LocalError(str(answer.get("message")))
+        layout.manifest.write_text(  # what runs now, as `local up` keeps it
+            yaml.safe_dump_all(state.resources, sort_keys=False, default_flow_style=False), encoding="utf-8"
+        )
         out(summary)
         hot = _hot_changes(existing, texts, layout)
         if hot:
@@ -377,6 +392,9 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
     except (PlacementError, AuthSecretError, TlsConfigError) as exc:
         out(str(exc))
         return control.EXIT_INVALID
+    except control.NotRunning as exc:  # the supervisor exited while the request waited
+        control._stderr(f"error: {exc}")
+        return control.EXIT_STOPPED
     except (control.LocalError, StateError, OSError) as exc:
         control._stderr(f"error: {exc}")
         return control.EXIT_FAILED
@@ -448,8 +466,11 @@ def _summary(
     layout: StateLayout,
     texts: Mapping[str, str],
 ) -> str:
-    old_versions = _version_of(load_resources(existing))
+    old_resources = load_resources(existing)
+    old_versions = _version_of(old_resources)
     new_versions = _version_of(resources)
+    old_groups = {r.metadata.name: r for r in old_resources if isinstance(r, BrokerGroup | ControllerGroup)}
+    new_groups = {r.metadata.name: r for r in resources if isinstance(r, BrokerGroup | ControllerGroup)}
     strategies = {r.metadata.name: r.spec.upgrade.strategy for r in resources if isinstance(r, BrokerGroup)}
     lines: list[str] = []
     for group in sorted({r.group for r in state.replicas}):
@@ -477,6 +498,13 @@ def _summary(
                 + text.replace("no change", "nothing else")
             )
         lines.append(f"{group}: {text}")
+        if group in old_groups and group in new_groups:
+            lines.extend(f"{group}: {note}" for note in jvm_not_applied(old_groups[group], new_groups[group]))
+    lines.extend(
+        # The local TopicPolicy asserts what is declared and deletes nothing.
+        f"{line} (no longer asserted; it stays on the brokers)" if line.endswith(": removed") else line
+        for line in describe_topic_changes(old_resources, resources)
+    )
     return "\n".join(lines)
 
 

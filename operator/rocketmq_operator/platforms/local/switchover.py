@@ -3,13 +3,16 @@
 The target is a replica name (`broker-a-2`, as `local status` lists them) or the broker id the controller
 assigned it. Reads the group's endpoints from the state directory and runs `operations.switchover` (the same
 fence → catch-up → designated election → unfence sequence the Kubernetes platform uses). A refusal (target not
-alive or not in the SyncStateSet, controller unreadable, …) exits 2 with the reason and what to do.
+alive or not in the SyncStateSet, controller unreadable, …) exits 2 with the reason and what to do; a cluster that
+is stopped or was never started exits 3 with the `local up` that starts it (`control.not_running`), before any
+controller is asked.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 from rocketmq_operator.api.models import BrokerGroup
@@ -17,11 +20,13 @@ from rocketmq_operator.control.operations import OperationRefused, OperationRepo
 from rocketmq_operator.core.failover import SwitchoverTargetError, switchover_target_id
 from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.platforms.local.auth import state_client
+from rocketmq_operator.platforms.local.control import NotRunning, not_running, read_existing
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
-from rocketmq_operator.platforms.local.state import LocalState, StateError, read_state
+from rocketmq_operator.platforms.local.report import nothing_runs
+from rocketmq_operator.platforms.local.state import LocalState, StateError
 
-EXIT_OK, EXIT_REFUSED = 0, 2
+EXIT_OK, EXIT_REFUSED, EXIT_STOPPED = 0, 2, 3
 
 
 def group_endpoints(state: LocalState, group: str) -> tuple[str, list[str], list[ReplicaEndpoint], BrokerGroup]:
@@ -54,8 +59,13 @@ async def run_switchover(state: LocalState, group: str, target: str) -> Operatio
 def cmd_switchover(state_dir: Path, group: str, target: str, as_json: bool) -> int:
     layout = StateLayout(state_dir)
     try:
-        state = read_state(layout.state_file)
+        state = read_existing(layout)
+        if nothing_runs(state):  # else the controller's silence reads as "no broker id yet" or unavailable
+            raise not_running(layout, state)
         report = asyncio.run(run_switchover(state, group, target))
+    except NotRunning as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_STOPPED
     except StateError as exc:
         print(f"error: no local cluster at {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`")
         return EXIT_REFUSED

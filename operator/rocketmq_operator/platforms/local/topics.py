@@ -1,11 +1,13 @@
 """The local platform's topic policy: the supervisor's call into the shared `topics` executor.
 
 Contract: `TopicPolicy(state, layout)` takes the Topic, ConsumerGroup and BrokerGroup manifests recorded in
-`state.json`; `await policy.run(client, states)` runs `topics.assert_group` on every observed group that has
-something to assert (declared topics or groups, or automatic creation switched on) and writes what it found to
-`status/<group>.topics.json` (read by `local status`): the master asserted, whether every declared topic and
-group is there, per topic the queue counts and max offsets, per consumer group the lag. Failures are logged by
-the caller and retried on the next pass.
+`state.json`, and takes them again whenever `state.resources` is replaced (the supervisor's `apply` request,
+`roll.handle_apply`, does that for `local apply`): added or changed topics and groups are asserted on the next
+pass, removed ones no longer (nothing is deleted). `await policy.run(client, states)` runs `topics.assert_group`
+on every observed group that has something to assert (declared topics or groups, or automatic creation switched
+on) and writes what it found to `status/<group>.topics.json` (read by `local status`): the master asserted,
+whether every declared topic and group is there, per topic the queue counts and max offsets, per consumer
+group the lag. Failures are logged by the caller and retried on the next pass.
 """
 
 from __future__ import annotations
@@ -70,19 +72,31 @@ def report_doc(report: AssertReport, wanted: WantedOnGroup, memory: GroupTopicMe
 class TopicPolicy:
     def __init__(self, state: LocalState, layout: StateLayout) -> None:
         self.layout = layout
-        resources = load_resources(state)
-        self.wanted: dict[str, WantedOnGroup] = wanted_on_groups(
-            [r for r in resources if isinstance(r, BrokerGroup)],
-            [r for r in resources if isinstance(r, Topic)],
-            [r for r in resources if isinstance(r, ConsumerGroup)],
-        )
+        self.state = state
+        self._wanted_from: list[dict[str, Any]] | None = None  # the resources list `_wanted` was computed from
+        self._wanted: dict[str, WantedOnGroup] = {}
         self.memory: dict[str, GroupTopicMemory] = {}
         self.measured_at: dict[str, float] = {}
         self.observed_count: dict[str, int] = {}
 
+    @property
+    def wanted(self) -> dict[str, WantedOnGroup]:
+        """Per BrokerGroup what its master must hold, from the resources the state records now: the supervisor
+        keeps one policy for its life, and `local apply` replaces the resources under it."""
+        if self._wanted_from is not self.state.resources:
+            self._wanted_from = self.state.resources
+            resources = load_resources(self.state)
+            self._wanted = wanted_on_groups(
+                [r for r in resources if isinstance(r, BrokerGroup)],
+                [r for r in resources if isinstance(r, Topic)],
+                [r for r in resources if isinstance(r, ConsumerGroup)],
+            )
+        return self._wanted
+
     async def run(self, client: RemotingClient, states: Mapping[str, GroupState]) -> None:
+        wanted_now = self.wanted
         for name, state in states.items():
-            wanted = self.wanted.get(name)
+            wanted = wanted_now.get(name)
             if wanted is None:
                 continue
             now = time.time()
