@@ -3,8 +3,12 @@
 Contract: :func:`register` adds both subcommands to an argparse subparsers object. ``--json`` prints the
 report's ``to_json()`` document on stdout; otherwise a short summary table. ``produce`` exits 0 when every
 message was acknowledged and 1 otherwise (saying so on stderr); ``consume`` exits 0 when it read what it
-could, 1 when a ``--commit`` failed. A setup problem (no route, no cluster, unreachable namesrv, bad
-argument value) prints one ``error:`` line on stderr and exits 1. No stack traces for expected failures.
+could, 1 when no pull was answered (one ``error: every pull failed: KIND=N (hint)`` line) or a ``--commit``
+failed, and says in one ``warning:`` line when ``--group`` could not be created through the admin path. A
+``--topic`` or ``--group`` RocketMQ refuses (``api.rules``: ``^[%|a-zA-Z0-9_-]+$``, at most 127 / 255
+characters) is one ``error:`` line and exit 2, before any request. A setup problem (no route, no cluster,
+unreachable namesrv, bad argument value) prints one ``error:`` line on stderr and exits 1. No stack traces
+for expected failures.
 Ctrl-C during ``produce`` prints the partial report (the answers so far; ``"interrupted": true`` in the JSON)
 and exits 130.
 """
@@ -15,11 +19,13 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import ssl
 import sys
 from collections.abc import Mapping
 from typing import Any
 
+from rocketmq_operator.api.rules import GROUP_NAME_MAX, TOPIC_NAME_MAX, TOPIC_NAME_PATTERN
 from rocketmq_operator.remoting import RemotingException
 from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.remoting.tls import ClientTls
@@ -44,7 +50,31 @@ from rocketmq_operator.tools.routing import ToolError
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
+
+
+def name_problem(option: str, value: str, what: str, max_len: int) -> str | None:
+    """Why RocketMQ would refuse ``value`` as a topic or group name (the rule of the Topic and ConsumerGroup
+    resources, api.rules), as one line; None when it is a valid name."""
+    rule = f"RocketMQ {what} names match {TOPIC_NAME_PATTERN} and have at most {max_len} characters"
+    if not re.fullmatch(TOPIC_NAME_PATTERN, value):  # fullmatch: `$` alone would accept a trailing newline
+        return f"{option} {value!r}: {rule}; fix: use only letters, digits, '%', '|', '_' and '-' (e.g. orders_v1)"
+    if len(value) > max_len:
+        return f"{option} {value[:20]!r}... is {len(value)} characters long: {rule}; fix: choose a shorter name"
+    return None
+
+
+def _invalid_names(args: argparse.Namespace, group_what: str) -> int | None:
+    """Exit 2 with one line for the first --topic / --group RocketMQ refuses; None when both are valid."""
+    for problem in (
+        name_problem("--topic", args.topic, "topic", TOPIC_NAME_MAX),
+        name_problem("--group", args.group, group_what, GROUP_NAME_MAX),
+    ):
+        if problem is not None:
+            print(f"error: {problem}", file=sys.stderr)
+            return EXIT_INVALID
+    return None
 
 
 def _counts(values: Mapping[str, int]) -> str:
@@ -181,6 +211,9 @@ def credentials_from(args: argparse.Namespace) -> SessionCredentials | None:
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
+    invalid = _invalid_names(args, "producer group")
+    if invalid is not None:
+        return invalid
     progress = ProduceProgress()
     try:
         report = asyncio.run(
@@ -236,6 +269,9 @@ def _interrupted_produce(args: argparse.Namespace, partial: ProduceReport) -> in
 
 
 def cmd_consume(args: argparse.Namespace) -> int:
+    invalid = _invalid_names(args, "consumer group")
+    if invalid is not None:
+        return invalid
     try:
         report = asyncio.run(
             consume(
@@ -259,6 +295,16 @@ def cmd_consume(args: argparse.Namespace) -> int:
         _print_json(report.to_json())
     else:
         print(format_consume(report))
+    if report.group_errors:
+        print(
+            f"warning: consumer group {report.group!r} could not be looked up or created through the admin path on "
+            f"{'; '.join(report.group_errors)}",
+            file=sys.stderr,
+        )
+    failure = report.pull_failure()
+    if failure is not None:
+        print(f"error: {failure}", file=sys.stderr)
+        return EXIT_FAILED
     if args.commit and not report.committed:
         print("error: committing consumer offsets failed for some queues", file=sys.stderr)
         return EXIT_FAILED

@@ -24,6 +24,11 @@ Contract:
   ``body_for(key, len(body))`` (meaningful for topics written by the produce tool).
 * Consumer offsets are not committed unless ``commit=True``: then, at the end, each queue's next offset is
   written to its master with UPDATE_CONSUMER_OFFSET for ``group``.
+* With a :class:`RemotingClient`, ``group`` is first created on every master that lacks it
+  (:func:`ensure_consumer_group`); a master where that could not be done is one line of ``group_errors``.
+  ``pulls`` counts the pulls a broker answered (any status). :meth:`ConsumeReport.pull_failure` is the one line
+  saying why a run in which no pull was answered read nothing (the error kinds and counts, and a hint), or
+  None when some pull was answered or none failed; the CLI prints it and exits 1.
 * :meth:`ConsumeReport.to_json` is the CLI's ``--json`` document: ``count``, ``unique``, ``duplicates``,
   ``digest``, ``per_queue`` (``"<brokerName>:<queueId>"`` -> counts and offsets), ``served_by``
   (``"<brokerName>/<brokerId>"`` -> messages), ``elapsed_s`` and the other fields of the report.
@@ -160,6 +165,21 @@ class ConsumeReport:
     errors: dict[str, int] = field(default_factory=dict)
     committed: bool = False
     keys: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    group: str = DEFAULT_CONSUMER_GROUP
+    pulls: int = 0
+    """Pulls a broker answered (FOUND, NO_NEW_MSG, ...); failed pulls are in ``errors``."""
+    group_errors: tuple[str, ...] = ()
+    """One line per master where ``group`` could not be looked up or created through the admin path."""
+
+    def pull_failure(self) -> str | None:
+        """Why nothing could be read, in one line, when no pull was answered and some request failed; else None."""
+        failed = {kind: n for kind, n in self.errors.items() if not kind.startswith("COMMIT_")}
+        if self.pulls or not failed:
+            return None
+        ranked = sorted(failed.items(), key=lambda item: (-item[1], item[0]))
+        counts = ", ".join(f"{kind}={n}" for kind, n in ranked)
+        hint = _failure_hint(ranked[0][0], self.topic, self.group)
+        return f"every pull failed: {counts}" + (f" ({hint})" if hint else "")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -175,7 +195,23 @@ class ConsumeReport:
             "body_mismatches": self.body_mismatches,
             "errors": dict(sorted(self.errors.items())),
             "committed": self.committed,
+            "group": self.group,
+            "pulls": self.pulls,
+            "group_errors": list(self.group_errors),
         }
+
+
+def _failure_hint(kind: str, topic: str, group: str) -> str:
+    """What the most frequent failure of a run that read nothing usually means, and what to do."""
+    hints = {
+        "NO_PERMISSION": f"the user needs Sub on Topic:{topic} and on Group:{group} (ACL 2.0)",
+        "SUBSCRIPTION_GROUP_NOT_EXIST": f"consumer group {group!r} does not exist on the brokers and could not be "
+        "created: declare a ConsumerGroup for it, or read as a user allowed to create groups",
+        "CONNECTION_ERROR": "no broker of the route could be reached from here",
+        "TIMEOUT": "the brokers did not answer within --timeout",
+        "NO_ROUTE": "the route lists no broker address for the topic's queues",
+    }
+    return hints.get(kind, "")
 
 
 class _Run:
@@ -211,6 +247,7 @@ class _Run:
         self.digest = Digest()
         self.served_by: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
+        self.pulls = 0
         self.last_message = time.monotonic()
         self.done = asyncio.Event()
 
@@ -288,6 +325,7 @@ class _Run:
             except RemotingException as exc:
                 await self._fail(queue, exc)
                 continue
+            self.pulls += 1
             queue.failing_since = None
             queue.max_offset = result.max_offset
             if self.read_from == "auto":
@@ -335,19 +373,24 @@ def _queues(route: TopicRoute) -> list[QueueProgress]:
     return out
 
 
-async def ensure_consumer_group(client: RemotingClient, route: TopicRoute, group: str, *, timeout: float) -> None:
+async def ensure_consumer_group(client: RemotingClient, route: TopicRoute, group: str, *, timeout: float) -> list[str]:
     """Create ``group`` on every master of the route that lacks it, through the admin path
     (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP): brokers render autoCreateSubscriptionGroup=false, and a pull for an
-    unknown group is refused (SUBSCRIPTION_GROUP_NOT_EXIST). A master that cannot be asked is left alone: the
-    pulls report what it answers."""
+    unknown group is refused (SUBSCRIPTION_GROUP_NOT_EXIST). A master that cannot be asked is left alone (the
+    group may exist already, and the pulls report what it answers); the returned lines say which and why."""
     admin = TopicAdmin(client)
+    problems: list[str] = []
     for broker in route.broker_datas:
         addr = broker.master_addr
         if addr is None:
             continue
-        with contextlib.suppress(RemotingException, OSError):
+        try:
             if group not in await admin.subscription_groups(addr, timeout=timeout):
                 await admin.create_subscription_group(addr, SubscriptionGroupInfo(group), timeout=timeout)
+        except (RemotingException, OSError) as exc:
+            # A broker's remark may span lines: the CLI prints these as one line.
+            problems.append(f"{broker.broker_name} ({addr}): {' '.join(str(exc).split())}")
+    return problems
 
 
 async def consume(
@@ -393,8 +436,9 @@ async def consume(
             if is_topic_not_exist(exc):
                 raise ToolError(f"topic {topic!r} does not exist") from exc
             raise ToolError(f"route lookup for topic {topic!r} failed: {exc}") from exc
+        group_errors: list[str] = []
         if isinstance(client, RemotingClient):
-            await ensure_consumer_group(client, route, group, timeout=timeout)
+            group_errors = await ensure_consumer_group(client, route, group, timeout=timeout)
         router = TopicRouter(client, topic, timeout=timeout, route=route)
         run = _Run(
             client,
@@ -448,6 +492,9 @@ async def consume(
         errors=dict(run.errors),
         committed=committed,
         keys=frozenset(run.seen),
+        group=group,
+        pulls=run.pulls,
+        group_errors=tuple(group_errors),
     )
 
 

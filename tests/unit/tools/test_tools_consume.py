@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections import deque
+from typing import Any
 
 import pytest
-from tools_fakes import FakeClient, make_route
+from tools_fakes import FakeClient, PullCall, make_route
 
 from rocketmq_operator.cli import tools as tools_cli
-from rocketmq_operator.remoting import PullResult, RemotingConnectionError, RemotingError, ResponseCode
-from rocketmq_operator.tools import ToolError, body_for, consume, digest_of
+from rocketmq_operator.remoting import (
+    PullResult,
+    RemotingClient,
+    RemotingCommand,
+    RemotingConnectionError,
+    RemotingError,
+    ResponseCode,
+)
+from rocketmq_operator.tools import ConsumeReport, ToolError, body_for, consume, digest_of
+from rocketmq_operator.tools.consume import ensure_consumer_group
 
 FAST = {"idle_timeout": 0.05, "poll_interval": 0.005}
 
@@ -165,3 +175,135 @@ def test_cli_consume(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixt
     assert "5 (5 unique, 0 duplicates)" in capsys.readouterr().out
     args = parser.parse_args(["consume", "--namesrv", "ns", "--topic", "missing"])
     assert args.func(args) == 1 and "does not exist" in capsys.readouterr().err
+
+
+def _refusing(code: int, n: int = 4) -> FakeClient:
+    """A topic with messages whose every pull the broker refuses with ``code``."""
+    client = _filled(n, {"a": {0: "a0"}, "b": {0: "b0"}})
+
+    async def pull(addr: str, topic: str, queue_id: int, offset: int, *args: Any, **kwargs: Any) -> PullResult:
+        client.pulls.append(PullCall(addr, queue_id, offset))
+        raise RemotingError(code, "refused", addr=addr, request="PULL_MESSAGE")
+
+    client.pull = pull  # type: ignore[method-assign]
+    return client
+
+
+async def test_no_pull_answered_is_a_failure_with_the_code_counts_and_a_hint() -> None:
+    """Before, a run whose every pull was refused (NO_PERMISSION for a user without Sub) reported 0 messages
+    like an empty topic, and the CLI exited 0."""
+    report = await consume(None, "t", group="readers", **FAST, client=_refusing(ResponseCode.NO_PERMISSION))
+    assert report.count == 0 and report.pulls == 0
+    n = report.errors["NO_PERMISSION"]
+    assert n >= 4 and report.to_json()["pulls"] == 0  # at least one refusal per queue (2 brokers x 2 queues)
+    assert report.pull_failure() == (
+        f"every pull failed: NO_PERMISSION={n} (the user needs Sub on Topic:t and on Group:readers (ACL 2.0))"
+    )
+
+    missing = await consume(None, "t", group="readers", **FAST, client=_refusing(26))
+    failure = missing.pull_failure()
+    assert failure is not None and failure.startswith("every pull failed: SUBSCRIPTION_GROUP_NOT_EXIST=")
+    assert "'readers' does not exist" in failure and "declare a ConsumerGroup" in failure
+
+
+def test_pull_failure_only_when_nothing_was_answered() -> None:
+    def report(pulls: int, errors: dict[str, int]) -> ConsumeReport:
+        return ConsumeReport("t", 0, 0, 0, "0" * 64, {}, {}, 0.1, errors=errors, group="g", pulls=pulls)
+
+    assert report(0, {}).pull_failure() is None  # nothing to read from (no queue), nothing failed
+    assert report(3, {"TIMEOUT": 5}).pull_failure() is None  # some pulls were answered
+    assert report(0, {"COMMIT_TIMEOUT": 1}).pull_failure() is None  # the commit is reported on its own
+    assert report(0, {"TIMEOUT": 2, "CONNECTION_ERROR": 7, "SYSTEM_BUSY": 2}).pull_failure() == (
+        "every pull failed: CONNECTION_ERROR=7, SYSTEM_BUSY=2, TIMEOUT=2 (no broker of the route could be reached "
+        "from here)"
+    )
+    assert report(0, {"SYSTEM_BUSY": 1}).pull_failure() == "every pull failed: SYSTEM_BUSY=1"
+
+
+class _AdminRefused(RemotingClient):
+    """A client whose every admin request a broker answers with NO_PERMISSION (a user without Update)."""
+
+    def __init__(self) -> None:
+        super().__init__("ns:9876")
+        self.requests: list[tuple[str, int]] = []
+
+    async def _call(self, addr: str, code: int, *args: Any, **kwargs: Any) -> RemotingCommand:
+        self.requests.append((addr, code))
+        raise RemotingError(ResponseCode.NO_PERMISSION, "no permission\nfor Group:g", addr=addr, request="X")
+
+
+async def test_ensure_consumer_group_says_where_and_why_it_failed() -> None:
+    """Before, a refused group creation was suppressed without a word."""
+    client = _AdminRefused()
+    route = make_route("t", {"a": {0: "a0", 1: "a1"}, "b": {1: "b1"}, "c": {0: "c0"}})
+    problems = await ensure_consumer_group(client, route, "g", timeout=1.0)
+    assert [addr for addr, _ in client.requests] == ["a0", "c0"]  # masters only
+    assert problems == [
+        "a (a0): X failed from a0: NO_PERMISSION (16): no permission for Group:g",
+        "c (c0): X failed from c0: NO_PERMISSION (16): no permission for Group:g",
+    ]
+
+
+def _cli(monkeypatch: pytest.MonkeyPatch, client: FakeClient | None = None, **extra: Any) -> argparse.ArgumentParser:
+    real = tools_cli.consume
+
+    async def consume_with_fake(*args: object, **kwargs: object) -> object:
+        report = await real(*args, client=client or _filled(1), **kwargs)  # type: ignore[arg-type]
+        return dataclasses.replace(report, **extra) if extra else report
+
+    monkeypatch.setattr(tools_cli, "consume", consume_with_fake)
+    parser = argparse.ArgumentParser()
+    tools_cli.register(parser.add_subparsers(dest="command"))
+    return parser
+
+
+def test_cli_consume_every_pull_refused_exits_1_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = _cli(monkeypatch, _refusing(ResponseCode.NO_PERMISSION))
+    args = parser.parse_args(["consume", "--namesrv", "ns", "--topic", "t", "--idle-timeout", "0.05", "--json"])
+    assert args.func(args) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["count"] == 0  # the report still comes first
+    assert captured.err.count("\n") == 1, captured.err
+    assert captured.err.startswith("error: every pull failed: NO_PERMISSION=") and "needs Sub" in captured.err
+
+
+def test_cli_consume_says_in_one_line_that_the_group_could_not_be_created(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refused = ("a (a0): failed: NO_PERMISSION (16): no", "b (b0): failed: NO_PERMISSION (16): no")
+    parser = _cli(monkeypatch, group_errors=refused)
+    args = parser.parse_args(["consume", "--namesrv", "ns", "--topic", "t", "--group", "g", "--idle-timeout", "0.05"])
+    assert args.func(args) == 0  # the group existed: the pulls were answered
+    err = capsys.readouterr().err
+    assert err == (
+        "warning: consumer group 'g' could not be looked up or created through the admin path on "
+        "a (a0): failed: NO_PERMISSION (16): no; b (b0): failed: NO_PERMISSION (16): no\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--group", "bad!group"], ["--group 'bad!group'", "consumer group names match ^[%|a-zA-Z0-9_-]+$"]),
+        (["--group", "g" * 256], ["is 256 characters long", "at most 255 characters", "shorter"]),
+        (["--group", "g\n"], ["--group 'g\\n'", "fix: use only letters"]),
+        (["--topic", "a.b"], ["--topic 'a.b'", "topic names match", "at most 127"]),
+    ],
+)
+def test_cli_refuses_names_rocketmq_refuses_before_any_request(
+    argv: list[str], words: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, `--group 'bad!group'` ran: every pull got SUBSCRIPTION_GROUP_NOT_EXIST and the exit code was 0."""
+    client = _filled(1)
+    for command in ("consume", "produce"):
+        parser = _cli(monkeypatch, client)
+        base = ["--namesrv", "ns", "--topic", "t"] + (["--count", "1"] if command == "produce" else [])
+        args = parser.parse_args([command, *base, *argv])
+        assert args.func(args) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1, captured.err
+        for word in words:
+            assert word.replace("consumer", "producer" if command == "produce" else "consumer") in captured.err
+    assert client.pulls == [] and client.sends == [] and client.route_lookups == 0
