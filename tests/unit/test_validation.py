@@ -102,7 +102,9 @@ def test_validate_prints_shape_problems_one_line_each(tmp_path: Path, capsys: py
     from rocketmq_operator.cli import main
 
     manifest = tmp_path / "bad.yaml"
-    manifest.write_text(yaml.safe_dump_all([c.doc for c in SHAPE_CASES]), encoding="utf-8")
+    # Each document its own name: the same kind and name twice would add a "given twice" line.
+    docs = [{**c.doc, "metadata": {"name": f"{c.doc['metadata']['name']}-{i + 1}"}} for i, c in enumerate(SHAPE_CASES)]
+    manifest.write_text(yaml.safe_dump_all(docs), encoding="utf-8")
     assert main(["validate", str(manifest)]) == 2
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(SHAPE_CASES)
@@ -111,7 +113,8 @@ def test_validate_prints_shape_problems_one_line_each(tmp_path: Path, capsys: py
         match = shape.match(line)
         assert match, line
         case = SHAPE_CASES[int(match.group(1)) - 1]
-        assert (match.group(2), match.group(3)) == (case.doc["kind"], case.doc["metadata"]["name"])
+        name = f"{case.doc['metadata']['name']}-{match.group(1)}"
+        assert (match.group(2), match.group(3)) == (case.doc["kind"], name)
         assert match.group(4) == case.path and case.contains in line, line
         assert not any(w in line for w in PYDANTIC_WORDING), line
 

@@ -10,7 +10,8 @@ sides on a table of cases. Every message names the value, the rule and the fix; 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -158,11 +159,19 @@ class Rule:
     valid: Callable[[Any], bool]  # Python: the parsed resource → valid?
     values: dict[str, Placeholder] = field(default_factory=dict)
     hint: Callable[[Any], str | None] | None = None  # Python-only suffix (did-you-mean); never in CEL
+    choices: tuple[str, ...] = ()  # the only values the field takes (a string field checked against a list)
 
     @property
     def path(self) -> str:
         head = "spec" if self.scope == "spec" else ""
         return (head + self.field_path).lstrip(".")
+
+    def reads(self, message: bool = True) -> frozenset[str]:
+        """The document paths the rule reads, e.g. 'spec.replicas': those of its condition and, with `message`,
+        of its message's values. Taken from the CEL, which a test holds to the same meaning as the Python."""
+        texts = [self.cel, *(ph.cel for ph in self.values.values() if message and ph.cel is not None)]
+        head = "spec." if self.scope == "spec" else ""
+        return frozenset(head + path for text in texts for path in _self_paths(text))
 
     def template(self) -> str:
         return f"{self.problem}; rule: {self.rule}; fix: {self.fix}"
@@ -206,6 +215,22 @@ class Rule:
 import string as _string  # noqa: E402  (kept next to its single use)
 
 _FORMATTER = _string.Formatter()
+
+
+_SELF_PATH = re.compile(r"\bself((?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
+
+
+def _self_paths(cel: str) -> list[str]:
+    """'quorum.inSyncReplicas' for each `self.quorum.inSyncReplicas` of a CEL text; a trailing method call
+    (`self.version.matches(...)`, `self.auth.users.all(...)`) is not a field."""
+    paths: list[str] = []
+    for m in _SELF_PATH.finditer(cel):
+        parts = m.group(1).lstrip(".").split(".")
+        if cel[m.end() : m.end() + 1] == "(":
+            parts = parts[:-1]
+        if parts:
+            paths.append(".".join(parts))
+    return paths
 
 
 def _cel_string(text: str) -> str:
@@ -326,8 +351,6 @@ _RE_CACHE: dict[str, Any] = {}
 
 
 def _re(pattern: str) -> Any:
-    import re
-
     if pattern not in _RE_CACHE:
         _RE_CACHE[pattern] = re.compile(pattern)
     return _RE_CACHE[pattern]
@@ -492,6 +515,7 @@ def _broker_rules() -> list[Rule]:
             cel=f"self.haMode in {_cel_list(modes)}",
             valid=lambda r: r.spec.ha_mode in modes,
             values={"value": Placeholder("self.haMode", lambda r: r.spec.ha_mode)},
+            choices=tuple(modes),
         ),
         Rule(
             id="BrokerGroup.controllerRef.required",
@@ -600,6 +624,7 @@ def _broker_rules() -> list[Rule]:
             cel=f"self.storage.reclaimPolicy in {_cel_list(policies)}",
             valid=lambda r: r.spec.storage.reclaim_policy in policies,
             values={"value": Placeholder("self.storage.reclaimPolicy", lambda r: r.spec.storage.reclaim_policy)},
+            choices=tuple(policies),
         ),
         Rule(
             id="BrokerGroup.failover.detectionSeconds",
@@ -645,6 +670,7 @@ def _broker_rules() -> list[Rule]:
             cel=f"self.upgrade.strategy in {_cel_list(strategies)}",
             valid=lambda r: r.spec.upgrade.strategy in strategies,
             values={"value": Placeholder("self.upgrade.strategy", lambda r: r.spec.upgrade.strategy)},
+            choices=tuple(strategies),
         ),
         Rule(
             id="BrokerGroup.auth.adminSecret.required",
@@ -828,6 +854,7 @@ def _enum_rule(kind: Kind, field: str, attr: str, values: Sequence[str], fix: st
         cel=f"self.{field} in {_cel_list(values)}",
         valid=lambda r: getattr(r.spec, attr) in values,
         values={"value": Placeholder(f"self.{field}", lambda r: getattr(r.spec, attr))},
+        choices=tuple(values),
     )
 
 
@@ -964,10 +991,26 @@ def rules_for(kind: Kind) -> tuple[Rule, ...]:
     return _RULES[kind]
 
 
-def check_rules(resource: AnyResource) -> list[tuple[Rule, str]]:
-    """Every rule the resource breaks, with its Python message."""
+def choices_at(kind: str, path: str) -> tuple[str, ...]:
+    """The values a string field takes (e.g. Topic spec.permission), () if any string may do."""
+    for rule in _RULES.get(kind, ()):
+        if rule.path == path and rule.choices:
+            return rule.choices
+    return ()
+
+
+def check_rules(resource: AnyResource, unread: Collection[str] = ()) -> list[tuple[Rule, str]]:
+    """Every rule the resource breaks, with its Python message. Rules that read a path of `unread` (or inside
+    it, or around it) are skipped: those fields did not parse, and the resource holds their defaults instead."""
     broken: list[tuple[Rule, str]] = []
     for rule in rules_for(resource.kind):
+        if any(overlaps(read, bad) for read in rule.reads() for bad in unread):
+            continue
         if not rule.valid(resource):
             broken.append((rule, rule.python_message(resource)))
     return broken
+
+
+def overlaps(a: str, b: str) -> bool:
+    """Is one of two document paths ('spec.quorum', 'spec.quorum.inSyncReplicas') the other or inside it?"""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,9 +43,10 @@ from rocketmq_operator.api.modes import (
     in_sync_replicas,
     waits_for_in_sync_replicas,
 )
-from rocketmq_operator.api.rules import check_rules, did_you_mean
+from rocketmq_operator.api.rules import check_rules, choices_at, did_you_mean, overlaps
 
-KINDS: dict[str, type[BrokerGroup] | type[ControllerGroup] | type[Topic] | type[ConsumerGroup]] = {
+ResourceModel = type[BrokerGroup] | type[ControllerGroup] | type[Topic] | type[ConsumerGroup]
+KINDS: dict[str, ResourceModel] = {
     "BrokerGroup": BrokerGroup,
     "ControllerGroup": ControllerGroup,
     "Topic": Topic,
@@ -72,6 +74,10 @@ class SecretDoc:
     data: dict[str, str] = field(repr=False)
 
 
+# What names one object: two documents with the same kind, namespace and name are one object given twice.
+ResourceKey = tuple[str, str | None, str]
+
+
 @dataclass
 class Report:
     source: str
@@ -79,6 +85,8 @@ class Report:
     errors: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
     secret: SecretDoc | None = None
+    key: ResourceKey | None = None  # read from the document, so a document with errors has one too
+    document: str = ""  # `file.yaml#3`
 
     @property
     def ok(self) -> bool:
@@ -267,6 +275,14 @@ def _shape_problems(doc: dict[str, Any], model: type[BaseModel], errors: Sequenc
             count = len(value) if hasattr(value, "__len__") else "?"
             message = f"{_show_value(value)} has {count} {unit}; rule: {path} has {bound} {unit}; fix: {fix}"
             problems.append(Problem(path, message, f"shape.{etypes[0]}"))
+        elif "string_type" in etypes and (allowed := choices_at(kind, path)):
+            # A field whose rule takes a few names: "quote it" would only trade this error for the rule's.
+            listed = ", ".join(allowed)
+            message = (
+                f"{_show_value(_value_at(doc, loc))} is not allowed; rule: {path} is one of: {listed}; "
+                f"fix: use one of: {listed}"
+            )
+            problems.append(Problem(path, message, "shape.enum"))
         else:
             value = _value_at(doc, loc)
             known = [_EXPECTED[t] for t in etypes if t in _EXPECTED]
@@ -279,18 +295,24 @@ def _shape_problems(doc: dict[str, Any], model: type[BaseModel], errors: Sequenc
 
 def parse_resource(doc: dict[str, Any]) -> tuple[AnyResource | None, list[Problem]]:
     """Shape only: the typed resource, or the problems that stop it being one."""
+    resource, problems, _ = _parse(doc)
+    return (resource if not problems else None), problems
+
+
+def _parse(doc: dict[str, Any]) -> tuple[AnyResource | None, list[Problem], list[str]]:
+    """The shape problems, and the resource as far as it parses: the fields that did not (their paths are
+    returned too) hold their defaults, so the rules about the other fields can still be judged."""
     kind = doc.get("kind")
     api_version = doc.get("apiVersion")
     if kind not in KINDS:
-        return None, [
-            Problem(
-                "kind",
-                f"{kind!r} is not a kind this operator manages; "
-                "rule: kind is BrokerGroup, ControllerGroup, Topic or ConsumerGroup (or a v1 Secret they name); "
-                "fix: set kind, or remove the document",
-                "shape.kind",
-            )
-        ]
+        wrong_kind = Problem(
+            "kind",
+            f"{kind!r} is not a kind this operator manages; "
+            "rule: kind is BrokerGroup, ControllerGroup, Topic or ConsumerGroup (or a v1 Secret they name); "
+            "fix: set kind, or remove the document",
+            "shape.kind",
+        )
+        return None, [wrong_kind], []
     problems: list[Problem] = []
     if api_version != API_GROUP_VERSION:
         problems.append(
@@ -310,14 +332,72 @@ def parse_resource(doc: dict[str, Any]) -> tuple[AnyResource | None, list[Proble
                 "shape.name",
             )
         )
-        return None, problems
+        return None, problems, []
     model = KINDS[str(kind)]
     try:
-        resource = model.model_validate(doc)
+        return model.model_validate(doc), problems, []
     except ValidationError as exc:
-        problems.extend(_shape_problems(doc, model, exc.errors(include_url=False)))
-        return None, problems
-    return (resource if not problems else None), problems
+        errors = exc.errors(include_url=False)
+    problems.extend(_shape_problems(doc, model, errors))
+    resource, unparsed = _parse_without(doc, model, errors)
+    return resource, problems, unparsed
+
+
+_MAX_PRUNES = 8  # each round removes fields; a required field removed makes its parent the next to go
+
+
+def _parse_without(
+    doc: dict[str, Any], model: ResourceModel, errors: Sequence[Any]
+) -> tuple[AnyResource | None, list[str]]:
+    """``doc`` parsed with the fields of ``errors`` removed, and their paths; None if only the whole document
+    would have to go. A field inside a list removes the whole list (the indexes would shift)."""
+    pruned = copy.deepcopy(doc)
+    unparsed: list[str] = []
+    for _ in range(_MAX_PRUNES):
+        removed: list[tuple[str, ...]] = []
+        for err in errors:
+            loc, in_list = _field_loc(tuple(err["loc"]))
+            if any(loc[: len(done)] == done for done in removed):
+                continue  # another error of this round removed it already (two items of one list)
+            if err["type"] == "missing" and not in_list:
+                loc = loc[:-1]  # a required field is absent: its parent cannot be parsed either
+            if not _remove(pruned, loc):
+                return None, unparsed  # only the whole document would go
+            removed.append(loc)
+            unparsed.append(_loc_to_path(loc))
+        try:
+            resource: AnyResource = model.model_validate(pruned)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            continue
+        return resource, unparsed
+    return None, unparsed
+
+
+def _field_loc(loc: tuple[int | str, ...]) -> tuple[tuple[str, ...], bool]:
+    """The field of an error's location (without a union member's tag), up to the first list index; and
+    whether it was cut there."""
+    if len(loc) > 1 and loc[-1] in _UNION_TAGS:
+        loc = loc[:-1]
+    out: list[str] = []
+    for part in loc:
+        if isinstance(part, int):
+            return tuple(out), True
+        out.append(part)
+    return tuple(out), False
+
+
+def _remove(doc: dict[str, Any], loc: Sequence[str]) -> bool:
+    """Remove the field at ``loc``; False if there is none (or ``loc`` is the document itself)."""
+    if not loc:
+        return False
+    parent: Any = doc
+    for part in loc[:-1]:
+        parent = parent.get(part) if isinstance(parent, dict) else None
+    if not isinstance(parent, dict) or loc[-1] not in parent:
+        return False
+    del parent[loc[-1]]
+    return True
 
 
 def parse_secret(doc: dict[str, Any]) -> tuple[SecretDoc | None, list[Problem]]:
@@ -359,11 +439,20 @@ def validate_document(doc: dict[str, Any], source: str = "") -> Report:
     if doc.get("kind") == "Secret":
         secret, secret_problems = parse_secret(doc)
         return Report(source=source, errors=secret_problems, secret=secret)
-    resource, problems = parse_resource(doc)
-    report = Report(source=source, errors=problems)
+    resource, problems, unparsed = _parse(doc)
+    report = Report(source=source, errors=problems, key=document_key(doc))
     if resource is None:
         return report
-    for rule, message in check_rules(resource):
+    broken = check_rules(resource, unread=unparsed)
+    # A broken rule about a field the document does not set, that reads a field another broken rule is about,
+    # only follows from that field's value (replicas: 0 puts the default inSyncReplicas out of range): the
+    # other rule's message is the one to fix.
+    bad = {rule.path for rule, _ in broken if rule.path and _is_set(doc, rule.path)}
+    for rule, message in broken:
+        if rule.path and not _is_set(doc, rule.path):
+            causes = bad - {rule.path}
+            if any(overlaps(read, cause) for read in rule.reads(message=False) for cause in causes):
+                continue
         report.errors.append(Problem(rule.path, message, rule.id))
     if not report.errors:
         report.resource = resource
@@ -376,13 +465,64 @@ def validate_document(doc: dict[str, Any], source: str = "") -> Report:
     return report
 
 
+def _is_set(doc: dict[str, Any], path: str) -> bool:
+    cur: Any = doc
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return False
+        cur = cur[part]
+    return True
+
+
+def document_key(doc: dict[str, Any]) -> ResourceKey | None:
+    """The kind, namespace and name a document of a managed kind gives, whether or not the rest is valid."""
+    meta = doc.get("metadata")
+    kind = doc.get("kind")
+    if kind not in KINDS or not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        return None
+    namespace = meta.get("namespace")
+    return str(kind), (namespace if isinstance(namespace, str) else None), meta["name"]
+
+
+def resource_key(resource: AnyResource) -> ResourceKey:
+    return resource.kind, resource.metadata.namespace, resource.metadata.name
+
+
+def repeated(keys: Sequence[ResourceKey | None]) -> list[tuple[int, int, ResourceKey]]:
+    """(first, again, key) for each key given again, by index. Shared by validate, render and `local up`:
+    applied, the later document would replace the earlier; run locally, both would claim the same processes."""
+    first: dict[ResourceKey, int] = {}
+    found: list[tuple[int, int, ResourceKey]] = []
+    for i, key in enumerate(keys):
+        if key is None:
+            continue
+        if key in first:
+            found.append((first[key], i, key))
+        else:
+            first[key] = i
+    return found
+
+
+def given_twice(key: ResourceKey, first: str = "") -> str:
+    """The message for a key `repeated` found; `first` names the earlier document, if there is one."""
+    kind, namespace, name = key
+    where = f" in namespace {namespace}" if namespace else ""
+    also = f" (first in {first})" if first else ""
+    return (
+        f"{kind}/{name}{where} is given twice{also}; rule: kind, namespace and metadata.name name one object, and "
+        "a second document would replace the first; fix: keep one of them, or rename the other"
+    )
+
+
 def validate_file(path: str | Path) -> list[Report]:
     docs = load_documents(path)
     reports = []
     for i, doc in enumerate(docs):
         name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
         label = f"{path}#{i + 1}" + (f" {doc.get('kind')}/{name}" if name else "")
-        reports.append(validate_document(doc, label))
+        report = validate_document(doc, label)
+        report.document = f"{path}#{i + 1}"
+        reports.append(report)
     return reports
 
 
@@ -417,6 +557,9 @@ def validate_files(paths: Sequence[str | Path]) -> ManifestSet:
                 "BrokerGroup, ControllerGroup, Topic or ConsumerGroup; fix: add one (see examples/quickstart.yaml)"
             )
         reports.extend(found)
+    for first, again, key in repeated([r.key for r in reports]):
+        reports[again].errors.append(Problem("metadata.name", given_twice(key, reports[first].document), "xref.unique"))
+        reports[again].resource = None
     errors = [*empty, *(r.prefixed(p) for r in reports for p in r.errors)]
     warnings = [r.prefixed(p) for r in reports for p in r.warnings]
     manifests = ManifestSet(reports, errors, warnings)
