@@ -25,7 +25,7 @@ truncated away; the stale-route client's acknowledgements after the election cou
 `extra_elections`: elections beyond the one per fault. The controller's master and epoch are sampled all along
 (`bench.elections`); every epoch bump from a trial's recovery to the next fault (after the last trial: to the end
 of the read-back) is an election nobody asked for. Per trial: `epoch_before`, `epoch_at_recovery`,
-`extra_elections`, and `epochs`, the [epoch, master] pairs seen from the fault on.
+`extra_elections`, and `epochs`, the [epoch, master] pairs seen from right before the fault on.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class Trial:
     epoch_before: int | None = None  # the master epoch right before the fault
     epoch_at_recovery: int | None = None  # ... once the producer was through the outage
     extra_elections: int = 0  # elections after the recovery, before the next fault (or the end of the run)
-    epochs: list[list[int | None]] = field(default_factory=list)  # [epoch, master] seen from the fault on
+    epochs: list[list[int | None]] = field(default_factory=list)  # [epoch, master] seen from right before the fault
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -369,6 +369,7 @@ async def run_bench(
     stale_clients: list[StaleRouteClient] = []
     topic = f"bench-failover-{int(time.time())}"
     deposed_acks = 0
+    asked_at: list[float] = []  # each trial's read of the master right before its fault
     faulted_at: list[float] = []
     recovered_at: list[float] = []
     try:
@@ -399,9 +400,9 @@ async def run_bench(
                     for r in states[group.name].replicas:
                         if r.broker_id is not None:
                             by_id[r.broker_id] = r.name
-                    asked_at = time.time()
+                    asked_at.append(time.time())
                     old, old_epoch, _ = await retrying(lambda: group.controller_master(client))
-                    watch.samples.append(Sample(asked_at, old, old_epoch))
+                    watch.samples.append(Sample(asked_at[-1], old, old_epoch))
                     assert old is not None
                     old_addr = next(e.address for e in group.endpoints if e.name == by_id[old])
                     killed_at = await _signal(state_dir, by_id[old], "STOP" if fault == "stop" else "KILL")
@@ -506,7 +507,7 @@ async def run_bench(
         manifests.cleanup()
     ends = [*faulted_at[1:], ended_at] if faulted_at else []
     quiet = [Window(start, end, expected=0) for start, end in zip(recovered_at, ends, strict=True)]
-    for t, extra, start, end in zip(results, extra_elections(watch.samples, quiet), faulted_at, ends, strict=True):
+    for t, extra, start, end in zip(results, extra_elections(watch.samples, quiet), asked_at, ends, strict=True):
         t.extra_elections = extra
         t.epochs = epochs_seen(watch.samples, start, end)
     rto = [t.rto_s for t in results]
