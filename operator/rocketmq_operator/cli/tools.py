@@ -10,7 +10,9 @@ characters) is one ``error:`` line and exit 2, before any request. A setup probl
 unreachable namesrv, bad argument value) prints one ``error:`` line on stderr and exits 1. No stack traces
 for expected failures.
 Ctrl-C during ``produce`` prints the partial report (the answers so far; ``"interrupted": true`` in the JSON)
-and exits 130.
+and exits 130. While ``produce`` runs with stderr a terminal, one progress line there (sent, acknowledged,
+failed, the rate of the last interval) is rewritten in place about once a second and erased before the
+report; with stderr not a terminal (pipes, tests) nothing is printed while it runs.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import os
 import re
 import ssl
 import sys
-from collections.abc import Mapping
-from typing import Any
+import time
+from collections.abc import Coroutine, Mapping
+from typing import Any, TextIO, TypeVar
 
 from rocketmq_operator.api.rules import GROUP_NAME_MAX, TOPIC_NAME_MAX, TOPIC_NAME_PATTERN
 from rocketmq_operator.remoting import RemotingException
@@ -52,6 +55,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
+PROGRESS_INTERVAL_S = 1.0
+T = TypeVar("T")
 
 
 def name_problem(option: str, value: str, what: str, max_len: int) -> str | None:
@@ -210,33 +215,94 @@ def credentials_from(args: argparse.Namespace) -> SessionCredentials | None:
     return SessionCredentials(access_key, secret_key)
 
 
+class ProgressLine:
+    """The running `produce`'s one line on a terminal: rewritten in place, erased at the end."""
+
+    def __init__(self, progress: ProduceProgress, count: int, stream: TextIO) -> None:
+        self.progress = progress
+        self.count = count
+        self.stream = stream
+        self.seen = 0  # records counted so far: each update looks only at the new ones
+        self.acknowledged = 0
+        self.shown = False
+        self._last: tuple[float, int] | None = None  # (time, acknowledged) of the previous update
+
+    def text(self, now: float) -> str | None:
+        """The line at ``now`` (``time.perf_counter()``); None while no send has started (topic setup)."""
+        if self.progress.started is None:
+            return None
+        records = self.progress.records
+        new = records[self.seen :]
+        self.seen += len(new)
+        self.acknowledged += sum(1 for r in new if r.ok)
+        since, before = self._last if self._last is not None else (self.progress.started, 0)
+        self._last = (now, self.acknowledged)
+        rate = (self.acknowledged - before) / (now - since) if now > since else 0.0
+        failed = self.seen - self.acknowledged
+        return (
+            f"produce: {self.seen}/{self.count} sent  {self.acknowledged} acknowledged  {failed} failed  "
+            f"{rate:.1f} msgs/s"
+        )
+
+    def update(self) -> None:
+        text = self.text(time.perf_counter())
+        if text is not None:
+            # \r: back to the line's start; ESC[K: erase what a longer previous line left
+            self.stream.write(f"\r{text}\x1b[K")
+            self.stream.flush()
+            self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+async def with_progress(main: Coroutine[Any, Any, T], line: ProgressLine, interval: float = PROGRESS_INTERVAL_S) -> T:
+    """Await ``main``, updating ``line`` every ``interval`` seconds; the line is erased however it ends."""
+    task = asyncio.ensure_future(main)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=interval)
+            if done:
+                return task.result()
+            line.update()
+    finally:
+        line.clear()  # before the report (or Ctrl-C's partial report) is printed
+        task.cancel()  # only when interrupted: a finished task ignores it
+
+
 def cmd_produce(args: argparse.Namespace) -> int:
     invalid = _invalid_names(args, "producer group")
     if invalid is not None:
         return invalid
     progress = ProduceProgress()
     try:
-        report = asyncio.run(
-            produce(
-                args.namesrv,
-                args.topic,
-                args.count,
-                size=args.size,
-                rate=args.rate,
-                concurrency=args.concurrency,
-                key_prefix=args.key_prefix,
-                tags=args.tag,
-                create_topic=args.create_topic,
-                cluster=args.cluster,
-                timeout=args.timeout,
-                retries=args.retries,
-                producer_group=args.group,
-                keep_records=False,
-                progress=progress,
-                credentials=credentials_from(args),
-                tls=tls_from(args),
-            )
+        main = produce(
+            args.namesrv,
+            args.topic,
+            args.count,
+            size=args.size,
+            rate=args.rate,
+            concurrency=args.concurrency,
+            key_prefix=args.key_prefix,
+            tags=args.tag,
+            create_topic=args.create_topic,
+            cluster=args.cluster,
+            timeout=args.timeout,
+            retries=args.retries,
+            producer_group=args.group,
+            keep_records=False,
+            progress=progress,
+            credentials=credentials_from(args),
+            tls=tls_from(args),
         )
+        if sys.stderr.isatty():
+            line = ProgressLine(progress, args.count, sys.stderr)
+            report = asyncio.run(with_progress(main, line, PROGRESS_INTERVAL_S))
+        else:
+            report = asyncio.run(main)
     except (ToolError, RemotingException) as exc:
         return _fail(str(exc), args)
     except KeyboardInterrupt:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
+import sys
 from collections import Counter, deque
 from typing import Any
 
@@ -22,6 +24,7 @@ from rocketmq_operator.remoting import (
 )
 from rocketmq_operator.tools import (
     Decision,
+    ProduceReport,
     SendRecord,
     SteadyProducer,
     ToolError,
@@ -31,6 +34,7 @@ from rocketmq_operator.tools import (
     produce,
     recovery_windows,
 )
+from rocketmq_operator.tools.produce import ProduceProgress
 
 ISR = (ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough")
 PRODUCE_KEYS = {
@@ -337,3 +341,70 @@ def test_cli_produce_ctrl_c_prints_the_partial_report_and_exits_130(
     assert args.func(args) == 130
     out = capsys.readouterr().out
     assert "acknowledged      2 (66.7%)" in out and "IN_SYNC_REPLICAS_NOT_ENOUGH=1" in out and "msgs/s" in out
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_line_counts_new_answers_and_the_rate_of_the_last_interval() -> None:
+    progress = ProduceProgress()
+    line = _Terminal()
+    progress_line = tools_cli.ProgressLine(progress, 10, line)
+    assert progress_line.text(1.0) is None  # no send started yet (the topic is being set up)
+    progress.started = 0.0
+    progress.records.extend([_rec(0, 0, 1, True), _rec(1, 0, 1, False), _rec(2, 0, 1, True)])
+    assert progress_line.text(2.0) == "produce: 3/10 sent  2 acknowledged  1 failed  1.0 msgs/s"
+    progress.records.extend(_rec(i, 0, 1, True) for i in range(3, 9))
+    assert progress_line.text(2.5) == "produce: 9/10 sent  8 acknowledged  1 failed  12.0 msgs/s"
+
+
+async def test_with_progress_rewrites_one_line_and_erases_it() -> None:
+    progress = ProduceProgress(started=0.0)
+    terminal = _Terminal()
+    line = tools_cli.ProgressLine(progress, 5, terminal)
+
+    async def run() -> str:
+        for i in range(5):
+            progress.records.append(_rec(i, 0, 1, True))
+            while terminal.getvalue().count("\r") <= i:  # one update per answer, whatever the machine's speed
+                await asyncio.sleep(0)
+        return "done"
+
+    assert await tools_cli.with_progress(run(), line, 0.0) == "done"
+    out = terminal.getvalue()
+    assert "\n" not in out and out.endswith("\r\x1b[K")  # one line, rewritten in place, erased at the end
+    updates = [u.removesuffix("\x1b[K") for u in out.split("\r") if u.removesuffix("\x1b[K")]
+    assert updates[0].startswith("produce: 1/5 sent  1 acknowledged  0 failed")
+    assert updates[-1].startswith("produce: 5/5 sent  5 acknowledged  0 failed")
+
+
+def test_cli_produce_shows_progress_on_a_terminal_only(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A long produce showed nothing until its report; on a terminal it now shows one progress line."""
+    client = _two_brokers()
+    real = tools_cli.produce
+
+    async def produce_with_fake(*args: object, **kwargs: object) -> ProduceReport:
+        return await real(*args, client=client, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tools_cli, "produce", produce_with_fake)
+    monkeypatch.setattr(tools_cli, "PROGRESS_INTERVAL_S", 0.001)
+    parser = argparse.ArgumentParser()
+    tools_cli.register(parser.add_subparsers(dest="command"))
+    argv = ["produce", "--namesrv", "ns:9876", "--topic", "t", "--count", "20", "--rate", "400", "--json"]
+
+    args = parser.parse_args(argv)
+    assert args.func(args) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and json.loads(captured.out)["acknowledged"] == 20  # a pipe: as before
+
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert args.func(args) == 0
+    assert json.loads(capsys.readouterr().out)["acknowledged"] == 20
+    err = terminal.getvalue()
+    assert "\rproduce: " in err and " acknowledged " in err and "msgs/s" in err and err.endswith("\r\x1b[K")
+    assert "\n" not in err
