@@ -8,17 +8,25 @@ import pytest
 
 from rocketmq_operator.core.failover import (
     ActionKind,
+    FenceSeen,
     GroupFacts,
+    MasterEvidence,
+    ProcessState,
     ReplicaFacts,
     SwitchoverTargetError,
+    confirmation_probe_s,
+    plan_abandoned_fences,
     plan_failover,
     plan_fence_deposed,
+    plan_fence_rollback,
     plan_reattach,
     plan_switchover,
     switchover_target_id,
     track_deposed,
     unconnected_slaves,
 )
+
+STOPPED = MasterEvidence(process=ProcessState.STOPPED)  # the tables below: the platform sees the process stopped
 
 
 def facts(
@@ -29,6 +37,8 @@ def facts(
     controller: bool = True,
     age: float = 0.0,
     not_serving_for: float | None = None,
+    evidence: MasterEvidence = STOPPED,
+    controller_alive: dict[int, bool] | None = None,
 ) -> GroupFacts:
     offsets = offsets or {1: 300, 2: 300, 3: 200}
     return GroupFacts(
@@ -37,8 +47,12 @@ def facts(
         controller_reachable=controller,
         master_broker_id=master,
         sync_state_set=sss,
-        replicas={i: ReplicaFacts(i, i in alive, offsets.get(i)) for i in (1, 2, 3)},
+        replicas={
+            i: ReplicaFacts(i, i in alive, offsets.get(i), controller_alive=(controller_alive or {}).get(i))
+            for i in (1, 2, 3)
+        },
         master_not_serving_since=None if not_serving_for is None else 100.0 - not_serving_for,
+        master_evidence=evidence,
     )
 
 
@@ -387,3 +401,136 @@ def test_track_deposed(
     case: str, before: dict[int, float], previous: int | None, f: GroupFacts, after: dict[int, float]
 ) -> None:
     assert track_deposed(before, previous, f) == after
+
+
+# A master silent past detectionSeconds (4 s here): the platform's view of its process, a confirmation probe and
+# the controller's heartbeat table decide whether it is dead or only slow (a loaded machine). The tables above
+# stand for a process the platform sees stopped.
+UNKNOWN = MasterEvidence(process=ProcessState.UNKNOWN)
+RUNNING = MasterEvidence(process=ProcessState.RUNNING)
+PROBE_FAILED = dataclasses.replace(RUNNING, probe_answered=False, probe_s=4.0)
+EVIDENCE = [
+    (
+        "stopped-fenced-at-once",
+        MasterEvidence(process=ProcessState.STOPPED),
+        5,
+        None,
+        [("Fence", 1), ("Elect", 2)],
+        "FailoverToInSyncMember",
+        "its process is stopped",
+    ),
+    (
+        "gone-fenced-at-once",
+        MasterEvidence(process=ProcessState.GONE),
+        5,
+        None,
+        [("Fence", 1), ("Elect", 2)],
+        "FailoverToInSyncMember",
+        "its process is gone",
+    ),
+    ("running-asked-first", RUNNING, 5, None, [("Confirm", 1)], "ConfirmingMasterSilence", "asking once more"),
+    ("unknown-asked-first", UNKNOWN, 5, None, [("Confirm", 1)], "ConfirmingMasterSilence", "asking once more"),
+    (
+        "answered-is-slow-not-dead",
+        dataclasses.replace(RUNNING, probe_answered=True, probe_s=4.0),
+        30,
+        None,
+        [],
+        "MasterSlow",
+        "answered a 4s confirmation probe",
+    ),
+    ("failed-but-heartbeating-waits", PROBE_FAILED, 5, True, [], "MasterUnconfirmed", "fenced after 8s"),
+    (
+        "failed-and-heartbeats-lost",
+        PROBE_FAILED,
+        5,
+        False,
+        [("Fence", 1), ("Elect", 2)],
+        "FailoverToInSyncMember",
+        "the controller no longer receives its heartbeats",
+    ),
+    (
+        "failed-and-silent-twice-the-detection",
+        PROBE_FAILED,
+        8,
+        True,
+        [("Fence", 1), ("Elect", 2)],
+        "FailoverToInSyncMember",
+        "silent for twice",
+    ),
+    (
+        "unknown-failed-heartbeats-unknown",
+        dataclasses.replace(UNKNOWN, probe_answered=False, probe_s=4.0),
+        5,
+        None,
+        [],
+        "MasterUnconfirmed",
+        "not visible to the platform",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "evidence", "silent_s", "heartbeating", "actions", "reason", "said"),
+    EVIDENCE,
+    ids=[c[0] for c in EVIDENCE],
+)
+def test_slow_is_told_from_dead(
+    case: str,
+    evidence: MasterEvidence,
+    silent_s: float,
+    heartbeating: bool | None,
+    actions: list[tuple[str, int]],
+    reason: str,
+    said: str,
+) -> None:
+    alive = None if heartbeating is None else {1: heartbeating}
+    f = facts(alive=(2, 3), not_serving_for=silent_s, evidence=evidence, controller_alive=alive)
+    d = plan_failover(f, allow_unclean=False, detection_s=4.0)
+    assert (kinds(d), d.reason) == (actions, reason)
+    assert said in d.message
+
+
+def test_confirmation_probe_is_the_detection_time_within_bounds() -> None:
+    assert [confirmation_probe_s(s) for s in (0.5, 4, 60)] == [1.0, 4.0, 10.0]
+
+
+ROLLBACK = [
+    ("still-master-same-epoch", True, 1, 5, [("Unfence", 1)], "RollBackFence"),
+    ("elected-meanwhile", True, 2, 6, [], "ElectedMeanwhile"),
+    ("same-master-new-epoch", True, 1, 6, [], "ElectedMeanwhile"),
+    ("controller-unreadable", False, None, None, [], "ControllerUnavailable"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "readable", "master", "epoch", "actions", "reason"), ROLLBACK, ids=[c[0] for c in ROLLBACK]
+)
+def test_a_fence_is_rolled_back_only_when_no_election_can_have_happened(
+    case: str, readable: bool, master: int | None, epoch: int | None, actions: list[tuple[str, int]], reason: str
+) -> None:
+    d = plan_fence_rollback(1, 5, controller_readable=readable, master_now=master, epoch_now=epoch)
+    assert (kinds(d), d.reason, d.refused) == (actions, reason, not actions)
+    assert d.message
+
+
+ABANDONED = [
+    ("slave-lapsed", [FenceSeen(2, False, True)], [("Unfence", 2)], "AbandonedFence"),
+    ("master-lapsed", [FenceSeen(1, True, True)], [("Unfence", 1)], "AbandonedFence"),
+    ("lease-running", [FenceSeen(1, True, False), FenceSeen(2, False, False)], [], "NoAbandonedFence"),
+    ("deposed-still-master", [FenceSeen(3, True, True)], [], "NoAbandonedFence"),
+    ("role-unknown", [FenceSeen(2, None, True)], [], "NoAbandonedFence"),
+]
+
+
+@pytest.mark.parametrize(("case", "seen", "actions", "reason"), ABANDONED, ids=[c[0] for c in ABANDONED])
+def test_fences_a_switchover_left_behind(
+    case: str, seen: list[FenceSeen], actions: list[tuple[str, int]], reason: str
+) -> None:
+    d = plan_abandoned_fences(facts(), seen)
+    assert (kinds(d), d.reason) == (actions, reason)
+
+
+def test_fences_left_behind_wait_for_a_readable_controller() -> None:
+    d = plan_abandoned_fences(facts(controller=False), [FenceSeen(1, True, True)])
+    assert d.refused and d.reason == "ControllerUnavailable" and not d.actions

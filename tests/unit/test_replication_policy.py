@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 from kube_fake import FakeApi
 
-from rocketmq_operator.control.operations import PolicyMemory, PolicySettings, run_replication_policy
+from rocketmq_operator.control.operations import (
+    PolicyMemory,
+    PolicySettings,
+    fence_config,
+    run_replication_policy,
+    unfence_config,
+)
+from rocketmq_operator.core.failover import ProcessState
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.platforms.kubernetes.group_pass import PodPlatform
 from rocketmq_operator.platforms.kubernetes.kube import KubeError
@@ -23,6 +30,7 @@ from rocketmq_operator.remoting import (
     ClusterInfo,
     ElectMasterResult,
     HaInfo,
+    HaStatus,
     RemotingException,
     SyncStateInfo,
 )
@@ -69,6 +77,8 @@ class FakeClient:
     name_server_master: str | None = ADDR[1]
     calls: list[tuple[str, Any]] = field(default_factory=list)
     offsets: dict[int, int] = field(default_factory=dict)  # commitLogMaxOffset by broker id
+    silent: set[str] = field(default_factory=set)  # addresses that answer no confirmation probe
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)  # live broker configs by address
 
     def _maybe_fail(self, what: str) -> None:
         if what in self.fail:
@@ -107,7 +117,15 @@ class FakeClient:
         return ClusterInfo({GROUP: BrokerData("c", GROUP, addrs)}, {"c": (GROUP,)})
 
     async def get_broker_config(self, addr: str, *, timeout: float | None = None) -> dict[str, str]:
-        return {"brokerPermission": "6"}
+        return self.configs.get(addr, {"brokerPermission": "6"})
+
+    async def get_ha_status(self, addr: str, *, timeout: float | None = None) -> HaStatus:
+        self.calls.append(("get_ha_status", (addr, timeout)))
+        if addr in self.silent:
+            raise RemotingException(f"{addr} did not answer in {timeout}s")
+        return HaStatus(
+            master=addr == ADDR[self.controller_master], master_commit_log_max_offset=100, in_sync_slave_nums=2
+        )
 
     async def update_broker_config(self, addr: str, config: Mapping[str, object], **_: Any) -> None:
         self.calls.append(("update_broker_config", (addr, dict(config))))
@@ -119,6 +137,7 @@ class FakePlatform:
     restarted: list[str] = field(default_factory=list)
     frozen: list[str] = field(default_factory=list)
     can_freeze: bool = False
+    process: ProcessState = ProcessState.STOPPED  # what the platform sees of a silent master's process
 
     async def fence(self, replica: ReplicaObservation, *, started_before: float | None) -> str:
         self.fenced.append((replica.name, started_before))
@@ -130,6 +149,9 @@ class FakePlatform:
     async def freeze(self, replica: ReplicaObservation) -> bool:
         self.frozen.append(replica.name)
         return self.can_freeze
+
+    async def process_state(self, replica: ReplicaObservation) -> ProcessState:
+        return self.process
 
 
 SETTINGS = PolicySettings(cluster="c", detection_s=2.0, name_servers=("10.0.0.9:9876",))
@@ -174,7 +196,7 @@ def test_a_frozen_master_is_replaced_by_the_most_caught_up_member_before_the_kil
     steps = run(client, platform, memory, state(1, *hung, at=now))
     assert platform.frozen == [f"{GROUP}-1"] and platform.fenced == [(f"{GROUP}-1", None)]
     assert [c[1] for c in client.calls if c[0] == "elect_master"] == [("c", GROUP, 3, True)]
-    assert steps[0] == f"froze master {GROUP}-1"
+    assert steps[0].startswith(f"froze master {GROUP}-1: master 1 is not serving (no answer for 3.0s; its process is")
     assert steps[1].startswith("elected the most caught-up member, broker 3 (offsets {2: 100, 3: 180}")
     assert steps[2].startswith("fenced master") and "already elected broker 3" in steps[3]
 
@@ -321,3 +343,57 @@ def test_no_election_when_the_kubernetes_fence_is_refused() -> None:
     steps = asyncio.run(run_replication_policy(client, hung, SETTINGS, memory, platform)).steps  # type: ignore[arg-type]
     assert fake.writes_of("delete") == [("Pod", f"{GROUP}-1")]
     assert ("elect_master", ("c", GROUP, 2, True)) in client.calls and "elected broker 2" in steps[1]
+
+
+def _silent_master(client: FakeClient, memory: PolicyMemory, silent_for: float) -> GroupState:
+    now = time.time()
+    memory.last_answered[1] = now - silent_for
+    memory.previous_master = 1
+    return state(1, replica(1, reachable=False), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]), at=now)
+
+
+def test_a_loaded_master_that_answers_a_confirmation_probe_is_not_fenced() -> None:
+    # At load 13 a new, healthy master missed every 1 s probe for the detection time and was frozen and killed:
+    # one SIGKILL, two failovers. A running process is asked once more with the detection time as timeout.
+    client, platform, memory = FakeClient(), FakePlatform(process=ProcessState.RUNNING), PolicyMemory()
+    observed = _silent_master(client, memory, 3.0)
+    outcome = asyncio.run(run_replication_policy(client, observed, SETTINGS, memory, platform))  # type: ignore[arg-type]
+    assert platform.fenced == [] and platform.frozen == []
+    assert [c for c in client.calls if c[0] == "elect_master"] == []
+    assert ("get_ha_status", (ADDR[1], 2.0)) in client.calls
+    assert any("slow" in n and "not fenced" in n for n in outcome.notes), outcome.notes
+    assert not outcome.acted and memory.last_answered[1] > observed.observed_at - 1.0  # its silence starts again
+
+
+def test_a_running_master_silent_to_the_confirmation_is_fenced_after_twice_the_detection() -> None:
+    client, platform, memory = FakeClient(), FakePlatform(process=ProcessState.RUNNING), PolicyMemory()
+    client.silent.add(ADDR[1])
+    outcome = asyncio.run(
+        run_replication_policy(client, _silent_master(client, memory, 3.0), SETTINGS, memory, platform)  # type: ignore[arg-type]
+    )
+    assert platform.fenced == [] and any("unless it answers" in n for n in outcome.notes)
+    steps = run(client, platform, memory, _silent_master(client, memory, 4.5))
+    assert platform.fenced == [(f"{GROUP}-1", None)]
+    assert "a 2s confirmation probe failed; its process is running; silent for twice" in steps[0]
+
+
+def test_a_stopped_master_is_fenced_without_a_confirmation_probe() -> None:
+    client, platform, memory = FakeClient(), FakePlatform(process=ProcessState.STOPPED), PolicyMemory()
+    steps = run(client, platform, memory, _silent_master(client, memory, 3.0))
+    assert [c for c in client.calls if c[0] == "get_ha_status"] == []
+    assert platform.fenced == [(f"{GROUP}-1", None)] and "its process is stopped" in steps[0]
+
+
+def test_a_fence_a_dead_switchover_left_on_the_master_is_given_back_once_its_lease_lapsed() -> None:
+    client, platform, memory = FakeClient(), FakePlatform(), PolicyMemory()
+    lapsed = {**fence_config(int((time.time() - 1) * 1000))}
+    running = {**fence_config(int((time.time() + 60) * 1000))}
+    healthy = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    client.configs = {ADDR[1]: running, ADDR[3]: fence_config()}  # a switchover under way; a user's fence
+    assert run(client, platform, memory, healthy) == []
+    client.configs[ADDR[1]] = lapsed
+    memory.fences_checked_at = 0.0
+    steps = run(client, platform, memory, healthy)
+    unfence = [c for c in client.calls if c[0] == "update_broker_config"]
+    assert unfence == [("update_broker_config", (ADDR[1], unfence_config(SETTINGS.min_in_sync_replicas, None)))]
+    assert steps and steps[0].startswith(f"unfenced {GROUP}-1: the master left fenced by a switchover")

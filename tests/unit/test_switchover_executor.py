@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,9 +18,12 @@ import pytest
 
 from rocketmq_operator.control import operations
 from rocketmq_operator.control.operations import (
+    FENCE_FOREVER_MS,
+    FENCE_LEASE_S,
     FENCED_HEARTBEAT_MS,
     FENCED_MIN_IN_SYNC_REPLICAS,
     OperationRefused,
+    fence_config,
     switchover,
     unfence_config,
 )
@@ -46,6 +50,7 @@ class FakeGroup:
     pending_demotion: int | None = None
     polls_left: int = 0
     log: list[tuple[str, Any]] = field(default_factory=list)
+    configs: list[dict[str, str]] = field(default_factory=list)  # every fence and unfence, in order
 
     async def find_controller_leader(self, controllers: list[str], *, timeout: float | None = None) -> Any:
         return ControllerMetadata(CONTROLLER, None, "1", CONTROLLER, True, {})
@@ -73,9 +78,11 @@ class FakeGroup:
         if set(config) == {"brokerPermission"}:  # a registration asked for, not a fence
             self.log.append(("registered", broker_id))
             return
+        door_shut = int(config[DOOR]) > 0
         self.log.append(
-            (FENCES[(config["brokerPermission"], config["minInSyncReplicas"], config[HEARTBEAT])], broker_id)
+            (FENCES[(config["brokerPermission"], config["minInSyncReplicas"], config[HEARTBEAT], door_shut)], broker_id)
         )
+        self.configs.append(dict(config))
 
     namesrv_addrs: tuple[str, ...] = (NAMESRV,)
 
@@ -107,10 +114,12 @@ class FakeGroup:
 
 MIN_IN_SYNC = 2  # the group's spec value
 HEARTBEAT = "haSendHeartbeatInterval"
-# (brokerPermission, minInSyncReplicas, heartbeat) -> what the switchover asked of the broker; any other is a KeyError
+DOOR = "startAcceptSendRequestTimeStamp"
+# (brokerPermission, minInSyncReplicas, heartbeat, door shut) -> what the switchover asked of the broker; any other
+# is a KeyError
 FENCES = {
-    ("4", str(FENCED_MIN_IN_SYNC_REPLICAS), str(FENCED_HEARTBEAT_MS)): "fenced",
-    ("6", str(MIN_IN_SYNC), "0"): "unfenced",
+    ("4", str(FENCED_MIN_IN_SYNC_REPLICAS), str(FENCED_HEARTBEAT_MS), True): "fenced",
+    ("6", str(MIN_IN_SYNC), "0", False): "unfenced",
 }
 
 
@@ -157,7 +166,8 @@ def test_the_old_master_is_unfenced_only_after_it_reports_itself_a_slave() -> No
     ]
     assert report.new_master == 2
     assert any(
-        "is a slave now; unfenced (brokerPermission=6, minInSyncReplicas=2, haSendHeartbeatInterval=0)" in s
+        "is a slave now; unfenced (brokerPermission=6, minInSyncReplicas=2, haSendHeartbeatInterval=0, "
+        "startAcceptSendRequestTimeStamp=0)" in s
         for s in report.steps
     ), report.steps
 
@@ -168,10 +178,7 @@ def test_an_old_master_that_never_learns_of_its_demotion_stays_fenced() -> None:
     # A fenced old master is not registered again (its permission stays off); the third replica is.
     assert group.log == [("fenced", 1), ("forgotten", 1), ("elected", 2), ("attached", 3), ("registered", 3)]
     assert report.new_master == 2
-    assert any(
-        "left fenced (brokerPermission=4, minInSyncReplicas=1024, haSendHeartbeatInterval=3600000)" in s
-        for s in report.steps
-    ), report.steps
+    assert any("left fenced (its lease lapses in 60s" in s for s in report.steps), report.steps
 
 
 def test_the_unfence_gives_back_the_heartbeat_the_broker_had_or_the_rendered_one() -> None:
@@ -269,3 +276,45 @@ def test_the_write_pause_runs_until_the_new_master_stores_puts_again(monkeypatch
     assert lonely.new_master == 2 and lonely.new_master_serving_at is not None
     assert lonely.write_pause_s is None
     assert any("still below minInSyncReplicas 2" in s for s in lonely.steps), lonely.steps
+
+
+def test_the_fence_shuts_the_send_door_for_a_lease() -> None:
+    # A put that passed the role check as master and reaches the commit log after the demotion skips the
+    # replication check (CommitLog.needHandleHA reads the role again) and is answered PUT_OK by the deposed master
+    # alone: the door (SendMessageProcessor.preSend) refuses every send before any role is read. The lease lets a
+    # fence that a dead switchover left behind lapse, so that the policy can give it back.
+    group = FakeGroup(demote_after=0)
+    before = time.time()
+    _run(group)
+    fence, unfence = group.configs[0], group.configs[1]
+    assert int((before + FENCE_LEASE_S) * 1000) <= int(fence[DOOR]) <= (time.time() + FENCE_LEASE_S) * 1000
+    assert unfence[DOOR] == "0"
+    assert fence_config()[DOOR] == str(FENCE_FOREVER_MS)  # a user's fence has no lease
+
+
+@dataclass
+class ElectionAnswerLost(FakeGroup):
+    """The controller elects, but its answer never reaches the operator (a timeout under load)."""
+
+    elect_takes_effect: bool = True
+
+    async def elect_master(self, leader: str, cluster: str, group: str, broker_id: int, **_: Any) -> Any:
+        if self.elect_takes_effect:
+            await super().elect_master(leader, cluster, group, broker_id)
+        raise TimeoutError("the election answer timed out")
+
+
+def test_a_fence_is_kept_when_the_election_may_have_happened() -> None:
+    group = ElectionAnswerLost(demote_after=None)
+    with pytest.raises(OperationRefused) as refused:
+        _run(group)
+    # Undone, the fence would let the deposed master acknowledge puts with acks from slaves still attached to it.
+    assert ("unfenced", 1) not in group.log
+    assert "stays fenced: the controller names broker 2" in str(refused.value)
+
+
+def test_a_fence_is_rolled_back_when_the_controller_still_names_the_old_master() -> None:
+    group = ElectionAnswerLost(elect_takes_effect=False)
+    with pytest.raises(OperationRefused) as refused:
+        _run(group)
+    assert group.log[-1] == ("unfenced", 1) and "rolled back the fence" in str(refused.value)

@@ -30,10 +30,16 @@ from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.core.failover import (
     ActionKind,
     Decision,
+    FenceSeen,
     GroupFacts,
+    MasterEvidence,
+    ProcessState,
     ReplicaFacts,
+    confirmation_probe_s,
+    plan_abandoned_fences,
     plan_failover,
     plan_fence_deposed,
+    plan_fence_rollback,
     plan_reattach,
     plan_switchover,
     track_deposed,
@@ -58,32 +64,72 @@ happen in about one switchover in ten (docs/benchmarks.md, Switchover)."""
 DEFAULT_HEARTBEAT_MS = CONTROLLER_MODE_TIMINGS["haSendHeartbeatInterval"]
 
 
-def fence_config() -> dict[str, str]:
-    """The hot broker keys that fence a master which still answers (see the module doc)."""
+FENCE_FOREVER_MS = 4_102_444_800_000
+"""`startAcceptSendRequestTimeStamp` of a user's fence (2100-01-01): it has no lease."""
+FENCE_LEASE_S = 60.0
+"""How long a switchover's fence keeps the send door shut: longer than a switchover may take (catch-up 10 s,
+election, 20 s for each role change). A switchover that dies midway leaves a fence whose lease lapses, and the
+replication policy gives it back (`core.failover.plan_abandoned_fences`)."""
+
+
+def fence_config(lease_until_ms: int | None = None) -> dict[str, str]:
+    """The hot broker keys that fence a master which still answers (see the module doc).
+    ``lease_until_ms``: a switchover's fence lapses then (wall clock, ms); a user's fence (None) never does."""
     return {
         "brokerPermission": str(PERM_READ),
         "minInSyncReplicas": str(FENCED_MIN_IN_SYNC_REPLICAS),
         "haSendHeartbeatInterval": str(FENCED_HEARTBEAT_MS),
+        # Refuses every send at the door (SendMessageProcessor.preSend, before anything reads the broker's role):
+        # a put that passed the role check as master and reaches the commit log after the demotion skips the
+        # replication check and wait (CommitLog.needHandleHA reads the role again) and is answered PUT_OK from
+        # the deposed master alone (docs/fencing.md). The store's minInSyncReplicas refusal cannot stop that one.
+        FENCE_DOOR_KEY: str(FENCE_FOREVER_MS if lease_until_ms is None else lease_until_ms),
     }
 
 
+FENCE_DOOR_KEY = "startAcceptSendRequestTimeStamp"
+
+
+def switchover_fence_config(now_s: float | None = None) -> dict[str, str]:
+    """A switchover's fence: `fence_config` with a lease of `FENCE_LEASE_S` from ``now_s``."""
+    now = time.time() if now_s is None else now_s
+    return fence_config(int((now + FENCE_LEASE_S) * 1000))
+
+
 def unfence_config(min_in_sync_replicas: int, heartbeat_ms: str | None) -> dict[str, str]:
-    """The values a fence replaced: write permission, the group's `minInSyncReplicas`, and the heartbeat the broker
-    ran with before (read before the fence; the rendered default when unknown or itself a fence's)."""
+    """The values a fence replaced: write permission, the group's `minInSyncReplicas`, the heartbeat the broker
+    ran with before (read before the fence; the rendered default when unknown or itself a fence's), and the send
+    door open (RocketMQ's default, which the project never renders otherwise)."""
     if heartbeat_ms is None or heartbeat_ms == str(FENCED_HEARTBEAT_MS):
         heartbeat_ms = DEFAULT_HEARTBEAT_MS
     return {
         "brokerPermission": str(PERM_READ_WRITE),
         "minInSyncReplicas": str(min_in_sync_replicas),
         "haSendHeartbeatInterval": heartbeat_ms,
+        FENCE_DOOR_KEY: "0",
     }
 
 
 def is_fenced(config: Mapping[str, str]) -> bool:
-    """The broker's live config carries the fence (`fence_config`): write permission off, no put stored."""
-    return config.get("brokerPermission") == str(PERM_READ) and config.get("minInSyncReplicas") == str(
-        FENCED_MIN_IN_SYNC_REPLICAS
+    """The broker's live config carries the fence (`fence_config`): write permission off, no put stored, the send
+    door shut (a fence set before the door key existed is not whole: fenced again)."""
+    return (
+        config.get("brokerPermission") == str(PERM_READ)
+        and config.get("minInSyncReplicas") == str(FENCED_MIN_IN_SYNC_REPLICAS)
+        and _door_shut_until_ms(config) > 0
     )
+
+
+def fence_lease_expired(config: Mapping[str, str], now_s: float | None = None) -> bool:
+    """A fenced broker whose fence has a lease (a switchover's) that has passed. A user's fence never expires."""
+    until = _door_shut_until_ms(config)
+    now_ms = (time.time() if now_s is None else now_s) * 1000
+    return is_fenced(config) and until < FENCE_FOREVER_MS and until <= now_ms
+
+
+def _door_shut_until_ms(config: Mapping[str, str]) -> int:
+    value = config.get(FENCE_DOOR_KEY, "0")
+    return int(value) if value.lstrip("-").isdigit() else 0
 
 
 @dataclass
@@ -172,7 +218,12 @@ def facts_from_state(state: GroupState, now: float | None = None) -> GroupFacts:
     """The plain facts decisions need, from one observation."""
     replicas = {
         r.broker_id: ReplicaFacts(
-            r.broker_id, r.reachable, r.max_offset, is_master=r.is_master, replicating_from=r.ha_master_address
+            r.broker_id,
+            r.reachable,
+            r.max_offset,
+            is_master=r.is_master,
+            replicating_from=r.ha_master_address,
+            controller_alive=r.controller_alive,
         )
         for r in state.replicas
         if r.broker_id is not None
@@ -296,7 +347,7 @@ async def switchover(
     leader = state.controller_leader
     if leader is None:
         raise OperationRefused("switchover refused: no controller leader")
-    fenced = False
+    fenced = electing = False
     unfence = unfence_config(min_in_sync_replicas, None)
     old_id = old.broker_id if old.broker_id is not None else -1
     all_but_old = {r.broker_id for r in state.replicas if r.broker_id is not None and r.broker_id != old_id}
@@ -306,10 +357,11 @@ async def switchover(
             if action.kind is ActionKind.FENCE:
                 heartbeat = (await client.get_broker_config(old.address)).get("haSendHeartbeatInterval")
                 unfence = unfence_config(min_in_sync_replicas, heartbeat)
+                fence = switchover_fence_config()
                 fenced = True  # before the request: a fence that took effect but timed out is rolled back too
-                await client.update_broker_config(old.address, fence_config())
+                await client.update_broker_config(old.address, fence)
                 report.fenced_at = time.time()
-                report.steps.append(f"fenced broker {old.broker_id} ({old.address}): {_show(fence_config())}")
+                report.steps.append(f"fenced broker {old.broker_id} ({old.address}): {_show(fence)}")
             elif action.kind is ActionKind.WAIT_CATCH_UP:
                 await _wait_catch_up(client, old.address, target.address, catch_up_timeout_s)
                 report.steps.append(f"broker {target_id} caught up with the fenced master")
@@ -321,8 +373,9 @@ async def switchover(
                 # old master is no writer any more: forgotten by the name servers, a registration names no master
                 # (the address is left unset, and handed over below) or the new one.
                 report.steps.extend(await _unregister_master(client, cluster, group, old.address))
+                electing = True  # from here a failed request may still have elected: see the rollback below
                 result = await client.elect_master(leader, cluster, group, target_id, designate=True)
-                fenced = False  # the group has a new master now; this fence no longer guards the only writer
+                fenced = electing = False  # the group has a new master; this fence no longer guards the only writer
                 report.elected_at = time.time()
                 report.new_master = result.master_broker_id
                 report.epoch = result.master_epoch
@@ -344,7 +397,8 @@ async def switchover(
                 if not await _wait_role(client, old.address, master=False, timeout_s=serve_timeout_s):
                     report.steps.append(
                         f"broker {old.broker_id} did not report itself a slave within {serve_timeout_s:g}s: left "
-                        f"fenced ({_show(fence_config())}); set {_show(unfence)} once it is a slave"
+                        f"fenced (its lease lapses in {FENCE_LEASE_S:g}s, then the replication policy unfences it "
+                        "once it is a slave)"
                     )
                 elif await _unfence(client, old.address, unfence, serve_timeout_s - (time.monotonic() - started)):
                     report.steps.append(f"broker {old.broker_id} is a slave now; unfenced ({_show(unfence)})")
@@ -357,7 +411,8 @@ async def switchover(
                     # it would refuse every write).
                     report.steps.append(
                         f"broker {old.broker_id} is a slave now, but did not take {_show(unfence)} within "
-                        f"{serve_timeout_s:g}s: left fenced; set it by hand"
+                        f"{serve_timeout_s:g}s: left fenced until its lease lapses ({FENCE_LEASE_S:g}s), then the "
+                        "replication policy unfences it"
                     )
         if report.new_master_serving_at is None:
             raise TimeoutError(f"{target.address} did not become master within {serve_timeout_s:g}s")
@@ -373,14 +428,43 @@ async def switchover(
         report.steps.extend(await _register_around(client, group, target, again, timeout=1.0))
     except (RemotingException, OSError, TimeoutError) as exc:
         if fenced:
-            # Never leave a group with its only writable master fenced.
-            try:
-                await client.update_broker_config(old.address, unfence)
-                report.steps.append("rolled back the fence")
-            except (RemotingException, OSError, TimeoutError):
-                report.steps.append(f"could NOT roll back the fence: set {_show(unfence)} by hand")
+            report.steps.append(
+                await _roll_back_fence(client, controllers, group, old, state.master_epoch, unfence, electing)
+            )
         raise OperationRefused(f"switchover to broker {target_id} failed: {exc}; steps: {report.steps}") from None
     return report
+
+
+async def _roll_back_fence(
+    client: RemotingClient,
+    controllers: Sequence[str],
+    group: str,
+    old: ReplicaObservation,
+    epoch_before: int | None,
+    unfence: dict[str, str],
+    electing: bool,
+) -> str:
+    """Never leave a group with its only master fenced, and never unfence a master the controller may have
+    deposed (`core.failover.plan_fence_rollback`). Before the election request nothing can have elected."""
+    old_id = old.broker_id if old.broker_id is not None else -1
+    if electing:
+        readable, master_now, epoch_now = False, None, None
+        with contextlib.suppress(RemotingException, OSError, TimeoutError):
+            now = await observe_group(client, controllers, group, [ReplicaEndpoint(old.name, old.address)])
+            readable, master_now, epoch_now = now.controller_reachable, now.master_broker_id, now.master_epoch
+        decision = plan_fence_rollback(
+            old_id, epoch_before, controller_readable=readable, master_now=master_now, epoch_now=epoch_now
+        )
+        if decision.refused:
+            return decision.message
+    try:
+        await client.update_broker_config(old.address, unfence)
+        return "rolled back the fence"
+    except (RemotingException, OSError, TimeoutError):
+        return (
+            f"could NOT roll back the fence: its lease lapses in {FENCE_LEASE_S:g}s, then the replication policy "
+            f"unfences it (or set {_show(unfence)} now)"
+        )
 
 
 async def switchover_group(
@@ -561,6 +645,10 @@ class FailoverPlatform(Protocol):
         where the platform cannot (a pod cannot be frozen from outside)."""
         ...
 
+    async def process_state(self, replica: ReplicaObservation) -> ProcessState:
+        """What the platform sees of the replica's process (local: the process it owns; Kubernetes: unknown)."""
+        ...
+
 
 @dataclass
 class PolicyMemory:
@@ -573,6 +661,7 @@ class PolicyMemory:
     unconnected_since: dict[int, float] = field(default_factory=dict)
     woken: set[int] = field(default_factory=set)  # unconnected slaves woken once in this episode
     route_wrong_since: dict[str, float] = field(default_factory=dict)  # name server -> first seen without master
+    fences_checked_at: float = 0.0  # the last look for fences a switchover left behind
 
 
 @dataclass(frozen=True)
@@ -584,12 +673,28 @@ class PolicySettings:
     # A name server that lists another master: the new master re-registers itself on a role change, give it this
     # long. One that lists none (restarted, or only slaves registered so far) is given the route at once.
     route_grace_s: float = 0.5
+    min_in_sync_replicas: int = 1  # the group's (its spec): what an unfence gives back
+
+
+def policy_settings(bg: BrokerGroup, name_servers: Sequence[str]) -> PolicySettings:
+    """A BrokerGroup's policy settings, on either platform."""
+    return PolicySettings(
+        cluster=bg.spec.cluster_name,
+        allow_unclean=bg.spec.failover.allow_unclean,
+        detection_s=bg.spec.failover.detection_seconds,
+        name_servers=tuple(name_servers),
+        min_in_sync_replicas=effective_quorum(bg.spec).min_in_sync_replicas,
+    )
+
+
+FENCE_CHECK_S = 5.0  # how often the policy reads the replicas' live config for fences left behind
 
 
 @dataclass
 class PolicyOutcome:
     decisions: list[Decision] = field(default_factory=list)
-    steps: list[str] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)  # what was done
+    notes: list[str] = field(default_factory=list)  # what was judged and not acted on (logged: a master is slow)
 
     @property
     def acted(self) -> bool:
@@ -635,8 +740,10 @@ async def run_replication_policy(
             done = await platform.fence(replica, started_before=memory.deposed_at.get(action.broker_id))
             if done:
                 outcome.steps.append(f"{fence.message}: {done}")
-    failover = plan_failover(facts, allow_unclean=settings.allow_unclean, detection_s=settings.detection_s)
+    failover = await _plan_failover_with_evidence(client, state, facts, settings, memory, platform)
     outcome.decisions.append(failover)
+    if failover.reason in ("MasterSlow", "MasterUnconfirmed"):
+        outcome.notes.append(failover.message)
     if failover.actions:
         await _fail_over(client, state, settings, failover, platform, outcome, memory, timeout)
         return outcome
@@ -667,7 +774,80 @@ async def run_replication_policy(
         step = await _ensure_registered(client, state, route_master, settings, memory, timeout)
         if step:
             outcome.steps.append(step)
+    if time.time() - memory.fences_checked_at >= FENCE_CHECK_S:
+        memory.fences_checked_at = time.time()
+        outcome.steps.extend(await _unfence_abandoned(client, state, facts, settings, timeout))
     return outcome
+
+
+async def _plan_failover_with_evidence(
+    client: RemotingClient,
+    state: GroupState,
+    facts: GroupFacts,
+    settings: PolicySettings,
+    memory: PolicyMemory,
+    platform: FailoverPlatform,
+) -> Decision:
+    """`plan_failover` with what the platform sees of a silent master's process and, when the plan asks for it,
+    one confirmation probe with a long timeout (an answer restarts the master's silence)."""
+
+    def decide(evidence: MasterEvidence) -> Decision:
+        return plan_failover(
+            dataclasses.replace(facts, master_evidence=evidence),
+            allow_unclean=settings.allow_unclean,
+            detection_s=settings.detection_s,
+        )
+
+    def asks_confirmation(decision: Decision) -> bool:
+        return any(a.kind is ActionKind.CONFIRM for a in decision.actions)
+
+    decision = decide(MasterEvidence())
+    master = state.named_master
+    if master is None or not asks_confirmation(decision):
+        return decision
+    evidence = MasterEvidence(process=await platform.process_state(master))
+    decision = decide(evidence)
+    if asks_confirmation(decision):
+        probe_s = confirmation_probe_s(settings.detection_s)
+        answered = False
+        with contextlib.suppress(RemotingException, OSError, TimeoutError):
+            await client.get_ha_status(master.address, timeout=probe_s)
+            answered = True
+        if answered and master.broker_id is not None:
+            memory.last_answered[master.broker_id] = time.time()
+        decision = decide(dataclasses.replace(evidence, probe_answered=answered, probe_s=probe_s))
+    return decision
+
+
+async def _unfence_abandoned(
+    client: RemotingClient, state: GroupState, facts: GroupFacts, settings: PolicySettings, timeout: float
+) -> list[str]:
+    """Fences a switchover left behind, once their lease has lapsed (`core.failover.plan_abandoned_fences`)."""
+    seen: list[FenceSeen] = []
+    for r in state.replicas:
+        if not r.reachable or r.broker_id is None:
+            continue
+        try:
+            config = await client.get_broker_config(r.address, timeout=timeout)
+        except (RemotingException, OSError):
+            continue
+        if is_fenced(config):
+            seen.append(FenceSeen(r.broker_id, r.is_master, fence_lease_expired(config)))
+    decision = plan_abandoned_fences(facts, seen)
+    if not decision.actions:
+        return []
+    unfence = unfence_config(settings.min_in_sync_replicas, None)
+    done: list[str] = []
+    for action in decision.actions:
+        replica = state.replica_by_id(action.broker_id)
+        if replica is None:
+            continue
+        try:
+            await client.update_broker_config(replica.address, unfence, timeout=timeout)
+            done.append(f"unfenced {replica.name}: {action.detail}, lease lapsed ({_show(unfence)})")
+        except (RemotingException, OSError) as exc:
+            done.append(f"could not unfence {replica.name} ({action.detail}): {exc}; tried again")
+    return done
 
 
 async def _fail_over(
@@ -686,12 +866,12 @@ async def _fail_over(
         if action.kind is ActionKind.FENCE and replica is not None:
             chosen: ReplicaObservation | None = None
             if await platform.freeze(replica):
-                outcome.steps.append(f"froze master {replica.name}")
+                outcome.steps.append(f"froze master {replica.name}: {decision.message}")
                 chosen = await _elect_most_caught_up(client, state, settings, outcome, timeout)
             # Killed right after that election: nothing may wake the deposed master in between.
             fenced_at = time.time()
             done = await platform.fence(replica, started_before=None)
-            outcome.steps.append(f"fenced master {replica.name}: {done}")
+            outcome.steps.append(f"fenced master {replica.name}: {done} ({decision.reason}: {decision.message})")
             if done:
                 # Deposed as of the kill, not as of the next observation: a successor that started in between
                 # (a container restarts in well under a pass) must not be taken for the deposed process.

@@ -5,6 +5,10 @@ a master whose process is not serving while the controller still names it (stuck
 Safety rules (operator-anchors §c; CloudNativePG lost writes by promoting before fencing):
 
 * deny on uncertainty: an unreadable controller or a stale observation never leads to an action;
+* tell slow from dead: a master that misses observations for `detectionSeconds` is fenced at once only when
+  the platform sees its process stopped or gone; otherwise it is first asked once more with a long timeout
+  (a loaded machine answers late, not never), and fenced only when that confirmation fails too and either the
+  controller has stopped receiving its heartbeats or it stayed silent for twice the detection time;
 * fence first (the old master stops taking writes), then elect; never the other way round;
 * elect only an alive SyncStateSet member, unless `failover.allowUnclean`, and then loudly: the decision names
   the chosen replica, its offset and how many bytes acknowledged to clients may be lost;
@@ -27,7 +31,7 @@ Safety rules (operator-anchors §c; CloudNativePG lost writes by promoting befor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -41,6 +45,31 @@ class ActionKind(StrEnum):
     FENCE_DEPOSED = "FenceDeposed"  # kill a former master's process (it restarts as a slave of the new epoch)
     RESTART = "Restart"  # restart a slave stuck replicating from a broker that is no longer master
     WAKE = "Wake"  # wake a slave's HA client out of its 5 s back-off after a failed connection
+    CONFIRM = "Confirm"  # ask a silent master once more, with a long timeout, before it is fenced
+
+
+class ProcessState(StrEnum):
+    """What the platform itself sees of a broker's process, beside what the broker answers over the network."""
+
+    RUNNING = "Running"  # scheduled as usual (it may still be slow to answer)
+    STOPPED = "Stopped"  # stopped where it stands (SIGSTOP): it cannot answer until resumed
+    GONE = "Gone"  # no process
+    UNKNOWN = "Unknown"  # the platform cannot tell (a pod is seen only over the network)
+
+
+@dataclass(frozen=True)
+class MasterEvidence:
+    """Signals about a master that misses observations, beyond the misses themselves."""
+
+    process: ProcessState = ProcessState.UNKNOWN
+    probe_answered: bool | None = None  # a confirmation probe in this pass: answered, failed, None (not made)
+    probe_s: float | None = None  # that probe's timeout
+
+
+def confirmation_probe_s(detection_s: float) -> float:
+    """The timeout of the confirmation probe: as long as the detection time itself (the pause the user said a
+    broker may take), within 1-10 s."""
+    return min(10.0, max(1.0, detection_s))
 
 
 @dataclass(frozen=True)
@@ -57,6 +86,7 @@ class ReplicaFacts:
     max_offset: int | None
     is_master: bool | None = None  # the role the broker itself reports (None: unreadable or no role yet)
     replicating_from: str | None = None  # a slave's HA client master address (None: it has none)
+    controller_alive: bool | None = None  # the controller still receives its heartbeats (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -73,6 +103,7 @@ class GroupFacts:
     woken: frozenset[int] = frozenset()  # unconnected slaves already woken once in this episode
     master_ha_address: str | None = None  # the confirmed master's HA address (None: unknown)
     deposed_at: Mapping[int, float] = field(default_factory=dict)  # former masters: when the controller moved on
+    master_evidence: MasterEvidence = MasterEvidence()  # about a named master that does not answer
 
 
 @dataclass(frozen=True)
@@ -119,6 +150,7 @@ def plan_failover(
     master = facts.replicas.get(facts.master_broker_id) if facts.master_broker_id is not None else None
     if master is not None and master.alive:
         return Decision(reason="MasterServing", message=f"broker {master.broker_id} is master and serving")
+    evidence = ""
     if master is not None:
         since = facts.master_not_serving_since
         waited = 0.0 if since is None else facts.now - since
@@ -128,6 +160,10 @@ def plan_failover(
                 message=f"master {master.broker_id} is not answering for {waited:.1f}s; it is fenced and "
                 f"replaced after {detection_s:.1f}s (spec.failover.detectionSeconds)",
             )
+        judged = _judge_silent_master(master, facts.master_evidence, waited, detection_s)
+        if isinstance(judged, Decision):
+            return judged
+        evidence = f" ({judged})"
     members = [
         facts.replicas[i]
         for i in facts.sync_state_set
@@ -139,8 +175,8 @@ def plan_failover(
         return Decision(
             actions=(*fence, Action(ActionKind.ELECT, target.broker_id, "alive SyncStateSet member")),
             reason="FailoverToInSyncMember",
-            message=f"master {facts.master_broker_id} is not serving; electing broker {target.broker_id} "
-            f"from the SyncStateSet {list(facts.sync_state_set)}",
+            message=f"master {facts.master_broker_id} is not serving{evidence}; electing broker "
+            f"{target.broker_id} from the SyncStateSet {list(facts.sync_state_set)}",
         )
     others = [r for r in facts.replicas.values() if r.alive and r.broker_id != facts.master_broker_id]
     if not others:
@@ -159,11 +195,51 @@ def plan_failover(
     return Decision(
         actions=(*fence, Action(ActionKind.ELECT, target.broker_id, "UNCLEAN: outside the SyncStateSet")),
         reason="UncleanFailover",
-        message=f"UNCLEAN election of broker {target.broker_id} (offset {target.max_offset}) outside the "
+        message=f"master {facts.master_broker_id} is not serving{evidence}; "
+        f"UNCLEAN election of broker {target.broker_id} (offset {target.max_offset}) outside the "
         f"SyncStateSet {list(facts.sync_state_set)}: up to {lost if lost is not None else 'an unknown number of'} "
         "bytes acknowledged to producers may be lost (spec.failover.allowUnclean is true)",
         unclean=True,
         may_lose_bytes=lost,
+    )
+
+
+def _judge_silent_master(
+    master: ReplicaFacts, evidence: MasterEvidence, waited: float, detection_s: float
+) -> Decision | str:
+    """A master silent for ``waited`` >= ``detection_s``: a Decision to wait (confirm first, or it proved slow),
+    or the evidence that it is dead or hung, for the fence's message. Under load a healthy JVM can miss every
+    observation for seconds (a new master fenced that way at load 13 caused a second failover for one kill):
+    only the platform's own view of the process, or a failed long probe plus the controller's view (or twice
+    the silence), counts as death."""
+    silent = f"no answer for {waited:.1f}s"
+    if evidence.process is ProcessState.STOPPED:
+        return f"{silent}; its process is stopped"
+    if evidence.process is ProcessState.GONE:
+        return f"{silent}; its process is gone"
+    if evidence.probe_answered is None:
+        return Decision(
+            actions=(Action(ActionKind.CONFIRM, master.broker_id, "one more probe with a long timeout"),),
+            reason="ConfirmingMasterSilence",
+            message=f"master {master.broker_id}: {silent}; asking once more before fencing it",
+        )
+    probe = f"{evidence.probe_s:g}s" if evidence.probe_s is not None else "a long"
+    if evidence.probe_answered:
+        return Decision(
+            reason="MasterSlow",
+            message=f"master {master.broker_id}: {silent}, but it answered a {probe} confirmation probe: slow "
+            "(a loaded machine, a GC pause), not dead; not fenced",
+        )
+    process = "running" if evidence.process is ProcessState.RUNNING else "not visible to the platform"
+    failed = f"{silent}; a {probe} confirmation probe failed; its process is {process}"
+    if master.controller_alive is False:
+        return f"{failed}; the controller no longer receives its heartbeats"
+    if waited >= 2 * detection_s:
+        return f"{failed}; silent for twice spec.failover.detectionSeconds"
+    return Decision(
+        reason="MasterUnconfirmed",
+        message=f"master {master.broker_id}: {failed}, but the controller still receives its heartbeats: "
+        f"fenced after {2 * detection_s:g}s of silence (twice spec.failover.detectionSeconds) unless it answers",
     )
 
 
@@ -365,3 +441,75 @@ def track_deposed(deposed_at: Mapping[int, float], previous_master: int | None, 
         if broker_id == current or (replica is not None and replica.alive and replica.is_master is False):
             del out[broker_id]
     return out
+
+
+def plan_fence_rollback(
+    old_master: int,
+    epoch_before: int | None,
+    *,
+    controller_readable: bool,
+    master_now: int | None,
+    epoch_now: int | None,
+) -> Decision:
+    """A switchover failed after fencing the master: give the master its writes back only when the controller
+    confirms that it is still master of the same epoch. An election request that timed out may still have been
+    carried out; a fence undone then lets the deposed master acknowledge writes (through slaves still attached to
+    it) that the new master never sees, until it learns of its demotion. Kept fenced, it refuses them; the fence
+    lapses with its lease and the replication policy gives it back once it is a slave
+    (`plan_abandoned_fences`)."""
+    if not controller_readable:
+        return Decision(
+            refused=True,
+            reason="ControllerUnavailable",
+            message=f"broker {old_master} stays fenced: the controller is unreadable, so an election may have "
+            "happened; the replication policy unfences it once the controller is read again",
+        )
+    if master_now == old_master and epoch_now == epoch_before:
+        return Decision(
+            actions=(Action(ActionKind.UNFENCE, old_master, "no election happened: still the master"),),
+            reason="RollBackFence",
+            message=f"broker {old_master} is still master of epoch {epoch_before}: rolling back the fence",
+        )
+    return Decision(
+        refused=True,
+        reason="ElectedMeanwhile",
+        message=f"broker {old_master} stays fenced: the controller names broker {master_now} (epoch {epoch_now}, "
+        f"was {epoch_before}); it is unfenced once it reports itself a slave",
+    )
+
+
+@dataclass(frozen=True)
+class FenceSeen:
+    """A replica that carries a switchover's fence (its live config), as the replication policy sees it."""
+
+    broker_id: int
+    is_master: bool | None
+    lease_expired: bool  # the fence's lease (its send-acceptance time) has passed; a user's fence has none
+
+
+def plan_abandoned_fences(facts: GroupFacts, fenced: Sequence[FenceSeen]) -> Decision:
+    """Fences a switchover left behind (it failed, or its process was stopped): once their lease has passed,
+    a slave is unfenced (it refuses nothing as a slave, but elected later it would refuse every write) and so is
+    the master the controller still names (a switchover abandoned before its election). A deposed master that
+    still answers as master keeps its fence (`plan_fence_deposed` acts on it). A user's fence has no lease and
+    is never touched here."""
+    doubt = _uncertain(facts, 10.0)
+    if doubt is not None:
+        return doubt
+    actions: list[Action] = []
+    for seen in fenced:
+        if not seen.lease_expired:
+            continue
+        if seen.is_master is False:
+            actions.append(Action(ActionKind.UNFENCE, seen.broker_id, "a slave left fenced by a switchover"))
+        elif seen.is_master is True and seen.broker_id == facts.master_broker_id:
+            actions.append(Action(ActionKind.UNFENCE, seen.broker_id, "the master left fenced by a switchover"))
+    if not actions:
+        return Decision(reason="NoAbandonedFence", message="no replica carries a lapsed switchover fence")
+    return Decision(
+        actions=tuple(actions),
+        reason="AbandonedFence",
+        message="unfencing "
+        + ", ".join(f"broker {a.broker_id} ({a.detail})" for a in actions)
+        + ": the switchover that fenced it did not finish",
+    )

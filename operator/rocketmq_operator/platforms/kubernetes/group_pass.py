@@ -26,7 +26,7 @@ from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.control.operations import (
     OperationRefused,
     PolicyMemory,
-    PolicySettings,
+    policy_settings,
     run_fences,
     run_replication_policy,
     switchover_group,
@@ -38,7 +38,7 @@ from rocketmq_operator.core.conditions import (
     set_condition,
     status_unchanged,
 )
-from rocketmq_operator.core.failover import SwitchoverTargetError, switchover_target_id
+from rocketmq_operator.core.failover import ProcessState, SwitchoverTargetError, switchover_target_id
 from rocketmq_operator.core.fence import parse_fence_annotation
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.quorum import effective_quorum
@@ -435,6 +435,13 @@ class PodPlatform:
         del replica
         return False  # a container cannot be stopped from the API server
 
+    async def process_state(self, replica: ReplicaObservation) -> ProcessState:
+        """Gone when the pod or its running container is (as of this pass's pod list); whether a running container
+        is frozen or only slow, the API server cannot tell."""
+        if replica.name not in self.pods or self._started_at(replica.name) is None:
+            return ProcessState.GONE
+        return ProcessState.UNKNOWN
+
 
 async def _failover(
     kube: KubeClient,
@@ -449,12 +456,7 @@ async def _failover(
 ) -> bool:
     """The replication policy's pass; True when it acted (the roll waits for the next pass then)."""
     ns = resource["metadata"]["namespace"]
-    settings = PolicySettings(
-        cluster=bg.spec.cluster_name,
-        allow_unclean=bg.spec.failover.allow_unclean,
-        detection_s=bg.spec.failover.detection_seconds,
-        name_servers=tuple(name_servers),
-    )
+    settings = policy_settings(bg, name_servers)
     policy_memory = memory.setdefault("policy", PolicyMemory())
     outcome = await run_replication_policy(client, state, settings, policy_memory, PodPlatform(kube, ns, pods))
     for decision in outcome.decisions:
@@ -462,6 +464,8 @@ async def _failover(
             logger.warning("failover refused: %s", decision.message)
         if decision.unclean and decision.actions:
             kopf.event(resource, type="Warning", reason="UncleanFailover", message=decision.message)
+    for note in outcome.notes:
+        logger.info("%s", note)
     for step in outcome.steps:
         logger.info("%s", step)
         kopf.event(resource, type="Normal", reason="ReplicationPolicy", message=step[:1000])

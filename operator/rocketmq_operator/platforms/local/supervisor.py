@@ -45,7 +45,13 @@ from typing import IO, Any
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control.clock import iso_time
-from rocketmq_operator.control.operations import PolicyMemory, PolicySettings, run_replication_policy
+from rocketmq_operator.control.operations import (
+    PolicyMemory,
+    PolicySettings,
+    policy_settings,
+    run_replication_policy,
+)
+from rocketmq_operator.core.failover import ProcessState
 from rocketmq_operator.core.observation import ReplicaObservation
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local import report as local_status
@@ -405,16 +411,22 @@ class Supervisor:
             self.save()
         return f"SIGKILL to {r.name} (pid {answer.get('pid')})" if answer.get("ok") else ""
 
+    async def process_state(self, replica: ReplicaObservation) -> ProcessState:
+        """What the supervisor sees of the process it owns: gone, stopped (SIGSTOP, by a request or the kernel's
+        `T` state), or running."""
+        r = self.state.replica(replica.name)
+        proc = self.procs.get(replica.name)
+        if r is None or proc is None or proc.poll() is not None:
+            return ProcessState.GONE
+        if r.suspended:
+            return ProcessState.STOPPED
+        return kernel_process_state(proc.pid)
+
     def _policy_settings(self) -> dict[str, PolicySettings]:
-        specs = {r.metadata.name: r.spec for r in load_resources(self.state) if isinstance(r, BrokerGroup)}
         return {
-            name: PolicySettings(
-                cluster=spec.cluster_name,
-                allow_unclean=spec.failover.allow_unclean,
-                detection_s=spec.failover.detection_seconds,
-                name_servers=tuple(self.state.name_servers),
-            )
-            for name, spec in specs.items()
+            r.metadata.name: policy_settings(r, self.state.name_servers)
+            for r in load_resources(self.state)
+            if isinstance(r, BrokerGroup)
         }
 
     async def _policy_loop(self) -> None:
@@ -449,8 +461,8 @@ class Supervisor:
                             self,
                             timeout=timeout,
                         )
-                        for step in outcome.steps:
-                            log.info("%s: %s", name, step)
+                        for line in (*outcome.notes, *outcome.steps):
+                            log.info("%s: %s", name, line)
                         if not outcome.acted:
                             rolled = await self.roll.run(client, name, group)
                             if rolled:
@@ -507,6 +519,20 @@ class Supervisor:
             if left is not None:
                 left.wait()
         self._reap(time.time())
+
+
+def kernel_process_state(pid: int) -> ProcessState:
+    """The kernel's view of a process (/proc/PID/stat, its third field): `T`/`t` stopped, gone when it cannot be
+    read (exited), running otherwise (asleep or on a CPU: able to answer, however slowly)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return ProcessState.GONE
+    # The command name (field 2) is in parentheses and may hold spaces: the state follows the last ')'.
+    fields = stat[stat.rfind(")") + 1 :].split()
+    if not fields or fields[0] in ("Z", "X"):
+        return ProcessState.GONE
+    return ProcessState.STOPPED if fields[0] in ("T", "t") else ProcessState.RUNNING
 
 
 def _exit_text(code: int) -> str:
