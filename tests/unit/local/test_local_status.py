@@ -18,6 +18,7 @@ from rocketmq_operator.platforms.local.placement import build_state, port_needs
 from rocketmq_operator.platforms.local.ports import pack
 from rocketmq_operator.platforms.local.report import render_table
 from rocketmq_operator.platforms.local.state import LocalState, SupervisorInfo, write_json_atomic, write_state
+from rocketmq_operator.platforms.local.topics import topics_status_path
 
 
 def replica(name: str, broker_id: int | None, role: str, alive: bool, in_sync: bool, **extra: Any) -> dict[str, Any]:
@@ -182,6 +183,15 @@ def test_status_after_down_says_stopped_and_exits_non_zero(
             if g.kind == "BrokerGroup"
         }
 
+    # The supervisor's last assertion, from when it ran: the topic and the group existed then.
+    topics = topics_status_path(layout, group.name)
+    topics.write_text(json.dumps({
+        "master": first.address, "asserted": True, "errors": [],
+        "topics": [{"name": "orders", "exists": True, "writeQueueNums": 8, "readQueueNums": 8,
+                    "messageType": "NORMAL", "maxOffsets": 2000}],
+        "consumerGroups": [{"name": "orders-readers", "exists": True, "lag": 0, "lagByTopic": {"orders": 0}}],
+    }))  # fmt: skip
+
     monkeypatch.setattr(report, "observe", nothing_answers)
     lines: list[str] = []
     rc = control.status(tmp_path, out=lines.append)
@@ -189,6 +199,10 @@ def test_status_after_down_says_stopped_and_exits_non_zero(
     assert rc == 3, text
     assert f"{group.name}: stopped" in text and "writable=no" in text
     assert f"master={first.name}" not in text
+    # Nothing answers to confirm them: their existence is unknown, not "yes".
+    rows = [line.split() for line in text.splitlines()]
+    assert [group.name, "orders", "-", "8", "8", "NORMAL", "-"] in rows, text
+    assert [group.name, "orders-readers", "-", "-"] in rows, text
     hint = capsys.readouterr().err.strip().splitlines()
     assert len(hint) == 1 and "rocketmq-operator local up -f FILE" in hint[0], hint
 
@@ -198,6 +212,8 @@ def test_status_after_down_says_stopped_and_exits_non_zero(
     g = next(x for x in doc["groups"] if x["name"] == group.name)
     assert doc["stopped"] is True and g["phase"] == "Stopped"
     assert g["writable"] is False and not (g.get("master") or {}).get("replica")
+    assert [(t["name"], t["exists"]) for t in g["topics"]] == [("orders", None)]
+    assert [(c["name"], c["exists"], c["lag"]) for c in g["consumerGroups"]] == [("orders-readers", None, None)]
 
 
 def test_render_table_marks_an_unavailable_controller() -> None:
@@ -209,3 +225,37 @@ def test_render_table_marks_an_unavailable_controller() -> None:
     assert "g: needAcks=2 writable=yes master=g-0 (id 1, epoch 1) syncStateSet=[1, 2, 3] (epoch 2) " in text
     assert text.splitlines()[6].endswith(" controller=unavailable")
     assert "  ControllerUnavailable: ControllerQuorumUnreadable: controller quorum unreadable: refused" in text
+
+
+def _table(groups: list[dict[str, Any]]) -> str:
+    return render_table({"stateDir": "/s", "supervisor": {"pid": 7, "running": True, "phase": "running"},
+                         "nameServers": [], "controllers": [], "groups": groups, "processes": []})  # fmt: skip
+
+
+def test_render_table_shows_a_rollout_with_each_replica_version() -> None:
+    doc = group(1, [1, 2, 3])
+    for r, version in zip(doc["replicas"], ["5.5.0", "5.4.0", "5.4.0"], strict=True):
+        r["version"] = version
+    doc["rollout"] = {"phase": "Rolling", "reason": "RestartReplica", "currentStep": "SIGTERM to g-1",
+                      "message": "", "replicasDone": ["g-0"], "restarts": 1, "switchovers": 0,
+                      "started": "2026-01-01T00:00:00Z"}  # fmt: skip
+    lines = _table([doc]).splitlines()
+    at = lines.index("g: rollout Rolling (RestartReplica): SIGTERM to g-1; 1 restart(s), 0 switchover(s)")
+    assert [line.split() for line in lines[at + 1 : at + 5]] == [
+        ["GROUP", "REPLICA", "VERSION", "ROLLED"],
+        ["g", "g-0", "5.5.0", "yes"],
+        ["g", "g-1", "5.4.0", "no"],
+        ["g", "g-2", "5.4.0", "no"],
+    ]
+    doc["rollout"].update(phase="Blocked", reason="NoInSyncTarget", message="no replica in sync; fix: wait")
+    assert "g: rollout Blocked (NoInSyncTarget): no replica in sync; fix: wait; 1 restart(s), 0 switchover(s)" in (
+        _table([doc])
+    )
+
+
+def test_render_table_without_a_roll_that_ran_has_no_rollout() -> None:
+    doc = group(1, [1, 2, 3])
+    assert "rollout" not in _table([doc]) and "VERSION" not in _table([doc])
+    # What the supervisor records when there is nothing to roll: the revision, no roll.
+    doc["rollout"] = {"phase": "Complete", "targetRevision": "abc", "replicasDone": [], "started": None}
+    assert "rollout" not in _table([doc]) and "VERSION" not in _table([doc])
