@@ -544,8 +544,10 @@ class ManifestSet:
         return {r.secret.name: r.secret for r in self.reports if r.secret is not None}
 
 
-def validate_files(paths: Sequence[str | Path]) -> ManifestSet:
-    """Every document of every file ('-' = stdin), checked alone and against each other."""
+def validate_files(paths: Sequence[str | Path], *, together: bool = False) -> ManifestSet:
+    """Every document of every file ('-' = stdin), checked alone and against each other. An object given twice
+    is refused within a file, and across the files when they are used `together` (`render` prints them as one
+    stream); `validate a.yaml b.yaml` may check alternatives (examples/*.yaml name the same groups)."""
     reports: list[Report] = []
     empty: list[str] = []
     for path in paths:
@@ -556,15 +558,22 @@ def validate_files(paths: Sequence[str | Path]) -> ManifestSet:
                 f"{shown}: holds no resource (empty, or only comments); rule: a manifest holds at least one "
                 "BrokerGroup, ControllerGroup, Topic or ConsumerGroup; fix: add one (see examples/quickstart.yaml)"
             )
+        if not together:
+            _refuse_repeats(found)
         reports.extend(found)
-    for first, again, key in repeated([r.key for r in reports]):
-        reports[again].errors.append(Problem("metadata.name", given_twice(key, reports[first].document), "xref.unique"))
-        reports[again].resource = None
+    if together:
+        _refuse_repeats(reports)
     errors = [*empty, *(r.prefixed(p) for r in reports for p in r.errors)]
     warnings = [r.prefixed(p) for r in reports for p in r.warnings]
     manifests = ManifestSet(reports, errors, warnings)
     errors.extend(str(p) for p in validate_cross_references(manifests.resources))
     return manifests
+
+
+def _refuse_repeats(reports: Sequence[Report]) -> None:
+    for first, again, key in repeated([r.key for r in reports]):
+        reports[again].errors.append(Problem("metadata.name", given_twice(key, reports[first].document), "xref.unique"))
+        reports[again].resource = None
 
 
 def validate_cross_references(resources: Sequence[AnyResource]) -> list[Problem]:

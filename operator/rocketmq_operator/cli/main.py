@@ -24,9 +24,12 @@ class CliError(Exception):
     """A user-facing failure: printed as one line, exit code 2."""
 
 
-def _resources_or_fail(files: Sequence[str], *, warn: bool = True) -> tuple[list[AnyResource], list[Report]]:
-    """``warn``: print the warnings on stderr (`explain` prints those of the groups it explains itself)."""
-    manifests = validate_files(files)
+def _resources_or_fail(
+    files: Sequence[str], *, warn: bool = True, together: bool = False
+) -> tuple[list[AnyResource], list[Report]]:
+    """``warn``: print the warnings on stderr (`explain` prints those of the groups it explains itself);
+    ``together``: the files make one set (an object in two of them is refused)."""
+    manifests = validate_files(files, together=together)
     for w in manifests.warnings if warn else ():
         print(f"warning: {w}", file=sys.stderr)
     if manifests.errors:
@@ -85,7 +88,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     if args.diff:
         return cmd_diff(args.files)
-    resources, _ = _resources_or_fail(args.files)
+    resources, _ = _resources_or_fail(args.files, together=True)  # one stream of objects to apply
     try:
         objects = render_all(resources)
     except RenderError as exc:
@@ -126,11 +129,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_operator(args)
 
 
+def package_version() -> str:
+    """The installed distribution's version (pyproject.toml's, as pip recorded it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rocketmq-operator")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "unknown (not installed; pip install -e . records it)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rocketmq-operator",
         description="Run Apache RocketMQ 5 broker replica groups with quorum writes, on Kubernetes or locally.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("crds", help="print the CustomResourceDefinitions (multi-document YAML)")
