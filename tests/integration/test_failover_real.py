@@ -21,12 +21,13 @@ from typing import Any
 import pytest
 
 from rocketmq_operator.bench.switchover import run_bench as bench_switchovers
-from rocketmq_operator.control.operations import facts_from_state
+from rocketmq_operator.control.operations import facts_from_state, switchover_fence_config, unfence_config
 from rocketmq_operator.core.failover import plan_failover
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.report import observe
 from rocketmq_operator.platforms.local.state import read_state
 from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.remoting.admin import TopicAdmin, TopicConfigInfo
 
 pytestmark = pytest.mark.integration
 
@@ -200,11 +201,31 @@ def test_dead_master_alone_is_no_eligible_master_and_unclean_is_refused(local_pl
         assert allowed.unclean and "UNCLEAN" in allowed.message
 
 
+async def _sends_through_the_fence(master: str) -> list[tuple[str, str]]:
+    """On a real broker: a send to the master, then fenced (a switchover's fence), then unfenced."""
+    topic = "fence-door-check"
+    results: list[tuple[str, str]] = []
+    async with RemotingClient() as client:
+        await TopicAdmin(client).create_topic(master, TopicConfigInfo(topic, 1, 1), timeout=5.0)
+        for config in (None, switchover_fence_config(), unfence_config(2, None)):
+            if config is not None:
+                await client.update_broker_config(master, config, timeout=5.0)
+            sent = await client.send(master, topic, b"tiny", 0, broker_name=GROUP, timeout=5.0)
+            results.append((sent.status, sent.remark or ""))
+    return results
+
+
 def test_switchovers_under_load_fence_a_stale_route_and_lose_nothing(local_platform: Any) -> None:
     """What a user does: switch the master over while producers send, one of them with a cached route that keeps
     naming the old master (a Java client re-reads routes every 30 s)."""
     with local_platform.up(QUICKSTART, name="switchover") as cluster:
-        _healthy(cluster)
+        group = _healthy(cluster)
+        master = group["master"]["address"]
+        # The fence shuts the door before any role check (SendMessageProcessor.preSend): a put that straddles the
+        # old master's demotion would otherwise skip the replication check and be acknowledged by it alone.
+        before, fenced, after = asyncio.run(_sends_through_the_fence(master))
+        assert before[0] == "PUT_OK" and after[0] == "PUT_OK", (before, after)
+        assert fenced[0] == "SYSTEM_ERROR" and "broker unable to service" in fenced[1], fenced
         doc = asyncio.run(bench_switchovers([str(QUICKSTART)], cluster.state_dir, 3, 200.0, True))
         assert doc["switchovers"] == 3, doc
         assert doc["lost"] == 0 and doc["deposed_acks"] == 0, doc
