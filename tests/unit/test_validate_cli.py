@@ -170,6 +170,17 @@ def test_a_document_without_spec_reports_only_that(tmp_path: Path) -> None:
     assert "spec: is required" in error
 
 
+def test_odd_shapes_are_lines_not_tracebacks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    listed_kind = {**broker(), "kind": ["BrokerGroup"]}
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": "password=x"}
+    f = write(tmp_path, controller(), listed_kind, secret)
+    code, lines, _ = run(capsys, "validate", f)
+    assert code == 2
+    assert lines[0].startswith(f"{f}#2 ['BrokerGroup']/broker-a: kind: ['BrokerGroup'] is not a kind this operator")
+    assert lines[1].startswith(f"{f}#3 Secret/s: stringData: is not a mapping; rule: ")
+    assert len(lines) == 2
+
+
 # --- 3. a Topic's permission given as a number ---
 
 

@@ -304,7 +304,7 @@ def _parse(doc: dict[str, Any]) -> tuple[AnyResource | None, list[Problem], list
     returned too) hold their defaults, so the rules about the other fields can still be judged."""
     kind = doc.get("kind")
     api_version = doc.get("apiVersion")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:  # a list or mapping is no kind (and not hashable)
         wrong_kind = Problem(
             "kind",
             f"{kind!r} is not a kind this operator manages; "
@@ -416,7 +416,14 @@ def parse_secret(doc: dict[str, Any]) -> tuple[SecretDoc | None, list[Problem]]:
         problems.append(Problem("metadata.name", "is required; rule: every Secret has a name; fix: set metadata.name",
                                 "secret.name"))  # fmt: skip
     data: dict[str, str] = {}
-    for key, value in (doc.get("data") or {}).items():
+    sections: dict[str, dict[Any, Any]] = {}
+    for section in ("data", "stringData"):
+        given = doc.get(section) or {}
+        sections[section] = given if isinstance(given, dict) else {}
+        if not isinstance(given, dict):
+            problems.append(Problem(section, f"is not a mapping; rule: a Secret's {section} maps keys to values; "
+                                    "fix: write key: value pairs", f"secret.{section}"))  # fmt: skip
+    for key, value in sections["data"].items():
         try:
             data[str(key)] = base64.b64decode(str(value), validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
@@ -424,7 +431,7 @@ def parse_secret(doc: dict[str, Any]) -> tuple[SecretDoc | None, list[Problem]]:
                 Problem(f"data.{key}", "is not base64 of UTF-8 text; rule: data values are base64; fix: encode it "
                         "(base64 -w0), or give the plain text under stringData", "secret.data")
             )  # fmt: skip
-    for key, value in (doc.get("stringData") or {}).items():
+    for key, value in sections["stringData"].items():
         if not isinstance(value, str):
             problems.append(Problem(f"stringData.{key}", "is not a string; rule: stringData values are strings; "
                                     "fix: quote the value", "secret.stringData"))  # fmt: skip
@@ -478,7 +485,9 @@ def document_key(doc: dict[str, Any]) -> ResourceKey | None:
     """The kind, namespace and name a document of a managed kind gives, whether or not the rest is valid."""
     meta = doc.get("metadata")
     kind = doc.get("kind")
-    if kind not in KINDS or not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+    if not isinstance(kind, str) or kind not in KINDS:
+        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
         return None
     namespace = meta.get("namespace")
     return str(kind), (namespace if isinstance(namespace, str) else None), meta["name"]
