@@ -7,9 +7,11 @@ No cluster is needed: every case is a kubeconfig (or its absence) in a temporary
 from __future__ import annotations
 
 import argparse
+import http.server
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -104,10 +106,88 @@ def test_run_without_credentials_is_one_line_and_exit_2(
 def test_run_with_a_usable_kubeconfig_starts_kopf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _environment(tmp_path, GOOD, monkeypatch)
     started: list[dict[str, Any]] = []
+    checked: list[bool] = []
+    monkeypatch.setattr(runner, "check_api_server", lambda: checked.append(True))  # GOOD's server is not there
     monkeypatch.setattr(runner.kopf, "run", lambda **kwargs: started.append(kwargs))
     monkeypatch.setattr(runner.logging, "basicConfig", lambda **_: None)
     assert runner.run_operator(_args()) == 0
-    assert len(started) == 1 and started[0]["standalone"] is True
+    assert checked == [True] and len(started) == 1 and started[0]["standalone"] is True
+
+
+def test_console_script_api_server_unreachable_exits_2_with_one_line(tmp_path: Path) -> None:
+    """Before, `run` with a kubeconfig whose server nothing listens on started kopf anyway: a ~110-line traceback
+    from its startup handler, retried every 60 s. Now one line naming the server and the error, and exit 2."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(GOOD, encoding="utf-8")  # https://127.0.0.1:1: a port nothing listens on
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path)}
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rocketmq_operator.cli", "run", "--standalone"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,  # a safety net only: with the defect the operator never exits
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith(
+        "error: rocketmq-operator run: cannot reach the API server at https://127.0.0.1:1 (Connection refused); fix:"
+    ), proc.stderr
+
+
+class _VersionHandler(http.server.BaseHTTPRequestHandler):
+    status = 200
+
+    def do_GET(self) -> None:
+        body = b'{"major": "1", "minor": "31", "gitVersion": "v1.31.0"}' if self.status == 200 else b"{}"
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [
+        (401, ["the API server at http://127.0.0.1:", "refused the credentials (HTTP 401", "fix: renew"]),
+        (404, ["is not a Kubernetes API server (GET /version: HTTP 404", "fix: check the cluster"]),
+        (200, []),
+        (403, []),  # answered: the server is there, and kopf says what it refuses
+    ],
+)
+def test_run_asks_the_api_server_once_before_kopf_starts(
+    status: int,
+    words: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    handler = type("Handler", (_VersionHandler,), {"status": status})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        address = f"http://127.0.0.1:{server.server_address[1]}"
+        _environment(tmp_path, GOOD.replace("https://127.0.0.1:1", address), monkeypatch)
+        started: list[dict[str, Any]] = []
+        monkeypatch.setattr(runner.kopf, "run", lambda **kwargs: started.append(kwargs))
+        monkeypatch.setattr(runner.logging, "basicConfig", lambda **_: None)
+        code = runner.run_operator(_args())
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    if not words:
+        assert code == 0 and len(started) == 1 and err == ""
+        return
+    assert code == 2 and started == [], err
+    assert err.count("\n") == 1 and err.startswith("error: rocketmq-operator run: "), err
+    for word in words:
+        assert word in err, (word, err)
 
 
 def test_login_handler_uses_the_same_look_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
