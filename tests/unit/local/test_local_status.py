@@ -251,6 +251,10 @@ def test_render_table_shows_a_rollout_with_each_replica_version() -> None:
     assert "g: rollout Blocked (NoInSyncTarget): no replica in sync; fix: wait; 1 restart(s), 0 switchover(s)" in (
         _table([doc])
     )
+    doc["rollout"].update(phase="Complete", reason="RolloutComplete", message="every replica runs its revision")
+    text = _table([doc])
+    assert "g: rollout Complete (RolloutComplete): every replica runs its revision; 1 restart(s)" in text
+    assert "VERSION" not in text  # history in one line
 
 
 def test_render_table_without_a_roll_that_ran_has_no_rollout() -> None:

@@ -17,9 +17,9 @@ Contract:
   status`): one row per broker replica (group, replica, brokerId, role, alive, inSync, maxOffset, then the local
   pid and restarts), then per group a line with needAcks/writable (`controller=unavailable` when the controller
   could not be asked: roles are then what the brokers report) and every problem condition, or `stopped`, then
-  per group with a `rollout` its phase, step or message and each replica's version and whether it is rolled
-  (`rollout_lines`), the topics and consumer groups (existence unknown, `-`, when stopped), then the
-  name-server/controller processes.
+  per group with a `rollout` its phase, step or message and, while it is not complete, each replica's version and
+  whether it is rolled (`rollout_lines`), the topics and consumer groups (existence unknown, `-`, when stopped),
+  then the name-server/controller processes.
 """
 
 from __future__ import annotations
@@ -229,8 +229,8 @@ def _local_cells(g: Mapping[str, Any], r: Mapping[str, Any]) -> list[str]:
 
 def rollout_lines(groups: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per group with a rollout in its status (one that ran: a roll in progress, blocked or finished): a line with
-    the phase and what it does (or why it stopped), then one row per replica: the version it reports and whether
-    it runs the target revision."""
+    the phase and what it does (or why it stopped), then, unless it is complete, one row per replica: the version
+    it reports and whether it runs the target revision."""
     lines: list[str] = []
     for g in groups:
         rollout = g.get("rollout") or {}
@@ -243,6 +243,8 @@ def rollout_lines(groups: Sequence[Mapping[str, Any]]) -> list[str]:
         text += f": {detail}" if detail else ""
         text += f"; {rollout.get('restarts', 0)} restart(s), {rollout.get('switchovers', 0)} switchover(s)"
         lines.append(text)
+        if phase == "Complete":
+            continue  # one line of history: every replica is rolled, the replica table already lists them
         done = set(rollout.get("replicasDone") or [])
         rows = [["GROUP", "REPLICA", "VERSION", "ROLLED"]]
         rows.extend(
