@@ -233,3 +233,15 @@ def test_the_examples_are_valid(capsys: pytest.CaptureFixture[str]) -> None:
     code, lines, err = run(capsys, "validate", *examples)
     assert (code, lines) == (0, [])
     assert "resource(s) valid" in err
+
+
+def test_a_problem_between_two_documents_names_the_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A TLS switch that differs between a BrokerGroup and its ControllerGroup is found only by looking at both; the
+    # line still starts with the document it is about, as every other problem does.
+    tls_controller = {**controller(), "spec": {"replicas": 3, "tls": {"enabled": True}}}
+    f = tmp_path / "m.yaml"
+    f.write_text(yaml.safe_dump_all([tls_controller, broker()]))
+    assert main(["validate", str(f)]) == 2
+    printed = capsys.readouterr()
+    (line,) = [x for x in (printed.out + printed.err).splitlines() if "tls.enabled" in x]
+    assert line.startswith(f"{f}#2 BrokerGroup/broker-a: spec.tls.enabled: "), line

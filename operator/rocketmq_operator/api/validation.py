@@ -575,7 +575,10 @@ def validate_files(paths: Sequence[str | Path], *, together: bool = False) -> Ma
     errors = [*empty, *(r.prefixed(p) for r in reports for p in r.errors)]
     warnings = [r.prefixed(p) for r in reports for p in r.warnings]
     manifests = ManifestSet(reports, errors, warnings)
-    errors.extend(str(p) for p in validate_cross_references(manifests.resources))
+    document = {id(r.resource): r for r in reports if r.resource is not None}
+    for resource, problem in validate_cross_references(manifests.resources):
+        owner = document.get(id(resource))
+        errors.append(owner.prefixed(problem) if owner is not None else str(problem))
     return manifests
 
 
@@ -585,11 +588,12 @@ def _refuse_repeats(reports: Sequence[Report]) -> None:
         reports[again].resource = None
 
 
-def validate_cross_references(resources: Sequence[AnyResource]) -> list[Problem]:
+def validate_cross_references(resources: Sequence[AnyResource]) -> list[tuple[AnyResource, Problem]]:
     """Within one set of manifests: a controllerRef that names a ControllerGroup in the set, if any is given; a
-    Topic's or ConsumerGroup's brokerGroups/clusterName that match a BrokerGroup of the set, if any is given."""
+    Topic's or ConsumerGroup's brokerGroups/clusterName that match a BrokerGroup of the set, if any is given.
+    Each problem comes with the resource it is about, so that it is reported with that resource's document."""
     controllers = {(r.metadata.namespace, r.metadata.name) for r in resources if isinstance(r, ControllerGroup)}
-    problems: list[Problem] = _placement_references(resources)
+    problems: list[tuple[AnyResource, Problem]] = _placement_references(resources)
     if not controllers:
         return problems  # the ControllerGroup may live in the cluster already
     by_key = {(r.metadata.namespace, r.metadata.name): r for r in resources if isinstance(r, ControllerGroup)}
@@ -599,37 +603,43 @@ def validate_cross_references(resources: Sequence[AnyResource]) -> list[Problem]
             cg = by_key.get(key)
             if cg is not None and cg.spec.tls.enabled != r.spec.tls.enabled:
                 problems.append(
-                    Problem(
-                        "spec.tls.enabled",
-                        f"BrokerGroup/{r.metadata.name}: tls.enabled is {str(r.spec.tls.enabled).lower()} and "
-                        f"ControllerGroup/{cg.metadata.name}'s is {str(cg.spec.tls.enabled).lower()}; rule: a broker "
-                        "speaks TLS to its name servers and controllers exactly when it serves TLS (one JVM-wide "
-                        "switch, tls.enable); fix: set spec.tls.enabled the same on both",
-                        "xref.tls",
+                    (
+                        r,
+                        Problem(
+                            "spec.tls.enabled",
+                            f"BrokerGroup/{r.metadata.name}: tls.enabled is {str(r.spec.tls.enabled).lower()} "
+                            f"and ControllerGroup/{cg.metadata.name}'s is {str(cg.spec.tls.enabled).lower()}; rule: "
+                            "a broker speaks TLS to its name servers and controllers exactly when it serves TLS "
+                            "(one JVM-wide switch, tls.enable); fix: set spec.tls.enabled the same on both",
+                            "xref.tls",
+                        ),
                     )
                 )
             if key not in controllers:
                 names = ", ".join(sorted(n for _, n in controllers))
                 problems.append(
-                    Problem(
-                        "spec.controllerRef.name",
-                        f"BrokerGroup/{r.metadata.name}: '{r.spec.controller_ref.name}' is not a ControllerGroup in "
-                        f"these manifests ({names}); rule: controllerRef names a ControllerGroup in the same "
-                        f"namespace; fix: use one of: {names}",
-                        "xref.controllerRef",
+                    (
+                        r,
+                        Problem(
+                            "spec.controllerRef.name",
+                            f"BrokerGroup/{r.metadata.name}: '{r.spec.controller_ref.name}' is not a "
+                            f"ControllerGroup in these manifests ({names}); rule: controllerRef names a "
+                            f"ControllerGroup in the same namespace; fix: use one of: {names}",
+                            "xref.controllerRef",
+                        ),
                     )
                 )
     return problems
 
 
-def _placement_references(resources: Sequence[AnyResource]) -> list[Problem]:
+def _placement_references(resources: Sequence[AnyResource]) -> list[tuple[AnyResource, Problem]]:
     brokers = [r for r in resources if isinstance(r, BrokerGroup)]
     if not brokers:
         return []  # the BrokerGroups may live in the cluster already
     names = {(b.metadata.namespace, b.metadata.name) for b in brokers}
     clusters = {(b.metadata.namespace, b.spec.cluster_name) for b in brokers}
     known = ", ".join(sorted(b.metadata.name for b in brokers))
-    problems: list[Problem] = []
+    problems: list[tuple[AnyResource, Problem]] = []
     for r in resources:
         if not isinstance(r, Topic | ConsumerGroup):
             continue
@@ -637,22 +647,28 @@ def _placement_references(resources: Sequence[AnyResource]) -> list[Problem]:
         for group in r.spec.broker_groups:
             if (ns, group) not in names:
                 problems.append(
-                    Problem(
-                        "spec.brokerGroups",
-                        f"{r.kind}/{r.metadata.name}: '{group}' is not a BrokerGroup in these manifests ({known}); "
-                        f"rule: brokerGroups names BrokerGroups in the same namespace; fix: use one of: {known}",
-                        "xref.brokerGroups",
+                    (
+                        r,
+                        Problem(
+                            "spec.brokerGroups",
+                            f"{r.kind}/{r.metadata.name}: '{group}' is not a BrokerGroup in these manifests ({known}); "
+                            f"rule: brokerGroups names BrokerGroups in the same namespace; fix: use one of: {known}",
+                            "xref.brokerGroups",
+                        ),
                     )
                 )
         if r.spec.cluster_name is not None and (ns, r.spec.cluster_name) not in clusters:
             have = ", ".join(sorted({c for _, c in clusters}))
             problems.append(
-                Problem(
-                    "spec.clusterName",
-                    f"{r.kind}/{r.metadata.name}: no BrokerGroup in these manifests has clusterName "
-                    f"'{r.spec.cluster_name}'; rule: clusterName selects BrokerGroups by spec.clusterName; "
-                    f"fix: use one of: {have}",
-                    "xref.clusterName",
+                (
+                    r,
+                    Problem(
+                        "spec.clusterName",
+                        f"{r.kind}/{r.metadata.name}: no BrokerGroup in these manifests has clusterName "
+                        f"'{r.spec.cluster_name}'; rule: clusterName selects BrokerGroups by spec.clusterName; "
+                        f"fix: use one of: {have}",
+                        "xref.clusterName",
+                    ),
                 )
             )
     return problems
