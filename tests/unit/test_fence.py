@@ -24,7 +24,13 @@ from test_kubernetes_passes import (  # the group pass's fakes and fixture
 )
 
 from rocketmq_operator.control import operations
-from rocketmq_operator.control.operations import fence_config, is_fenced, run_fences
+from rocketmq_operator.control.operations import (
+    fence_config,
+    fence_lease_expired,
+    is_fenced,
+    run_fences,
+    switchover_fence_config,
+)
 from rocketmq_operator.core.fence import FenceFacts, FencePlan, parse_fence_annotation, plan_fences
 from rocketmq_operator.platforms.kubernetes.reconcile import reconcile
 from rocketmq_operator.render.kubernetes.names import ANNOTATION_FENCE, ANNOTATION_SWITCHOVER_TO
@@ -79,6 +85,16 @@ def test_run_fences_uses_the_switchover_fence_and_gives_the_values_back() -> Non
     out = asyncio.run(run_fences(brokers, state, set(), ["broker-a-1"], KNOWN, min_in_sync_replicas=2))  # type: ignore[arg-type]
     assert out.fenced == [] and out.steps[0].startswith("unfenced broker-a-1")
     assert brokers.configs[ADDR[1]]["brokerPermission"] == "6" and brokers.configs[ADDR[1]]["minInSyncReplicas"] == "2"
+
+
+def test_a_user_fence_replaces_a_switchovers_lease() -> None:
+    # A switchover's fence lapses (the replication policy gives it back): a replica the user fences must carry the
+    # user's fence, which never lapses.
+    brokers = FakeBrokers()
+    brokers.configs[ADDR[1]] = switchover_fence_config()
+    out = asyncio.run(run_fences(brokers, healthy(), {"broker-a-1"}, [], KNOWN, min_in_sync_replicas=2))  # type: ignore[arg-type]
+    assert brokers.updates == [(ADDR[1], fence_config())] and out.fenced == ["broker-a-1"]
+    assert not fence_lease_expired(brokers.configs[ADDR[1]], now_s=4_000_000_000.0)
 
 
 def test_run_fences_keeps_the_record_when_the_unfence_fails() -> None:

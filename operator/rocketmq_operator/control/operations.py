@@ -168,7 +168,9 @@ async def run_fences(
         except (RemotingException, OSError):
             observed[replica.name] = FenceFacts(reachable=False)
             continue
-        observed[replica.name] = FenceFacts(reachable=True, fenced=is_fenced(config))
+        # A switchover's fence (a lease) is not the user's: it lapses and the policy gives it back.
+        user_fence = is_fenced(config) and _door_shut_until_ms(config) >= FENCE_FOREVER_MS
+        observed[replica.name] = FenceFacts(reachable=True, fenced=user_fence)
     plan = plan_fences(wanted, recorded, known, observed, annotation=annotation)
     outcome = FenceOutcome(fenced=list(plan.fenced), problems=list(plan.problems))
     addresses = {r.name: r.address for r in state.replicas}
