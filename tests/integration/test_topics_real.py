@@ -2,8 +2,9 @@
 
 For the controller-mode quickstart and examples/slave-acting-master.yaml, each with its declared Topic, and
 again with automatic topic creation switched back on (a topic created by a send, that only the operator's
-observation knows): produce, SIGKILL the master within one second of the last acknowledgement (through the
-supervisor, as `local kill` does), wait until `local status` reports a master that is writable again, and
+observation knows): produce, SIGKILL the master as the next step after the last acknowledgement (through the
+supervisor, as `local kill` does; the kill must land after the last acknowledgement, on the master process that
+was serving before the sends), wait until `local status` reports a master that is writable again, and
 consume from the earliest offset. Every acknowledged message must be read; the time from the new master
 being reported to the last message read is printed (`pytest -s`) and recorded as a test property.
 Outcomes are measured as the client sees them (send statuses, messages read), never by timed assertions.
@@ -83,10 +84,17 @@ def _observed(path: Path) -> set[str]:
         return set()
 
 
-def _kill_master_now(cluster: Any, replica: str) -> float:
+def _kill_master_now(cluster: Any, replica: str) -> tuple[float, int]:
+    """SIGKILL through the supervisor: (when it sent the signal, the pid it signalled)."""
     answer = asyncio.run(control.request(StateLayout(cluster.state_dir), "signal", replica=replica, signal="KILL"))
     assert answer.get("ok"), answer
-    return float(answer["signalledAt"])
+    return float(answer["signalledAt"]), int(answer["pid"])
+
+
+def _pid(cluster: Any, group: str, doc: dict[str, Any], replica: str) -> int | None:
+    found = next((r for r in cluster.group(group, doc).get("replicas", []) if r["name"] == replica), {})
+    pid = found.get("pid")
+    return int(pid) if pid else None
 
 
 def _read_all(namesrv: str, topic: str, wanted: set[str]) -> tuple[set[str], int]:
@@ -114,6 +122,8 @@ def _scenario(
         doc = cluster.wait_for("a writable master", lambda d: _serving(cluster, group, d), timeout=120)
         namesrv = ";".join(doc["nameServers"])
         old = _master(cluster, group, doc)
+        old_pid = _pid(cluster, group, doc, old["replica"])
+        assert old_pid, f"no running process for the master {old['replica']}"
         if auto:
             # One send creates the topic on the master; as soon as the operator has seen it there (its topic
             # report in the state directory), the rest is sent and the master killed right after.
@@ -132,11 +142,15 @@ def _scenario(
         # What is checked is that acknowledged messages survive; a send that timed out before the kill (seen at
         # load 49 in `make test`) is not acknowledged and not counted. Nearly all must be, or the test is moot.
         assert len(acknowledged) >= COUNT * 0.99, f"only {len(acknowledged)} of {COUNT} sends acknowledged"
-        killed_at = _kill_master_now(cluster, old["replica"])
+        killed_at, killed_pid = _kill_master_now(cluster, old["replica"])
         kill_delay = killed_at - last_ack
         print(f"\n{label}: SIGKILL of {old['replica']} {kill_delay:.2f}s after the last acknowledgement")
+        # The delay is a figure (recorded, never bounded: a loaded machine stretches it). What the scenario needs is
+        # the order: the kill is the next step after the last acknowledgement and hits the process that was the
+        # master before the sends (not restarted in between, which would have been a failover of its own).
         record_property(f"{label}_kill_after_last_ack_s", round(kill_delay, 2))
-        assert kill_delay < 1.0
+        assert killed_at >= last_ack
+        assert killed_pid == old_pid, f"{old['replica']} was pid {old_pid} before the sends, {killed_pid} at the kill"
 
         def new_master_serving(d: dict[str, Any]) -> bool:
             g = cluster.group(group, d)
