@@ -6,7 +6,9 @@ message was acknowledged and 1 otherwise (saying so on stderr); ``consume`` exit
 could, 1 when no pull was answered (one ``error: every pull failed: KIND=N (hint)`` line) or a ``--commit``
 failed, and says in one ``warning:`` line when ``--group`` could not be created through the admin path. A
 ``--topic`` or ``--group`` RocketMQ refuses (``api.rules``: ``^[%|a-zA-Z0-9_-]+$``, at most 127 / 255
-characters) is one ``error:`` line and exit 2, before any request. A setup problem (no route, no cluster,
+characters) is one ``error:`` line and exit 2, before any request; so is ``--report-keys`` without ``--json``
+(it adds the key lists of a no-loss check to the JSON report: ``acknowledged_keys`` and ``failed_keys`` for
+``produce``, ``keys`` for ``consume``). A setup problem (no route, no cluster,
 unreachable namesrv, bad argument value) prints one ``error:`` line on stderr and exits 1. No stack traces
 for expected failures.
 Ctrl-C during ``produce`` prints the partial report (the answers so far; ``"interrupted": true`` in the JSON)
@@ -79,6 +81,18 @@ def _invalid_names(args: argparse.Namespace, group_what: str) -> int | None:
         if problem is not None:
             print(f"error: {problem}", file=sys.stderr)
             return EXIT_INVALID
+    return None
+
+
+def _keys_without_json(args: argparse.Namespace, tool: str) -> int | None:
+    """Exit 2 with one line when --report-keys is given without --json (the key lists are JSON only)."""
+    if args.report_keys and not args.json:
+        print(
+            f"error: --report-keys is given without --json; rule: the key lists are fields of the JSON report; "
+            f"fix: add --json (`rocketmq-operator {tool} ... --json --report-keys`)",
+            file=sys.stderr,
+        )
+        return EXIT_INVALID
     return None
 
 
@@ -275,6 +289,8 @@ async def with_progress(main: Coroutine[Any, Any, T], line: ProgressLine, interv
 
 def cmd_produce(args: argparse.Namespace) -> int:
     invalid = _invalid_names(args, "producer group")
+    if invalid is None:
+        invalid = _keys_without_json(args, "produce")
     if invalid is not None:
         return invalid
     progress = ProduceProgress()
@@ -293,7 +309,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             retries=args.retries,
             producer_group=args.group,
-            keep_records=False,
+            keep_records=args.report_keys,  # the records only for the key lists: a long run would hold them all
             progress=progress,
             credentials=credentials_from(args),
             tls=tls_from(args),
@@ -306,9 +322,9 @@ def cmd_produce(args: argparse.Namespace) -> int:
     except (ToolError, RemotingException) as exc:
         return _fail(str(exc), args)
     except KeyboardInterrupt:
-        return _interrupted_produce(args, progress.report(args.topic, args.size))
+        return _interrupted_produce(args, progress.report(args.topic, args.size, keep_records=args.report_keys))
     if args.json:
-        _print_json(report.to_json())
+        _print_json(report.to_json(keys=args.report_keys))
     else:
         print(format_produce(report))
     if not report.ok:
@@ -328,7 +344,7 @@ def _interrupted_produce(args: argparse.Namespace, partial: ProduceReport) -> in
         file=sys.stderr,
     )
     if args.json:
-        _print_json({**partial.to_json(), "interrupted": True})
+        _print_json({**partial.to_json(keys=args.report_keys), "interrupted": True})
     else:
         print(format_produce(partial))
     return EXIT_INTERRUPTED
@@ -336,6 +352,8 @@ def _interrupted_produce(args: argparse.Namespace, partial: ProduceReport) -> in
 
 def cmd_consume(args: argparse.Namespace) -> int:
     invalid = _invalid_names(args, "consumer group")
+    if invalid is None:
+        invalid = _keys_without_json(args, "consume")
     if invalid is not None:
         return invalid
     try:
@@ -358,7 +376,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
     except (ToolError, RemotingException) as exc:
         return _fail(str(exc), args)
     if args.json:
-        _print_json(report.to_json())
+        _print_json(report.to_json(keys=args.report_keys))
     else:
         print(format_consume(report))
     if report.group_errors:
@@ -407,6 +425,12 @@ def register(sub: Any) -> None:
     add_credentials_arguments(p)
     add_tls_arguments(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--report-keys",
+        action="store_true",
+        help="with --json: add acknowledged_keys (every acknowledged message's key) and failed_keys (key -> final "
+        "status of every send that failed; it may still have been stored) to the report",
+    )
     p.set_defaults(func=cmd_produce)
 
     c = sub.add_parser(
@@ -440,4 +464,9 @@ def register(sub: Any) -> None:
     add_credentials_arguments(c)
     add_tls_arguments(c)
     c.add_argument("--json", action="store_true", help="print the report as JSON")
+    c.add_argument(
+        "--report-keys",
+        action="store_true",
+        help="with --json: add keys (every distinct key read, sorted) to the report",
+    )
     c.set_defaults(func=cmd_consume)

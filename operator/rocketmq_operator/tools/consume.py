@@ -31,7 +31,8 @@ Contract:
   None when some pull was answered or none failed; the CLI prints it and exits 1.
 * :meth:`ConsumeReport.to_json` is the CLI's ``--json`` document: ``count``, ``unique``, ``duplicates``,
   ``digest``, ``per_queue`` (``"<brokerName>:<queueId>"`` -> counts and offsets), ``served_by``
-  (``"<brokerName>/<brokerId>"`` -> messages), ``elapsed_s`` and the other fields of the report.
+  (``"<brokerName>/<brokerId>"`` -> messages), ``elapsed_s`` and the other fields of the report;
+  ``to_json(keys=True)`` (the CLI's ``--report-keys``) adds ``keys``, every distinct identity read, sorted.
 """
 
 from __future__ import annotations
@@ -181,8 +182,9 @@ class ConsumeReport:
         hint = _failure_hint(ranked[0][0], self.topic, self.group)
         return f"every pull failed: {counts}" + (f" ({hint})" if hint else "")
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, *, keys: bool = False) -> dict[str, Any]:
+        """The report as JSON; ``keys`` adds ``keys``, the sorted identities of the distinct messages read."""
+        doc: dict[str, Any] = {
             "topic": self.topic,
             "count": self.count,
             "unique": self.unique,
@@ -199,6 +201,9 @@ class ConsumeReport:
             "pulls": self.pulls,
             "group_errors": list(self.group_errors),
         }
+        if keys:
+            doc["keys"] = sorted(self.keys)
+        return doc
 
 
 def _failure_hint(kind: str, topic: str, group: str) -> str:

@@ -24,7 +24,8 @@ Contract:
   message, end to end including retries. ``elapsed_s`` runs from the first send to the last answer (topic
   setup excluded); ``msgs_per_s`` is acknowledged / elapsed. ``digest`` and ``acknowledged_digest`` are the
   same value, the :mod:`.digest` of the acknowledged messages (compare it with the consumer's ``digest``);
-  ``sent_digest`` covers every message attempted.
+  ``sent_digest`` covers every message attempted. ``to_json(keys=True)`` (the CLI's ``--report-keys``) adds
+  ``acknowledged_keys`` and ``failed_keys`` (key -> final status), for a no-loss check by key (:mod:`.noloss`).
 * :class:`SteadyProducer` sends at a fixed rate (at most ``max_in_flight`` sends outstanding; after a stall it
   resumes the rate without a burst) until stopped, and records per message the wall-clock start and end,
   the final status and the attempts (:class:`SendRecord`). :func:`recovery_windows` computes OpenChaos's
@@ -318,8 +319,10 @@ class ProduceReport:
             records=tuple(done) if keep_records else (),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, *, keys: bool = False) -> dict[str, Any]:
+        """The report as JSON; ``keys`` adds ``acknowledged_keys`` (by sequence number) and ``failed_keys`` (key ->
+        final status or failure kind), which need the records (``keep_records``)."""
+        doc: dict[str, Any] = {
             "topic": self.topic,
             "key_prefix": self.key_prefix,
             "size": self.size,
@@ -335,6 +338,14 @@ class ProduceReport:
             "acknowledged_digest": self.acknowledged_digest,
             "sent_digest": self.sent_digest,
         }
+        if keys:
+            if len(self.records) != self.sent:
+                raise ValueError("the report's keys need its records: make it with keep_records=True")
+            doc["acknowledged_keys"] = [r.key for r in self.records if r.ok]
+            # A failed send may still have been stored (a timeout after the broker wrote it): reading one back is
+            # no loss, and its key says which send it was.
+            doc["failed_keys"] = {r.key: r.status for r in self.records if not r.ok}
+        return doc
 
 
 @dataclass(slots=True)
@@ -346,10 +357,11 @@ class ProduceProgress:
     started: float | None = None
     """``time.perf_counter()`` when the first send started (None: not yet, e.g. still creating the topic)."""
 
-    def report(self, topic: str, size: int) -> ProduceReport:
+    def report(self, topic: str, size: int, *, keep_records: bool = False) -> ProduceReport:
         """The report of the answers so far (sends still in flight are not in it)."""
         elapsed = time.perf_counter() - self.started if self.started is not None else 0.0
-        return ProduceReport.from_records(topic, self.key_prefix, size, list(self.records), elapsed, keep_records=False)
+        records = list(self.records)
+        return ProduceReport.from_records(topic, self.key_prefix, size, records, elapsed, keep_records=keep_records)
 
 
 def _check(condition: bool, message: str) -> None:
