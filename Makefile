@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install run test lint typecheck prepare prepare-rocketmq prepare-cluster clean
+.PHONY: install run test check lint typecheck prepare prepare-rocketmq prepare-cluster clean
 
 include mk/k8s.mk
 include mk/node.mk
@@ -31,6 +31,12 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+# The quick loop while working (about 1-2 min warm): what `make test` checks first (lint, typecheck, import
+# layers) and the unit tests, which need no JVM and no cluster. The k8s-marked unit tests need the kubectl that
+# `make test` builds, so they stay in `make test`. `make test` remains the complete suite that CI runs.
+check: lint typecheck
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 -m "not k8s and not e2e and not chaos" tests/unit
 
 # The real parts tests need, fetched and built once and cached under ~/.cache/rocketmq-operator:
 # RocketMQ jars from Maven Central (prepare-rocketmq); the control plane and the node (kubelet, scheduler,

@@ -1,0 +1,51 @@
+"""`make check`, the quick loop while working: the checks `make test` starts with (lint, typecheck, import
+layers) and the unit tests, with nothing that needs a JVM, a cluster or a build; the README offers it after the
+two set-up commands, not as a third."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _commands(target: str) -> list[str]:
+    make = shutil.which("make")
+    if make is None:
+        pytest.fail("no make on PATH: the Makefile's targets cannot be read")
+    proc = subprocess.run([make, "-n", "--no-print-directory", target], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_make_check_runs_lint_typecheck_and_the_unit_tests() -> None:
+    commands = _commands("check")
+    for expected in ("ruff check operator tests", "ruff format --check operator tests", "mypy", "lint-imports"):
+        assert any(line.endswith(expected) for line in commands), f"make check does not run {expected}: {commands}"
+    tests = [line for line in commands if "pytest" in line]
+    assert len(tests) == 1 and tests[0].split()[-1] == "tests/unit", tests
+    assert "-n 2" in tests[0] and "not k8s" in tests[0], tests[0]
+
+
+def test_make_check_needs_no_real_part() -> None:
+    text = "\n".join(_commands("check"))
+    for part in ("prepare", "run-tests.sh", "dist-path", "k8s", "images", "tests/integration", "tests/e2e"):
+        assert part not in text.replace("not k8s", ""), f"make check reaches for {part}"
+
+
+def test_make_check_is_phony() -> None:
+    phony = re.search(r"^\.PHONY:(.*)$", (ROOT / "Makefile").read_text(encoding="utf-8"), re.M)
+    assert phony is not None and "check" in phony.group(1).split()
+
+
+def test_readme_offers_make_check_after_set_up_not_as_a_set_up_command() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    set_up = readme[readme.index("## Set up on a fresh machine\n") : readme.index("\n## ", readme.index("## Set up"))]
+    block_end = set_up.index("```", set_up.index("```sh\n") + 1)
+    assert "make check" not in set_up[:block_end]
+    assert "`make check`" in set_up[block_end:]
