@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from rocketmq_operator.tools.noloss import reports_no_loss_failure
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "auth.yaml"
 NS = "rocketmq-auth"
@@ -39,7 +41,7 @@ def _accepted(group: Any, pod: str, count: int) -> dict[str, Any]:
     attempt = 0
     while True:
         attempt += 1
-        report = group.produce(f"{pod}-{attempt}", count, env=APP)
+        report = group.produce(f"{pod}-{attempt}", count, "--report-keys", env=APP)
         assert report is not None
         if report["acknowledged"] == count:
             return report
@@ -73,8 +75,10 @@ def test_auth_example_refuses_unsigned_clients_and_serves_its_users(group_in: Ca
         node.wait_for(f"a master other than {old}", lambda: group.master() not in (None, old), 300, 1)
         after = _accepted(group, "auth-app-after-kill", 20)
 
-        read = group.consume_all("auth-read", env=APP)
+        read = group.consume_all("auth-read", env=APP, report_keys=True)
         assert read["body_mismatches"] == 0
+        loss = reports_no_loss_failure([first, after], read)  # by key: every acknowledged key read back
+        assert loss is None, loss
         acked = first["acknowledged"] + after["acknowledged"]
         assert read["unique"] >= acked, read
     finally:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketmq_operator.control.certificates import CertificateInfo
+from rocketmq_operator.tools.noloss import reports_no_loss_failure
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tls.yaml"
@@ -47,13 +48,17 @@ def test_tls_example_refuses_plain_text_and_serves_clients_that_trust_its_author
         # Refused at the name server, and told why in one line.
         assert "a server with spec.tls on closes plain-text connections: add --tls-ca FILE" in plain, plain
         assert "Traceback" not in plain, plain
-        sent = group.produce("tls-send", 200, "--tls-ca", "/tls/ca.crt", "--tls-chain-only", secret_mounts=CA)
+        sent = group.produce(
+            "tls-send", 200, "--tls-ca", "/tls/ca.crt", "--tls-chain-only", "--report-keys", secret_mounts=CA
+        )
         assert sent is not None and sent["acknowledged"] == 200, sent
         read = group.tool(
             "tls-read", "consume", "--namesrv", group.name_servers(), "--topic", "orders", "--group", "tls-readers",
             "--from", "earliest", "--read-from", "master", "--idle-timeout", "15",
-            "--tls-ca", "/tls/ca.crt", "--tls-chain-only", secret_mounts=CA,
+            "--tls-ca", "/tls/ca.crt", "--tls-chain-only", "--report-keys", secret_mounts=CA,
         )  # fmt: skip
         assert read is not None and read["body_mismatches"] == 0 and read["unique"] >= 200, read
+        loss = reports_no_loss_failure([sent], read)  # by key: every acknowledged key read back
+        assert loss is None, loss
     finally:
         node.kubectl("delete", "namespace", NS, "--wait=true", timeout=600, check=False)
