@@ -41,8 +41,14 @@ def kubelet_like(cache: Path) -> Iterator[Path]:
     fake = cache / "bin" / "kubelet"
     fake.parent.mkdir()
     fake.symlink_to(sys.executable)
-    proc = subprocess.Popen([str(fake), "-c", "import time; time.sleep(60)", f"--root-dir={state}/node/kubelet"])
+    root_dir = f"--root-dir={state}/node/kubelet"
+    proc = subprocess.Popen([str(fake), "-c", "import time; time.sleep(60)", root_dir])
     try:
+        # Until the child has exec'd, /proc shows the parent's command line (a failed make test at load 9 read it
+        # so): wait for its own, an event, not a time.
+        cmdline = Path(f"/proc/{proc.pid}/cmdline")
+        while root_dir.encode() not in cmdline.read_bytes():
+            assert proc.poll() is None, "the kubelet-like process exited"
         yield state
     finally:
         proc.kill()
