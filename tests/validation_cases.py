@@ -580,3 +580,22 @@ SHAPE_CASES: list[Case] = [
     Case("config-value-empty", b("spec.brokerConfig", {"flushDiskType": None}), "shape.value", "spec.brokerConfig",
          "flushDiskType: an empty value is not a string or an integer; rule: config values are strings or integers"),
 ]  # fmt: skip
+
+
+# A Topic and a ConsumerGroup added to the quickstart (what `local apply` and `explain --diff` see added).
+NEW_TOPIC = """---
+apiVersion: rocketmq-operator.dev/v1alpha1
+kind: Topic
+metadata:
+  name: payments
+spec:
+  brokerGroups: [broker-a]
+---
+apiVersion: rocketmq-operator.dev/v1alpha1
+kind: ConsumerGroup
+metadata:
+  name: payments-readers
+spec:
+  brokerGroups: [broker-a]
+  topics: [payments]
+"""

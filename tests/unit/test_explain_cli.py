@@ -12,26 +12,10 @@ from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.cli import main
 from rocketmq_operator.core.config_change import downgrade_warning
 from rocketmq_operator.render.diff import describe_topic_changes, diff_warnings
+from validation_cases import NEW_TOPIC
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
-
-NEW_TOPIC = """---
-apiVersion: rocketmq-operator.dev/v1alpha1
-kind: Topic
-metadata:
-  name: payments
-spec:
-  brokerGroups: [broker-a]
----
-apiVersion: rocketmq-operator.dev/v1alpha1
-kind: ConsumerGroup
-metadata:
-  name: payments-readers
-spec:
-  brokerGroups: [broker-a]
-  topics: [payments]
-"""
 
 
 def _variant(tmp_path: Path, name: str, replace: tuple[str, str] | None = None, append: str = "") -> Path:

@@ -64,6 +64,8 @@ happen in about one switchover in ten (docs/benchmarks.md, Switchover)."""
 DEFAULT_HEARTBEAT_MS = CONTROLLER_MODE_TIMINGS["haSendHeartbeatInterval"]
 
 
+FENCE_DOOR_KEY = "startAcceptSendRequestTimeStamp"
+"""A hot BrokerConfig key: `SendMessageProcessor.preSend` refuses every send while the broker's clock is before it."""
 FENCE_FOREVER_MS = 4_102_444_800_000
 """`startAcceptSendRequestTimeStamp` of a user's fence (2100-01-01): it has no lease."""
 FENCE_LEASE_S = 60.0
@@ -85,9 +87,6 @@ def fence_config(lease_until_ms: int | None = None) -> dict[str, str]:
         # the deposed master alone (docs/fencing.md). The store's minInSyncReplicas refusal cannot stop that one.
         FENCE_DOOR_KEY: str(FENCE_FOREVER_MS if lease_until_ms is None else lease_until_ms),
     }
-
-
-FENCE_DOOR_KEY = "startAcceptSendRequestTimeStamp"
 
 
 def switchover_fence_config(now_s: float | None = None) -> dict[str, str]:

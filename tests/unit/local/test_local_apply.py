@@ -16,26 +16,10 @@ from rocketmq_operator.platforms.local.placement import port_needs, render_confi
 from rocketmq_operator.platforms.local.ports import pack
 from rocketmq_operator.platforms.local.state import read_state, write_state
 from rocketmq_operator.platforms.local.topics import TopicPolicy
+from validation_cases import NEW_TOPIC
 
 ROOT = Path(__file__).resolve().parents[3]
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
-
-NEW_TOPIC = """---
-apiVersion: rocketmq-operator.dev/v1alpha1
-kind: Topic
-metadata:
-  name: payments
-spec:
-  brokerGroups: [broker-a]
----
-apiVersion: rocketmq-operator.dev/v1alpha1
-kind: ConsumerGroup
-metadata:
-  name: payments-readers
-spec:
-  brokerGroups: [broker-a]
-  topics: [payments]
-"""
 
 
 @pytest.fixture
