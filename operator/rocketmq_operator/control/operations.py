@@ -27,6 +27,7 @@ from typing import Protocol
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control.observe import observe_groups
+from rocketmq_operator.control.topics import carry_over
 from rocketmq_operator.core.failover import (
     ActionKind,
     Decision,
@@ -49,6 +50,7 @@ from rocketmq_operator.core.fence import FenceFacts, plan_fences
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.remoting import HaInfo, RemotingClient, RemotingException
+from rocketmq_operator.remoting.admin import TopicAdmin
 from rocketmq_operator.render.config import CONTROLLER_MODE_TIMINGS
 
 PERM_READ = 4
@@ -356,6 +358,9 @@ async def switchover(
     try:
         for action in decision.actions:
             if action.kind is ActionKind.FENCE:
+                # Topics and groups the target lacks, copied while the master still takes writes (no pause);
+                # those made meanwhile are copied again under the fence, below.
+                report.steps.extend(await _carry_over(client, old.address, target.address))
                 heartbeat = (await client.get_broker_config(old.address)).get("haSendHeartbeatInterval")
                 unfence = unfence_config(min_in_sync_replicas, heartbeat)
                 fence = switchover_fence_config()
@@ -366,6 +371,7 @@ async def switchover(
             elif action.kind is ActionKind.WAIT_CATCH_UP:
                 await _wait_catch_up(client, old.address, target.address, catch_up_timeout_s)
                 report.steps.append(f"broker {target_id} caught up with the fenced master")
+                report.steps.extend(await _carry_over(client, old.address, target.address))
             elif action.kind is ActionKind.ELECT:
                 # The other slaves take their new master's HA address from their own name-server registration on
                 # the role change, which races the new master's: a name server still listing the old master
@@ -387,7 +393,9 @@ async def switchover(
                 # target until it has changed to slave (it reports SLAVE before it drops them), and a heartbeat it
                 # sends once unfenced, read by the target's HA client while that is shut down for the promotion,
                 # holds the promotion for 5 s (RocketMQ 5.5 AutoSwitchHAClient; see FENCED_HEARTBEAT_MS).
-                if await _wait_role(client, target.address, master=True, timeout_s=serve_timeout_s):
+                if await _wait_role(
+                    client, target.address, master=True, timeout_s=serve_timeout_s, interval_s=CATCH_UP_POLL_S
+                ):
                     report.new_master_serving_at = time.time()
                     await _attach_slaves_to(client, state, target, {old_id}, timeout=1.0)
             elif action.kind is ActionKind.UNFENCE:
@@ -488,9 +496,28 @@ async def switchover_group(
     )
 
 
+async def _carry_over(client: RemotingClient, master: str, target: str) -> list[str]:
+    """`control.topics.carry_over`, best effort: what it could not copy, the platforms' topic pass re-creates on
+    the new master from what it saw on the old one (`GroupTopicMemory`), seconds later."""
+    try:
+        return await carry_over(TopicAdmin(client), master, target, timeout=2.0)
+    except (RemotingException, OSError) as exc:
+        return [f"could not copy topics and groups to {target} before the election: {exc or type(exc).__name__}"]
+
+
 async def _max_offset(client: RemotingClient, addr: str) -> int:
+    return (await _store_end(client, addr))[0]
+
+
+async def _store_end(client: RemotingClient, addr: str) -> tuple[int, int]:
+    """The broker's commit-log end and how many bytes of it its consume queues have not indexed yet."""
     info = await client.get_runtime_info(addr, timeout=2.0)
-    return int(info.get("commitLogMaxOffset", "0") or 0)
+    return int(info.get("commitLogMaxOffset", "0") or 0), int(info.get("dispatchBehindBytes", "0") or 0)
+
+
+CATCH_UP_POLL_S = 0.01
+"""Catch-up and promotion polls: every poll interval is write pause (the master is fenced); a local request
+costs ~1-5 ms."""
 
 
 async def _wait_catch_up(client: RemotingClient, master: str, target: str, timeout_s: float) -> None:
@@ -499,14 +526,19 @@ async def _wait_catch_up(client: RemotingClient, master: str, target: str, timeo
         # Read the fenced master's end every time: a put that passed the permission check before the fence
         # may append after the first read. Done only when its end has not moved while the target was read: a
         # put appended in between could be acknowledged by another slave's ack and then truncated away under
-        # the new master.
+        # the new master. And only once the target has indexed what it holds: promoted with bytes behind,
+        # RocketMQ's change to master sleeps 100 ms at a time until they are (AutoSwitchHAService.changeToMaster)
+        # with the group masterless; fenced, nothing new arrives and the index catches up in milliseconds.
         want = await _max_offset(client, master)
-        have = await _max_offset(client, target)
-        if have >= want and await _max_offset(client, master) == want:
+        have, behind = await _store_end(client, target)
+        if have >= want and behind <= 0 and await _max_offset(client, master) == want:
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"target at offset {have} did not reach the fenced master's {want} in {timeout_s}s")
-        await asyncio.sleep(0.05)
+            raise TimeoutError(
+                f"target at offset {have} ({behind} bytes not yet indexed) did not reach the fenced master's "
+                f"{want} in {timeout_s}s"
+            )
+        await asyncio.sleep(CATCH_UP_POLL_S)
 
 
 WRITABLE_TIMEOUT_S = 5.0  # a slave rejoins a new master within tens of ms; past this the policy re-attaches it
@@ -538,13 +570,15 @@ async def _wait_writable(client: RemotingClient, addr: str, min_in_sync_replicas
     return await _until(writable, timeout_s, interval_s=0.02)
 
 
-async def _wait_role(client: RemotingClient, addr: str, *, master: bool, timeout_s: float) -> bool:
+async def _wait_role(
+    client: RemotingClient, addr: str, *, master: bool, timeout_s: float, interval_s: float = 0.05
+) -> bool:
     """The broker at ``addr`` answers that it is (``master``) or is not a master."""
 
     async def in_role() -> bool:
         return (await client.get_ha_status(addr, timeout=1.0)).master == master
 
-    return await _until(in_role, timeout_s)
+    return await _until(in_role, timeout_s, interval_s)
 
 
 async def _unregister_master(client: RemotingClient, cluster: str, group: str, addr: str) -> list[str]:

@@ -13,6 +13,7 @@ master last asserted; the platform keeps one per group for as long as it runs.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from rocketmq_operator.core.topics import (
     TopicConfigFacts,
     WantedOnGroup,
     is_internal_topic,
+    plan_carry_over,
     plan_consumer_groups,
     plan_topics,
     update_observed,
@@ -87,6 +89,32 @@ def _group_config(g: ConsumerGroupFacts) -> SubscriptionGroupInfo:
         g.retry_queue_nums,
         g.retry_max_times,
     )
+
+
+async def carry_over(admin: TopicAdmin, master: str, target: str, *, timeout: float = ADMIN_TIMEOUT_S) -> list[str]:
+    """Create on ``target`` what ``master`` has and it lacks (`core.topics.plan_carry_over`); the steps done.
+    Raises `RemotingException`/`OSError` when either table cannot be read or a create fails: the caller decides."""
+    (m_topics, t_topics), (m_groups, t_groups) = await asyncio.gather(
+        asyncio.gather(admin.topics(master, timeout=timeout), admin.topics(target, timeout=timeout)),
+        asyncio.gather(
+            admin.subscription_groups(master, timeout=timeout), admin.subscription_groups(target, timeout=timeout)
+        ),
+    )
+    plan = plan_carry_over(
+        {n: _facts(i) for n, i in m_topics.items()},
+        {n: _facts(i) for n, i in t_topics.items()},
+        {n: _group_facts(g) for n, g in m_groups.items()},
+        {n: _group_facts(g) for n, g in t_groups.items()},
+    )
+    done: list[str] = []
+    for action in plan.actions:
+        if action.topic is not None:
+            await admin.create_topic(target, _config(action.topic), timeout=timeout)
+            done.append(f"{action.kind.value} topic {action.name} on {target}: {action.reason}")
+        elif action.group is not None:
+            await admin.create_subscription_group(target, _group_config(action.group), timeout=timeout)
+            done.append(f"{action.kind.value} consumer group {action.name} on {target}: {action.reason}")
+    return done
 
 
 def master_address(state: GroupState) -> str | None:

@@ -277,6 +277,36 @@ def plan_consumer_groups(
     return Plan(tuple(actions), tuple(refusals))
 
 
+def plan_carry_over(
+    master_topics: Mapping[str, TopicConfigFacts],
+    target_topics: Mapping[str, TopicConfigFacts],
+    master_groups: Mapping[str, ConsumerGroupFacts],
+    target_groups: Mapping[str, ConsumerGroupFacts],
+) -> Plan:
+    """Before a switchover's election: what the replica about to be master must be told so that it holds every
+    topic and subscription group the master holds, however they were made (declared, created automatically by a
+    producer, by mqadmin). A slave copies them from its master only every 10 s (RocketMQ's `SlaveSynchronize`), so
+    a topic made just before is missing on the new master and unroutable until someone creates it again. Only
+    creates and updates, never deletes; RocketMQ's own system topics exist on every broker and are left alone."""
+    actions: list[TopicAction] = []
+    for name, topic in sorted(master_topics.items()):
+        if name in SYSTEM_TOPICS or name.startswith(SYSTEM_TOPIC_PREFIX):
+            continue
+        have = target_topics.get(name)
+        if have is None:
+            actions.append(TopicAction(ActionKind.CREATE, name, "on the master, not yet on the new master", topic))
+        elif changes := _differs(topic, have):
+            actions.append(TopicAction(ActionKind.UPDATE, name, "; ".join(changes), topic))
+    for name, group in sorted(master_groups.items()):
+        if name not in target_groups:
+            actions.append(
+                TopicAction(ActionKind.CREATE, name, "on the master, not yet on the new master", group=group)
+            )
+        elif target_groups[name] != group:
+            actions.append(TopicAction(ActionKind.UPDATE, name, "differs from the master", group=group))
+    return Plan(tuple(actions))
+
+
 @dataclass
 class WantedOnGroup:
     """What one BrokerGroup's master must hold."""
