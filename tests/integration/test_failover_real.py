@@ -15,6 +15,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,14 @@ import pytest
 
 from rocketmq_operator.bench.switchover import run_bench as bench_switchovers
 from rocketmq_operator.control.operations import facts_from_state, switchover_fence_config, unfence_config
+from rocketmq_operator.control.topics import carry_over
 from rocketmq_operator.core.failover import plan_failover
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.report import observe
 from rocketmq_operator.platforms.local.state import read_state
-from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.remoting import RemotingClient, RemotingError
 from rocketmq_operator.remoting.admin import TopicAdmin, TopicConfigInfo
+from rocketmq_operator.remoting.namesrv import TopicRoute
 
 pytestmark = pytest.mark.integration
 
@@ -77,11 +80,32 @@ def test_failover_switchover_and_refusals(local_platform: Any) -> None:
         g = _healthy(cluster)
         old = g["master"]
 
-        # 1. Planned switchover to an in-sync slave.
+        # 1. Planned switchover to an in-sync slave, a moment after a topic was made on the master (as a
+        # producer's automatic creation or mqadmin does): a slave copies topics from its master every 10 s, so
+        # the switchover copies it to the target before the election; clients find it on the new master at once.
         target = next(r["brokerId"] for r in g["replicas"] if r["role"] == "slave")
+        target_addr = next(r["address"] for r in g["replicas"] if r["brokerId"] == target)
+        # The copy on its own (the supervisor's topic pass would heal the new master half a second later, so the
+        # switchover below cannot tell the two apart): what the master has and the target lacks, once.
+        copied = f"copied-{time.time_ns()}"
+        first, again = asyncio.run(_carry_twice(old["address"], target_addr, copied))
+        assert [s for s in first if copied in s] == [
+            f"create topic {copied} on {target_addr}: on the master, not yet on the new master"
+        ], first
+        assert again == [], again
+        fresh = f"made-before-switchover-{time.time_ns()}"
+        asyncio.run(_create_topic(old["address"], fresh))
         res = _switchover(cluster, target)
         assert res.returncode == 0, res.stdout + res.stderr
         report = json.loads(res.stdout)
+        route = asyncio.run(_route(cluster, fresh))
+        on_new = route.broker(GROUP)
+        assert on_new is not None and on_new.broker_addrs.get(0) not in (None, old["address"]), (route, report["steps"])
+        assert any(q.broker_name == GROUP and q.write_queue_nums == 2 for q in route.queue_datas), route
+        # The new master takes a put for it now (brokers run with autoCreateTopicEnable=false: without the copy it
+        # answers TOPIC_NOT_EXIST until the supervisor's topic pass re-creates it).
+        sent = asyncio.run(_send(on_new.broker_addrs[0], fresh))
+        assert sent == "PUT_OK", (sent, report["steps"])
         assert report["newMaster"] == target and report["writePauseSeconds"] is not None
         # The fence refused puts, not only routes; the old master got it all back only once it said it is a slave.
         assert any("minInSyncReplicas=1024" in s for s in report["steps"]), report["steps"]
@@ -199,6 +223,33 @@ def test_dead_master_alone_is_no_eligible_master_and_unclean_is_refused(local_pl
         assert refused.refused and refused.reason == "NoEligibleMaster" and "allowUnclean" in refused.message
         allowed = plan_failover(facts, allow_unclean=True, detection_s=0.0)
         assert allowed.unclean and "UNCLEAN" in allowed.message
+
+
+async def _create_topic(broker: str, topic: str) -> None:
+    async with RemotingClient() as client:
+        await TopicAdmin(client).create_topic(broker, TopicConfigInfo(topic, 2, 2), timeout=5.0)
+
+
+async def _carry_twice(master: str, target: str, topic: str) -> tuple[list[str], list[str]]:
+    await _create_topic(master, topic)
+    async with RemotingClient() as client:
+        admin = TopicAdmin(client)
+        return await carry_over(admin, master, target), await carry_over(admin, master, target)
+
+
+async def _send(broker: str, topic: str) -> str:
+    async with RemotingClient() as client:
+        try:
+            return (await client.send(broker, topic, b"right after", 0, broker_name=GROUP, timeout=5.0)).status
+        except RemotingError as exc:
+            return f"{exc.code} {exc}"
+
+
+async def _route(cluster: Any, topic: str) -> TopicRoute:
+    """The topic's route as a client reads it from the name servers, right after the switchover returned."""
+    state = read_state(StateLayout(cluster.state_dir).state_file)
+    async with RemotingClient(state.name_servers, request_timeout=5.0) as client:
+        return await client.get_route(topic)
 
 
 async def _sends_through_the_fence(master: str) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ from rocketmq_operator.core.topics import (
     ConsumerGroupFacts,
     TopicConfigFacts,
     is_internal_topic,
+    plan_carry_over,
     plan_consumer_groups,
     plan_topics,
     topic_facts,
@@ -165,3 +166,56 @@ def test_observed_topics_survive_a_master_change_and_are_forgotten_when_deleted_
     assert plan_topics(wanted_topics([], after_failover, True), {}).creates == ("by_admin",)
     # The same master no longer has it: deleted on purpose, forgotten, never re-created.
     assert update_observed(seen, {}, same_master=True) == {}
+
+
+# plan_carry_over: what the replica about to be master must be given before a switchover's election.
+G = ConsumerGroupFacts
+CARRY_CASES = [
+    # id, master topics, target topics, master groups, target groups, expected [(kind, name)]
+    ("nothing-missing", {"orders": orders()}, {"orders": orders()}, {}, {}, []),
+    (
+        "new-topic-copied",
+        {"orders": orders(), "fresh": T("fresh", 4, 4)},
+        {"orders": orders()},
+        {},
+        {},
+        [("create", "fresh")],
+    ),
+    (
+        "queue-change-copied",
+        {"orders": orders(read_queue_nums=16, write_queue_nums=16)},
+        {"orders": orders()},
+        {},
+        {},
+        [("update", "orders")],
+    ),
+    ("retry-topic-copied", {"%RETRY%readers": T("%RETRY%readers", 1, 1)}, {}, {}, {}, [("create", "%RETRY%readers")]),
+    ("system-topic-left-alone", {"TBW102": T("TBW102", 8, 8), "rmq_sys_x": T("rmq_sys_x", 1, 1)}, {}, {}, {}, []),
+    ("target-extra-never-deleted", {}, {"orders": orders()}, {}, {"old": G("old")}, []),
+    ("new-group-copied", {}, {}, {"readers": G("readers")}, {}, [("create", "readers")]),
+    (
+        "group-change-copied",
+        {},
+        {},
+        {"readers": G("readers", retry_max_times=3)},
+        {"readers": G("readers")},
+        [("update", "readers")],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("master_topics", "target_topics", "master_groups", "target_groups", "expected"),
+    [c[1:] for c in CARRY_CASES],
+    ids=[c[0] for c in CARRY_CASES],
+)
+def test_plan_carry_over(
+    master_topics: dict[str, TopicConfigFacts],
+    target_topics: dict[str, TopicConfigFacts],
+    master_groups: dict[str, ConsumerGroupFacts],
+    target_groups: dict[str, ConsumerGroupFacts],
+    expected: list[tuple[str, str]],
+) -> None:
+    plan = plan_carry_over(master_topics, target_topics, master_groups, target_groups)
+    assert [(a.kind.value, a.name) for a in plan.actions] == expected
+    assert not plan.refusals
