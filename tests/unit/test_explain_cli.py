@@ -98,3 +98,21 @@ def test_downgrade_warning(old: str, new: str, warned: bool) -> None:
         for v in (old, new)
     ]
     assert len(diff_warnings(bgs[:1], bgs[1:])) == int(warned)
+
+
+@pytest.mark.parametrize(
+    ("reported", "new", "warned"),
+    [
+        (["V5_5_0", "V5_5_0"], "5.4.0", True),
+        (["V5_4_0", "V5_5_0"], "5.4.0", True),  # mid-roll: the newest running version counts
+        (["V5_4_0"], "5.5.0", False),
+        (["V5_5_0"], "5.5.0", False),
+        ([None, "unknown", "V5_5"], "5.4.0", False),  # nothing readable: no claim
+        ([], "5.4.0", False),
+    ],
+)
+def test_running_downgrade_warning(reported: list[str | None], new: str, warned: bool) -> None:
+    from rocketmq_operator.core.config_change import running_downgrade_warning, version_of_desc
+
+    assert version_of_desc("V5_5_0") == "5.5.0" and version_of_desc("V5_5_0_SNAPSHOT") == "5.5.0"
+    assert (running_downgrade_warning(reported, new) is not None) is warned

@@ -233,3 +233,34 @@ def test_the_chart_labels_the_operator_pods_as_the_policies_expect() -> None:
     pod_labels = template.split("template:", 1)[1].split("spec:", 1)[0]
     for key, value in OPERATOR_POD_LABELS.items():
         assert re.search(rf"^\s+{re.escape(key)}: \"{value}\"$", pod_labels, re.M), (key, value)
+
+
+def test_the_reconciler_warns_of_a_downgrade_from_what_the_brokers_run() -> None:
+    """The Kubernetes path has no old spec: a spec.version older than the versions the brokers report running is
+    a downgrade, said in the status and as a Warning Event with the change (docs: issue 35, defect 9)."""
+    from kube_fake import FakeApi
+
+    docs = {d["kind"]: d for d in yaml.safe_load_all((ROOT / "examples" / "quickstart.yaml").read_text())}
+    fake = FakeApi()
+    for kind in ("ControllerGroup", "BrokerGroup"):
+        fake.put(docs[kind])
+    _reconcile(fake, "ControllerGroup", "rocketmq-ctl")
+
+    def with_version(version: str) -> Any:
+        bg = asyncio.run(fake.get("BrokerGroup", "ns", "broker-a"))
+        assert bg is not None
+        bg.setdefault("status", {})["replicas"] = [
+            {"name": "broker-a-0", "version": "V5_5_0"},
+            {"name": "broker-a-1", "version": None},
+        ]
+        bg["spec"]["version"] = version
+        fake.objects[("BrokerGroup", "ns", "broker-a")] = bg
+        return _reconcile(fake, "BrokerGroup", "broker-a")
+
+    assert with_version("5.5.0").downgrade is None
+    outcome = with_version("5.4.0")
+    assert outcome.downgrade is not None and "spec.version 5.5.0 -> 5.4.0 is a downgrade" in outcome.downgrade
+    assert "StatefulSet/broker-a" in outcome.applied  # the roll starts with it: the Event is said then, once
+    conditions = fake.objects[("BrokerGroup", "ns", "broker-a")]["status"]["conditions"]
+    reconciled = next(c for c in conditions if c["type"] == "Reconciled")
+    assert "is a downgrade" in reconciled["message"]

@@ -76,6 +76,11 @@ election, 20 s for each role change). A switchover that dies midway leaves a fen
 replication policy gives it back (`core.failover.plan_abandoned_fences`)."""
 
 
+CATCH_UP_POLL_S = 0.01
+"""Catch-up and promotion polls: every poll interval is write pause (the master is fenced); a local request
+costs ~1-5 ms."""
+
+
 def fence_config(lease_until_ms: int | None = None) -> dict[str, str]:
     """The hot broker keys that fence a master which still answers (see the module doc).
     ``lease_until_ms``: a switchover's fence lapses then (wall clock, ms); a user's fence (None) never does."""
@@ -513,11 +518,6 @@ async def _store_end(client: RemotingClient, addr: str) -> tuple[int, int]:
     """The broker's commit-log end and how many bytes of it its consume queues have not indexed yet."""
     info = await client.get_runtime_info(addr, timeout=2.0)
     return int(info.get("commitLogMaxOffset", "0") or 0), int(info.get("dispatchBehindBytes", "0") or 0)
-
-
-CATCH_UP_POLL_S = 0.01
-"""Catch-up and promotion polls: every poll interval is write pause (the master is fenced); a local request
-costs ~1-5 ms."""
 
 
 async def _wait_catch_up(client: RemotingClient, master: str, target: str, timeout_s: float) -> None:

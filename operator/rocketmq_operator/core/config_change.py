@@ -17,14 +17,15 @@ Contract:
 * `describe_change(...)`: what a change of one group needs, in one line (`render.diff.describe_manifests` says
   it for every BrokerGroup of two manifests: `explain --diff OLD NEW` / `render --diff OLD NEW`).
 * `downgrade_warning(old_version, new_version)`: the one-line warning for a spec.version that goes back, None
-  otherwise (said by `explain --diff` and `local apply`).
+  otherwise (said by `explain --diff` and `local apply`); `running_downgrade_warning(reported, new_version)` the
+  same from the versions the brokers report running (said by the Kubernetes operator, which has no old spec).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 HOT_BROKER_KEYS: frozenset[str] = frozenset(
@@ -108,6 +109,24 @@ def downgrade_warning(old_version: str, new_version: str) -> str | None:
         f"spec.version {old_version} -> {new_version} is a downgrade: RocketMQ does not promise that an older "
         "version reads the stores a newer one wrote; back up the data, or keep the newer version"
     )
+
+
+def version_of_desc(desc: str | None) -> str | None:
+    """RocketMQ's `brokerVersionDesc` as a running broker reports it (`V5_5_0`) spelt as spec.version is
+    (`5.5.0`); None when it is not such a version."""
+    if not desc or not desc.startswith("V"):
+        return None
+    parts = desc[1:].split("_")[:3]
+    return ".".join(parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else None
+
+
+def running_downgrade_warning(running: Iterable[str | None], new_version: str) -> str | None:
+    """`downgrade_warning` from the newest version the group's brokers report running (`brokerVersionDesc`) to
+    ``new_version``: on Kubernetes the spec before the change is gone, what runs is the truth."""
+    versions = [v for v in map(version_of_desc, running) if v is not None]
+    if not versions:
+        return None
+    return downgrade_warning(max(versions, key=_version_key), new_version)
 
 
 def describe_change(

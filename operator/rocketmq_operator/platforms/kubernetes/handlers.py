@@ -72,6 +72,9 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         if outcome.applied:
             logger.info("%s: applied %s", trigger, ", ".join(outcome.applied))
             kopf.info(body, reason="Applied", message=", ".join(outcome.applied))
+            if outcome.downgrade is not None:  # with the change that starts the roll: once, not every resync
+                logger.warning("%s", outcome.downgrade)
+                kopf.warn(body, reason="Downgrade", message=outcome.downgrade)
         if outcome.blocked_reason:
             logger.warning("%s: %s", outcome.blocked_reason, outcome.blocked_message)
 

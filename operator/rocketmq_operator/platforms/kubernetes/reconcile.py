@@ -21,6 +21,7 @@ from typing import Any
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.core.conditions import conditions_match, set_condition
+from rocketmq_operator.core.config_change import running_downgrade_warning
 from rocketmq_operator.platforms.kubernetes.auth import admin_config_objects
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
@@ -40,6 +41,7 @@ class Outcome:
     blocked_reason: str | None = None
     blocked_message: str = ""
     warnings: list[str] = field(default_factory=list)
+    downgrade: str | None = None  # spec.version older than what the brokers run (said as an Event when applied)
     seconds: float = 0.0
 
 
@@ -135,6 +137,10 @@ async def reconcile(kube: KubeClient, body: JSON) -> Outcome:
             objects = render_controller_group(resource)
         elif isinstance(resource, BrokerGroup):
             objects = await _render_broker(kube, resource, namespace, outcome)
+            reported = [r.get("version") for r in (body.get("status") or {}).get("replicas") or []]
+            outcome.downgrade = running_downgrade_warning(reported, resource.spec.version)
+            if outcome.downgrade is not None:
+                outcome.warnings.append(outcome.downgrade)
         if objects is not None and isinstance(resource, BrokerGroup | ControllerGroup):
             # The certificate Secret comes first: a pod with spec.tls cannot start without it.
             certificates, blocked = await certificate_objects(kube, resource, namespace)
