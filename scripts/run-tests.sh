@@ -5,7 +5,8 @@
 #               no-op when warm, an image rebuild when the sources changed)
 #   foreground, one line of JVMs at a time:
 #     1. the tests that need no cluster (unit, integration on real RocketMQ processes, spark; two pytest workers)
-#     2. once the build is done, the tests on the real API server (marker k8s: tests/k8s, kubectl, helm)
+#     2. once the build is done, beside line 1, the tests on the real API server (marker k8s: tests/k8s,
+#        kubectl, helm; no JVM)
 #     3. the e2e tests on the real one-node cluster (marker e2e)
 #     4. the chaos campaign (marker chaos: nine JVMs under faults)
 # The JVM-heavy lines do not overlap: the e2e tests beside the integration workers ran at load average 50 on
@@ -20,6 +21,8 @@ shift || true
 PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 "$@")
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocketmq-operator-test.XXXXXX")
 build_log=$work/prepare-cluster.log
+k8s_log=$work/k8s-tests.log
+k8s_line=""
 
 (
     if "$MAKE_CMD" --no-print-directory prepare-cluster >"$build_log" 2>&1; then
@@ -33,6 +36,11 @@ background=$!
 # shellcheck disable=SC2317  # invoked by the trap below
 on_interrupt() {
     trap - INT TERM
+    if [ -n "${k8s_line:-}" ] && kill -0 "$k8s_line" 2>/dev/null; then
+        pkill -INT -P "$k8s_line" 2>/dev/null
+        wait "$k8s_line" 2>/dev/null
+        echo "interrupted: stopped the tests on the real API server (their log: $k8s_log)" >&2
+    fi
     if kill -0 "$background" 2>/dev/null; then
         pkill -TERM -P "$background" 2>/dev/null
         kill -TERM "$background" 2>/dev/null
@@ -46,6 +54,20 @@ on_interrupt() {
 trap on_interrupt INT TERM
 echo "== background: build the cluster parts (log: $build_log)"
 echo "== foreground: tests that need no cluster"
+
+# The tests on the real API server (an apiserver, etcd and a controller-manager: no JVM) start as soon as the
+# build is done, beside the line below (warm: at once), instead of after it.
+(
+    while [ ! -e "$work/built" ] && [ ! -e "$work/build-failed" ]; do
+        sleep 2
+    done
+    if [ -e "$work/built" ]; then
+        k8s_rc=0
+        "${PYTEST[@]}" -m k8s tests >"$k8s_log" 2>&1 || k8s_rc=$?
+        echo "$k8s_rc" >"$work/k8s.rc"
+    fi
+) &
+k8s_line=$!
 
 rc=0
 # Two workers, whole files each (a file's tests share its local cluster): the integration files mostly wait on
@@ -63,8 +85,11 @@ if [ -e "$work/build-failed" ]; then
     exit 1
 fi
 grep -E '^(built|base image|k8s tools ready|.* up to date)' "$build_log" || true
-echo "== foreground: tests on the real API server (tests/k8s, kubectl, helm)"
-"${PYTEST[@]}" -m k8s tests || rc=$?
+echo "== tests on the real API server (tests/k8s, kubectl, helm), run beside the line above (log: $k8s_log)"
+wait "$k8s_line"
+cat "$k8s_log"
+k8s_rc=$(cat "$work/k8s.rc" 2>/dev/null || echo 1)
+[ "$k8s_rc" = 0 ] || rc=$k8s_rc
 
 echo "== foreground: e2e tests on the real one-node cluster (tests/e2e)"
 "${PYTEST[@]}" -m e2e tests || rc=$?

@@ -128,7 +128,11 @@ def register(sub: Any) -> None:
 
     p = lsub.add_parser("down", help="stop the supervisor and every process (data is kept)")
     _state_dir_arg(p)
-    p.add_argument("--purge", action="store_true", help="also delete data, logs and state")
+    p.add_argument(
+        "--purge",
+        action="store_true",
+        help="also delete data, logs and state (processes are killed at once: nothing is kept)",
+    )
     p.set_defaults(func=cmd_down)
 
     p = lsub.add_parser(

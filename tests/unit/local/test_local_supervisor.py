@@ -149,3 +149,18 @@ def test_down_stops_everything(supervised: StateLayout) -> None:
     assert all(r.pid is None for r in after.replicas)
     assert not any(pid_alive(pid, needle) for pid, needle in pids)
     assert control.kill(layout.root, "b-0", out=lambda _: None) == 3  # nobody to ask any more: not running
+
+
+def test_down_purge_kills_at_once_and_deletes_everything(supervised: StateLayout) -> None:
+    """`local down --purge` deletes the data: a graceful stop (7-12 s a broker) keeps nothing, so the supervisor
+    and every process are killed at once; none is left, and neither is the state directory."""
+    layout = supervised
+    state = read_state(layout.state_file)
+    pids = [(r.pid, r.run_config) for r in state.replicas]
+    supervisor = state.supervisor.pid
+    said: list[str] = []
+    assert control.down(layout.root, purge=True, out=said.append) == 0
+    assert any("at once" in line for line in said), said
+    assert not any(pid_alive(pid, needle) for pid, needle in pids)
+    assert supervisor is not None and not pid_alive(supervisor, str(layout.root))
+    assert not layout.root.exists()

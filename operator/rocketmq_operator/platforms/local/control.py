@@ -73,6 +73,7 @@ from rocketmq_operator.platforms.local.state import (
     SupervisorInfo,
     argv_of,
     cmdline,
+    pid_alive,
     read_state,
     write_state,
 )
@@ -198,16 +199,17 @@ def _signal(pid: int, sig: signal.Signals) -> None:
 
 
 def stop_leftovers(layout: StateLayout, grace: float = GRACE_S, out: Out = _stdout, keep: Collection[int] = ()) -> int:
-    """TERM (and CONT), then KILL, every process of this state directory still alive but those in ``keep``;
-    how many there were."""
+    """TERM (and CONT), then KILL after ``grace`` seconds (at once when 0), every process of this state directory
+    still alive but those in ``keep``; how many there were."""
     pids = [p for p in our_pids(layout) if p not in keep]
     if not pids:
         return 0
     out(f"stopping {len(pids)} leftover process(es) of {layout.root}: {', '.join(map(str, pids))}")
-    for pid in pids:
-        _signal(pid, signal.SIGTERM)
-        _signal(pid, signal.SIGCONT)
-    for pid in _wait_gone(pids, grace):
+    if grace > 0:
+        for pid in pids:
+            _signal(pid, signal.SIGTERM)
+            _signal(pid, signal.SIGCONT)
+    for pid in _wait_gone(pids, grace) if grace > 0 else pids:
         _signal(pid, signal.SIGKILL)
     _wait_gone(pids, 10.0)
     return len(pids)
@@ -532,7 +534,23 @@ def _down(layout: StateLayout, *, purge: bool, out: Out, console: Console | None
     except StateError as exc:
         _stderr(f"warning: {exc}; stopping whatever runs from {layout.root}")
         state = None
-    if state is not None and supervisor_running(state):
+    if state is not None and supervisor_running(state) and purge:
+        # The data is deleted next: a graceful stop (7-12 s a broker: flush, unregister) keeps nothing. The
+        # supervisor goes first so that it restarts nothing, then everything else at once.
+        pid = state.supervisor.pid
+        assert pid is not None
+        out(f"stopping the supervisor (pid {pid}) and its processes at once (--purge: nothing is kept) ...")
+        began = time.monotonic()
+        _signal(pid, signal.SIGKILL)
+        _wait_gone([pid], 10.0)
+        # The recorded processes (by pid, checked against their run config) and any other of this directory.
+        recorded = [r.pid for r in state.replicas if r.pid is not None and pid_alive(r.pid, r.run_config)]
+        for replica_pid in recorded:
+            _signal(replica_pid, signal.SIGKILL)
+        _wait_gone(recorded, 10.0)
+        stop_leftovers(layout, grace=0.0, out=lambda _: None)
+        out(f"stopped in {time.monotonic() - began:.1f}s")
+    elif state is not None and supervisor_running(state):
         pid = state.supervisor.pid
         assert pid is not None
         out(f"stopping the supervisor (pid {pid}) and its processes ...")
