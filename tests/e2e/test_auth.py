@@ -82,4 +82,4 @@ def test_auth_example_refuses_unsigned_clients_and_serves_its_users(group_in: Ca
         acked = first["acknowledged"] + after["acknowledged"]
         assert read["unique"] >= acked, read
     finally:
-        node.kubectl("delete", "namespace", NS, "--wait=true", timeout=600, check=False)
+        node.delete_namespace(NS)

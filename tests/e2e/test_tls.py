@@ -61,4 +61,4 @@ def test_tls_example_refuses_plain_text_and_serves_clients_that_trust_its_author
         loss = reports_no_loss_failure([sent], read)  # by key: every acknowledged key read back
         assert loss is None, loss
     finally:
-        node.kubectl("delete", "namespace", NS, "--wait=true", timeout=600, check=False)
+        node.delete_namespace(NS)
