@@ -17,6 +17,7 @@ import pytest
 from rolls import GROUP, TO_VERSION, broker_configs, manifest, rollout_of
 
 from rocketmq_operator.tools.consume import consume
+from rocketmq_operator.tools.noloss import missing_acknowledged
 from rocketmq_operator.tools.produce import SteadyProducer
 
 pytestmark = pytest.mark.integration
@@ -54,7 +55,7 @@ class Load:
 
     def lost(self) -> int:
         got = asyncio.run(consume(self.name_servers, self.topic, idle_timeout=5.0, read_from="master"))
-        return len(self.acked - set(got.keys))
+        return len(missing_acknowledged(self.acked, got.keys))
 
 
 def _switchover_to(cluster: Any, replica: str) -> None:

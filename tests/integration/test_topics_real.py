@@ -25,6 +25,7 @@ from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.topics import topics_status_path
 from rocketmq_operator.remoting import RemotingClient, RemotingTimeout
 from rocketmq_operator.tools.consume import consume
+from rocketmq_operator.tools.noloss import missing_acknowledged
 from rocketmq_operator.tools.produce import produce
 
 pytestmark = pytest.mark.integration
@@ -164,7 +165,7 @@ def _scenario(
         new = _master(cluster, group, doc)
         got, attempts = _read_all(namesrv, topic, acknowledged)
         read_s = time.time() - reported_at
-        lost = acknowledged - got
+        lost = missing_acknowledged(acknowledged, got)
         print(
             f"{label}: new master {new.get('replica')} (epoch {new.get('epoch')}) reported "
             f"{reported_at - killed_at:.1f}s after the kill; {len(got & acknowledged)}/{len(acknowledged)} "

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from rocketmq_operator.tools.noloss import missing_acknowledged
+
 # p50/p99/max, rounded: the same summary the tools give latencies (here of seconds)
 from rocketmq_operator.tools.stats import latency_summary, recovery_windows
 
@@ -179,7 +181,7 @@ def check_campaign(
     final master. A window ends where the next fault starts (or at ``ended``)."""
     read = set(consumed)
     acked = {s.key for s in sends if s.ok}
-    lost = sorted(acked - read)
+    lost = sorted(missing_acknowledged(acked, read))
     ordered = sorted(faults, key=lambda f: f.start)
     per_fault: list[dict[str, Any]] = []
     for i, fault in enumerate(ordered):

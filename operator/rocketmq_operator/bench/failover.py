@@ -59,6 +59,7 @@ from rocketmq_operator.platforms.local.state import LocalState, read_state
 from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.remoting.admin import SubscriptionGroupInfo, TopicAdmin
 from rocketmq_operator.tools.consume import consume
+from rocketmq_operator.tools.noloss import missing_acknowledged
 from rocketmq_operator.tools.produce import ProduceReport, SendRecord, SteadyProducer
 
 T = TypeVar("T")
@@ -489,7 +490,7 @@ async def run_bench(
 
             await wait_for(f"a route for topic {topic} after the last fault", routed, timeout=120, interval=0.5)
             got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
-            lost = len(acknowledged - set(got.keys))
+            lost = len(missing_acknowledged(acknowledged, got.keys))
             final = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
             master = final[group.name].named_master
             checked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in acked]

@@ -30,6 +30,7 @@ from rocketmq_operator.platforms.local.report import collect
 from rocketmq_operator.platforms.local.roll import read_rollout
 from rocketmq_operator.platforms.local.state import read_state
 from rocketmq_operator.tools.consume import consume
+from rocketmq_operator.tools.noloss import missing_acknowledged
 from rocketmq_operator.tools.produce import SendRecord, SteadyProducer
 
 ROLL_TIMEOUT_S = 900.0
@@ -136,7 +137,7 @@ async def run_bench(
         report = producer.report()
         acknowledged = {r.key for r in records if r.ok}
         got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
-        missing = acknowledged - set(got.keys)
+        missing = missing_acknowledged(acknowledged, got.keys)
         lost = len(missing)
     finally:
         if not keep:
