@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from rocketmq_operator.bench.switchover import run_bench as bench_switchovers
-from rocketmq_operator.control.operations import facts_from_state, switchover_fence_config, unfence_config
+from rocketmq_operator.control.fence import switchover_fence_config, unfence_config
+from rocketmq_operator.control.observe import facts_from_state
 from rocketmq_operator.control.topics import carry_over
 from rocketmq_operator.core.failover import plan_failover
 from rocketmq_operator.platforms.local.layout import StateLayout

@@ -1,5 +1,5 @@
 """The user's fence (annotation rocketmq-operator.dev/fence, `kubectl rocketmq fence`): the pure plan
-(core.fence), its executor (operations.run_fences) and the Kubernetes group pass that keeps it: fenced with the
+(core.fence), its executor (control.fence.run_fences) and the Kubernetes group pass that keeps it: fenced with the
 switchover's fence_config, again after a restart, never undone by the hot keys, avoided by the switchover and the
 roll, and unfenced from the record in status once the annotation no longer names the replica."""
 
@@ -23,8 +23,8 @@ from test_kubernetes_passes import (  # the group pass's fakes and fixture
     with_revisions,
 )
 
-from rocketmq_operator.control import operations
-from rocketmq_operator.control.operations import (
+from rocketmq_operator.control import switchover as control_switchover
+from rocketmq_operator.control.fence import (
     fence_config,
     fence_lease_expired,
     is_fenced,
@@ -184,7 +184,7 @@ def test_the_switchover_annotation_refuses_a_fenced_target(
     async def switchover(*args: Any, **_: Any) -> Any:
         calls.append(args[5])
 
-    monkeypatch.setattr(operations, "switchover", switchover)
+    monkeypatch.setattr(control_switchover, "switchover", switchover)
     fake = api("ControllerGroup", "BrokerGroup")
     pods(fake)
     annotate(fake, ANNOTATION_FENCE, "broker-a-2")

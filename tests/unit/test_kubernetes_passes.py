@@ -22,9 +22,10 @@ import yaml
 from kube_fake import FakeApi
 
 from rocketmq_operator.api.models import BrokerGroup
-from rocketmq_operator.control import operations
 from rocketmq_operator.control import roll as control_roll
-from rocketmq_operator.control.operations import OperationRefused, PolicyOutcome
+from rocketmq_operator.control import switchover as control_switchover
+from rocketmq_operator.control.policy import PolicyOutcome
+from rocketmq_operator.control.switchover import OperationRefused
 from rocketmq_operator.control.topics import AssertReport
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.core.topics import Refusal
@@ -512,7 +513,7 @@ def fake_switchover(monkeypatch: pytest.MonkeyPatch, caller: Any) -> list[Any]:
         return None
 
     if hasattr(caller, "switchover_group"):  # the Kubernetes passes: the group's switchover calls this one
-        monkeypatch.setattr(operations, "switchover", switchover)
+        monkeypatch.setattr(control_switchover, "switchover", switchover)
     else:
         monkeypatch.setattr(caller, "switchover", switchover)
     return calls
@@ -1102,7 +1103,7 @@ def test_the_switchover_annotation_names_a_pod_or_a_broker_id(
         calls.append(target)
         return SimpleNamespace(new_master=target, epoch=2, write_pause_s=0.2)
 
-    monkeypatch.setattr(operations, "switchover", switchover)
+    monkeypatch.setattr(control_switchover, "switchover", switchover)
     fake = api("ControllerGroup", "BrokerGroup")
     pods(fake)
     bg = body(fake, "BrokerGroup", "broker-a")

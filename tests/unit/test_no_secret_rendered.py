@@ -45,7 +45,7 @@ from kube_fake import FakeApi
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.api.validation import validate_document
 from rocketmq_operator.control.auth import AuthReport, needed_secrets
-from rocketmq_operator.control.operations import PolicyOutcome
+from rocketmq_operator.control.policy import PolicyOutcome
 from rocketmq_operator.core.auth import plan_auth
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status

@@ -1,4 +1,4 @@
-"""The one replication-policy pass both platforms run (`operations.run_replication_policy`), on plain observations
+"""The one replication-policy pass both platforms run (`control.policy.run_replication_policy`), on plain observations
 with a fake remoting client and a fake platform: the order of actions, what is asked of the platform, and that
 a broker or controller that fails an request never stops the pass."""
 
@@ -14,13 +14,8 @@ from typing import Any
 import pytest
 from kube_fake import FakeApi
 
-from rocketmq_operator.control.operations import (
-    PolicyMemory,
-    PolicySettings,
-    fence_config,
-    run_replication_policy,
-    unfence_config,
-)
+from rocketmq_operator.control.fence import fence_config, unfence_config
+from rocketmq_operator.control.policy import PolicyMemory, PolicySettings, run_replication_policy
 from rocketmq_operator.core.failover import ProcessState
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.platforms.kubernetes.group_pass import PodPlatform

@@ -1,6 +1,6 @@
-"""The one switchover both platforms run (`operations.switchover`), against a fake group: the old master is fenced
-with the keys that make it refuse every put (not the write permission alone), and unfenced only once it reports
-itself a slave, with the group's own minInSyncReplicas.
+"""The one switchover both platforms run (`control.switchover.switchover`), against a fake group: the old master is
+fenced with the keys that make it refuse every put (not the write permission alone), and unfenced only once it
+reports itself a slave, with the group's own minInSyncReplicas.
 
 Why: the controller tells the old master of its demotion one way and asynchronously. A master made writable
 before that acknowledges puts with acks from slaves still attached to it, and the new master's log then
@@ -16,17 +16,16 @@ from typing import Any
 
 import pytest
 
-from rocketmq_operator.control import operations
-from rocketmq_operator.control.operations import (
+from rocketmq_operator.control import switchover as control_switchover
+from rocketmq_operator.control.fence import (
     FENCE_FOREVER_MS,
     FENCE_LEASE_S,
     FENCED_HEARTBEAT_MS,
     FENCED_MIN_IN_SYNC_REPLICAS,
-    OperationRefused,
     fence_config,
-    switchover,
     unfence_config,
 )
+from rocketmq_operator.control.switchover import OperationRefused, switchover
 from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.remoting import ElectMasterResult, HaInfo, HaStatus, RemotingException, SyncStateInfo
 from rocketmq_operator.remoting.controller import ControllerMetadata, ReplicaIdentity
@@ -276,7 +275,7 @@ def test_the_write_pause_runs_until_the_new_master_stores_puts_again(monkeypatch
     # What a client sees: serving as master is not enough while the SyncStateSet is below minInSyncReplicas.
     report = _run(FakeGroup(demote_after=0))
     assert report.write_pause_s is not None and report.new_master_writable_at is not None
-    monkeypatch.setattr(operations, "WRITABLE_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(control_switchover, "WRITABLE_TIMEOUT_S", 0.1)
     lonely = _run(LonelyNewMaster(demote_after=0))
     assert lonely.new_master == 2 and lonely.new_master_serving_at is not None
     assert lonely.write_pause_s is None

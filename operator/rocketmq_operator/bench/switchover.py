@@ -1,6 +1,6 @@
 """`rocketmq-operator bench switchover`: N planned switchovers under a steady producer, on the local platform.
 
-Each switchover is `operations.switchover` (the one the CLI, the roll, the GitOps annotation and the drain run)
+Each switchover is `control.switchover.switchover` (the one the CLI, the roll, the GitOps annotation and the drain run)
 to the most caught-up other member of the SyncStateSet, while the project's producer sends at `--rate` (3 s
 timeout, 2 retries, as the Java client) and a stale-route client (`bench.failover.StaleRouteClient`) sends
 straight to the master of the moment every 20 ms, as a Java client with a cached route does. Per switchover:
@@ -44,7 +44,7 @@ from rocketmq_operator.bench.failover import (
 )
 from rocketmq_operator.bench.upgrade import longest_gap
 from rocketmq_operator.control.observe import observe_groups
-from rocketmq_operator.control.operations import switchover
+from rocketmq_operator.control.switchover import switchover
 from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.tools.consume import consume

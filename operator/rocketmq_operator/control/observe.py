@@ -5,6 +5,8 @@ recorded (`controller_error`, `ReplicaObservation.reachable=False`) so decisions
 It sends one batched SyncStateSet request (CONTROLLER_GET_SYNC_STATE_DATA) for every group of a controller
 quorum. Remember (facts §9.4) the controller's set lags the master's by one ALTER round trip, and its `alive`
 flags are the leader's own heartbeat table: both are reported as read, with the time they were read.
+`observe_group` observes one group; `facts_from_state` turns one observation into the plain facts `core.failover`
+decides on (the switchover, the replication policy and the re-attachment read them).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import time
 from collections.abc import Mapping, Sequence
 
+from rocketmq_operator.core.failover import GroupFacts, ReplicaFacts
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.remoting import RemotingClient, RemotingException, SyncStateInfo
 
@@ -158,3 +161,37 @@ async def observe_groups(
             state = GroupState(**{**state.__dict__, "classic_in_sync_addresses": in_sync})
         out[group] = state
     return out
+
+
+def facts_from_state(state: GroupState, now: float | None = None) -> GroupFacts:
+    """The plain facts decisions need, from one observation."""
+    replicas = {
+        r.broker_id: ReplicaFacts(
+            r.broker_id,
+            r.reachable,
+            r.max_offset,
+            is_master=r.is_master,
+            replicating_from=r.ha_master_address,
+            controller_alive=r.controller_alive,
+        )
+        for r in state.replicas
+        if r.broker_id is not None
+    }
+    master = state.named_master
+    master_connections = master.ha_connections if master is not None else None
+    return GroupFacts(
+        now=time.time() if now is None else now,
+        observed_at=state.observed_at,
+        controller_reachable=state.controller_reachable,
+        master_broker_id=state.master_broker_id,
+        sync_state_set=state.sync_state_set,
+        replicas=replicas,
+        master_ha_connections=master_connections,
+    )
+
+
+async def observe_group(
+    client: RemotingClient, controllers: Sequence[str], group: str, endpoints: Sequence[ReplicaEndpoint]
+) -> GroupState:
+    states = await observe_groups(client, controllers, {group: endpoints}, {group: True})
+    return states[group]

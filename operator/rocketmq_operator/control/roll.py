@@ -4,7 +4,7 @@ Contract: `run_roll_step` builds `core.roll.RollFacts` from one fresh `GroupStat
 (what each replica runs, what it should run) and the previous `RolloutStatus`, asks `core.roll.plan_roll` for
 the next step and performs it: a restart through the platform (`RollPlatform.roll_restart`: the local
 supervisor SIGTERMs the process and starts it on its new revision; Kubernetes deletes the pod), a switchover
-through `control.operations.switchover`. It returns the new `RolloutStatus` (None when there is nothing to roll and
+through `control.switchover.switchover`. It returns the new `RolloutStatus` (None when there is nothing to roll and
 nothing was rolled): the platform persists it (local: `status/<group>.rollout.json`; Kubernetes:
 `status.rollout`) so that a restarted supervisor or operator resumes where the roll was. Never raises for a
 broker or controller that does not answer: the step is retried on the next pass, and a wait that lasts past the
@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from rocketmq_operator.api.models import BrokerGroup, RolloutStatus
-from rocketmq_operator.control.operations import OperationRefused, switchover
+from rocketmq_operator.control.switchover import OperationRefused, switchover
 from rocketmq_operator.core.config_change import group_revision
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.quorum import effective_quorum

@@ -2,7 +2,7 @@
 
 A user asks for a fence by naming replicas (pod names) in the BrokerGroup annotation `rocketmq-operator.dev/fence`
 (`kubectl rocketmq fence REPLICA`); a fenced replica refuses every put (the switchover's fence,
-`control.operations.fence_config`). The fence lives in the broker's runtime config only, so a restarted broker
+`control.fence.fence_config`). The fence lives in the broker's runtime config only, so a restarted broker
 comes back unfenced: each pass reads the live config of every replica asked for and fences again the ones that
 lost it. `status.fenced` records the replicas fenced, so that a replica dropped from the annotation is unfenced
 even by an operator restarted since (the record is what it unfences, never a fence it did not make).

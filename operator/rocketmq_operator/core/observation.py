@@ -1,5 +1,5 @@
 """One observation of a broker group, the one shape every reader uses: `observe` builds it, `status`,
-`failover` (through `control.operations.facts_from_state`), `topics` and the platforms read it.
+`failover` (through `control.observe.facts_from_state`), `topics` and the platforms read it.
 
 Plain frozen values, no I/O: what could not be read is recorded (`GroupState.controller_error`,
 `ReplicaObservation.reachable=False`), never guessed.

@@ -6,7 +6,7 @@ pod's node (one get per pass while the group is settled), and only when that one
 other pods (at most spec.replicas gets). A watch of every Node would cost a cluster-wide list and a stream per
 operator for what a 2-second observation already sees in time: `kubectl drain` cordons before it evicts, and the
 eviction of the master's pod still has to pass its PodDisruptionBudget and grace period. A switchover is the one
-`control.operations.switchover` (as the roll and the `switchover-to` annotation), followed, as in the roll, by
+`control.switchover.switchover` (as the roll and the `switchover-to` annotation), followed, as in the roll, by
 handing every slave the new master's HA address. The outcome is the `DrainSwitchover` condition (True:
 switched; False: held, with the reason, the node and the fix; removed once the master runs on a schedulable node
 after a hold) and an Event per switchover and per change of reason. Nothing is remembered but which reason was
@@ -20,7 +20,7 @@ from typing import Any
 import kopf
 
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus
-from rocketmq_operator.control.operations import OperationRefused, switchover_group
+from rocketmq_operator.control.switchover import OperationRefused, switchover_group
 from rocketmq_operator.core.conditions import ConditionStatus
 from rocketmq_operator.core.drain import CONDITION, DrainFacts, DrainKind, DrainReplica, NodeFacts, plan_drain
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint

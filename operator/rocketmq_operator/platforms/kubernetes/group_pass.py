@@ -3,13 +3,13 @@ Events, metrics, and the failover policy — one pass per BrokerGroup, run by a 
 
 Each pass: list the group's pods → observe (controller leader + brokers) → `core.status` → write only what
 changed (status, pod labels, pod readiness conditions) → one Event per master change →
-`operations.run_replication_policy`, the same pass the local supervisor runs (fence deposed masters, fail over
+`control.policy.run_replication_policy`, the same pass the local supervisor runs (fence deposed masters, fail over
 a master that does not answer: fence first, then elect; re-attach slaves; re-register a lost route) → the
 switchover before a node drain (`drain`) → hot keys and one roll step (`roll`) → storage expansion (`storage`). The
 user's fences (annotation `rocketmq-operator.dev/fence`, `_fence_pass`) are kept before all of these. Fencing
 here deletes the pod with grace period 0: its process cannot acknowledge anything once the kubelet kills it,
 and the StatefulSet brings it back as a new process that registers as the controller says. Everything is
-derived again from the cluster and the brokers; the in-memory facts (`operations.PolicyMemory`) only time
+derived again from the cluster and the brokers; the in-memory facts (`control.policy.PolicyMemory`) only time
 grace periods and remember deposed masters until they answer as slaves.
 """
 
@@ -22,15 +22,10 @@ import kopf
 
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ControllerGroup, HAMode
 from rocketmq_operator.control.clock import now_iso
+from rocketmq_operator.control.fence import run_fences
 from rocketmq_operator.control.observe import observe_groups
-from rocketmq_operator.control.operations import (
-    OperationRefused,
-    PolicyMemory,
-    policy_settings,
-    run_fences,
-    run_replication_policy,
-    switchover_group,
-)
+from rocketmq_operator.control.policy import PolicyMemory, policy_settings, run_replication_policy
+from rocketmq_operator.control.switchover import OperationRefused, switchover_group
 from rocketmq_operator.core.conditions import (
     ConditionStatus,
     condition,
@@ -309,7 +304,7 @@ async def _fence_pass(
     pods: list[JSON],
     controller_mode: bool,
 ) -> frozenset[str]:
-    """The user's fences (annotation ANNOTATION_FENCE, `operations.run_fences`): fence the replicas it names
+    """The user's fences (annotation ANNOTATION_FENCE, `control.fence.run_fences`): fence the replicas it names
     (again, after a restart), unfence the ones `status.fenced` records and it no longer names. Writes
     `status.fenced` and the `Fence` condition when they change (False with the reason while something asked
     cannot be done; dropped once nothing is fenced), one Event per step. Returns the replicas fenced or asked

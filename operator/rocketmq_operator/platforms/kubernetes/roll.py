@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, RolloutStatus
-from rocketmq_operator.control.operations import fence_config
+from rocketmq_operator.control.fence import fence_config
 from rocketmq_operator.control.roll import (
     Revisions,
     RollSettings,

@@ -17,7 +17,7 @@ Contract:
 * Requests (`commands`): `signal` and `start`, answered in order every tick (`TICK_S`).
 * Replication policy (what the Kubernetes observer does for pods): once brokers may start, every
   `ROCKETMQ_OPERATOR_OBSERVE_SECONDS` (default 0.5) it observes the controller-mode groups and runs
-  `operations.run_replication_policy`, the same pass the operator runs: a deposed master that could still
+  `control.policy.run_replication_policy`, the same pass the operator runs: a deposed master that could still
   acknowledge a write is fenced (SIGKILL: the supervisor owns the process, as STONITH does; it restarts as a
   slave), a master that does not answer for `spec.failover.detectionSeconds` is fenced and replaced, slaves are
   pointed at the confirmed master (one not connected to it for a grace period is restarted with SIGTERM, as a
@@ -45,7 +45,7 @@ from typing import IO, Any
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control.clock import iso_time
-from rocketmq_operator.control.operations import (
+from rocketmq_operator.control.policy import (
     PolicyMemory,
     PolicySettings,
     policy_settings,

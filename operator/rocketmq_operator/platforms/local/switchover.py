@@ -1,7 +1,7 @@
 """`rocketmq-operator switchover GROUP --to REPLICA|BROKER_ID` on the local platform.
 
 The target is a replica name (`broker-a-2`, as `local status` lists them) or the broker id the controller
-assigned it. Reads the group's endpoints from the state directory and runs `operations.switchover` (the same
+assigned it. Reads the group's endpoints from the state directory and runs `control.switchover.switchover` (the same
 fence → catch-up → designated election → unfence sequence the Kubernetes platform uses). A refusal (target not
 alive or not in the SyncStateSet, controller unreadable, …) exits 2 with the reason and what to do; a cluster that
 is stopped or was never started exits 3 with the `local up` that starts it (`control.not_running`), before any
@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 from rocketmq_operator.api.models import BrokerGroup
-from rocketmq_operator.control.operations import OperationRefused, OperationReport, observe_group, switchover_group
+from rocketmq_operator.control.observe import observe_group
+from rocketmq_operator.control.switchover import OperationRefused, OperationReport, switchover_group
 from rocketmq_operator.core.failover import SwitchoverTargetError, switchover_target_id
 from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.platforms.local.auth import state_client
