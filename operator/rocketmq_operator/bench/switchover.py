@@ -48,6 +48,7 @@ from rocketmq_operator.control.switchover import switchover
 from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.tools.consume import consume
+from rocketmq_operator.tools.noloss import missing_acknowledged
 from rocketmq_operator.tools.produce import SteadyProducer
 
 SETTLE_S = 3.0  # steady traffic after each switchover, inside its measuring window
@@ -130,7 +131,7 @@ async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: f
             report_all = producer.report()
             acked = [r for r in producer.records if r.ok]
             got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
-            lost = len({r.key for r in acked} - set(got.keys))
+            lost = len(missing_acknowledged({r.key for r in acked}, got.keys))
             final = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
             master = final[group.name].named_master
             checked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in acked]
