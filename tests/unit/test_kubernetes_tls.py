@@ -186,3 +186,33 @@ def test_controllers_restart_one_at_a_time_after_a_renewal_once_the_others_settl
     # All started after the issue: nothing to do.
     fresh = [_pod(f"ctl-{i}", NOW + 10) for i in range(3)]
     assert controller_restart(_cg(), secret, fresh, NOW + 100) is None
+    # The pod just deleted still reads Ready while its container stops: it is not deleted again, nor another.
+    old = [_pod(f"ctl-{i}", before) for i in range(3)]
+    old[0]["metadata"]["deletionTimestamp"] = "2026-11-27T05:48:32Z"
+    assert controller_restart(_cg(), secret, old, NOW + 100) is None
+
+
+def test_one_resource_passes_one_at_a_time() -> None:
+    """kopf runs a resource's change handler and resync timer concurrently: both take that resource's lock (two
+    passes that both found no certificate Secret issued two, and the controllers restarted for the second)."""
+    import asyncio
+
+    from rocketmq_operator.platforms.kubernetes.handlers import pass_lock
+
+    mine: dict[str, object] = {}
+    other: dict[str, object] = {}
+    order: list[str] = []
+
+    async def one_pass(name: str) -> None:
+        async with pass_lock(mine):  # type: ignore[arg-type]
+            order.append(f"{name} begins")
+            await asyncio.sleep(0)
+            order.append(f"{name} ends")
+
+    async def both() -> None:
+        await asyncio.gather(one_pass("change"), one_pass("resync"))
+
+    asyncio.run(both())
+    assert order == ["change begins", "change ends", "resync begins", "resync ends"]
+    assert pass_lock(mine) is pass_lock(mine)  # type: ignore[arg-type]
+    assert pass_lock(other) is not pass_lock(mine)  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any
@@ -21,6 +22,17 @@ RESYNC_SECONDS = float(os.environ.get("ROCKETMQ_OPERATOR_RESYNC_SECONDS", "30"))
 # How often each BrokerGroup's SyncStateSet, master and replicas are observed.
 OBSERVE_SECONDS = float(os.environ.get("ROCKETMQ_OPERATOR_OBSERVE_SECONDS", "2"))
 KINDS = ("brokergroups", "controllergroups")
+
+
+def pass_lock(memo: kopf.Memo) -> asyncio.Lock:
+    """One resource's passes, one at a time: kopf runs a resource's change handler and its resync timer
+    concurrently, and two passes that both find no certificate Secret both issue one; the second made the
+    controllers restart to load it (an e2e run saw the name server go away under a producer). ``memo`` is the
+    resource's own (kopf shares it between that resource's handlers)."""
+    lock = memo.get("pass_lock")
+    if not isinstance(lock, asyncio.Lock):
+        lock = memo["pass_lock"] = asyncio.Lock()
+    return lock
 
 
 def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
@@ -62,7 +74,8 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         kube = memo.kube
         writes_before = kube.writes
         try:
-            outcome: Outcome = await reconcile(kube, raw)
+            async with pass_lock(memo):
+                outcome: Outcome = await reconcile(kube, raw)
         except Exception:
             metrics.reconcile_errors.labels(kind=kind).inc()
             raise

@@ -235,7 +235,9 @@ def controller_restart(cg: ControllerGroup, secret: JSON | None, pods: Sequence[
             current_authority=True,
             names_address=True,
             reloads=False,
-            running=_ready(pod),
+            # A pod being deleted still reads Ready until its container stops: it is no settled replica, so
+            # nothing is restarted (deleted again) meanwhile.
+            running=_ready(pod) and not pod["metadata"].get("deletionTimestamp"),
             started_at=_started_at(pod),
             renew_before_s=0.0,
         )
