@@ -52,6 +52,7 @@ class FakeApi:
     objects: dict[Key, JSON] = field(default_factory=dict)
     log: list[tuple[str, str, str]] = field(default_factory=list)  # every write: (verb, kind, name)
     failures: list[Failure] = field(default_factory=list)
+    version: int = 0  # the last resourceVersion handed out
 
     # --- test set-up ---
 
@@ -116,9 +117,29 @@ class FakeApi:
                     "fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', "
                     f"'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden ({changed})",
                 )
+        wanted_version = meta.get("resourceVersion")
+        if wanted_version is not None and (current or {}).get("metadata", {}).get("resourceVersion") != wanted_version:
+            raise KubeError(
+                409, f"Operation cannot be fulfilled on {obj['kind']} {meta['name']!r}: the object has been modified"
+            )
         self._write("apply", obj["kind"], meta["name"])
         self.objects[key] = _merge(self.objects.get(key, {}), obj)
+        self._new_version(key)
         return copy.deepcopy(self.objects[key])
+
+    async def create(self, obj: JSON) -> JSON | None:
+        meta = obj["metadata"]
+        key = (obj["kind"], meta["namespace"], meta["name"])
+        if key in self.objects:
+            return None
+        self._write("create", obj["kind"], meta["name"])
+        self.objects[key] = copy.deepcopy(obj)
+        self._new_version(key)
+        return copy.deepcopy(self.objects[key])
+
+    def _new_version(self, key: Key) -> None:
+        self.version += 1
+        self.objects[key]["metadata"]["resourceVersion"] = str(self.version)
 
     async def delete(self, kind: str, namespace: str | None, name: str, *, grace_period_s: int | None = None) -> None:
         self._write("delete", kind, name)

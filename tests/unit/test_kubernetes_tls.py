@@ -19,8 +19,10 @@ from kube_fake import FakeApi
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
 from rocketmq_operator.control.certificates import CertificateInfo, signed_by
 from rocketmq_operator.platforms.kubernetes.auth import secret_data
+from rocketmq_operator.platforms.kubernetes.kube import KubeError
 from rocketmq_operator.platforms.kubernetes.tls import (
     AUTHORITY_SECRET,
+    authority,
     certificate_objects,
     controller_restart,
     dns_names,
@@ -216,3 +218,44 @@ def test_one_resource_passes_one_at_a_time() -> None:
     assert order == ["change begins", "change ends", "resync begins", "resync ends"]
     assert pass_lock(mine) is pass_lock(mine)  # type: ignore[arg-type]
     assert pass_lock(other) is not pass_lock(mine)  # type: ignore[arg-type]
+
+
+class _AuthorityMadeMeanwhile(FakeApi):
+    """Another group's pass stores the namespace authority between this pass's read (which found none) and its
+    write, as the API server saw when examples/tls.yaml created two groups at once."""
+
+    theirs: str = ""
+
+    async def get(self, kind: str, namespace: str | None, name: str) -> JSON | None:
+        if name == AUTHORITY_SECRET and not self.theirs:
+            other = FakeApi()
+            await authority(other, "ns", NOW)  # type: ignore[arg-type]
+            self.put(other.objects[("Secret", "ns", AUTHORITY_SECRET)])
+            self.theirs = secret_data(other.objects[("Secret", "ns", AUTHORITY_SECRET)])["ca.crt"]
+            return None
+        return await super().get(kind, namespace, name)
+
+
+def test_an_authority_made_meanwhile_by_another_group_is_used_never_overwritten() -> None:
+    api = _AuthorityMadeMeanwhile()
+    objects, blocked = _issue(api, _bg(), NOW)
+    assert blocked is None and objects
+    stored = secret_data(api.objects[("Secret", "ns", AUTHORITY_SECRET)])["ca.crt"]
+    assert stored == api.theirs  # not replaced by one made here
+    assert secret_data(objects[0])["ca.crt"] == stored and signed_by(secret_data(objects[0])["tls.crt"], stored)
+    assert ("apply", "Secret", AUTHORITY_SECRET) not in api.log
+
+
+def test_an_expired_authority_is_replaced_only_at_the_version_read() -> None:
+    api = FakeApi()
+    asyncio.run(authority(api, "ns", NOW))  # type: ignore[arg-type]
+    first = api.objects[("Secret", "ns", AUTHORITY_SECRET)]
+    later = NOW + 20 * 365 * DAY  # past the authority's lifetime
+    renewed = asyncio.run(authority(api, "ns", later))  # type: ignore[arg-type]
+    stored = api.objects[("Secret", "ns", AUTHORITY_SECRET)]
+    assert secret_data(stored)["ca.crt"] == renewed.cert_pem != secret_data(first)["ca.crt"]
+    stale = copy.deepcopy(stored)
+    stale["metadata"]["resourceVersion"] = "0"
+    with pytest.raises(KubeError) as refused:
+        asyncio.run(api.apply(stale))
+    assert refused.value.status == 409

@@ -339,7 +339,8 @@ class KubeClient:
         return list((result or {}).get("items", []))
 
     async def apply(self, obj: JSON) -> JSON:
-        """Server-side apply, forcing ownership of the fields we render."""
+        """Server-side apply, forcing ownership of the fields we render. A metadata.resourceVersion in ``obj`` is
+        a precondition: the API server refuses the apply with 409 if the object changed since it was read."""
         meta = obj["metadata"]
         result = await self._request(
             "apply",
@@ -356,6 +357,21 @@ class KubeClient:
             api_version=obj.get("apiVersion"),
         )
         return result or {}
+
+    async def create(self, obj: JSON) -> JSON | None:
+        """Create only: None when the object already exists (another pass made it first; read it instead)."""
+        meta = obj["metadata"]
+        try:
+            return await self._request(
+                "create",
+                obj["kind"],
+                lambda r: self._dynamic.create(r, body=obj, namespace=meta.get("namespace"), **self._options()),
+                api_version=obj.get("apiVersion"),
+            )
+        except KubeError as exc:
+            if exc.status == 409:
+                return None
+            raise
 
     async def delete(self, kind: str, namespace: str | None, name: str, *, grace_period_s: int | None = None) -> None:
         await self._request(

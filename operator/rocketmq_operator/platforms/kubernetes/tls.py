@@ -45,7 +45,7 @@ from rocketmq_operator.control.certificates import (
 )
 from rocketmq_operator.core.tls import SETTLE_S, HeldCertificate, TlsActionKind, plan_tls
 from rocketmq_operator.platforms.kubernetes.auth import secret_data
-from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.remoting.tls import ClientTls
 from rocketmq_operator.render.kubernetes import labels
@@ -75,12 +75,33 @@ def _secret(name: str, namespace: str, values: dict[str, str], meta: JSON | None
 
 
 async def authority(kube: KubeClient, namespace: str, now: float) -> IssuedPair:
-    """The namespace's authority, made (and stored) when there is none or it has expired."""
-    data = secret_data(await kube.get("Secret", namespace, AUTHORITY_SECRET) or {})
-    pair, new = held_or_new_authority(data.get("ca.crt"), data.get("ca.key"), AUTHORITY_NAME, now)
-    if new:
-        await kube.apply(_secret(AUTHORITY_SECRET, namespace, {"ca.crt": pair.cert_pem, "ca.key": pair.key_pem}))
-    return pair
+    """The namespace's authority, made (and stored) when there is none or it has expired.
+
+    Two groups of one namespace are reconciled at once (examples/tls.yaml applies both): were each to make and
+    apply an authority, the second would overwrite the first, the first group's certificate would no longer be
+    from the current authority, and its next pass would reissue it and restart its controllers under clients.
+    So an authority is created only if there is none, replaced only at the version read, and when another pass
+    got there first, that one is read and used.
+    """
+    for _ in range(3):
+        current = await kube.get("Secret", namespace, AUTHORITY_SECRET)
+        data = secret_data(current or {})
+        pair, new = held_or_new_authority(data.get("ca.crt"), data.get("ca.key"), AUTHORITY_NAME, now)
+        if not new:
+            return pair
+        secret = _secret(AUTHORITY_SECRET, namespace, {"ca.crt": pair.cert_pem, "ca.key": pair.key_pem})
+        if current is None:
+            if await kube.create(secret) is not None:
+                return pair
+            continue
+        secret["metadata"]["resourceVersion"] = current["metadata"].get("resourceVersion")
+        try:
+            await kube.apply(secret)
+            return pair
+        except KubeError as exc:
+            if exc.status != 409:
+                raise
+    raise KubeError(409, f"Secret {namespace}/{AUTHORITY_SECRET} changed under every attempt to make the authority")
 
 
 def dns_names(resource: BrokerGroup | ControllerGroup, namespace: str) -> list[str]:
