@@ -53,9 +53,10 @@ prepare-rocketmq: install
 prepare-cluster: k8s-node-deps
 	$(MAKE) --no-print-directory --output-sync=target -j2 k8s-node-tools images
 
-# scripts/run-tests.sh: prepare-cluster and then the e2e suite run in the background while the tests that need
-# no cluster run; the k8s-marked tests follow once the build is done.
-test: install lint typecheck prepare-rocketmq
+# scripts/run-tests.sh: prepare-cluster runs in the background while the tests that need no cluster keep both
+# cores busy; then the e2e tests, and beside them (they mostly wait) the API-server tests, the chaos campaign,
+# lint and typecheck. `make check` is the quick loop that lints first.
+test: install prepare-rocketmq
 	scripts/run-tests.sh $(MAKE)
 
 clean:

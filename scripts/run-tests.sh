@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# `make test`, after lint, typecheck and the RocketMQ distribution: every test, arranged to fit the CI budget
-# on a 2-core machine.
+# `make test`, after the RocketMQ distribution: every test, arranged for the CI budget on a 2-core machine.
 #   background: build the cluster parts (Go builds of the control plane and the node, Debian bases, images; a
 #               no-op when warm, an image rebuild when the sources changed)
-#   foreground, one line of JVMs at a time:
-#     1. the tests that need no cluster (unit, integration on real RocketMQ processes, spark; two pytest workers)
-#     2. once the build is done, beside line 1, the tests on the real API server (marker k8s: tests/k8s,
-#        kubectl, helm; no JVM)
-#     3. the e2e tests on the real one-node cluster (marker e2e)
-#     4. the chaos campaign (marker chaos: nine JVMs under faults)
-# The JVM-heavy lines do not overlap: the e2e tests beside the integration workers ran at load average 50 on
-# two cores, where broker pods missed their probes, restarted and re-elected for an hour (a CI run of 86 min
-# with 4 e2e failures); one at a time they each take minutes.
+#   stage 1, foreground: the tests that need no cluster (unit, integration on real RocketMQ processes, spark;
+#               two pytest workers). It keeps both cores busy from start to end (measured: 90-100% CPU), so
+#               nothing else is put beside it but the build.
+#   stage 2, once the build is done: the e2e tests on the real one-node cluster in the foreground. They mostly
+#               wait (probes, elections, pods starting: 50-75% of the CPU idle, measured), so beside them, one
+#               after the other: the tests on the real API server (marker k8s; no JVM), the chaos campaign
+#               (marker chaos: nine JVMs under faults, in cgroups of their own: its iptables rules match only
+#               its own processes), then lint, format, typecheck and the import layers.
+# The JVM-heavy lines never run three at a time: the e2e tests beside the two integration workers ran at load
+# average 50 on two cores, where broker pods missed their probes, restarted and re-elected for an hour (a CI run
+# of 86 min with 4 e2e failures).
 # The exit status is non-zero if any step failed; every step runs even when an earlier one failed.
 # Usage: scripts/run-tests.sh [MAKE] [extra pytest args...]
 set -uo pipefail
@@ -21,8 +22,9 @@ shift || true
 PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 "$@")
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocketmq-operator-test.XXXXXX")
 build_log=$work/prepare-cluster.log
-k8s_log=$work/k8s-tests.log
-k8s_line=""
+side_line=""
+
+stamp() { date -u +%H:%M:%S; }
 
 (
     if "$MAKE_CMD" --no-print-directory prepare-cluster >"$build_log" 2>&1; then
@@ -36,10 +38,10 @@ background=$!
 # shellcheck disable=SC2317  # invoked by the trap below
 on_interrupt() {
     trap - INT TERM
-    if [ -n "${k8s_line:-}" ] && kill -0 "$k8s_line" 2>/dev/null; then
-        pkill -INT -P "$k8s_line" 2>/dev/null
-        wait "$k8s_line" 2>/dev/null
-        echo "interrupted: stopped the tests on the real API server (their log: $k8s_log)" >&2
+    if [ -n "${side_line:-}" ] && kill -0 "$side_line" 2>/dev/null; then
+        pkill -INT -P "$side_line" 2>/dev/null
+        wait "$side_line" 2>/dev/null
+        echo "interrupted: stopped the steps beside the e2e tests (their logs: $work/side-*.log)" >&2
     fi
     if kill -0 "$background" 2>/dev/null; then
         pkill -TERM -P "$background" 2>/dev/null
@@ -52,29 +54,15 @@ on_interrupt() {
     exit 130
 }
 trap on_interrupt INT TERM
-echo "== background: build the cluster parts (log: $build_log)"
-echo "== foreground: tests that need no cluster"
-
-# The tests on the real API server (an apiserver, etcd and a controller-manager: no JVM) start as soon as the
-# build is done, beside the line below (warm: at once), instead of after it.
-(
-    while [ ! -e "$work/built" ] && [ ! -e "$work/build-failed" ]; do
-        sleep 2
-    done
-    if [ -e "$work/built" ]; then
-        k8s_rc=0
-        "${PYTEST[@]}" -m k8s tests >"$k8s_log" 2>&1 || k8s_rc=$?
-        echo "$k8s_rc" >"$work/k8s.rc"
-    fi
-) &
-k8s_line=$!
+echo "== $(stamp) background: build the cluster parts (log: $build_log)"
+echo "== $(stamp) stage 1: tests that need no cluster"
 
 rc=0
 # Two workers, whole files each (a file's tests share its local cluster): the integration files mostly wait on
 # JVMs, elections and timeouts, so two at a time nearly halve the wall time on two cores.
 "${PYTEST[@]}" -n 2 --dist loadfile -m "not k8s and not e2e and not chaos" tests || rc=$?
 
-echo "== waiting for the cluster parts to be built"
+echo "== $(stamp) waiting for the cluster parts to be built"
 while [ ! -e "$work/built" ] && [ ! -e "$work/build-failed" ]; do
     sleep 5
 done
@@ -85,14 +73,41 @@ if [ -e "$work/build-failed" ]; then
     exit 1
 fi
 grep -E '^(built|base image|k8s tools ready|.* up to date)' "$build_log" || true
-echo "== tests on the real API server (tests/k8s, kubectl, helm), run beside the line above (log: $k8s_log)"
-wait "$k8s_line"
-cat "$k8s_log"
-k8s_rc=$(cat "$work/k8s.rc" 2>/dev/null || echo 1)
-[ "$k8s_rc" = 0 ] || rc=$k8s_rc
 
-echo "== foreground: e2e tests on the real one-node cluster (tests/e2e)"
+# Beside the e2e tests, one after the other; each step's log and exit status are kept and printed after them.
+(
+    step() {
+        local name=$1
+        shift
+        local status=0
+        stamp >"$work/side-$name.start"
+        "$@" >"$work/side-$name.log" 2>&1 || status=$?
+        echo "$status" >"$work/side-$name.rc"
+        stamp >"$work/side-$name.end"
+    }
+    step k8s "${PYTEST[@]}" -m k8s tests
+    step chaos "${PYTEST[@]}" -m chaos tests
+    step lint "$MAKE_CMD" --no-print-directory lint typecheck
+) &
+side_line=$!
+
+echo "== $(stamp) stage 2: e2e tests on the real one-node cluster (tests/e2e); beside them: the tests on the real" \
+    "API server, the chaos campaign, then lint and typecheck (logs: $work/side-*.log)"
 "${PYTEST[@]}" -m e2e tests || rc=$?
-echo "== foreground: the chaos campaign (marker chaos)"
-"${PYTEST[@]}" -m chaos tests || rc=$?
+echo "== $(stamp) e2e tests done; waiting for the steps beside them"
+wait "$side_line"
+side_line=""
+for name in k8s chaos lint; do
+    case $name in
+    k8s) title="the tests on the real API server (tests/k8s, kubectl, helm)" ;;
+    chaos) title="the chaos campaign (marker chaos)" ;;
+    lint) title="lint, format, typecheck, import layers" ;;
+    esac
+    echo "== $title, $(cat "$work/side-$name.start" 2>/dev/null)-$(cat "$work/side-$name.end" 2>/dev/null)" \
+        "beside the e2e tests (log: $work/side-$name.log)"
+    cat "$work/side-$name.log" 2>/dev/null
+    step_rc=$(cat "$work/side-$name.rc" 2>/dev/null || echo 1)
+    [ "$step_rc" = 0 ] || rc=$step_rc
+done
+echo "== $(stamp) done (exit $rc)"
 exit "$rc"

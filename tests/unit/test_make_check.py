@@ -49,3 +49,15 @@ def test_readme_offers_make_check_after_set_up_not_as_a_set_up_command() -> None
     block_end = set_up.index("```", set_up.index("```sh\n") + 1)
     assert "make check" not in set_up[:block_end]
     assert "`make check`" in set_up[block_end:]
+
+
+def test_make_test_still_lints_and_typechecks_beside_the_e2e_tests() -> None:
+    """`make test` no longer lints before the tests (the e2e stage leaves CPU idle; lint uses it), but it lints:
+    the script runs `make lint typecheck` as a step whose exit status counts."""
+    # Read, not `make -n test`: make runs a recipe line naming $(MAKE) even under -n (the whole suite, recursively).
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^test:[^\n]*\n((?:\t[^\n]*\n)+)", makefile, re.M)
+    assert recipe is not None and "scripts/run-tests.sh $(MAKE)" in recipe.group(1), makefile
+    script = (ROOT / "scripts" / "run-tests.sh").read_text(encoding="utf-8")
+    assert re.search(r'^\s*step lint "\$MAKE_CMD" --no-print-directory lint typecheck$', script, re.M), script
+    assert "for name in k8s chaos lint; do" in script and '[ "$step_rc" = 0 ] || rc=$step_rc' in script
