@@ -70,7 +70,8 @@ def test_java_command_shape(tmp_path: Path) -> None:
     assert f"-Duser.home={tmp_path}" in argv
     assert f"-Drocketmq.home.dir={tmp_path / 'rmq'}" in argv
     assert argv.index("-Dtls.server.mode=disabled") < argv.index("-Dx=y")
-    assert argv[argv.index("-cp") + 1] == f"{tmp_path / 'rmq' / 'conf'}{os.pathsep}{tmp_path / 'rmq' / 'lib' / '*'}"
+    # The jars first: a class-data archive records them as a prefix of the classpath (platforms/local/cds.py).
+    assert argv[argv.index("-cp") + 1] == f"{tmp_path / 'rmq' / 'lib' / '*'}{os.pathsep}{tmp_path / 'rmq' / 'conf'}"
     ctl = dist.java_command("controller", conf, home=tmp_path, tls=True)
     assert set(JDK17_FLAGS["controller"]) <= set(ctl)
     assert "-Dtls.server.mode=disabled" not in ctl
@@ -101,15 +102,24 @@ def _answers(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+@pytest.fixture(scope="module")
+def archives(home: Path) -> Path:
+    """The class-data archives `local dist-path` makes (make test's prepare-rocketmq made them already)."""
+    from rocketmq_operator.platforms.local.cds_training import train_archives
+
+    assert train_archives(home, dist.ROCKETMQ_VERSION, log=print), "the training run made no archives"
+    return home
+
+
 @pytest.fixture
-def namesrv(home: Path, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+def namesrv(archives: Path, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
     port = _free_port()
     conf = tmp_path / "namesrv.conf"
     conf.write_text(f"listenPort={port}\n", encoding="utf-8")
     log = tmp_path / "stdout.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            dist.java_command("namesrv", conf, heap="128m", home=home),
+            dist.java_command("namesrv", conf, heap="128m", home=archives),
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=tmp_path,
@@ -139,5 +149,10 @@ def test_namesrv_starts_and_answers(namesrv: tuple[subprocess.Popen[bytes], int,
         time.sleep(0.2)
     user_home = log.parent
     assert (user_home / "logs" / "rocketmqlogs" / "namesrv.log").is_file(), "logs must go under -Duser.home"
+    # The name server's classes come from the class-data archive: the JVM has the file mapped, and said nothing
+    # about being unable to use it.
+    maps = Path(f"/proc/{proc.pid}/maps").read_text(encoding="utf-8")
+    assert "namesrv.jsa" in maps, [line for line in maps.splitlines() if ".jsa" in line]
+    assert "Unable to use shared archive" not in log.read_text(errors="replace")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) is not None

@@ -9,6 +9,7 @@ and `dist-path`, and the `switchover` command; each handler resolves the state d
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from rocketmq_operator.platforms.console import progress_console, stderr_terminal, terminal
@@ -71,7 +72,14 @@ def cmd_switchover(args: argparse.Namespace) -> int:
 
 def cmd_dist_path(args: argparse.Namespace) -> int:
     del args
-    return control.dist_path(console=stderr_terminal())
+    code = control.dist_path(console=stderr_terminal())
+    if code == 0:
+        # Once per distribution and java (about 20 s): every later start of its JVMs maps their classes.
+        from rocketmq_operator.platforms.local.cds_training import train_archives
+        from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION, dist_dir
+
+        train_archives(dist_dir(ROCKETMQ_VERSION), ROCKETMQ_VERSION, log=lambda text: print(text, file=sys.stderr))
+    return code
 
 
 def _signal_name(text: str) -> str:
@@ -152,7 +160,10 @@ def register(sub: Any) -> None:
     _state_dir_arg(p)
     p.set_defaults(func=cmd_start)
 
-    p = lsub.add_parser("dist-path", help="print the RocketMQ distribution directory (built first if missing)")
+    p = lsub.add_parser(
+        "dist-path",
+        help="print the RocketMQ distribution directory (built first if missing, with its JVMs' class-data archives)",
+    )
     p.set_defaults(func=cmd_dist_path)
 
     p = sub.add_parser(

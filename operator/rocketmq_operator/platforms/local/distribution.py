@@ -22,10 +22,10 @@ Contract:
 * `java_command(role, config_file, ...)` is the full argv for `namesrv`, `broker`, `controller` or `tools`:
   java, `render.jvm.jvm_options` (heap, direct memory, GC, the JDK 17 module flags), for servers
   `-Dtls.server.mode=disabled` unless `tls=True` (see `render.jvm.TLS_DISABLED_FLAGS`), caller extras, then
-  the flags of `$ROCKETMQ_OPERATOR_JAVA_OPTS` (shell words; `make test` sets `-XX:TieredStopAtLevel=1`: see
-  `JAVA_OPTS_ENV`),
+  the class-data sharing flags (`cds.archive_flags`: the role's archive when one was made), the flags of
+  `$ROCKETMQ_OPERATOR_JAVA_OPTS` (shell words; `make test` sets `-XX:TieredStopAtLevel=1`: see `JAVA_OPTS_ENV`),
   `-Drocketmq.home.dir`, `-Drmq.logback.configurationFile`, `-Duser.home` (default: the config file's
-  directory, so logs and default store paths stay out of `~`), `-cp conf:lib/*`, the main class, `-c <file>`
+  directory, so logs and default store paths stay out of `~`), `-cp lib/*:conf`, the main class, `-c <file>`
   for servers, then `args`. It does not build anything.
 """
 
@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
+from rocketmq_operator.platforms.local.cds import archive_flags
 from rocketmq_operator.render.jvm import (
     JDK17_FLAGS,
     MAIN_CLASSES,
@@ -361,17 +362,20 @@ def java_command(
         user_dir = Path(config_file).resolve().parent
     else:
         user_dir = cache_root() / "tools-home"
+    java = java_executable()
     argv = [
-        java_executable(),
+        java,
         *jvm_options(role, heap, direct_memory),
         *(TLS_DISABLED_FLAGS if not tls and role != "tools" else ()),
         *extra,
+        *archive_flags(role, rocketmq_home, java, config_file, os.environ),
         *env_java_options(),
         f"-Drocketmq.home.dir={rocketmq_home}",
         f"-Drmq.logback.configurationFile={rocketmq_home / 'conf' / f'rmq.{role}.logback.xml'}",
         f"-Duser.home={user_dir}",
         "-cp",
-        f"{rocketmq_home / 'conf'}{os.pathsep}{rocketmq_home / 'lib' / '*'}",
+        # The jars first: a class-data archive records them as a prefix of the classpath (platforms.local.cds).
+        f"{rocketmq_home / 'lib' / '*'}{os.pathsep}{rocketmq_home / 'conf'}",
         MAIN_CLASSES[role],
     ]
     if config_file is not None:
