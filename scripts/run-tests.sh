@@ -58,9 +58,10 @@ echo "== $(stamp) background: build the cluster parts (log: $build_log)"
 echo "== $(stamp) stage 1: tests that need no cluster"
 
 rc=0
-# Two workers, whole files each (a file's tests share its local cluster): the integration files mostly wait on
+# Two workers, whole files each (a file's tests share its local cluster), the longest files first (tests/conftest.py,
+# LONGEST_FILES_FIRST; xdist's own order put them last): the integration files mostly wait on
 # JVMs, elections and timeouts, so two at a time nearly halve the wall time on two cores.
-"${PYTEST[@]}" -n 2 --dist loadfile -m "not k8s and not e2e and not chaos" tests || rc=$?
+"${PYTEST[@]}" -n 2 --dist loadfile --no-loadscope-reorder -m "not k8s and not e2e and not chaos" tests || rc=$?
 
 echo "== $(stamp) waiting for the cluster parts to be built"
 while [ ! -e "$work/built" ] && [ ! -e "$work/build-failed" ]; do

@@ -44,3 +44,38 @@ def _set_timer_slack() -> None:
 
 
 _set_timer_slack()
+
+
+# The no-cluster line runs whole files on two workers (`--dist loadfile --no-loadscope-reorder`, run-tests.sh), each
+# worker taking the next file when it has fewer than two left. The files that hold one long JVM test each come
+# first, longest first (as measured in a warm `make test`, docs/testing.md), and the many short unit files fill in
+# behind them: with pytest-xdist's default order (most tests first) the two longest files were scheduled last,
+# and one worker ran them alone at the end while the other idled.
+LONGEST_FILES_FIRST = (
+    "tests/integration/test_scale_real.py",
+    "tests/integration/test_roll_real.py",
+    "tests/integration/test_fencing_real.py",
+    "tests/integration/test_spark_real.py",
+    "tests/integration/test_failover_real.py",
+    "tests/integration/test_quorum_real.py",
+    "tests/integration/test_tls_real.py",
+    "tests/integration/test_topics_real.py",
+    "tests/integration/test_local_quickstart.py",
+    "tests/integration/test_auth_real.py",
+    "tests/integration/test_tools_real.py",
+    "tests/integration/test_remoting_real.py",
+)
+
+
+def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
+    rank = {path: i for i, path in enumerate(LONGEST_FILES_FIRST)}
+
+    def key(item: object) -> int:
+        path = Path(str(getattr(item, "path", ""))).resolve()
+        try:
+            relative = str(path.relative_to(ROOT))
+        except ValueError:
+            return len(rank)
+        return rank.get(relative, len(rank))
+
+    items.sort(key=key)  # stable: within a file, and among the other files, the collection order is kept

@@ -41,7 +41,7 @@ from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.netfault import CpuQuota
 from rocketmq_operator.platforms.local.state import LocalState, read_state
-from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.tools.produce import SteadyProducer
 
 PRODUCER_TIMEOUT_S = 5.0
@@ -66,8 +66,18 @@ async def _master_and_slave(state: LocalState, client: RemotingClient, topic: st
 
 
 async def _healthy(state_dir: Path, group: CellGroup, client: RemotingClient) -> bool:
+    """Every replica running and the name server listing a master for the group: the controller names the master
+    before that broker has registered as one, and a topic cannot be created meanwhile (a loaded machine stretched
+    that gap past the producer's start: "cluster has no master broker")."""
     state = read_state(StateLayout(state_dir).state_file)
     if any(r.pid is None or r.suspended for r in state.replicas):
+        return False
+    try:
+        info = await client.get_cluster_info(timeout=3.0)
+    except (RemotingException, OSError):
+        return False
+    broker = info.broker_addr_table.get(GROUP)
+    if broker is None or not broker.master_addr:
         return False
     if group.mode == "allAck":
         return await full_sync_state_set(Group(state, GROUP), client)
