@@ -5,9 +5,9 @@
 #   stage 1, foreground: the tests that need no cluster (unit, integration on real RocketMQ processes, spark;
 #               two pytest workers). It keeps both cores busy from start to end (measured: 90-100% CPU), so
 #               nothing else is put beside it but the build.
-#   stage 2, once the build is done: the e2e tests on the real one-node cluster in the foreground. They mostly
-#               wait (probes, elections, pods starting: 50-75% of the CPU idle, measured), so beside them, one
-#               after the other: the tests on the real API server (marker k8s; no JVM), the chaos campaign
+#   stage 2, once the build is done: the e2e tests on the real one-node cluster in the foreground (one node, two
+#               pytest workers). They mostly wait (probes, elections, pods starting: 50-75% of the CPU idle,
+#               measured with one worker), so beside them, one after the other: the tests on the real API server (marker k8s; no JVM), the chaos campaign
 #               (marker chaos: nine JVMs under faults, in cgroups of their own: its iptables rules match only
 #               its own processes), then lint, format, typecheck and the import layers.
 # The JVM-heavy lines never run three at a time: the e2e tests beside the two integration workers ran at load
@@ -23,6 +23,7 @@ PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 "$@")
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocketmq-operator-test.XXXXXX")
 build_log=$work/prepare-cluster.log
 side_line=""
+e2e_state=""
 
 stamp() { date -u +%H:%M:%S; }
 
@@ -38,6 +39,10 @@ background=$!
 # shellcheck disable=SC2317  # invoked by the trap below
 on_interrupt() {
     trap - INT TERM
+    if [ -n "${e2e_state:-}" ] && [ -d "$e2e_state" ]; then
+        .venv/bin/python tests/e2e/shared_node.py down "$e2e_state" "$work/e2e-diagnostics" >/dev/null 2>&1
+        echo "interrupted: stopped the e2e node (diagnostics: $work/e2e-diagnostics)" >&2
+    fi
     if [ -n "${side_line:-}" ] && kill -0 "$side_line" 2>/dev/null; then
         pkill -INT -P "$side_line" 2>/dev/null
         wait "$side_line" 2>/dev/null
@@ -94,7 +99,20 @@ side_line=$!
 
 echo "== $(stamp) stage 2: e2e tests on the real one-node cluster (tests/e2e); beside them: the tests on the real" \
     "API server, the chaos campaign, then lint and typecheck (logs: $work/side-*.log)"
-"${PYTEST[@]}" -m e2e tests || rc=$?
+# One node for the run, shared by two pytest workers: the quickstart's tests on one (they share its group, in file
+# order), the other examples' on the other, each in a namespace of its own (xdist_group marks in tests/e2e).
+e2e_state=$work/e2e-node
+if .venv/bin/python tests/e2e/shared_node.py up "$e2e_state" >"$work/e2e-node.log" 2>&1; then
+    echo "== $(stamp) $(tail -n 1 "$work/e2e-node.log"), the operator installed"
+    ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -n 2 --dist loadgroup -m e2e tests || rc=$?
+    .venv/bin/python tests/e2e/shared_node.py down "$e2e_state" "$work/e2e-diagnostics"
+else
+    cat "$work/e2e-node.log"
+    echo "== $(stamp) no shared node (above): the e2e tests run in one process, which starts its own node"
+    e2e_state=""
+    "${PYTEST[@]}" -m e2e tests || rc=$?
+fi
+e2e_state=""
 echo "== $(stamp) e2e tests done; waiting for the steps beside them"
 wait "$side_line"
 side_line=""

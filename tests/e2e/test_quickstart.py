@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from e2e.e2e_helpers import operator_version, pod_ready
+
+# The e2e tests run on two workers sharing one node (scripts/run-tests.sh): the quickstart's tests on one
+# worker, in file order, since they share its group; the other examples each in a namespace of their own.
+pytestmark = pytest.mark.xdist_group("quickstart")
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "rocketmq"

@@ -14,8 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rocketmq_operator.control.certificates import CertificateInfo
 from rocketmq_operator.tools.noloss import reports_no_loss_failure
+
+# The e2e tests run on two workers sharing one node (scripts/run-tests.sh): the quickstart's tests on one
+# worker, in file order, since they share its group; the other examples each in a namespace of their own.
+pytestmark = pytest.mark.xdist_group("tls")
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tls.yaml"

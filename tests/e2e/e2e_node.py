@@ -1,0 +1,187 @@
+"""The real one-node cluster the e2e tests run on (k8s/node.py): what a test does with it (`Node`), and bringing it
+up with the images and the chart's operator, whether by the package fixture (one pytest process) or once for a
+whole run by `tests/e2e/shared_node.py` (two pytest workers sharing the node; scripts/run-tests.sh).
+
+A module of its own, not conftest: the run's script imports it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import k8s_scripts
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED_NODE_ENV = "ROCKETMQ_OPERATOR_E2E_NODE"
+"""Set by scripts/run-tests.sh to the state directory of a node it brought up (with the operator installed) for
+the whole e2e run: the fixtures then use that node and neither start nor stop it."""
+
+harness = k8s_scripts.load("harness")
+node = k8s_scripts.load("node")
+images = k8s_scripts.load("images")
+ROLES = ("broker", "controller", "operator", "spark")
+
+
+@dataclass
+class Node:
+    state_dir: Path
+    env: dict[str, str]
+
+    def kubectl(self, *args: object, input: str | None = None, check: bool = True, timeout: float = 120) -> str:
+        argv = [str(self.state_dir / "bin" / "kubectl"), *map(str, args)]
+        res = subprocess.run(argv, input=input, env=self.env, capture_output=True, text=True, timeout=timeout)
+        if check and res.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(map(str, args))} failed: {res.stderr.strip()}")
+        return res.stdout
+
+    def json(self, *args: object) -> Any:
+        return json.loads(self.kubectl(*args, "-o", "json"))
+
+    def delete_namespace(self, ns: str) -> None:
+        """A test's namespace gone, without its brokers' graceful stop (7-12 s each, up to the pods' 60 s grace
+        period): the test is over and its data thrown away. Terminating first, so that no controller makes a pod
+        again; then the pods at once; then wait until the namespace is gone."""
+        self.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+        self.kubectl("-n", ns, "delete", "pods", "--all", "--grace-period=0", "--force", check=False, timeout=120)
+        self.kubectl("wait", "--for=delete", f"namespace/{ns}", "--timeout=600s", check=False, timeout=660)
+
+    def helm(self, *args: object, timeout: float = 300) -> str:
+        argv = [str(self.state_dir / "bin" / "helm"), *map(str, args)]
+        res = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=timeout)
+        if res.returncode != 0:
+            raise AssertionError(f"helm {' '.join(map(str, args))} failed: {res.stderr.strip()}")
+        return res.stdout
+
+    def tag_image(self, source: str, target: str) -> None:
+        """A second name for an image in the node's containerd (what a push of a new tag would give)."""
+        node.ctr(self.state_dir, "images", "tag", "--force", source, target)
+
+    def start_pod(
+        self,
+        ns: str,
+        pod: str,
+        image: str,
+        *command: str,
+        env: dict[str, str] | None = None,
+        secret_mounts: dict[str, str] | None = None,
+    ) -> None:
+        """Start a one-shot pod running ``command`` in a locally built image (never pulled); ``secret_mounts``:
+        Secret name -> the directory it is mounted at (read-only)."""
+        mounts = sorted((secret_mounts or {}).items())
+        overrides = {
+            "spec": {
+                "volumes": [{"name": f"secret-{i}", "secret": {"secretName": s}} for i, (s, _) in enumerate(mounts)],
+                "containers": [
+                    {
+                        "name": pod,
+                        "volumeMounts": [
+                            {"name": f"secret-{i}", "mountPath": d, "readOnly": True} for i, (_, d) in enumerate(mounts)
+                        ],
+                    }
+                ],
+            }
+        }
+        self.kubectl(
+            "-n", ns, "run", pod, "--restart=Never", f"--image={image}", "--image-pull-policy=Never",
+            *(f"--env={k}={v}" for k, v in (env or {}).items()),
+            *(["--override-type=strategic", f"--overrides={json.dumps(overrides)}"] if mounts else []),
+            "--command", "--", *command,
+        )  # fmt: skip
+
+    def pod_output(self, ns: str, pod: str, timeout: float = 900) -> str:
+        """Wait for a one-shot pod to finish, delete it and return its log (``kubectl run -i`` can miss the
+        output of a pod that finishes before it attaches)."""
+
+        def done() -> bool:
+            phase = (self.json("-n", ns, "get", "pod", pod).get("status") or {}).get("phase")
+            return phase in {"Succeeded", "Failed"}
+
+        self.wait_for(f"pod {pod} to finish", done, timeout=timeout, interval=2)
+        out = self.kubectl("-n", ns, "logs", pod)
+        self.kubectl("-n", ns, "delete", "pod", pod, "--wait=false")
+        return out
+
+    def wait_for(self, what: str, predicate: Callable[[], bool], timeout: float = 300, interval: float = 2) -> float:
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            if predicate():
+                return time.monotonic() - started
+            time.sleep(interval)
+        pods = self.kubectl("get", "pods", "-A", "-o", "wide", check=False)
+        groups = self.kubectl("get", "cg,bg", "-A", "-o", "yaml", check=False)
+        log = self.kubectl("-n", "rocketmq-operator", "logs", "deploy/rocketmq-operator", "--tail=60", check=False)
+        raise AssertionError(
+            f"timed out after {timeout:.0f}s waiting for {what}\n{pods}\n{groups[-5000:]}\noperator log:\n{log}"
+        )
+
+    def save_diagnostics(self, out: Path) -> None:
+        """What a bug report needs, kept after the node is gone: resources, events, every container's log."""
+        out.mkdir(parents=True, exist_ok=True)
+        kinds = "cg,bg,topics,consumergroups,sts,pods,pdb,endpointslices"
+        (out / "resources.yaml").write_text(self.kubectl("get", kinds, "-A", "-o", "yaml", check=False))
+        (out / "events.txt").write_text(self.kubectl("get", "events", "-A", "--sort-by=.lastTimestamp", check=False))
+        for pod in self.json("get", "pods", "-A").get("items", []):
+            ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+            for c in pod["spec"]["containers"]:
+                log = self.kubectl("-n", ns, "logs", name, "-c", c["name"], "--tail=2000", check=False)
+                (out / f"{ns}.{name}.{c['name']}.log").write_text(log)
+
+
+def missing_part() -> str | None:
+    """What this machine lacks for the node (root, Debian packages, binaries, images, a free machine), or None."""
+    if os.geteuid() != 0:
+        return "the e2e node needs root (containerd, kubelet, network)"
+    need = node.missing_deps()
+    if need:
+        return f"Debian packages missing for the node: {' '.join(need)} (make k8s-node-deps)"
+    bin_dir = node.build_tools.bin_dir()
+    absent = [b for b in node.build_tools.BINARIES if not (bin_dir / b).is_file()]
+    if absent:
+        return f"binaries not built: {', '.join(absent)} (make k8s-tools)"
+    for role in ROLES:
+        try:
+            images.archive(role)
+        except (OSError, ValueError, images.ImageError) as exc:
+            return f"image {role} not built ({exc}); run `make images`"
+    running = node.running_node()  # a stale record (its processes gone) is cleared by node.up
+    if running:
+        return f"a node is already up on this machine ({running['state_dir']}); stop it first"
+    return None
+
+
+def bring_up(state: Path) -> Node:
+    """The node up in ``state`` with the images imported; stopped again if that fails (and the error raised)."""
+    try:
+        node.up(state, build=False)
+        node.import_images(state, [images.archive(role) for role in ROLES])
+    except BaseException:
+        node.down(state, quiet=True)
+        raise
+    return Node(state_dir=state, env=harness.cluster_env(state))
+
+
+def install_operator(cluster: Node) -> None:
+    """The chart's operator, installed with the locally built image (never pulled)."""
+    cluster.kubectl("apply", "--server-side", "-f", ROOT / "crds")
+    cluster.kubectl("create", "namespace", "rocketmq-operator")
+    cluster.helm(
+        "install", "rocketmq-operator", ROOT / "charts" / "rocketmq-operator",
+        "--namespace", "rocketmq-operator", "--set", "image.pullPolicy=Never", "--wait", "--timeout", "5m",
+    )  # fmt: skip
+
+
+def tear_down(cluster: Node, diagnostics: Path) -> None:
+    """Diagnostics saved (never hiding the outcome or keeping the node up), then the node stopped."""
+    try:
+        cluster.save_diagnostics(diagnostics)
+        print(f"\ne2e diagnostics (resources, events, container logs): {diagnostics}")
+    except Exception as exc:
+        print(f"\nsaving e2e diagnostics failed: {exc}")
+    node.down(cluster.state_dir, quiet=True)

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""One node for a whole e2e run on two pytest workers (scripts/run-tests.sh): brought up with the images and the
+chart's operator before the tests, stopped after them with their diagnostics saved.
+
+    shared_node.py up STATE_DIR              # exit 0: the node runs; else one line on stderr saying what is missing
+    shared_node.py down STATE_DIR DIAG_DIR   # diagnostics saved under DIAG_DIR, the node stopped
+
+The tests find it through $ROCKETMQ_OPERATOR_E2E_NODE (e2e_node.SHARED_NODE_ENV). When `up` fails, the run falls
+back to one pytest process whose fixture starts its own node and reports the missing part (a failure under CI).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+
+from e2e.e2e_node import Node, bring_up, harness, install_operator, missing_part, tear_down  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] not in {"up", "down"} or (argv[0] == "down" and len(argv) != 3):
+        print(__doc__, file=sys.stderr)
+        return 2
+    state = Path(argv[1]).resolve()
+    if argv[0] == "down":
+        tear_down(Node(state_dir=state, env=harness.cluster_env(state)), Path(argv[2]))
+        return 0
+    lacking = missing_part()
+    if lacking:
+        print(f"error: {lacking}", file=sys.stderr)
+        return 1
+    state.mkdir(parents=True, exist_ok=True)
+    try:
+        cluster = bring_up(state)
+        install_operator(cluster)
+    except BaseException as exc:  # bring_up stops a node that failed to start; one without its operator, here
+        print(f"error: starting the shared e2e node failed: {exc}", file=sys.stderr)
+        tear_down(Node(state_dir=state, env=harness.cluster_env(state)), state / "diagnostics")
+        return 1
+    print(f"e2e node up in {state}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
