@@ -25,10 +25,11 @@ from typing import Any
 import yaml
 
 from rocketmq_operator.bench.failover import delivery, run_cli, up_controller_group
+from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.layout import StateLayout
-from rocketmq_operator.platforms.local.report import collect
 from rocketmq_operator.platforms.local.roll import read_rollout
 from rocketmq_operator.platforms.local.state import read_state
+from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.noloss import missing_acknowledged
 from rocketmq_operator.tools.produce import SendRecord, SteadyProducer
@@ -59,33 +60,62 @@ def longest_gap(records: list[SendRecord], start: float, end: float) -> tuple[fl
 
 
 class RestartWatch:
-    """Polls `local status`: which replica's process changed, in order, and the role it had just before."""
+    """Which replica's process changed, in order, and whether it was the master when it was restarted.
+
+    Every POLL_S: the pids from the state file (the supervisor writes a restart there), then the master from the
+    controller (the authority the brokers and the clients' routes follow). A restarted replica counts as restarted
+    while master only when the controller named it master both at the poll before its restart was seen and at
+    the poll that saw it: a controller that already names another master had moved the role before the
+    restart (a switchover completes just before the roll restarts the old master), and a master killed while
+    master is still named by the controller until a failover detects it, seconds later. The status collection
+    this replaced took over a second under load, and a role read that long before the restart could name a
+    replica master after its switchover had already moved the role.
+    """
+
+    POLL_S = 0.1
 
     def __init__(self, layout: StateLayout, group: str) -> None:
         self.layout = layout
         self.group = group
         self.order: list[dict[str, Any]] = []
         self._pids: dict[str, int | None] = {}
-        self._roles: dict[str, str] = {}
         self.master: str | None = None
         self._stop = asyncio.Event()
 
+    async def _controller_master(
+        self, client: RemotingClient, controllers: list[str], names: dict[str, str]
+    ) -> str | None:
+        try:
+            meta = await client.find_controller_leader(controllers, timeout=1.0)
+            if meta.leader_address is None:
+                return None
+            info = await client.get_replica_info(meta.leader_address, self.group, timeout=1.0)
+        except (RemotingException, OSError):
+            return None
+        return names.get(info.master_address or "")
+
     async def run(self) -> None:
-        while not self._stop.is_set():
-            doc = await collect(read_state(self.layout.state_file), self.layout, persist=False)
-            group = next((g for g in doc["groups"] if g["name"] == self.group), None)
-            if group and (group.get("master") or {}).get("replica"):
-                self.master = group["master"]["replica"]
-            for r in group["replicas"] if group else []:
-                pid = r.get("pid")
-                name = r["name"]
-                if name in self._pids and pid is not None and pid != self._pids[name]:
-                    self.order.append({"replica": name, "role_before": self._roles.get(name), "at": time.time()})
-                if pid is not None:
-                    self._pids[name] = pid
-                if r.get("alive") and r.get("role") in ("master", "slave"):
-                    self._roles[name] = r["role"]
-            await asyncio.sleep(0.5)
+        state = read_state(self.layout.state_file)
+        info = state.group(self.group)
+        controllers = list(info.controllers) if info is not None else []
+        names = {r.address: r.name for r in state.replicas if r.group == self.group and r.address}
+        async with state_client(state, connect_timeout=1.0, request_timeout=2.0) as client:
+            self.master = await self._controller_master(client, controllers, names)
+            while not self._stop.is_set():
+                before = self.master
+                replicas = [r for r in read_state(self.layout.state_file).replicas if r.group == self.group]
+                now = await self._controller_master(client, controllers, names)
+                if now is not None:
+                    self.master = now
+                for r in replicas:
+                    if r.name in self._pids and r.pid is not None and r.pid != self._pids[r.name]:
+                        was_master = r.name == before and r.name == now
+                        self.order.append(
+                            {"replica": r.name, "role_before": "master" if was_master else "slave", "at": time.time()}
+                        )
+                    if r.pid is not None:
+                        self._pids[r.name] = r.pid
+                await asyncio.sleep(self.POLL_S)
 
     def stop(self) -> None:
         self._stop.set()
