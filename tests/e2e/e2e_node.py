@@ -1,6 +1,7 @@
 """The real one-node cluster the e2e tests run on (k8s/node.py): what a test does with it (`Node`), and bringing it
 up with the images and the chart's operator, whether by the package fixture (one pytest process) or once for a
-whole run by `tests/e2e/shared_node.py` (two pytest workers sharing the node; scripts/run-tests.sh).
+whole run by `tests/e2e/shared_node.py` (scripts/run-tests.sh: the node comes up while the steps beside the
+e2e tests start, and any number of pytest workers can share it).
 
 A module of its own, not conftest: the run's script imports it too.
 """

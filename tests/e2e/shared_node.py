@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""One node for a whole e2e run on two pytest workers (scripts/run-tests.sh): brought up with the images and the
-chart's operator before the tests, stopped after them with their diagnostics saved.
+"""One node for a whole e2e run (scripts/run-tests.sh), whichever pytest processes share it: brought up with the
+images and the chart's operator before the tests, stopped after them with their diagnostics saved.
 
     shared_node.py up STATE_DIR              # exit 0: the node runs; else one line on stderr saying what is missing
     shared_node.py down STATE_DIR DIAG_DIR   # diagnostics saved under DIAG_DIR, the node stopped

@@ -19,8 +19,9 @@ import pytest
 from rocketmq_operator.control.certificates import CertificateInfo
 from rocketmq_operator.tools.noloss import reports_no_loss_failure
 
-# The e2e tests run on two workers sharing one node (scripts/run-tests.sh): the quickstart's tests on one
-# worker, in file order, since they share its group; the other examples each in a namespace of their own.
+# For a run on two pytest workers sharing one node (`-n 2 --dist loadgroup`): the quickstart's tests on one worker,
+# in file order, since they share its group; the other examples each in a namespace of their own. `make test` runs
+# the e2e tests in one process (docs/testing.md, stage 2).
 pytestmark = pytest.mark.xdist_group("tls")
 
 ROOT = Path(__file__).resolve().parents[2]
