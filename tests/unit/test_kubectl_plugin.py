@@ -8,6 +8,8 @@ import io
 import json
 import shlex
 import tarfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -210,8 +212,14 @@ def test_status_watch_shows_again_until_interrupted(
     api: FakeApiServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sleeps: list[float] = []
+    real_sleep = time.sleep
 
     def sleep(seconds: float) -> None:
+        # `time.sleep` is patched for the whole process: other threads of a pytest worker (py4j's, left by a Spark
+        # test in the same worker) sleep too, and counting theirs kept the 3rd call from ever being the watch's.
+        if threading.current_thread() is not threading.main_thread():
+            real_sleep(seconds)
+            return
         sleeps.append(seconds)
         if len(sleeps) == 3:
             raise KeyboardInterrupt
@@ -226,8 +234,14 @@ def test_status_watch_on_a_terminal_redraws_in_place(
     api: FakeApiServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sleeps: list[float] = []
+    real_sleep = time.sleep
 
     def sleep(seconds: float) -> None:
+        # `time.sleep` is patched for the whole process: other threads of a pytest worker (py4j's, left by a Spark
+        # test in the same worker) sleep too, and counting theirs kept the 3rd call from ever being the watch's.
+        if threading.current_thread() is not threading.main_thread():
+            real_sleep(seconds)
+            return
         sleeps.append(seconds)
         if len(sleeps) == 3:
             raise KeyboardInterrupt

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,12 @@ def three_frames(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     async def collect(state: Any, layout: Any) -> dict[str, Any]:
         return next(docs)
 
+    real_sleep = time.sleep
+
     def sleep(seconds: float) -> None:
+        if threading.current_thread() is not threading.main_thread():  # patched process-wide: other threads sleep too
+            real_sleep(seconds)
+            return
         sleeps.append(seconds)
         if len(sleeps) == 3:
             raise KeyboardInterrupt
