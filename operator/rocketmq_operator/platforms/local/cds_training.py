@@ -25,7 +25,7 @@ from pathlib import Path
 
 from rocketmq_operator.platforms.local import control
 from rocketmq_operator.platforms.local.cds import ARCHIVES, TRAIN_ENV, archive_dir
-from rocketmq_operator.platforms.local.distribution import _locked, java_executable
+from rocketmq_operator.platforms.local.distribution import file_lock, java_executable
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.state import read_state
 from rocketmq_operator.tools.produce import produce
@@ -83,7 +83,7 @@ def train_archives(home: Path, version: str, log: Log) -> bool:
     if archives_present(home):
         return True
     target = archive_dir(home, java_executable())
-    with _locked(home / "cds" / ".training.lock"):
+    with file_lock(home / "cds" / ".training.lock"):
         if archives_present(home):
             return True
         with tempfile.TemporaryDirectory(prefix="rocketmq-cds-") as scratch:

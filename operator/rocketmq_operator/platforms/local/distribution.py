@@ -146,7 +146,7 @@ def _pom_file() -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
+def file_lock(lock_path: Path) -> Iterator[None]:
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a+b") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -273,7 +273,7 @@ def ensure_distribution(version: str = ROCKETMQ_VERSION, log: Log = print, phase
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
     say(f"waiting for the lock on the RocketMQ {version} cache")
-    with _locked(parent / f".rocketmq-{version}.lock"):
+    with file_lock(parent / f".rocketmq-{version}.lock"):
         if is_complete(target, version):  # another process finished it while we waited
             return target
         for stale in parent.glob(f".rocketmq-{version}.tmp-*"):  # left by an interrupted build
