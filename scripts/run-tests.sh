@@ -9,7 +9,9 @@
 #               wait (probes, elections, pods starting: 50-75% of the CPU idle, measured), so beside them, one
 #               after the other: the tests on the real API server (marker k8s; no JVM), the chaos campaign
 #               (marker chaos: nine JVMs under faults, in cgroups of their own: its iptables rules match only
-#               its own processes), then lint, format, typecheck and the import layers.
+#               its own processes), then lint, format, typecheck and the import layers, then the integration
+#               files of BESIDE_E2E (moved out of stage 1: measured, the steps above left the e2e tests alone for
+#               their last 6 minutes, 2026-11-27 10:29-10:41).
 # The JVM-heavy lines never run three at a time: the e2e tests beside the two integration workers ran at load
 # average 50 on two cores, where broker pods missed their probes, restarted and re-elected for an hour (a CI run
 # of 86 min with 4 e2e failures).
@@ -62,11 +64,18 @@ trap on_interrupt INT TERM
 echo "== $(stamp) background: build the cluster parts (log: $build_log)"
 echo "== $(stamp) stage 1: tests that need no cluster"
 
+# Integration files run beside the e2e tests instead of in stage 1 (each starts its own local clusters; about
+# 2-2.5 min each alone, docs/testing.md). Their marker filter is stage 1's: nothing runs twice, nothing is left out.
+BESIDE_E2E=(tests/integration/test_quorum_real.py tests/integration/test_tls_real.py)
+NO_CLUSTER=(-m "not k8s and not e2e and not chaos")
+
 rc=0
 # Two workers, whole files each (a file's tests share its local cluster), the longest files first (tests/conftest.py,
 # LONGEST_FILES_FIRST; xdist's own order put them last): the integration files mostly wait on
 # JVMs, elections and timeouts, so two at a time nearly halve the wall time on two cores.
-"${PYTEST[@]}" -n 2 --dist loadfile --no-loadscope-reorder -m "not k8s and not e2e and not chaos" tests || rc=$?
+ignore=()
+for path in "${BESIDE_E2E[@]}"; do ignore+=(--ignore "$path"); done
+"${PYTEST[@]}" -n 2 --dist loadfile --no-loadscope-reorder "${NO_CLUSTER[@]}" "${ignore[@]}" tests || rc=$?
 
 echo "== $(stamp) waiting for the cluster parts to be built"
 while [ ! -e "$work/built" ] && [ ! -e "$work/build-failed" ]; do
@@ -94,11 +103,12 @@ grep -E '^(built|base image|k8s tools ready|.* up to date)' "$build_log" || true
     step k8s "${PYTEST[@]}" -m k8s tests
     step chaos "${PYTEST[@]}" -m chaos tests
     step lint "$MAKE_CMD" --no-print-directory lint typecheck
+    step integration "${PYTEST[@]}" "${NO_CLUSTER[@]}" "${BESIDE_E2E[@]}"
 ) &
 side_line=$!
 
 echo "== $(stamp) stage 2: e2e tests on the real one-node cluster (tests/e2e); beside them: the tests on the real" \
-    "API server, the chaos campaign, then lint and typecheck (logs: $work/side-*.log)"
+    "API server, the chaos campaign, lint and typecheck, then ${BESIDE_E2E[*]} (logs: $work/side-*.log)"
 # The node is brought up by tests/e2e/shared_node.py (images, the chart's operator) while the steps beside start.
 # One pytest process: two workers on the node (the quickstart's tests on one, the auth and TLS examples on the
 # other: the xdist_group marks in tests/e2e) beside the chaos campaign ran at load average 38, and a switchover
@@ -118,11 +128,12 @@ e2e_state=""
 echo "== $(stamp) e2e tests done; waiting for the steps beside them"
 wait "$side_line"
 side_line=""
-for name in k8s chaos lint; do
+for name in k8s chaos lint integration; do
     case $name in
     k8s) title="the tests on the real API server (tests/k8s, kubectl, helm)" ;;
     chaos) title="the chaos campaign (marker chaos)" ;;
     lint) title="lint, format, typecheck, import layers" ;;
+    integration) title="${BESIDE_E2E[*]}" ;;
     esac
     echo "== $title, $(cat "$work/side-$name.start" 2>/dev/null)-$(cat "$work/side-$name.end" 2>/dev/null)" \
         "beside the e2e tests (log: $work/side-$name.log)"

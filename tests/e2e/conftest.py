@@ -200,7 +200,7 @@ class Group:
         (``keys``), for a no-loss check by key (tools/noloss.py)."""
         report = self.tool(
             pod, "consume", "--namesrv", self.name_servers(), "--topic", TOPIC, "--group", CONSUMER_GROUP,
-            "--from", "earliest", "--read-from", "master", "--idle-timeout", "15",
+            "--from", "earliest", "--read-from", "master", "--idle-timeout", "15", "--to-end",
             *(["--report-keys"] if report_keys else []), env=env,
         )  # fmt: skip
         assert report is not None

@@ -61,7 +61,7 @@ def test_tls_example_refuses_plain_text_and_serves_clients_that_trust_its_author
         assert sent is not None and sent["acknowledged"] == 200, sent
         read = group.tool(
             "tls-read", "consume", "--namesrv", group.name_servers(), "--topic", "orders", "--group", "tls-readers",
-            "--from", "earliest", "--read-from", "master", "--idle-timeout", "15",
+            "--from", "earliest", "--read-from", "master", "--idle-timeout", "15", "--to-end",
             "--tls-ca", "/tls/ca.crt", "--tls-chain-only", "--report-keys", secret_mounts=CA,
         )  # fmt: skip
         assert read is not None and read["body_mismatches"] == 0 and read["unique"] >= 200, read

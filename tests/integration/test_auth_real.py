@@ -57,7 +57,15 @@ def _send(namesrv: str, count: int, credentials: SessionCredentials | None, retr
 def _read(namesrv: str, credentials: SessionCredentials | None) -> set[str]:
     try:
         report = asyncio.run(
-            consume(namesrv, TOPIC, group=READERS, idle_timeout=1.5, read_from="master", credentials=credentials)
+            consume(
+                namesrv,
+                TOPIC,
+                group=READERS,
+                idle_timeout=1.5,
+                read_from="master",
+                credentials=credentials,
+                to_end=True,
+            )
         )
     except RemotingException:
         return set()

@@ -49,7 +49,7 @@ def _produce(cluster: Any, topic: str, count: int, *, timeout: float = 8.0, retr
 
 
 def _consume(cluster: Any, topic: str) -> ConsumeReport:
-    return asyncio.run(consume(_namesrv(cluster), topic, idle_timeout=3.0, read_from="master"))
+    return asyncio.run(consume(_namesrv(cluster), topic, idle_timeout=3.0, read_from="master", to_end=True))
 
 
 def _wait_healthy(cluster: Any, group: str, members: int) -> dict[str, Any]:

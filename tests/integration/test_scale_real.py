@@ -54,7 +54,7 @@ class Load:
         self.thread.join(timeout=60)
 
     def lost(self) -> int:
-        got = asyncio.run(consume(self.name_servers, self.topic, idle_timeout=5.0, read_from="master"))
+        got = asyncio.run(consume(self.name_servers, self.topic, idle_timeout=5.0, read_from="master", to_end=True))
         return len(missing_acknowledged(self.acked, got.keys))
 
 

@@ -89,7 +89,7 @@ def test_tls_everywhere_and_renewal_under_load(local_platform: Any) -> None:
         report = asyncio.run(produce(namesrv, TOPIC, COUNT, create_topic=False, retries=DEFAULT_RETRIES, tls=tls))
         assert report.ok, report.failures
         acknowledged = {r.key for r in report.records if r.stored}
-        read = asyncio.run(consume(namesrv, TOPIC, idle_timeout=2.0, tls=tls))
+        read = asyncio.run(consume(namesrv, TOPIC, idle_timeout=2.0, tls=tls, to_end=True))
         assert acknowledged <= set(read.keys)
 
         with local_spark("rocketmq-tls-it", cores=1) as session:

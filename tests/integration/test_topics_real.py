@@ -106,7 +106,9 @@ def _read_all(namesrv: str, topic: str, wanted: set[str]) -> tuple[set[str], int
     while time.monotonic() < deadline:
         attempts += 1
         try:
-            report = asyncio.run(consume(namesrv, topic, idle_timeout=1.5, read_from="master", timeout=3.0))
+            report = asyncio.run(
+                consume(namesrv, topic, idle_timeout=1.5, read_from="master", timeout=3.0, to_end=True)
+            )
             got = set(report.keys)
         except Exception:
             got = set()

@@ -187,7 +187,7 @@ async def run_chaos(
                 return bool(route.broker_datas)
 
             await wait_for(f"a route for topic {topic}", routed, timeout=120, interval=0.5)
-            got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
+            got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
             read, duplicates = set(got.keys), got.duplicates
             missing = {r.key for r in producer.records if r.ok} - read
             if missing:

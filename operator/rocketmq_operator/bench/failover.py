@@ -489,7 +489,7 @@ async def run_bench(
                 return bool(route.broker_datas)
 
             await wait_for(f"a route for topic {topic} after the last fault", routed, timeout=120, interval=0.5)
-            got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
+            got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
             lost = len(missing_acknowledged(acknowledged, got.keys))
             final = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
             master = final[group.name].named_master

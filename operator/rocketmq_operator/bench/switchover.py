@@ -130,7 +130,7 @@ async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: f
                 await producer.stop()
             report_all = producer.report()
             acked = [r for r in producer.records if r.ok]
-            got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
+            got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
             lost = len(missing_acknowledged({r.key for r in acked}, got.keys))
             final = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
             master = final[group.name].named_master

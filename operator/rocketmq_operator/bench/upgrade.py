@@ -166,7 +166,7 @@ async def run_bench(
         records = list(producer.records)
         report = producer.report()
         acknowledged = {r.key for r in records if r.ok}
-        got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master")
+        got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
         missing = missing_acknowledged(acknowledged, got.keys)
         lost = len(missing)
     finally:

@@ -371,6 +371,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
                 batch_size=args.batch,
                 credentials=credentials_from(args),
                 tls=tls_from(args),
+                to_end=args.to_end,
             )
         )
     except (ToolError, RemotingException) as exc:
@@ -450,6 +451,13 @@ def register(sub: Any) -> None:
         default=DEFAULT_IDLE_TIMEOUT_S,
         metavar="S",
         help="stop when every queue is caught up and nothing new arrived for S seconds (default %(default)s)",
+    )
+    c.add_argument(
+        "--to-end",
+        action="store_true",
+        help="read what the topic held when the read started and stop once every queue reached that end, without "
+        "waiting --idle-timeout for more (a read-back after the producers finished); a queue whose end cannot be "
+        "read still stops by --idle-timeout",
     )
     c.add_argument("--max-messages", type=int, default=None, metavar="N")
     c.add_argument(

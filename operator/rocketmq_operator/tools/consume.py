@@ -17,6 +17,15 @@ Contract:
 * The run stops when ``max_messages`` messages were read, or when no new message arrived for
   ``idle_timeout`` seconds and every queue is caught up (reached its max offset) or has been failing for
   ``idle_timeout`` seconds without a successful pull in between.
+* ``to_end=True`` (the CLI's ``--to-end``) reads what the topic held when the read started and stops as soon as
+  every queue reached that end, instead of waiting ``idle_timeout`` for more: for a read-back after the
+  producers have finished. Each queue's end is its master's max offset (GET_MAX_OFFSET), read once the master
+  reports ``dispatchBehindBytes`` 0 (GET_BROKER_RUNTIME_INFO): RocketMQ indexes the commit log into the consume
+  queues asynchronously, up to its confirm offset, and an acknowledged put is confirmed (controller mode: the
+  put waited for the acks the confirm offset is computed from), so every message acknowledged before the read
+  started lies below the end read after the index caught up. A broker whose end cannot be read (no master in
+  the route, a refusal, an index still behind after ``max(idle_timeout, timeout)``) leaves its queues to the
+  idle rule; ``per_queue[...]["end_offset"]`` is then null.
 * Message identity is its ``KEYS`` property (keys joined by a space); messages without keys use their
   ``msg_id`` and are counted in ``without_key``. ``duplicates`` = ``count - unique`` (deliveries of a key
   already seen). ``digest`` is the :mod:`.digest` of the distinct (key, body) pairs read, comparable with the
@@ -66,6 +75,7 @@ DEFAULT_CONSUMER_GROUP = "rocketmq-operator-consume"
 DEFAULT_IDLE_TIMEOUT_S = 3.0
 DEFAULT_BATCH = 32
 ERROR_BACKOFF_S = 0.2
+INDEX_POLL_S = 0.02
 
 Start = Literal["earliest", "latest"]
 ReadFrom = Literal["auto", "master"]
@@ -97,6 +107,8 @@ class ConsumeClient(RouteClient, PullSource, Protocol):
         self, addr: str, consumer_group: str, topic: str, queue_id: int, offset: int, *, timeout: float | None = None
     ) -> None: ...
 
+    async def get_runtime_info(self, addr: str, *, timeout: float | None = None) -> dict[str, str]: ...
+
 
 def error_kind(exc: BaseException) -> str:
     if isinstance(exc, RemotingTimeout):
@@ -123,6 +135,8 @@ class QueueProgress:
     start_offset: int | None = None
     next_offset: int | None = None
     max_offset: int | None = None
+    end_offset: int | None = None
+    """With ``to_end``: the offset the read stops at (the queue's end when the read started); None: idle rule."""
     count: int = 0
     caught_up: bool = False
     failing_since: float | None = None
@@ -144,6 +158,7 @@ class QueueProgress:
             "start_offset": self.start_offset,
             "next_offset": self.next_offset,
             "max_offset": self.max_offset,
+            "end_offset": self.end_offset,
             "caught_up": self.caught_up,
             "failing": self.failing_since is not None,
             "offset_resets": self.offset_resets,
@@ -361,6 +376,13 @@ class _Run:
             else:  # RETRY
                 await asyncio.sleep(0 if broker_id != queue.suggested_id else self.poll_interval)
 
+    @staticmethod
+    def reached_end(queues: Sequence[QueueProgress]) -> bool:
+        """``to_end``: every queue has an end and has been read up to it."""
+        return bool(queues) and all(
+            q.end_offset is not None and q.next_offset is not None and q.next_offset >= q.end_offset for q in queues
+        )
+
     def idle(self, queues: Sequence[QueueProgress], idle_timeout: float) -> bool:
         now = time.monotonic()
         if now - self.last_message < idle_timeout:
@@ -376,6 +398,39 @@ def _queues(route: TopicRoute) -> list[QueueProgress]:
         if qd.readable:
             out.extend(QueueProgress(qd.broker_name, i) for i in range(qd.read_queue_nums))
     return out
+
+
+async def read_ends(
+    client: ConsumeClient, route: TopicRoute, queues: Sequence[QueueProgress], *, timeout: float, wait_s: float
+) -> None:
+    """Set each queue's ``end_offset`` (the ``to_end`` contract above): per master of the route, once it has
+    indexed everything it confirmed, the max offset of each of its queues. A master that cannot tell leaves its
+    queues' ends unset (the idle rule applies to them)."""
+    by_broker: dict[str, list[QueueProgress]] = {}
+    for queue in queues:
+        by_broker.setdefault(queue.broker_name, []).append(queue)
+
+    async def one(addr: str, own: list[QueueProgress]) -> None:
+        deadline = time.monotonic() + wait_s
+        while int((await client.get_runtime_info(addr, timeout=timeout)).get("dispatchBehindBytes", "0") or 0) > 0:
+            if time.monotonic() > deadline:
+                return
+            await asyncio.sleep(INDEX_POLL_S)
+        ends = [await client.get_max_offset(addr, route.topic, q.queue_id, timeout=timeout) for q in own]
+        for queue, end in zip(own, ends, strict=True):
+            queue.end_offset = end
+
+    async def guarded(addr: str, own: list[QueueProgress]) -> None:
+        with contextlib.suppress(RemotingException, OSError, ValueError):
+            await one(addr, own)
+
+    await asyncio.gather(
+        *(
+            guarded(broker.master_addr, by_broker[broker.broker_name])
+            for broker in route.broker_datas
+            if broker.master_addr is not None and broker.broker_name in by_broker
+        )
+    )
 
 
 async def ensure_consumer_group(client: RemotingClient, route: TopicRoute, group: str, *, timeout: float) -> list[str]:
@@ -414,9 +469,11 @@ async def consume(
     client: ConsumeClient | None = None,
     credentials: SessionCredentials | None = None,
     tls: ClientTls | None = None,
+    to_end: bool = False,
 ) -> ConsumeReport:
-    """Read ``topic`` from every queue until idle (or ``max_messages``) and report what was read; requests are
-    signed as ``credentials`` when given (an ACL 2.0 user)."""
+    """Read ``topic`` from every queue until idle (or ``max_messages``, or with ``to_end`` up to where each queue
+    ended when the read started) and report what was read; requests are signed as ``credentials`` when given (an
+    ACL 2.0 user)."""
     if start not in ("earliest", "latest"):
         raise ToolError(f"--from must be earliest or latest, got {start!r}")
     if read_from not in ("auto", "master"):
@@ -457,6 +514,8 @@ async def consume(
             poll_interval=poll_interval,
         )
         queues = _queues(route)
+        if to_end:
+            await read_ends(client, route, queues, timeout=timeout, wait_s=max(idle_timeout, timeout))
         if max_messages == 0:
             run.done.set()
         tasks = [asyncio.create_task(run.read(q), name=f"consume-{q.name}") for q in queues]
@@ -464,7 +523,7 @@ async def consume(
             while not run.done.is_set():
                 if any(t.done() for t in tasks):
                     break
-                if run.idle(queues, idle_timeout):
+                if (to_end and run.reached_end(queues)) or run.idle(queues, idle_timeout):
                     break
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(run.done.wait(), timeout=min(0.05, max(poll_interval, 0.001)))

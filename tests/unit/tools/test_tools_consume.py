@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import json
 from collections import deque
@@ -142,6 +143,33 @@ async def test_unreachable_queue_counts_as_failing_and_run_ends() -> None:
     assert not report.per_queue["b:0"].caught_up and report.per_queue["a:0"].caught_up
 
 
+async def test_to_end_stops_at_the_ends_read_at_start_without_waiting_for_idle() -> None:
+    client = _filled(25, {"a": {0: "a0"}, "b": {0: "b0"}})
+    client.dispatch_behind = {"a0": deque([120, 40])}  # a0 indexes its last puts first: ends read after that
+    # An hour of idle timeout: only the end rule can stop this run (the outer bound guards against a hang).
+    report = await asyncio.wait_for(
+        consume(None, "t", to_end=True, idle_timeout=3600, poll_interval=0.005, client=client), 60
+    )
+    assert (report.count, report.unique, report.digest) == (25, 25, _expected(25))
+    assert not client.dispatch_behind["a0"]  # asked until it reported nothing left to index
+    doc = report.to_json()
+    ends = {name: q["end_offset"] for name, q in doc["per_queue"].items()}
+    assert ends == {"a:0": 13, "a:1": 0, "b:0": 0, "b:1": 12}  # _filled: a's keys on queue 0, b's on queue 1
+
+
+async def test_to_end_leaves_a_broker_without_a_readable_end_to_the_idle_rule() -> None:
+    client = _filled(8, {"a": {0: "a0"}, "b": {0: "b0"}})
+    client.down = {"b0"}
+    report = await consume(None, "t", to_end=True, timeout=0.1, **FAST, client=client)
+    assert report.count == 4 and report.per_queue["b:0"].end_offset is None
+    assert report.per_queue["a:0"].end_offset == 4
+
+    behind = _filled(4, queues=1)
+    behind.dispatch_behind = {"a0": deque([1] * 100_000)}  # its index never catches up: no end is trusted
+    late = await consume(None, "t", to_end=True, timeout=0.1, **FAST, client=behind)
+    assert late.count == 4 and late.per_queue["a:0"].end_offset is None and late.per_queue["a:0"].caught_up
+
+
 async def test_setup_errors() -> None:
     with pytest.raises(ToolError, match="does not exist"):
         await consume(None, "nope", client=FakeClient())
@@ -173,6 +201,11 @@ def test_cli_consume(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixt
     args = parser.parse_args(["consume", "--namesrv", "ns", "--topic", "t", "--idle-timeout", "0.05"])
     assert args.func(args) == 0
     assert "5 (5 unique, 0 duplicates)" in capsys.readouterr().out
+    args = parser.parse_args(
+        ["consume", "--namesrv", "ns", "--topic", "t", "--idle-timeout", "3600", "--to-end", "--json"]
+    )
+    assert args.func(args) == 0  # an hour of idle timeout: --to-end ended it
+    assert {q["end_offset"] for q in json.loads(capsys.readouterr().out)["per_queue"].values()} == {3, 2}
     args = parser.parse_args(["consume", "--namesrv", "ns", "--topic", "missing"])
     assert args.func(args) == 1 and "does not exist" in capsys.readouterr().err
 

@@ -102,6 +102,8 @@ class FakeClient:
     created: list[tuple[str, str, int, int]] = field(default_factory=list)
     committed: list[tuple[str, str, int, int]] = field(default_factory=list)
     route_lookups: int = 0
+    dispatch_behind: dict[str, deque[int]] = field(default_factory=dict)
+    """Address -> the dispatchBehindBytes its next runtime-info answers report (then 0)."""
 
     # -- helpers
 
@@ -236,3 +238,8 @@ class FakeClient:
     ) -> None:
         self._check_up(addr)
         self.committed.append((addr, consumer_group, queue_id, offset))
+
+    async def get_runtime_info(self, addr: str, *, timeout: float | None = None) -> dict[str, str]:
+        self._check_up(addr)
+        behind = self.dispatch_behind.get(addr)
+        return {"dispatchBehindBytes": str(behind.popleft() if behind else 0)}
