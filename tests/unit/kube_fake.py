@@ -162,10 +162,15 @@ class FakeApi:
             conditions[:] = [c for c in conditions if c.get("type") != cond["type"]] + [cond]
         return copy.deepcopy(obj)
 
-    async def patch_status(self, kind: str, namespace: str, name: str, status: JSON) -> JSON:
-        self._write("patch_status", kind, name)
+    async def patch_status(
+        self, kind: str, namespace: str, name: str, status: JSON, *, resource_version: str | None = None
+    ) -> JSON:
         key = (kind, namespace, name)
         if key not in self.objects:
             raise KubeError(404, f"{kind}/{name} not found")
+        if resource_version is not None and self.objects[key]["metadata"].get("resourceVersion") != resource_version:
+            raise KubeError(409, f"Operation cannot be fulfilled on {kind} {name!r}: the object has been modified")
+        self._write("patch_status", kind, name)
         self.objects[key] = _merge(self.objects[key], {"status": status})
+        self._new_version(key)
         return copy.deepcopy(self.objects[key])

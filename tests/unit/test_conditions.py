@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from rocketmq_operator.api.models import Condition
-from rocketmq_operator.core.conditions import condition, conditions_match, set_condition
+from rocketmq_operator.core.conditions import condition, merge_status, set_condition
 from rocketmq_operator.core.status import merge_conditions
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
@@ -25,13 +29,6 @@ def test_set_condition_keeps_the_others_and_appends_a_new_type() -> None:
     assert again == conditions
 
 
-def test_conditions_match_compares_status_reason_and_message_of_the_wanted_ones() -> None:
-    current = [condition("Ready", "True", "Ok", "m", T0), condition("Reconciled", "True", "Applied", "", T0)]
-    assert conditions_match(current, [condition("Ready", "True", "Ok", "m", T1)])
-    assert not conditions_match(current, [condition("Ready", "True", "Ok", "changed", T1)])
-    assert not conditions_match(current, [condition("Switchover", "True", "Switched", "", T1)])
-
-
 def test_the_status_builder_uses_the_same_timing() -> None:
     previous = [Condition(type="Ready", status="True", reason="Ok", last_transition_time=T0)]
     merged = merge_conditions(previous, [("Ready", "True", "Ok", "new"), ("Writable", "False", "No", "")], T1, 2)
@@ -41,13 +38,56 @@ def test_the_status_builder_uses_the_same_timing() -> None:
     ]
 
 
-def test_status_unchanged_needs_the_keys_and_the_conditions() -> None:
-    from rocketmq_operator.core.conditions import status_unchanged
+# --- merge_status: one step's change over a status as read (the Kubernetes status writer sends the result) ---
 
-    current = {"leader": "a", "conditions": [condition("Ready", "True", "Ok", "m", T1)]}
-    flipped = {"leader": "a", "conditions": [condition("Ready", "False", "No", "m", T1)]}
-    assert status_unchanged(
-        current, {"leader": "a", "conditions": [condition("Ready", "True", "Ok", "m", T0)]}, ["leader"]
-    )
-    assert not status_unchanged(current, {"leader": "b", "conditions": []}, ["leader"])
-    assert not status_unchanged(current, flipped, ["leader"])
+
+def _c(type_: str, status: str = "True", reason: str = "R", when: str = T1) -> dict[str, Any]:
+    return {"type": type_, "status": status, "reason": reason, "message": "", "lastTransitionTime": when}
+
+
+MERGE_CASES = [
+    pytest.param({}, {}, {}, None, id="nothing-asked"),
+    pytest.param({"phase": "Running"}, {"phase": "Running"}, {}, None, id="field-already-so"),
+    pytest.param({"phase": "Running"}, {"phase": "Degraded"}, {}, {"phase": "Degraded"}, id="field-changed"),
+    pytest.param({"fenced": ["a"]}, {"fenced": None}, {}, {"fenced": None}, id="field-removed"),
+    pytest.param({}, {"fenced": None}, {}, None, id="absent-field-removed-is-no-change"),
+    pytest.param(
+        {"conditions": [_c("Reconciled", when=T0)]},
+        {},
+        {"Fence": _c("Fence")},
+        {"conditions": [_c("Reconciled", when=T0), _c("Fence")]},
+        id="new-condition-keeps-the-others",
+    ),
+    pytest.param(
+        {"conditions": [_c("Ready", when=T0), _c("Fence", when=T0)]},
+        {},
+        {"Ready": _c("Ready", reason="Other")},
+        {"conditions": [_c("Ready", reason="Other", when=T0), _c("Fence", when=T0)]},
+        id="same-status-keeps-its-transition-time",
+    ),
+    pytest.param(
+        {"conditions": [_c("Ready", when=T0)]},
+        {},
+        {"Ready": _c("Ready", status="False")},
+        {"conditions": [_c("Ready", status="False")]},
+        id="status-flip-takes-the-new-transition-time",
+    ),
+    pytest.param(
+        {"conditions": [_c("Ready", when=T0), _c("RolloutBlocked", when=T0)]},
+        {},
+        {"RolloutBlocked": None},
+        {"conditions": [_c("Ready", when=T0)]},
+        id="condition-removed",
+    ),
+    pytest.param({"conditions": [_c("Ready", when=T0)]}, {}, {"Fence": None}, None, id="absent-condition-removed"),
+    pytest.param(
+        {"conditions": [_c("Ready", when=T0)]}, {}, {"Ready": _c("Ready", when=T1)}, None, id="same-condition"
+    ),
+]
+
+
+@pytest.mark.parametrize(("current", "fields", "wanted", "patch"), MERGE_CASES)
+def test_merge_status(
+    current: dict[str, Any], fields: dict[str, Any], wanted: dict[str, Any], patch: dict[str, Any] | None
+) -> None:
+    assert merge_status(current, fields, wanted) == patch

@@ -60,4 +60,19 @@ def test_make_test_still_lints_and_typechecks_beside_the_e2e_tests() -> None:
     assert recipe is not None and "scripts/run-tests.sh $(MAKE)" in recipe.group(1), makefile
     script = (ROOT / "scripts" / "run-tests.sh").read_text(encoding="utf-8")
     assert re.search(r'^\s*step lint "\$MAKE_CMD" --no-print-directory lint typecheck$', script, re.M), script
-    assert "for name in k8s chaos lint; do" in script and '[ "$step_rc" = 0 ] || rc=$step_rc' in script
+    assert "for name in k8s chaos lint integration; do" in script and '[ "$step_rc" = 0 ] || rc=$step_rc' in script
+
+
+def test_make_test_runs_the_integration_files_it_moves_out_of_stage_1_beside_the_e2e_tests() -> None:
+    """Stage 1 ignores the files of BESIDE_E2E and the side line runs exactly them, with stage 1's marker filter:
+    nothing is run twice and nothing is left out."""
+    script = (ROOT / "scripts" / "run-tests.sh").read_text(encoding="utf-8")
+    listed = re.search(r"^BESIDE_E2E=\(([^)]*)\)$", script, re.M)
+    assert listed is not None
+    files = listed.group(1).split()
+    assert files and all((ROOT / f).is_file() for f in files), files
+    assert 'for path in "${BESIDE_E2E[@]}"; do ignore+=(--ignore "$path"); done' in script
+    assert '"${NO_CLUSTER[@]}" "${ignore[@]}" tests || rc=$?' in script
+    assert re.search(
+        r'^\s*step integration "\$\{PYTEST\[@\]\}" "\$\{NO_CLUSTER\[@\]\}" "\$\{BESIDE_E2E\[@\]\}"$', script, re.M
+    )

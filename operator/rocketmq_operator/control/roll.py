@@ -20,10 +20,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from rocketmq_operator.api.models import BrokerGroup, RolloutStatus
+from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.control.switchover import OperationRefused, switchover
+from rocketmq_operator.core.conditions import condition
 from rocketmq_operator.core.config_change import group_revision
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.quorum import effective_quorum
@@ -144,11 +146,12 @@ def roll_settings(
     )
 
 
-def rollout_blocked_condition(rollout: RolloutStatus | None) -> dict[str, str] | None:
-    """The RolloutBlocked condition while a roll is blocked (its reason and message say why and the fix)."""
+def rollout_blocked_condition(rollout: RolloutStatus | None) -> dict[str, Any] | None:
+    """The RolloutBlocked condition while a roll is blocked (its reason and message say why and the fix); its
+    lastTransitionTime is now (the status writer keeps an earlier one while the roll stays blocked)."""
     if rollout is None or rollout.phase != "Blocked":
         return None
-    return {"type": "RolloutBlocked", "status": "True", "reason": rollout.reason, "message": rollout.message}
+    return condition("RolloutBlocked", "True", rollout.reason or "", rollout.message, now_iso())
 
 
 PHASES = {

@@ -1,8 +1,10 @@
 """Kubernetes-convention conditions (type, status, reason, message, lastTransitionTime), written once.
 
 `condition` builds one (its lastTransitionTime carries over from the previous one unless the status flips);
-`set_condition` sets one in a list; `conditions_match` says whether a status write is needed. The BrokerGroup
-status (`core.status`), the reconciler and the Kubernetes group pass all use these.
+`set_condition` sets one in a list. The BrokerGroup status (`core.status`), the reconciler and the Kubernetes
+group pass all use these. `merge_status` is what the Kubernetes status writer (`platforms.kubernetes.status_writer`)
+sends: one step's changes over a status as read, every other field and condition kept, or nothing when the status
+already says them.
 """
 
 from __future__ import annotations
@@ -59,20 +61,40 @@ def set_condition(
     return out
 
 
-def conditions_match(current: Sequence[Mapping[str, Any]], wanted: Sequence[Mapping[str, Any]]) -> bool:
-    """Every wanted condition is already in `current` with the same status, reason and message (timestamps
-    move only with the status, so this decides whether a status write is needed)."""
-
-    def key(c: Mapping[str, Any]) -> tuple[Any, Any, Any]:
-        return (c.get("status"), c.get("reason"), c.get("message"))
-
-    have = {c.get("type"): key(c) for c in current}
-    return all(have.get(c.get("type")) == key(c) for c in wanted)
+def _same_condition(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return all(a.get(k) == b.get(k) for k in ("status", "reason", "message", "observedGeneration"))
 
 
-def status_unchanged(current: Mapping[str, Any], wanted: Mapping[str, Any], keys: Sequence[str]) -> bool:
-    """`current` already says what `wanted` says: the same value for each of `keys` and matching conditions
-    (so a pass that would change nothing writes nothing)."""
-    if any(current.get(k) != wanted.get(k) for k in keys):
-        return False
-    return conditions_match(current.get("conditions") or [], wanted.get("conditions") or [])
+def merge_status(
+    current: Mapping[str, Any],
+    fields: Mapping[str, Any],
+    conditions: Mapping[str, Mapping[str, Any] | None],
+) -> dict[str, Any] | None:
+    """The merge patch of a status that sets ``fields`` (a value of None removes the field) and ``conditions``
+    (by type: the condition, or None to remove it) over ``current`` as read; None when ``current`` already says
+    all of it. The patch carries the whole merged conditions list (a JSON merge patch replaces lists): every
+    condition of another type is kept as read, and a set condition keeps its lastTransitionTime while its status
+    does not change."""
+    patch: dict[str, Any] = {k: v for k, v in fields.items() if current.get(k) != v}
+    have: list[Mapping[str, Any]] = list(current.get("conditions") or [])
+    by_type = {c.get("type"): c for c in have}
+    if any(not _same_condition(by_type.get(t), c) for t, c in conditions.items()):
+        merged: list[dict[str, Any]] = []
+        for cond in have:
+            type_ = str(cond.get("type"))
+            if type_ not in conditions:
+                merged.append(dict(cond))
+            elif (wanted := conditions[type_]) is not None:
+                merged.append(_carry_transition(wanted, cond))
+        merged.extend(dict(c) for t, c in conditions.items() if c is not None and t not in by_type)
+        patch["conditions"] = merged
+    return patch or None
+
+
+def _carry_transition(wanted: Mapping[str, Any], previous: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(wanted)
+    if previous.get("status") == wanted.get("status") and previous.get("lastTransitionTime"):
+        out["lastTransitionTime"] = previous["lastTransitionTime"]
+    return out

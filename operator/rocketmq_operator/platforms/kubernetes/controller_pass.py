@@ -17,10 +17,11 @@ import kopf
 
 from rocketmq_operator.api.models import ControllerGroup, ControllerGroupStatus
 from rocketmq_operator.control.clock import now_iso
-from rocketmq_operator.core.conditions import conditions_match, set_condition, status_unchanged
+from rocketmq_operator.core.conditions import condition
 from rocketmq_operator.core.status import build_controller_status
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.resources import validated
+from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
 from rocketmq_operator.platforms.kubernetes.tls import TLS_CA_DIR, controller_restart, trust_group
 from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.render.kubernetes import LABEL_GROUP, controller_addresses, name_server_addresses
@@ -61,6 +62,9 @@ async def _restart_after_renewal(kube: KubeClient, cg: ControllerGroup, ns: str,
                  cg.metadata.name, pod, name)  # fmt: skip
 
 
+CONTROLLER_STATUS_KEYS = ("leader", "nameServers", "controllers", "readyReplicas", "phase")
+
+
 async def controller_pass(kube: KubeClient, client: RemotingClient, resource: kopf.Body) -> None:
     body: JSON = dict(resource)
     ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
@@ -69,9 +73,9 @@ async def controller_pass(kube: KubeClient, client: RemotingClient, resource: ko
     cg = report.resource
     if not isinstance(cg, ControllerGroup):
         message = "; ".join(str(p) for p in report.errors)
-        conditions = set_condition(current.get("conditions") or [], "Ready", "False", "InvalidSpec", message, now_iso())
-        if not conditions_match(current.get("conditions") or [], conditions):
-            await kube.patch_status("ControllerGroup", ns, name, {"conditions": conditions})
+        previous = next((c for c in current.get("conditions") or [] if c.get("type") == "Ready"), None)
+        ready = condition("Ready", "False", "InvalidSpec", message, now_iso(), previous=previous)
+        await write_status(kube, body, StatusChange(conditions={"Ready": ready}))
         return
     cg.metadata.namespace = ns
     component = "controller"
@@ -96,7 +100,9 @@ async def controller_pass(kube: KubeClient, client: RemotingClient, resource: ko
         body["metadata"].get("generation"),
     )
     wanted = status.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if status_unchanged(current, wanted, ("leader", "nameServers", "controllers", "readyReplicas", "phase")):
-        return
-    wanted.pop("observedGeneration", None)  # the reconciler's
-    await kube.patch_status("ControllerGroup", ns, name, wanted)
+    # The pass's own fields and conditions (observedGeneration and Reconciled are the reconciler's).
+    change = StatusChange(
+        fields={k: wanted.get(k) for k in CONTROLLER_STATUS_KEYS},
+        conditions={c["type"]: c for c in wanted.get("conditions", [])},
+    )
+    await write_status(kube, body, change)

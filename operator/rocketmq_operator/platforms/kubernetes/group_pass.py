@@ -29,9 +29,6 @@ from rocketmq_operator.control.switchover import OperationRefused, switchover_gr
 from rocketmq_operator.core.conditions import (
     ConditionStatus,
     condition,
-    conditions_match,
-    set_condition,
-    status_unchanged,
 )
 from rocketmq_operator.core.failover import ProcessState, SwitchoverTargetError, switchover_target_id
 from rocketmq_operator.core.fence import parse_fence_annotation
@@ -44,6 +41,7 @@ from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
 from rocketmq_operator.platforms.kubernetes.roll import apply_hot_keys, roll_pass
+from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
 from rocketmq_operator.platforms.kubernetes.storage import storage_pass
 from rocketmq_operator.platforms.kubernetes.tls import TLS_CA_DIR, trust_group
 from rocketmq_operator.platforms.kubernetes.topics import reassert_topics
@@ -134,13 +132,16 @@ async def observe_pass(
     )
     status.writable = status.writable and topics_asserted
     wanted = _status_doc(status)
-    if not status_unchanged(previous_doc, wanted, STATUS_KEYS):
-        # Keep the reconciler's conditions (Reconciled) next to the observer's.
-        observer_types = {c["type"] for c in wanted.get("conditions", [])}
-        kept = [c for c in previous_doc.get("conditions", []) if c.get("type") not in observer_types]
-        wanted["conditions"] = kept + wanted.get("conditions", [])
-        wanted["observedGeneration"] = previous_doc.get("observedGeneration")
-        await kube.patch_status("BrokerGroup", ns, name, wanted)
+    # The observer's own fields and conditions only: the reconciler's (Reconciled, observedGeneration), the
+    # fences', the roll's and storage's are theirs (status_writer).
+    await write_status(
+        kube,
+        body,
+        StatusChange(
+            fields={k: wanted.get(k) for k in STATUS_KEYS},
+            conditions={c["type"]: c for c in wanted.get("conditions", [])},
+        ),
+    )
     _metrics(metrics, ns, name, status)
     metrics.record_quorum_and_conditions(ns, name, bg.spec, status)
     if previous is not None and len(status.history) > len(previous.history):
@@ -228,11 +229,9 @@ async def _converge(
 
 async def _write_not_ready(kube: KubeClient, body: JSON, reason: str, message: str) -> None:
     """Ready=False for a BrokerGroup whose spec cannot be observed at all (invalid)."""
-    current = (body.get("status") or {}).get("conditions") or []
-    wanted = set_condition(current, "Ready", "False", reason, message, now_iso(), body["metadata"].get("generation"))
-    if not conditions_match(current, wanted):
-        meta = body["metadata"]
-        await kube.patch_status("BrokerGroup", meta["namespace"], meta["name"], {"conditions": wanted})
+    current = next((c for c in (body.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), None)
+    ready = condition("Ready", "False", reason, message, now_iso(), body["metadata"].get("generation"), current)
+    await write_status(kube, body, StatusChange(conditions={"Ready": ready}))
 
 
 async def _switchover(
@@ -286,8 +285,7 @@ async def _switchover(
             ok, reason, message = False, "Refused", str(exc)
     kopf.event(resource, type="Normal" if ok else "Warning", reason=f"Switchover{reason}", message=message)
     outcome = condition("Switchover", "True" if ok else "False", reason, message, now_iso())
-    others = [c for c in (resource.get("status") or {}).get("conditions", []) if c.get("type") != "Switchover"]
-    await kube.patch_status("BrokerGroup", ns, name, {"conditions": [*others, outcome]})
+    await write_status(kube, resource, StatusChange(conditions={"Switchover": outcome}))
     # Cleared when done, so the desired state in Git can drop it and a re-apply does not switch again.
     await kube.patch("BrokerGroup", ns, name, {"metadata": {"annotations": {ANNOTATION_SWITCHOVER_TO: None}}})
 
@@ -309,7 +307,7 @@ async def _fence_pass(
     `status.fenced` and the `Fence` condition when they change (False with the reason while something asked
     cannot be done; dropped once nothing is fenced), one Event per step. Returns the replicas fenced or asked
     to be, which the hot keys leave alone and the switchover and the roll avoid."""
-    ns, name = resource["metadata"]["namespace"], resource["metadata"]["name"]
+    name = resource["metadata"]["name"]
     wanted = parse_fence_annotation((resource["metadata"].get("annotations") or {}).get(ANNOTATION_FENCE))
     status_doc = resource.get("status") or {}
     recorded = list(status_doc.get("fenced") or [])
@@ -345,20 +343,8 @@ async def _fence_pass(
             "the roll waits meanwhile; unfence: kubectl rocketmq unfence REPLICA"
         )
         wanted_condition = condition(FENCE_CONDITION, "True", "Fenced", message, now_iso(), None, current)
-    same_condition = (current is None and wanted_condition is None) or (
-        current is not None
-        and wanted_condition is not None
-        and all(current.get(k) == wanted_condition.get(k) for k in ("status", "reason", "message"))
-    )
-    if sorted(recorded) != sorted(fenced) or not same_condition:
-        # Read back: this pass's observer has just written the other conditions.
-        latest = ((await kube.get("BrokerGroup", ns, name) or {}).get("status") or {}).get("conditions") or []
-        others = [c for c in latest if c.get("type") != FENCE_CONDITION]
-        patch: JSON = {
-            "fenced": sorted(fenced) or None,
-            "conditions": others + ([wanted_condition] if wanted_condition else []),
-        }
-        await kube.patch_status("BrokerGroup", ns, name, patch)
+    change = StatusChange(fields={"fenced": sorted(fenced) or None}, conditions={FENCE_CONDITION: wanted_condition})
+    await write_status(kube, resource, change)
     return frozenset(wanted) | frozenset(fenced)
 
 

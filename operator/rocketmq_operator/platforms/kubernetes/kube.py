@@ -399,8 +399,14 @@ class KubeClient:
         """Strategic merge patch (core kinds): lists such as status.conditions merge by their key."""
         return await self._patch(kind, namespace, name, patch, "application/strategic-merge-patch+json", sub or "")
 
-    async def patch_status(self, kind: str, namespace: str, name: str, status: JSON) -> JSON:
-        return await self._patch(kind, namespace, name, {"status": status}, "application/merge-patch+json", "status")
+    async def patch_status(
+        self, kind: str, namespace: str, name: str, status: JSON, *, resource_version: str | None = None
+    ) -> JSON:
+        """Merge-patch the status subresource; with ``resource_version`` only at that version (else 409)."""
+        body: JSON = {"status": status}
+        if resource_version is not None:
+            body["metadata"] = {"resourceVersion": resource_version}
+        return await self._patch(kind, namespace, name, body, "application/merge-patch+json", "status")
 
 
 def _message(exc: Any) -> str:

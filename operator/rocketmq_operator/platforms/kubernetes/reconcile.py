@@ -20,11 +20,12 @@ from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
 from rocketmq_operator.control.clock import now_iso
-from rocketmq_operator.core.conditions import conditions_match, set_condition
+from rocketmq_operator.core.conditions import set_condition
 from rocketmq_operator.core.config_change import running_downgrade_warning
 from rocketmq_operator.platforms.kubernetes.auth import admin_config_objects
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
+from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
 from rocketmq_operator.platforms.kubernetes.tls import certificate_objects
 from rocketmq_operator.render.kubernetes import RenderError, render_broker_group, render_controller_group
 from rocketmq_operator.render.kubernetes.network_policy import network_policy_names
@@ -154,7 +155,7 @@ async def reconcile(kube: KubeClient, body: JSON) -> Outcome:
             if isinstance(resource, BrokerGroup | ControllerGroup):
                 await delete_stale_network_policies(kube, resource, objects, body, outcome)
     outcome.seconds = time.monotonic() - started
-    await write_status(kube, body, outcome)
+    await write_reconciled(kube, body, outcome)
     return outcome
 
 
@@ -215,11 +216,11 @@ def desired_status(body: JSON, outcome: Outcome, now: str) -> JSON:
     return {"observedGeneration": generation, "conditions": conditions}
 
 
-async def write_status(kube: KubeClient, body: JSON, outcome: Outcome) -> None:
-    current = body.get("status") or {}
+async def write_reconciled(kube: KubeClient, body: JSON, outcome: Outcome) -> None:
+    """observedGeneration and the Reconciled condition, through the one status writer."""
     wanted = desired_status(body, outcome, now_iso())
-    if current.get("observedGeneration") == wanted["observedGeneration"] and conditions_match(
-        current.get("conditions") or [], wanted["conditions"]
-    ):
-        return
-    await kube.patch_status(body["kind"], body["metadata"]["namespace"], body["metadata"]["name"], wanted)
+    reconciled = next(c for c in wanted["conditions"] if c.get("type") == "Reconciled")
+    change = StatusChange(
+        fields={"observedGeneration": wanted["observedGeneration"]}, conditions={"Reconciled": reconciled}
+    )
+    await write_status(kube, body, change)

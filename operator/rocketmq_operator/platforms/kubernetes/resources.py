@@ -18,6 +18,7 @@ from rocketmq_operator.api.validation import Report, validate_document
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.core.conditions import ConditionStatus, condition
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
 
 JSON = dict[str, Any]
 
@@ -67,20 +68,9 @@ async def write_condition(
     kube: KubeClient, body: JSON, type_: str, wanted: tuple[ConditionStatus, str, str] | None
 ) -> bool:
     """Set the condition `type_` of the resource `body` to (status, reason, message), or remove it (`wanted`
-    None), keeping every other condition. Compared with `body` as this pass read it: nothing is written when it
-    already says that. The list is read back before the write, since this pass's observer may have written its
-    own conditions meanwhile. True when written."""
+    None), keeping every other condition (`status_writer`: nothing is written when `body` as this pass read it
+    already says that). True when written."""
     meta = body["metadata"]
     old = next((c for c in (body.get("status") or {}).get("conditions") or [] if c.get("type") == type_), None)
-    if old is None and wanted is None:
-        return False
-    if old is not None and wanted is not None and (old.get("status"), old.get("reason"), old.get("message")) == wanted:
-        return False
-    fresh = await kube.get(body["kind"], meta["namespace"], meta["name"]) or {}
-    current = (fresh.get("status") or {}).get("conditions") or []
-    kept = [c for c in current if c.get("type") != type_]
-    if wanted is not None:
-        previous = next((c for c in current if c.get("type") == type_), None)
-        kept.append(condition(type_, *wanted, now_iso(), meta.get("generation"), previous=previous))
-    await kube.patch_status(body["kind"], meta["namespace"], meta["name"], {"conditions": kept})
-    return True
+    new = condition(type_, *wanted, now_iso(), meta.get("generation"), previous=old) if wanted is not None else None
+    return await write_status(kube, body, StatusChange(conditions={type_: new}))

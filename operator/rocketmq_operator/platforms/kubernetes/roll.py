@@ -42,6 +42,7 @@ from rocketmq_operator.control.roll import (
 from rocketmq_operator.core.config_change import HOT_BROKER_KEYS
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
 from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.render.config import BrokerPlacement, broker_config
 
@@ -161,14 +162,12 @@ async def roll_pass(
     forgotten = await _forget_removed(client, settings, bg, before, pods, removing)
     after = await run_roll_step(client, state, settings, forgotten, PodRoll(kube, ns, revisions, replaced, sts))
     if after is not None and after != before:
-        doc: JSON = {"rollout": after.model_dump(mode="json", by_alias=True)}
-        blocked = rollout_blocked_condition(after)
-        # This pass's observer has just written conditions: keep them (read back), set or drop RolloutBlocked.
-        current = ((await kube.get("BrokerGroup", ns, name) or {}).get("status") or {}).get("conditions") or []
-        kept = [c for c in current if c.get("type") != "RolloutBlocked"]
-        if blocked is not None or len(kept) != len(current):
-            doc["conditions"] = kept + ([blocked] if blocked is not None else [])
-        await kube.patch_status("BrokerGroup", ns, name, doc)
+        change = StatusChange(
+            fields={"rollout": after.model_dump(mode="json", by_alias=True)},
+            conditions={"RolloutBlocked": rollout_blocked_condition(after)},
+        )
+        # The status as this pass read it is not at hand: the writer reads it (only when the rollout moved).
+        await write_status(kube, {"kind": "BrokerGroup", "metadata": {"namespace": ns, "name": name}}, change)
     return after
 
 

@@ -11,17 +11,19 @@ keeps the finalizer until every placement reports the topic gone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ConsumerGroup, DeletionPolicy, Topic
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.control.topics import AssertReport, GroupTopicMemory, assert_group
-from rocketmq_operator.core.conditions import condition, conditions_match
+from rocketmq_operator.core.conditions import condition
 from rocketmq_operator.core.observation import GroupState
 from rocketmq_operator.core.topics import wanted_on_groups
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.resources import validated
+from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, StatusChangeFrom, write_status
 from rocketmq_operator.remoting import RemotingClient
 
 JSON = dict[str, Any]
@@ -113,31 +115,8 @@ async def _write_statuses(
         metrics.topic_present.labels(namespace=ns, topic=resource.topic_name, group=group).set(
             1 if info is not None else 0
         )
-        status: JSON = item.get("status") or {}
-        placements = _placements(status, group, mine)
-        on = sorted(str(p["brokerGroup"]) for p in placements if p.get("exists"))
-        ready = all(p.get("exists") for p in placements)
         refusals = [r.message for r in report.refusals if r.name == resource.topic_name]
-        wanted: JSON = {
-            "topicName": resource.topic_name,
-            "placements": placements,
-            "brokerGroups": on,
-            "readQueueNums": resource.spec.read_queue_nums,
-            "writeQueueNums": resource.spec.write_queue_nums,
-            "ready": ready,
-            "conditions": [
-                condition(
-                    "Ready",
-                    "True" if ready and not refusals else "False",
-                    "Asserted" if ready and not refusals else ("Refused" if refusals else "Missing"),
-                    "; ".join(refusals) or ("on " + ", ".join(on) if on else "not on any master yet"),
-                    now,
-                    previous=_ready(status),
-                )
-            ],
-        }
-        if _changed(status, wanted):
-            await kube.patch_status("Topic", ns, item["metadata"]["name"], wanted)
+        await write_status(kube, item, _topic_status(resource, group, mine, refusals, now))
     for item, resource in groups:
         if not isinstance(resource, ConsumerGroup) or group not in _groups_of(resource, bg):
             continue
@@ -149,42 +128,64 @@ async def _write_statuses(
                 value
             )
         mine = {"brokerGroup": group, "master": report.master, "exists": exists, "lag": lag}
-        status = item.get("status") or {}
-        placements = _placements(status, group, mine)
+        await write_status(kube, item, _consumer_group_status(resource, group, mine, now))
+
+
+def _topic_status(resource: Topic, group: str, mine: JSON, refusals: list[str], now: str) -> StatusChangeFrom:
+    """A Topic's status with this BrokerGroup's placement merged into the placements of the status it applies to
+    (every BrokerGroup the Topic is placed on writes its own)."""
+
+    def change(status: Mapping[str, Any]) -> StatusChange:
+        placements = _placements(dict(status), group, mine)
+        on = sorted(str(p["brokerGroup"]) for p in placements if p.get("exists"))
+        ready = all(p.get("exists") for p in placements)
+        fields: JSON = {
+            "topicName": resource.topic_name,
+            "placements": placements,
+            "brokerGroups": on,
+            "readQueueNums": resource.spec.read_queue_nums,
+            "writeQueueNums": resource.spec.write_queue_nums,
+            "ready": ready,
+        }
+        ready_condition = condition(
+            "Ready",
+            "True" if ready and not refusals else "False",
+            "Asserted" if ready and not refusals else ("Refused" if refusals else "Missing"),
+            "; ".join(refusals) or ("on " + ", ".join(on) if on else "not on any master yet"),
+            now,
+            previous=_ready(dict(status)),
+        )
+        return StatusChange(fields=fields, conditions={"Ready": ready_condition})
+
+    return change
+
+
+def _consumer_group_status(resource: ConsumerGroup, group: str, mine: JSON, now: str) -> StatusChangeFrom:
+    """A ConsumerGroup's status with this BrokerGroup's placement merged in (as `_topic_status`)."""
+
+    def change(status: Mapping[str, Any]) -> StatusChange:
+        placements = _placements(dict(status), group, mine)
         ready = all(p.get("exists") for p in placements)
         lags = [p["lag"] for p in placements if p.get("lag") is not None]
-        wanted = {
+        fields: JSON = {
             "groupName": resource.group_name,
             "placements": placements,
             "brokerGroups": sorted(str(p["brokerGroup"]) for p in placements if p.get("exists")),
             "lag": sum(lags) if lags else None,
             "ready": ready,
-            "conditions": [
-                condition(
-                    "Ready",
-                    "True" if ready else "False",
-                    "Asserted" if ready else "Missing",
-                    "on every master" if ready else "not on every master yet",
-                    now,
-                    previous=_ready(status),
-                )
-            ],
         }
-        if wanted["lag"] is None:
-            del wanted["lag"]
-        if _changed(status, wanted):
-            await kube.patch_status("ConsumerGroup", ns, item["metadata"]["name"], wanted)
+        ready_condition = condition(
+            "Ready",
+            "True" if ready else "False",
+            "Asserted" if ready else "Missing",
+            "on every master" if ready else "not on every master yet",
+            now,
+            previous=_ready(dict(status)),
+        )
+        return StatusChange(fields=fields, conditions={"Ready": ready_condition})
+
+    return change
 
 
 def _ready(status: JSON) -> JSON | None:
     return next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
-
-
-def _changed(current: JSON, wanted: JSON) -> bool:
-    for key, value in wanted.items():
-        if key == "conditions":
-            if not conditions_match(current.get("conditions") or [], value):
-                return True
-        elif current.get(key) != value:
-            return True
-    return False
