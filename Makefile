@@ -31,6 +31,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/import_cycles.py
 
 # The quick loop while working (about 1-2 min warm): what `make test` checks first (lint, typecheck, import
 # layers) and the unit tests, which need no JVM and no cluster. The k8s-marked unit tests need the kubectl that

@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from rocketmq_operator.cli.kubectl import group_document, now_iso, render_status
 from rocketmq_operator.cli.kubectl_api import Cluster, PluginError
+from rocketmq_operator.cli.kubectl_view import group_document, now_iso, render_status
 from rocketmq_operator.render.kubernetes.names import LABEL_GROUP
 
 JSON = dict[str, Any]

@@ -38,7 +38,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from rocketmq_operator.platforms.local.roll import apply
+    from rocketmq_operator.platforms.local.apply import apply
 
     return apply(args.files, resolve_state_dir(args.state_dir))
 

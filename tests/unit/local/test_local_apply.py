@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from rocketmq_operator.cli import main
-from rocketmq_operator.platforms.local import control, report, roll
+from rocketmq_operator.platforms.local import apply as local_apply
+from rocketmq_operator.platforms.local import control, roll
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import port_needs, render_configs
 from rocketmq_operator.platforms.local.ports import pack
@@ -27,7 +28,7 @@ def running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[StateLayou
     """The quickstart as `local up` leaves it (configs, state.json), a supervisor said to run, and the requests
     `local apply` sends it (answered ok)."""
     monkeypatch.setattr(roll, "ensure_distribution", lambda version, log=None: Path(f"/dist/{version}"))
-    monkeypatch.setattr(report, "supervisor_running", lambda state: True)
+    monkeypatch.setattr(local_apply, "supervisor_running", lambda state: True)
     layout = StateLayout(tmp_path / "state")
     resources, errors, _, _ = control.validate([str(QUICKSTART)])
     assert not errors
@@ -42,11 +43,11 @@ def running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[StateLayou
     write_state(layout.state_file, state)
     sent: list[dict[str, Any]] = []
 
-    def request(layout: StateLayout, op: str, **body: Any) -> dict[str, Any]:
+    async def request(layout: StateLayout, op: str, **body: Any) -> dict[str, Any]:
         sent.append({"op": op, **body})
         return {"ok": True, "message": "applied"}
 
-    monkeypatch.setattr(control, "_request", request)
+    monkeypatch.setattr(control, "request", request)
     return layout, sent
 
 

@@ -2,8 +2,9 @@
 
 Contract (see each module's docstring for its own):
 
-* `rocketmq-operator local up|status|down|kill|start|dist-path` (`cli`) is the user interface; `control` holds
-  the logic behind it and is what tests call.
+* `rocketmq-operator local up|status|down|kill|start|apply|dist-path` (`cli`) is the user interface; `control`
+  (and `apply` for `local apply`) holds the logic behind it and is what tests call; `roll` is the supervisor's side
+  of a roll.
 * Configs come from `rocketmq_operator.render.config`, the renderers the Kubernetes platform uses; `placement`
   supplies only what differs locally: 127.0.0.1 addresses, ports (`ports`) and paths under the state directory
   (`layout`), plus small-footprint platform defaults.

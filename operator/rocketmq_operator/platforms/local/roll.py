@@ -1,4 +1,5 @@
-"""Rolling restarts on the local platform: revisions, `local apply`, and the supervisor's side of a roll.
+"""Rolling restarts on the local platform: revisions, and the supervisor's side of a roll (`local apply`, the user's
+command that starts one, is `platforms.local.apply`).
 
 Contract:
 
@@ -11,46 +12,34 @@ Contract:
   the roll asked for it (`roll_requested`, set by `LocalRoll.roll_restart`): a crash restart, or `local up` after a
   killed supervisor, restarts every replica on the revision it ran, and the roll goes on from
   `status/<group>.rollout.json`.
-* `apply(files, state_dir)` (`local apply -f`): validate, render with the running ports, write the configs, hand
-  the new desired state to the supervisor (request `apply`), then send hot keys to the running brokers and read
-  them back (`control.roll.apply_hot_config`). Prints what the change needs (`describe_change`), the spec.jvm
-  sizes it does not apply (`placement.jvm_not_applied`) and the Topics and ConsumerGroups added, changed or
-  removed (`render.diff.describe_topic_changes`: the supervisor's `TopicPolicy` asserts what the new resources
-  declare); warns of a downgrade (`render.diff.diff_warnings`). Scaling outside controller mode is refused.
-  Nothing running (or never started) exits 3 (`control.not_running`).
 * `LocalRoll` is the supervisor's `control.roll.RollPlatform`: one `control.roll.run_roll_step` per group per
   policy pass; the rollout status is persisted after every step.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import ValidationError
 
 from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup, RolloutStatus
 from rocketmq_operator.control.roll import (
     Revisions,
     RollSettings,
-    apply_hot_config,
     forget_replicas,
     roll_settings,
     rollout_blocked_condition,
     run_roll_step,
 )
-from rocketmq_operator.core.config_change import classify, describe_change, revision
+from rocketmq_operator.core.config_change import revision
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
-from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, state_client, store_secrets
 from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION, dist_dir, ensure_distribution
 from rocketmq_operator.platforms.local.layout import StateLayout
-from rocketmq_operator.platforms.local.placement import build_state, jvm_not_applied, load_resources, manifest_digest
+from rocketmq_operator.platforms.local.placement import build_state, load_resources
 from rocketmq_operator.platforms.local.state import (
     STOPPED,
     GroupInfo,
@@ -59,15 +48,13 @@ from rocketmq_operator.platforms.local.state import (
     pid_alive,
     write_json_atomic,
 )
-from rocketmq_operator.platforms.local.tls import TlsConfigError, check_tls, ensure_certificates, tls_groups
 from rocketmq_operator.remoting import RemotingClient, parse_properties_text
-from rocketmq_operator.render.diff import describe_topic_changes, diff_warnings
 
 if TYPE_CHECKING:
     from rocketmq_operator.platforms.local.supervisor import Supervisor
 
 
-def _version_of(resources: Sequence[AnyResource]) -> dict[str, str]:
+def versions_of(resources: Sequence[AnyResource]) -> dict[str, str]:
     """Owning resource name -> its RocketMQ version."""
     return {r.metadata.name: r.spec.version for r in resources if isinstance(r, BrokerGroup | ControllerGroup)}
 
@@ -94,7 +81,7 @@ def desired_state(
     state = build_state(
         resources, ports, layout, files=files, distribution=default_home, rocketmq_version=ROCKETMQ_VERSION
     )
-    versions = _version_of(resources)
+    versions = versions_of(resources)
     for r in state.replicas:
         version = versions.get(r.group, ROCKETMQ_VERSION)
         home = str(ensure_distribution(version, log=log))
@@ -317,222 +304,3 @@ class LocalRoll:
         changed = before is None or (after.phase, after.message) != (before.phase, before.message)
         shown = after.current_step if after.phase == "Rolling" else after.message
         return f"rollout {after.phase}: {shown}" if changed else None
-
-
-# ---------------------------------------------------------------------------------------------- local apply
-
-
-def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
-    from rocketmq_operator.platforms.local import control
-    from rocketmq_operator.platforms.local.placement import PlacementError, check_names, render_configs
-    from rocketmq_operator.platforms.local.report import supervisor_running
-    from rocketmq_operator.platforms.local.state import StateError
-
-    layout = StateLayout(state_dir)
-    try:  # first: a stopped cluster is the one thing to say (not the manifests' warnings before it)
-        existing = control.read_existing(layout)
-        if not supervisor_running(existing):
-            raise control.not_running(layout, existing)
-    except control.NotRunning as exc:
-        control._stderr(f"error: {exc}")
-        return control.EXIT_STOPPED
-    except StateError as exc:
-        control._stderr(f"error: {exc}")
-        return control.EXIT_FAILED
-    resources, errors, warnings, secrets = control.validate(files)
-    for w in warnings:
-        control._stderr(f"warning: {w}")
-    if errors:
-        for e in errors:
-            out(e)
-        return control.EXIT_INVALID
-    try:
-        check_names(resources)
-        auth_secrets = select_secrets(resources, secrets)
-        check_tls(resources)
-        if bool(tls_groups(resources)) != bool(tls_groups(load_resources(existing))):
-            raise TlsConfigError(
-                "spec.tls.enabled changes; rule: a running local cluster cannot switch TLS on or off (a rolling "
-                "switch would leave TLS and plain-text processes unable to reach each other); fix: "
-                f"`rocketmq-operator local down --state-dir {layout.root}`, then `local up` with the new manifests"
-            )
-        ports = _ports_with_new_replicas(existing, resources, layout)
-        texts = render_configs(resources, ports, layout)
-        _refuse_unscalable(existing, texts)
-        state = desired_state(resources, ports, layout, files=_abs(files), texts=texts, log=control._stderr)
-        _refuse_unrollable(existing, state)
-        summary = _summary(existing, state, resources, layout, texts)
-        for w in diff_warnings(load_resources(existing), resources):
-            control._stderr(f"warning: {w}")
-        write_configs(layout, state, texts, existing)
-        store_secrets(layout, auth_secrets)
-        ensure_certificates(layout, state)  # a scale-out's new replicas
-        answer = control._request(
-            layout,
-            "apply",
-            resources=state.resources,
-            manifestDigest=manifest_digest(resources),
-            files=state.files,
-            replicas={r.name: {"argv": r.argv, "revision": r.target_revision} for r in state.replicas},
-            added=[r.to_json() for r in state.replicas if existing.replica(r.name) is None],
-            removed=sorted({r.name for r in existing.replicas} - {r.name for r in state.replicas}),
-            groups=[g.to_json() for g in state.groups],
-        )
-        if not answer.get("ok"):
-            raise control.LocalError(str(answer.get("message")))
-        layout.manifest.write_text(  # what runs now, as `local up` keeps it
-            yaml.safe_dump_all(state.resources, sort_keys=False, default_flow_style=False), encoding="utf-8"
-        )
-        out(summary)
-        hot = _hot_changes(existing, texts, layout)
-        if hot:
-            for line in asyncio.run(_apply_hot(existing, hot)):
-                out(line)
-        return control.EXIT_OK
-    except (PlacementError, AuthSecretError, TlsConfigError) as exc:
-        out(str(exc))
-        return control.EXIT_INVALID
-    except control.NotRunning as exc:  # the supervisor exited while the request waited
-        control._stderr(f"error: {exc}")
-        return control.EXIT_STOPPED
-    except (control.LocalError, StateError, OSError) as exc:
-        control._stderr(f"error: {exc}")
-        return control.EXIT_FAILED
-
-
-def _ports_with_new_replicas(
-    existing: LocalState, resources: Sequence[AnyResource], layout: StateLayout
-) -> dict[str, int]:
-    """The running ports, plus a free block for replicas a scale-out adds."""
-    from rocketmq_operator.platforms.local.placement import port_needs
-    from rocketmq_operator.platforms.local.ports import allocate, port_is_free, seed_for
-
-    ports = existing.ports()
-    new = [n for n in port_needs(resources) if n.key not in ports]
-    if new:
-        taken = set(ports.values())
-        ports.update(
-            allocate(new, seed_for(f"{layout.root}+{len(ports)}"), lambda p: p not in taken and port_is_free(p))
-        )
-    return ports
-
-
-def _refuse_unscalable(existing: LocalState, texts: Mapping[str, str]) -> None:
-    """Scaling of controller-mode BrokerGroups only (the SyncStateSet drives it)."""
-    from rocketmq_operator.platforms.local.control import LocalError
-
-    names = {r.name for r in existing.replicas}
-    rollable = {g.name for g in existing.groups if g.kind == "BrokerGroup" and g.controller_mode}
-    changed = sorted(n for n in set(texts) ^ names if n.rsplit("-", 1)[0] not in rollable)
-    if changed:
-        raise LocalError(
-            f"replicas {changed} would be added or removed outside a controller-mode BrokerGroup: `local apply` "
-            "scales controller-mode BrokerGroups only; fix: `local down` and `local up` with the new manifest"
-        )
-
-
-def _refuse_unrollable(existing: LocalState, state: LocalState) -> None:
-    """Rolls go through the controller's SyncStateSet: controller-mode BrokerGroups only, for now."""
-    from rocketmq_operator.platforms.local.control import LocalError
-
-    rollable = {g.name for g in existing.groups if g.kind == "BrokerGroup" and g.controller_mode}
-    for r in state.replicas:
-        old = existing.replica(r.name)
-        if old is None or old.revision == r.target_revision or not old.revision or r.group in rollable:
-            continue
-        what = "ControllerGroup" if r.kind == "ControllerGroup" else "BrokerGroup (not controller mode)"
-        raise LocalError(
-            f"{what} {r.group}: replica {r.name} would need a restart (version or restart-only config), and "
-            "`local apply` rolls only controller-mode BrokerGroups; fix: change only hot keys there, or "
-            "`local down` and `local up` with the new manifest"
-        )
-
-
-def _abs(files: Sequence[str]) -> list[str]:
-    return [str(Path(f).resolve()) if f != "-" else "-" for f in files]
-
-
-def _running_text(layout: StateLayout, name: str) -> str:
-    try:
-        return layout.config(name).read_text(encoding="utf-8")
-    except OSError:
-        return ""
-
-
-def _summary(
-    existing: LocalState,
-    state: LocalState,
-    resources: Sequence[AnyResource],
-    layout: StateLayout,
-    texts: Mapping[str, str],
-) -> str:
-    old_resources = load_resources(existing)
-    old_versions = _version_of(old_resources)
-    new_versions = _version_of(resources)
-    old_groups = {r.metadata.name: r for r in old_resources if isinstance(r, BrokerGroup | ControllerGroup)}
-    new_groups = {r.metadata.name: r for r in resources if isinstance(r, BrokerGroup | ControllerGroup)}
-    strategies = {r.metadata.name: r.spec.upgrade.strategy for r in resources if isinstance(r, BrokerGroup)}
-    lines: list[str] = []
-    for group in sorted({r.group for r in state.replicas}):
-        added = [r.name for r in state.replicas if r.group == group and existing.replica(r.name) is None]
-        replicas = [r for r in state.replicas if r.group == group and existing.replica(r.name) is not None]
-        old_confs = [parse_properties_text(_running_text(layout, r.name)) for r in replicas]
-        new_confs = [parse_properties_text(texts[r.name]) for r in replicas]
-        old_argv = [a for r in replicas if (o := existing.replica(r.name)) for a in o.argv]
-        new_argv = [a for r in replicas for a in (r.target_argv or r.argv)]
-        text = describe_change(
-            old_versions.get(group, ROCKETMQ_VERSION),
-            new_versions.get(group, ROCKETMQ_VERSION),
-            old_confs,
-            new_confs,
-            old_argv if old_versions.get(group) == new_versions.get(group) else [],
-            new_argv if old_versions.get(group) == new_versions.get(group) else [],
-            strategies.get(group, "switchover"),
-        )
-        if added:
-            text = f"scale out: start {', '.join(added)}, then " + text.replace("no change", "nothing else")
-        removed = [r.name for r in existing.replicas if r.group == group and state.replica(r.name) is None]
-        if removed:
-            text = (
-                f"scale in: remove {', '.join(removed)} one at a time (a switchover first if one is master), then "
-                + text.replace("no change", "nothing else")
-            )
-        lines.append(f"{group}: {text}")
-        if group in old_groups and group in new_groups:
-            lines.extend(f"{group}: {note}" for note in jvm_not_applied(old_groups[group], new_groups[group]))
-    lines.extend(
-        # The local TopicPolicy asserts what is declared and deletes nothing.
-        f"{line} (no longer asserted; it stays on the brokers)" if line.endswith(": removed") else line
-        for line in describe_topic_changes(old_resources, resources)
-    )
-    return "\n".join(lines)
-
-
-def _hot_changes(existing: LocalState, texts: Mapping[str, str], layout: StateLayout) -> dict[str, dict[str, str]]:
-    """Broker address -> hot keys that changed (compared with the config it runs)."""
-    del layout
-    out: dict[str, dict[str, str]] = {}
-    for r in existing.replicas:
-        if r.kind != "BrokerGroup" or r.name not in texts:
-            continue
-        running = (
-            parse_properties_text(Path(r.run_config).read_text(encoding="utf-8")) if Path(r.run_config).exists() else {}
-        )
-        change = classify(running, parse_properties_text(texts[r.name]))
-        if change.hot:
-            out[r.address] = change.hot
-    return out
-
-
-async def _apply_hot(existing: LocalState, hot: Mapping[str, Mapping[str, str]]) -> list[str]:
-    lines: list[str] = []
-    async with state_client(existing) as client:
-        for addr, changes in hot.items():
-            result = await apply_hot_config(client, [addr], changes)
-            if result.ok:
-                lines.append(f"hot: {addr} {json.dumps(dict(changes), sort_keys=True)} applied and read back")
-            else:
-                lines.append(
-                    f"hot: {addr} not applied now ({result.failed[addr]}); it takes the config at its next start"
-                )
-    return lines
