@@ -39,7 +39,7 @@ from rocketmq_operator.platforms.kubernetes.auth import assert_group_users, read
 from rocketmq_operator.platforms.kubernetes.drain import drain_pass
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
-from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
+from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated, write_condition
 from rocketmq_operator.platforms.kubernetes.roll import apply_hot_keys, roll_pass
 from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
 from rocketmq_operator.platforms.kubernetes.storage import storage_pass
@@ -83,7 +83,8 @@ async def observe_pass(
     report = validated(body)
     bg = report.resource
     if not isinstance(bg, BrokerGroup):
-        await _write_not_ready(kube, body, "InvalidSpec", "; ".join(str(p) for p in report.errors))
+        # Ready=False: a spec that cannot be observed at all.
+        await write_condition(kube, body, "Ready", ("False", "InvalidSpec", "; ".join(str(p) for p in report.errors)))
         return
     ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
     pods = await kube.list("Pod", ns, f"{LABEL_GROUP}={name},app.kubernetes.io/component=broker")
@@ -225,13 +226,6 @@ async def _converge(
         logger.info("rollout %s: %s", after.phase, after.message)
         kind = "Warning" if after.phase == "Blocked" else "Normal"
         kopf.event(resource, type=kind, reason=f"Rollout{after.phase}", message=after.message[:1000])
-
-
-async def _write_not_ready(kube: KubeClient, body: JSON, reason: str, message: str) -> None:
-    """Ready=False for a BrokerGroup whose spec cannot be observed at all (invalid)."""
-    current = next((c for c in (body.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), None)
-    ready = condition("Ready", "False", reason, message, now_iso(), body["metadata"].get("generation"), current)
-    await write_status(kube, body, StatusChange(conditions={"Ready": ready}))
 
 
 async def _switchover(
