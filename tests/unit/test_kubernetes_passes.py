@@ -303,23 +303,33 @@ def test_a_refused_status_write_raises_and_the_next_pass_writes_it(group: dict[s
     fake.fail_on("patch_status", "BrokerGroup", status=500)
     with pytest.raises(KubeError):
         run_pass(fake)
-    # Nothing after the refused write happened: no pod was labelled, no policy action was taken.
-    assert fake.writes_of("patch") == [] and group["policy_runs"] == 0
+    # The status is published after the policy (control.group_pass: a fence never waits on a report), and nothing
+    # after the refused write happened: no pod was labelled.
+    assert fake.writes_of("patch") == [] and group["policy_runs"] == 1
     run_pass(fake)
     assert conditions(body(fake, "BrokerGroup", "broker-a"))["Ready"] == ("True", "AllReplicasInSync")
-    assert group["policy_runs"] == 1
+    assert group["policy_runs"] == 2
 
 
-def test_a_refused_pod_label_stops_the_pass_before_the_policy(group: dict[str, Any]) -> None:
+def test_a_refused_pod_label_raises_after_the_policy_and_the_next_pass_finishes_it(group: dict[str, Any]) -> None:
     fake = api("ControllerGroup", "BrokerGroup")
     pods(fake)
     fake.fail_on("patch", "Pod", "broker-a-1", status=500)
     with pytest.raises(KubeError):
         run_pass(fake)
-    assert group["policy_runs"] == 0
+    assert group["policy_runs"] == 1
     run_pass(fake)  # the status is already right; the labels are finished
     assert body(fake, "Pod", "broker-a-1")["metadata"]["labels"][LABEL_ROLE] == "slave"
+    assert group["policy_runs"] == 2
+
+
+def test_a_pod_deleted_earlier_in_the_pass_is_not_labelled_and_the_pass_goes_on(group: dict[str, Any]) -> None:
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    fake.fail_on("patch", "Pod", "broker-a-1", status=404)
+    run_pass(fake)  # no error: the pod is gone since the pass listed it (a roll step or a fence deleted it)
     assert group["policy_runs"] == 1
+    assert body(fake, "Pod", "broker-a-2")["metadata"]["labels"][LABEL_ROLE] == "slave"
 
 
 def test_a_master_change_is_one_event(group: dict[str, Any]) -> None:

@@ -1,28 +1,32 @@
 """The Kubernetes group pass (the observer): SyncStateSet-driven status, pod roles, the in-sync readiness gate,
 Events, metrics, and the failover policy — one pass per BrokerGroup, run by a kopf timer.
 
-Each pass: list the group's pods → observe (controller leader + brokers) → `core.status` → write only what
-changed (status, pod labels, pod readiness conditions) → one Event per master change →
-`control.policy.run_replication_policy`, the same pass the local supervisor runs (fence deposed masters, fail over
-a master that does not answer: fence first, then elect; re-attach slaves; re-register a lost route) → the
-switchover before a node drain (`drain`) → hot keys and one roll step (`roll`) → storage expansion (`storage`). The
-user's fences (annotation `rocketmq-operator.dev/fence`, `_fence_pass`) are kept before all of these. Fencing
-here deletes the pod with grace period 0: its process cannot acknowledge anything once the kubelet kills it,
-and the StatefulSet brings it back as a new process that registers as the controller says. Everything is
-derived again from the cluster and the brokers; the in-memory facts (`control.policy.PolicyMemory`) only time
-grace periods and remember deposed masters until they answer as slaves.
+Each pass: validate the spec, list the group's pods, look up the ControllerGroup, read the admin Secret and the
+authorities, observe (controller leader + brokers), then the steps of `control.group_pass` in its one order,
+the same the local supervisor runs (`KubernetesPassSteps`): the user's fences (annotation
+`rocketmq-operator.dev/fence`), the switchover annotation or the replication policy (fence deposed masters, fail
+over a master that does not answer: fence first, then elect; re-attach slaves; re-register a lost route), the
+switchover before a node drain (`drain`), hot keys and one roll step (`roll`); users and topics; the status
+(`core.status`, written only where it changed, through `status_writer`), pod labels and readiness conditions,
+one Event per master change; storage expansion (`storage`). Fencing here deletes the pod with grace period 0:
+its process cannot acknowledge anything once the kubelet kills it, and the StatefulSet brings it back as a new
+process that registers as the controller says. Everything is derived again from the cluster and the brokers;
+the in-memory facts (`control.policy.PolicyMemory`) only time grace periods and remember deposed masters until
+they answer as slaves.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import kopf
 
-from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ControllerGroup, HAMode
+from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ControllerGroup, HAMode, ReplicaStatus
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.control.fence import run_fences
+from rocketmq_operator.control.group_pass import run_group_pass
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.control.policy import PolicyMemory, policy_settings, run_replication_policy
 from rocketmq_operator.control.switchover import OperationRefused, switchover_group
@@ -35,9 +39,9 @@ from rocketmq_operator.core.fence import parse_fence_annotation
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.core.status import build_broker_status
-from rocketmq_operator.platforms.kubernetes.auth import assert_group_users, read_group_auth, sign_for_group
+from rocketmq_operator.platforms.kubernetes.auth import GroupAuth, assert_group_users, read_group_auth, sign_for_group
 from rocketmq_operator.platforms.kubernetes.drain import drain_pass
-from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated, write_condition
 from rocketmq_operator.platforms.kubernetes.roll import apply_hot_keys, roll_pass
@@ -120,71 +124,147 @@ async def observe_pass(
         # (the switchover has its fenced master forgotten by them).
         client = client.with_name_servers(name_servers)
     states = await observe_groups(client, controllers, {name: endpoints}, {name: controller_mode})
-    state = states[name]
-    await assert_group_users(client, bg, state, auth, memory, logger)  # users before topics: clients need both
-    topics_asserted = await reassert_topics(kube, client, metrics, bg, ns, state, memory)  # before writable
     previous_doc = body.get("status") or {}
     try:
         previous = BrokerGroupStatus.model_validate(previous_doc)
     except ValueError:
         previous = None
-    status = build_broker_status(
-        bg.spec, state, previous, now_iso(), body["metadata"].get("generation"), blocked=blocked
+    steps = KubernetesPassSteps(
+        kube=kube,
+        client=client,
+        metrics=metrics,
+        resource=resource,
+        bg=bg,
+        cg=cg,
+        state=states[name],
+        pods=pods,
+        endpoints=endpoints,
+        controllers=controllers,
+        name_servers=name_servers,
+        previous=previous,
+        blocked=blocked,
+        auth=auth,
+        memory=memory,
+        logger=logger,
     )
-    status.writable = status.writable and topics_asserted
-    wanted = _status_doc(status)
-    # The observer's own fields and conditions only: the reconciler's (Reconciled, observedGeneration), the
-    # fences', the roll's and storage's are theirs (status_writer).
-    await write_status(
-        kube,
-        body,
-        StatusChange(
-            fields={k: wanted.get(k) for k in STATUS_KEYS},
-            conditions={c["type"]: c for c in wanted.get("conditions", [])},
-        ),
-    )
-    _metrics(metrics, ns, name, status)
-    metrics.record_quorum_and_conditions(ns, name, bg.spec, status)
-    if previous is not None and len(status.history) > len(previous.history):
-        change = status.history[-1]
-        metrics.master_changes.labels(namespace=ns, group=name).inc()
-        kopf.event(
-            resource,
-            type="Normal",
-            reason="MasterChanged",
-            message=f"master {change.from_broker_id} -> {change.to_broker_id} (epoch {change.epoch}): {change.reason}",
+    await run_group_pass(steps, controller_mode=controller_mode, blocked=blocked is not None)
+
+
+@dataclass
+class KubernetesPassSteps:
+    """The steps of `control.group_pass` on Kubernetes, for one BrokerGroup in one pass."""
+
+    kube: KubeClient
+    client: RemotingClient
+    metrics: OperatorMetrics
+    resource: kopf.Body
+    bg: BrokerGroup
+    cg: ControllerGroup | None
+    state: GroupState
+    pods: list[JSON]
+    endpoints: list[ReplicaEndpoint]
+    controllers: list[str]
+    name_servers: list[str]
+    previous: BrokerGroupStatus | None
+    blocked: tuple[str, str] | None
+    auth: GroupAuth
+    memory: dict[str, Any]
+    logger: Any
+
+    @property
+    def body(self) -> JSON:
+        return dict(self.resource)
+
+    @property
+    def namespace(self) -> str:
+        return str(self.resource["metadata"]["namespace"])
+
+    @property
+    def controller_mode(self) -> bool:
+        return HAMode(self.bg.spec.ha_mode) is HAMode.CONTROLLER
+
+    async def user_fences(self) -> frozenset[str]:
+        return await _fence_pass(
+            self.kube, self.client, self.bg, self.resource, self.state, self.pods, self.controller_mode
         )
-    await _sync_pods(kube, ns, pods, status)
-    # Before anything that could undo it (the hot keys) or pick a fenced replica (a switchover, the roll).
-    fenced = await _fence_pass(kube, client, bg, resource, state, pods, controller_mode)
-    wanted_target = (body["metadata"].get("annotations") or {}).get(ANNOTATION_SWITCHOVER_TO)
-    if controller_mode and wanted_target is not None:
-        await _switchover(kube, client, bg, resource, state, controllers, endpoints, wanted_target, fenced)
-    elif controller_mode:
-        acted = await _failover(kube, client, bg, resource, state, pods, name_servers, memory, logger)
-        if not acted and blocked is None:
-            acted = await drain_pass(
-                kube, client, bg, body, resource, state, pods, controllers, endpoints, previous, memory, logger
-            )
-        if not acted and blocked is None:
-            placement = broker_placement(bg, cg, ns)
-            await _converge(
-                kube,
-                client,
-                bg,
-                resource,
-                state,
-                placement,
-                controllers,
-                endpoints,
-                pods,
-                previous,
-                memory,
-                logger,
+
+    def switchover_asked(self) -> bool:
+        return (self.resource["metadata"].get("annotations") or {}).get(ANNOTATION_SWITCHOVER_TO) is not None
+
+    async def planned_switchover(self, fenced: frozenset[str]) -> None:
+        wanted = (self.resource["metadata"].get("annotations") or {}).get(ANNOTATION_SWITCHOVER_TO)
+        if wanted is not None:
+            await _switchover(
+                self.kube, self.client, self.bg, self.resource, self.state, self.controllers, self.endpoints, wanted,
                 fenced,
+            )  # fmt: skip
+
+    async def replication_policy(self) -> bool:
+        return await _failover(
+            self.kube, self.client, self.bg, self.resource, self.state, self.pods, self.name_servers, self.memory,
+            self.logger,
+        )  # fmt: skip
+
+    async def drain(self) -> bool:
+        return await drain_pass(
+            self.kube, self.client, self.bg, self.body, self.resource, self.state, self.pods, self.controllers,
+            self.endpoints, self.previous, self.memory, self.logger,
+        )  # fmt: skip
+
+    async def converge(self, fenced: frozenset[str]) -> None:
+        placement = broker_placement(self.bg, self.cg, self.namespace)
+        await _converge(
+            self.kube, self.client, self.bg, self.resource, self.state, placement, self.controllers, self.endpoints,
+            self.pods, self.previous, self.memory, self.logger, fenced,
+        )  # fmt: skip
+
+    async def users_and_topics(self) -> bool:
+        await assert_group_users(self.client, self.bg, self.state, self.auth, self.memory, self.logger)
+        return await reassert_topics(
+            self.kube, self.client, self.metrics, self.bg, self.namespace, self.state, self.memory
+        )
+
+    async def publish(self, topics_asserted: bool) -> None:
+        """The observer's status (written once, from the observation at the start of the pass), metrics, the
+        `MasterChanged` Event, pod labels and the in-sync readiness gate."""
+        ns, name = self.namespace, str(self.resource["metadata"]["name"])
+        status = build_broker_status(
+            self.bg.spec,
+            self.state,
+            self.previous,
+            now_iso(),
+            self.resource["metadata"].get("generation"),
+            blocked=self.blocked,
+        )
+        status.writable = status.writable and topics_asserted
+        wanted = _status_doc(status)
+        # The observer's own fields and conditions only: the reconciler's (Reconciled, observedGeneration), the
+        # fences', the roll's and storage's are theirs (status_writer).
+        await write_status(
+            self.kube,
+            self.body,
+            StatusChange(
+                fields={k: wanted.get(k) for k in STATUS_KEYS},
+                conditions={c["type"]: c for c in wanted.get("conditions", [])},
+            ),
+        )
+        _metrics(self.metrics, ns, name, status)
+        self.metrics.record_quorum_and_conditions(ns, name, self.bg.spec, status)
+        if self.previous is not None and len(status.history) > len(self.previous.history):
+            change = status.history[-1]
+            self.metrics.master_changes.labels(namespace=ns, group=name).inc()
+            kopf.event(
+                self.resource,
+                type="Normal",
+                reason="MasterChanged",
+                message=(
+                    f"master {change.from_broker_id} -> {change.to_broker_id} (epoch {change.epoch}): {change.reason}"
+                ),
             )
-    # Last: its status write must not keep the replication policy from running.
-    await storage_pass(kube, bg, body, resource, memory, logger)
+        await _sync_pods(self.kube, ns, self.pods, status)
+
+    async def platform(self) -> None:
+        await storage_pass(self.kube, self.bg, self.body, self.resource, self.memory, self.logger)
 
 
 async def _converge(
@@ -354,27 +434,36 @@ def _metrics(metrics: OperatorMetrics, ns: str, name: str, status: BrokerGroupSt
 
 
 async def _sync_pods(kube: KubeClient, ns: str, pods: list[JSON], status: BrokerGroupStatus) -> None:
+    """Role and broker-id labels and the in-sync readiness gate of each pod of the pass's pod list. A pod that
+    is gone since the list (the roll or a fence deleted it earlier in this pass) has nothing left to label."""
     by_name = {r.name: r for r in status.replicas}
     for pod in pods:
         pod_name = pod["metadata"]["name"]
         replica = by_name.get(pod_name)
         if replica is None:
             continue
-        labels = pod["metadata"].get("labels") or {}
-        want = {LABEL_ROLE: replica.role, LABEL_BROKER_ID: "" if replica.broker_id is None else str(replica.broker_id)}
-        if any(labels.get(k) != v for k, v in want.items()):
-            await kube.patch("Pod", ns, pod_name, {"metadata": {"labels": want}})
-        in_sync: ConditionStatus = (
-            "True" if (replica.in_sync or replica.role == "master") and replica.alive else "False"
-        )
-        current = next(
-            (c for c in (pod.get("status") or {}).get("conditions", []) if c.get("type") == READINESS_GATE_IN_SYNC),
-            None,
-        )
-        if current is None or current.get("status") != in_sync:
-            reason = "InSyncStateSet" if in_sync == "True" else "NotInSyncStateSet"
-            gate = condition(READINESS_GATE_IN_SYNC, in_sync, reason, "", now_iso())
-            await kube.patch_strategic("Pod", ns, pod_name, {"status": {"conditions": [gate]}}, "status")
+        try:
+            await _sync_pod(kube, ns, pod, replica)
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+
+
+async def _sync_pod(kube: KubeClient, ns: str, pod: JSON, replica: ReplicaStatus) -> None:
+    pod_name = pod["metadata"]["name"]
+    labels = pod["metadata"].get("labels") or {}
+    want = {LABEL_ROLE: replica.role, LABEL_BROKER_ID: "" if replica.broker_id is None else str(replica.broker_id)}
+    if any(labels.get(k) != v for k, v in want.items()):
+        await kube.patch("Pod", ns, pod_name, {"metadata": {"labels": want}})
+    in_sync: ConditionStatus = "True" if (replica.in_sync or replica.role == "master") and replica.alive else "False"
+    current = next(
+        (c for c in (pod.get("status") or {}).get("conditions", []) if c.get("type") == READINESS_GATE_IN_SYNC),
+        None,
+    )
+    if current is None or current.get("status") != in_sync:
+        reason = "InSyncStateSet" if in_sync == "True" else "NotInSyncStateSet"
+        gate = condition(READINESS_GATE_IN_SYNC, in_sync, reason, "", now_iso())
+        await kube.patch_strategic("Pod", ns, pod_name, {"status": {"conditions": [gate]}}, "status")
 
 
 class PodPlatform:

@@ -40,11 +40,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control.clock import iso_time
+from rocketmq_operator.control.group_pass import run_group_pass
 from rocketmq_operator.control.policy import (
     PolicyMemory,
     PolicySettings,
@@ -52,7 +54,7 @@ from rocketmq_operator.control.policy import (
     run_replication_policy,
 )
 from rocketmq_operator.core.failover import ProcessState
-from rocketmq_operator.core.observation import ReplicaObservation
+from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local import report as local_status
 from rocketmq_operator.platforms.local.adopt import AdoptedProcess
@@ -79,6 +81,7 @@ from rocketmq_operator.platforms.local.state import (
 )
 from rocketmq_operator.platforms.local.tls import TlsPolicy
 from rocketmq_operator.platforms.local.topics import TopicPolicy
+from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.render.config import properties_text
 
 TICK_S = 0.1
@@ -451,26 +454,9 @@ class Supervisor:
                     client.pool.credentials_by_addr = credentials_by_addr(self.state, self.auth_policy.credentials)
                     states = await local_status.observe(self.state, client, timeout=timeout)
                     for name, group in states.items():
-                        if not group.controller_mode or name not in settings:
-                            continue
-                        outcome = await run_replication_policy(
-                            client,
-                            group,
-                            settings[name],
-                            self.policy_memory.setdefault(name, PolicyMemory()),
-                            self,
-                            timeout=timeout,
-                        )
-                        for line in (*outcome.notes, *outcome.steps):
-                            log.info("%s: %s", name, line)
-                        if not outcome.acted:
-                            rolled = await self.roll.run(client, name, group)
-                            if rolled:
-                                log.info("%s: %s", name, rolled)
-                    # After the fence (a deposed master must not wait on a hung broker's timeouts); a master
-                    # elected in this pass is observed, and gets its topics, in the next one.
-                    await self.topic_policy.run(client, states)
-                    await self.auth_policy.run(client, states)
+                        steps = LocalPassSteps(self, client, name, group, settings.get(name), timeout)
+                        await run_group_pass(steps, controller_mode=steps.controller_mode, blocked=False)
+                    # Once per pass, for every group: a certificate renewal restarts processes.
                     await self.tls_policy.run(self.restart_process)
                 except Exception:  # a pass must never take the supervisor down; the next one retries
                     log.exception("replication policy pass failed")
@@ -519,6 +505,70 @@ class Supervisor:
             if left is not None:
                 left.wait()
         self._reap(time.time())
+
+
+@dataclass
+class LocalPassSteps:
+    """The steps of `control.group_pass` on the local platform, for one group in one pass. The local platform
+    has no user fence, and its switchover is run by `local switchover` itself, not asked of a pass; hot keys are
+    sent by `local apply`; the status is what `local status` observes, and the topic policy writes its own
+    file: what a pass publishes is its log lines."""
+
+    supervisor: Supervisor
+    client: RemotingClient
+    name: str
+    group: GroupState
+    settings: PolicySettings | None
+    timeout: float
+
+    @property
+    def controller_mode(self) -> bool:
+        return self.group.controller_mode and self.settings is not None
+
+    async def user_fences(self) -> frozenset[str]:
+        return frozenset()
+
+    def switchover_asked(self) -> bool:
+        return False
+
+    async def planned_switchover(self, fenced: frozenset[str]) -> None:
+        return None
+
+    async def replication_policy(self) -> bool:
+        if self.settings is None:  # not a controller-mode group: run_group_pass never asks
+            return False
+        outcome = await run_replication_policy(
+            self.client,
+            self.group,
+            self.settings,
+            self.supervisor.policy_memory.setdefault(self.name, PolicyMemory()),
+            self.supervisor,
+            timeout=self.timeout,
+        )
+        for line in (*outcome.notes, *outcome.steps):
+            log.info("%s: %s", self.name, line)
+        return outcome.acted
+
+    async def drain(self) -> bool:
+        return False  # no nodes to drain
+
+    async def converge(self, fenced: frozenset[str]) -> None:
+        rolled = await self.supervisor.roll.run(self.client, self.name, self.group)
+        if rolled:
+            log.info("%s: %s", self.name, rolled)
+
+    async def users_and_topics(self) -> bool:
+        # After the fence (a deposed master must not wait on a hung broker's timeouts); a master elected in this
+        # pass is observed, and gets its users and topics, in the next one.
+        await self.supervisor.auth_policy.run(self.client, {self.name: self.group})
+        await self.supervisor.topic_policy.run(self.client, {self.name: self.group})
+        return True
+
+    async def publish(self, topics_asserted: bool) -> None:
+        return None
+
+    async def platform(self) -> None:
+        return None
 
 
 def kernel_process_state(pid: int) -> ProcessState:

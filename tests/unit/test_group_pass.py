@@ -1,0 +1,110 @@
+"""The one group pass (control/group_pass.py): which steps run, in which order, for every outcome of the steps
+before them; and both platforms' steps are the same named steps (Kubernetes and local)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from dataclasses import dataclass, field
+
+import pytest
+
+from rocketmq_operator.control import group_pass as gp
+from rocketmq_operator.platforms.kubernetes.group_pass import KubernetesPassSteps
+from rocketmq_operator.platforms.local.supervisor import LocalPassSteps
+
+
+@dataclass
+class Recording:
+    """Steps that record their calls and return the outcomes they are given."""
+
+    fenced: frozenset[str] = frozenset()
+    asked: bool = False
+    policy_acted: bool = False
+    drain_acted: bool = False
+    topics: bool = True
+    calls: list[str] = field(default_factory=list)
+    converged_with: frozenset[str] | None = None
+    published_with: bool | None = None
+
+    async def user_fences(self) -> frozenset[str]:
+        self.calls.append(gp.USER_FENCES)
+        return self.fenced
+
+    def switchover_asked(self) -> bool:
+        return self.asked
+
+    async def planned_switchover(self, fenced: frozenset[str]) -> None:
+        self.calls.append(gp.PLANNED_SWITCHOVER)
+
+    async def replication_policy(self) -> bool:
+        self.calls.append(gp.REPLICATION_POLICY)
+        return self.policy_acted
+
+    async def drain(self) -> bool:
+        self.calls.append(gp.DRAIN)
+        return self.drain_acted
+
+    async def converge(self, fenced: frozenset[str]) -> None:
+        self.calls.append(gp.CONVERGE)
+        self.converged_with = fenced
+
+    async def users_and_topics(self) -> bool:
+        self.calls.append(gp.USERS_AND_TOPICS)
+        return self.topics
+
+    async def publish(self, topics_asserted: bool) -> None:
+        self.calls.append(gp.PUBLISH)
+        self.published_with = topics_asserted
+
+    async def platform(self) -> None:
+        self.calls.append(gp.PLATFORM)
+
+
+F, S, P, D, C = gp.USER_FENCES, gp.PLANNED_SWITCHOVER, gp.REPLICATION_POLICY, gp.DRAIN, gp.CONVERGE
+TAIL = [gp.USERS_AND_TOPICS, gp.PUBLISH, gp.PLATFORM]
+
+
+@pytest.mark.parametrize(
+    ("steps", "controller_mode", "blocked", "expected"),
+    [
+        pytest.param(Recording(), True, False, [F, P, D, C, *TAIL], id="nothing-to-do-converges"),
+        pytest.param(Recording(policy_acted=True), True, False, [F, P, *TAIL], id="policy-acted-no-roll"),
+        pytest.param(Recording(drain_acted=True), True, False, [F, P, D, *TAIL], id="drain-acted-no-roll"),
+        pytest.param(Recording(asked=True), True, False, [F, S, *TAIL], id="asked-switchover-instead-of-policy"),
+        pytest.param(Recording(), True, True, [F, P, *TAIL], id="blocked-spec-policy-only"),
+        pytest.param(Recording(asked=True), False, False, [F, *TAIL], id="not-controller-mode"),
+    ],
+)
+def test_the_steps_and_their_order(steps: Recording, controller_mode: bool, blocked: bool, expected: list[str]) -> None:
+    record = asyncio.run(gp.run_group_pass(steps, controller_mode=controller_mode, blocked=blocked))
+    assert steps.calls == expected
+    assert record.steps == expected
+
+
+def test_users_and_topics_come_after_the_fence_and_the_failover() -> None:
+    """Both ask the master: a hung or deposed master is fenced before any request to it can time out."""
+    steps = Recording(policy_acted=True)
+    asyncio.run(gp.run_group_pass(steps, controller_mode=True, blocked=False))
+    assert steps.calls.index(gp.REPLICATION_POLICY) < steps.calls.index(gp.USERS_AND_TOPICS)
+
+
+def test_the_fenced_replicas_reach_the_roll_and_the_topics_reach_the_status() -> None:
+    steps = Recording(fenced=frozenset({"broker-a-1"}), topics=False)
+    record = asyncio.run(gp.run_group_pass(steps, controller_mode=True, blocked=False))
+    assert steps.converged_with == frozenset({"broker-a-1"}) == record.fenced
+    assert steps.published_with is False and record.topics_asserted is False
+
+
+def _step_names(cls: type) -> set[str]:
+    return {n for n, v in inspect.getmembers(cls) if not n.startswith("_") and inspect.isfunction(v)}
+
+
+@pytest.mark.parametrize("platform", [KubernetesPassSteps, LocalPassSteps])
+def test_both_platforms_have_every_step_of_the_one_pass(platform: type) -> None:
+    wanted = _step_names(gp.GroupPassSteps)
+    assert wanted <= _step_names(platform), wanted - _step_names(platform)
+    for name in wanted:
+        assert inspect.iscoroutinefunction(getattr(platform, name)) == inspect.iscoroutinefunction(
+            getattr(gp.GroupPassSteps, name)
+        ), name
