@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from rocketmq_operator.control import group_pass as gp
+from rocketmq_operator.control.policy import PolicyOutcome
+from rocketmq_operator.core.observation import GroupState
 from rocketmq_operator.platforms.kubernetes.group_pass import KubernetesPassSteps
+from rocketmq_operator.platforms.local import supervisor as local_supervisor
 from rocketmq_operator.platforms.local.supervisor import LocalPassSteps
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -108,3 +117,59 @@ def test_both_platforms_have_every_step_of_the_one_pass(platform: type) -> None:
         assert inspect.iscoroutinefunction(getattr(platform, name)) == inspect.iscoroutinefunction(
             getattr(gp.GroupPassSteps, name)
         ), name
+
+
+def test_every_pass_runs_its_steps_in_the_order_of_pass_order() -> None:
+    for steps in (Recording(), Recording(asked=True), Recording(policy_acted=True)):
+        record = asyncio.run(gp.run_group_pass(steps, controller_mode=True, blocked=False))
+        positions = [gp.PASS_ORDER.index(s) for s in record.steps]
+        assert positions == sorted(positions), record.steps
+
+
+def test_docs_architecture_lists_the_pass_exactly_as_the_code_runs_it() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## One pass over a group", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\d+\. `([a-z-]+)`", section, flags=re.MULTILINE)
+    assert tuple(listed) == gp.PASS_ORDER
+
+
+class LocalRecorder:
+    """The local supervisor's parts a pass calls, recording the calls."""
+
+    def __init__(self, calls: list[str]) -> None:
+        self.policy_memory: dict[str, Any] = {}
+        self.roll = SimpleNamespace(run=self._roll)
+        self.auth_policy = SimpleNamespace(run=self._auth)
+        self.topic_policy = SimpleNamespace(run=self._topics)
+        self.calls = calls
+
+    async def _roll(self, *_: Any) -> None:
+        self.calls.append("roll")
+
+    async def _auth(self, *_: Any) -> None:
+        self.calls.append("users")
+
+    async def _topics(self, *_: Any) -> None:
+        self.calls.append("topics")
+
+
+@pytest.mark.parametrize(
+    ("acted", "expected"), [(False, ["policy", "roll", "users", "topics"]), (True, ["policy", "users", "topics"])]
+)
+def test_the_local_supervisor_runs_the_one_pass(
+    monkeypatch: pytest.MonkeyPatch, acted: bool, expected: list[str]
+) -> None:
+    calls: list[str] = []
+
+    async def run_replication_policy(*_: Any, **__: Any) -> PolicyOutcome:
+        calls.append("policy")
+        return PolicyOutcome(steps=["fenced a replica"] if acted else [])
+
+    monkeypatch.setattr(local_supervisor, "run_replication_policy", run_replication_policy)
+    group = GroupState(group="broker-a", observed_at=0.0, controller_mode=True)
+    steps = LocalPassSteps(LocalRecorder(calls), None, "broker-a", group, object(), 1.0)  # type: ignore[arg-type]
+    record = asyncio.run(gp.run_group_pass(steps, controller_mode=steps.controller_mode, blocked=False))
+    assert calls == expected
+    # The steps the local platform does not have (no user fence, no drain, no storage) run and do nothing.
+    ran = [gp.USER_FENCES, gp.REPLICATION_POLICY] + ([] if acted else [gp.DRAIN, gp.CONVERGE])
+    assert record.steps == [*ran, *TAIL]

@@ -22,6 +22,7 @@ import yaml
 from kube_fake import FakeApi
 
 from rocketmq_operator.api.models import BrokerGroup
+from rocketmq_operator.control import group_pass as one_pass
 from rocketmq_operator.control import roll as control_roll
 from rocketmq_operator.control import switchover as control_switchover
 from rocketmq_operator.control.policy import PolicyOutcome
@@ -1126,3 +1127,21 @@ def test_the_switchover_annotation_names_a_pod_or_a_broker_id(
     cond = next(c for c in after["status"]["conditions"] if c["type"] == "Switchover")
     assert cond["reason"] == reason and says in cond["message"], cond
     assert group_pass.ANNOTATION_SWITCHOVER_TO not in (after["metadata"].get("annotations") or {})
+
+
+def test_the_kubernetes_pass_runs_the_one_pass(group: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The steps of control.group_pass, in its order, on a healthy group with nothing asked: every one but the
+    planned switchover (tests/unit/test_group_pass.py tests the order itself)."""
+    records: list[one_pass.PassRecord] = []
+    real = group_pass.run_group_pass
+
+    async def recording(steps: Any, **kwargs: Any) -> one_pass.PassRecord:
+        records.append(await real(steps, **kwargs))
+        return records[-1]
+
+    monkeypatch.setattr(group_pass, "run_group_pass", recording)
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
+    run_pass(fake)
+    assert records[-1].steps == [s for s in one_pass.PASS_ORDER if s != one_pass.PLANNED_SWITCHOVER]

@@ -37,6 +37,10 @@ CONVERGE = "converge"
 USERS_AND_TOPICS = "users-and-topics"
 PUBLISH = "publish"
 PLATFORM = "platform"
+PASS_ORDER = (
+    USER_FENCES, PLANNED_SWITCHOVER, REPLICATION_POLICY, DRAIN, CONVERGE, USERS_AND_TOPICS, PUBLISH, PLATFORM,
+)  # fmt: skip
+"""Every step in the order a pass may run them (a pass runs a prefix-respecting subset: `run_group_pass`)."""
 
 
 class GroupPassSteps(Protocol):
