@@ -32,6 +32,7 @@ from rocketmq_operator.control.fence import (
     switchover_fence_config,
 )
 from rocketmq_operator.core.fence import FenceFacts, FencePlan, parse_fence_annotation, plan_fences
+from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.reconcile import reconcile
 from rocketmq_operator.render.kubernetes.names import ANNOTATION_FENCE, ANNOTATION_SWITCHOVER_TO
 
@@ -131,7 +132,7 @@ def test_the_group_pass_keeps_a_fence_and_gives_it_back(group: dict[str, Any]) -
     pods(fake)
     asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
     brokers = FakeBrokers()
-    memory: dict[str, Any] = {}
+    memory = GroupMemory()
     run_pass(fake, brokers, memory)  # the hot keys converge first
     brokers.updates.clear()
     group["events"].clear()
@@ -204,7 +205,7 @@ def test_the_roll_waits_while_a_replica_is_fenced(group: dict[str, Any]) -> None
     with_revisions(fake, {0: "r1", 1: "r1", 2: "r1"}, "r2")
     annotate(fake, ANNOTATION_FENCE, "broker-a-1")
     brokers = FakeBrokers()
-    memory: dict[str, Any] = {}
+    memory = GroupMemory()
     run_pass(fake, brokers, memory)
     assert fake.writes_of("delete") == []
     annotate(fake, ANNOTATION_FENCE, None)

@@ -34,6 +34,7 @@ from rocketmq_operator.platforms.kubernetes import drain as kube_drain
 from rocketmq_operator.platforms.kubernetes import group_pass
 from rocketmq_operator.platforms.kubernetes import topics as kube_topics
 from rocketmq_operator.platforms.kubernetes.controller_pass import controller_pass
+from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.kube import KubeError
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.reconcile import reconcile
@@ -246,10 +247,10 @@ class FakeBrokers:
         self.configs.setdefault(addr, {}).update(config)
 
 
-def run_pass(fake: FakeApi, brokers: FakeBrokers | None = None, memory: dict[str, Any] | None = None) -> None:
+def run_pass(fake: FakeApi, brokers: FakeBrokers | None = None, memory: GroupMemory | None = None) -> None:
     resource = body(fake, "BrokerGroup", "broker-a")
     logger = logging.getLogger("test")
-    memory = {} if memory is None else memory
+    memory = GroupMemory() if memory is None else memory
     asyncio.run(group_pass.observe_pass(fake, brokers or FakeBrokers(), OperatorMetrics(), resource, memory, logger))  # type: ignore[arg-type]
 
 
@@ -421,7 +422,7 @@ def topics_pass(fake: FakeApi, report: AssertReport, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(kube_topics, "assert_group", assert_group)
     bg = validated(body(fake, "BrokerGroup", "broker-a")).resource
     assert isinstance(bg, BrokerGroup)
-    return asyncio.run(kube_topics.reassert_topics(fake, None, OperatorMetrics(), bg, NS, healthy(), {}))  # type: ignore[arg-type]
+    return asyncio.run(kube_topics.reassert_topics(fake, None, OperatorMetrics(), bg, NS, healthy(), GroupMemory()))  # type: ignore[arg-type]
 
 
 def test_topics_pass_reports_placements_once_and_keeps_the_transition_time(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -544,7 +545,7 @@ def test_a_new_revision_rolls_slaves_first_then_switches_over_then_restarts_the_
     pods(fake)
     asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
     brokers = FakeBrokers()
-    memory: dict[str, Any] = {}
+    memory = GroupMemory()
     with_revisions(fake, {0: "r1", 1: "r1", 2: "r1"}, "r2")
 
     run_pass(fake, brokers, memory)
@@ -594,7 +595,7 @@ def test_a_hot_key_change_keeps_the_pod_template_and_is_applied_to_every_broker(
     asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
     template = body(fake, "StatefulSet", "broker-a")["spec"]["template"]
     brokers = FakeBrokers()
-    memory: dict[str, Any] = {}
+    memory = GroupMemory()
     run_pass(fake, brokers, memory)  # brokers started from this config: converged
     brokers.updates.clear()
     group["events"].clear()
@@ -709,7 +710,7 @@ def test_a_larger_size_grows_each_claim_in_place_and_reports_progress_from_the_c
     for i in range(3):
         pvc(fake, i)
     pvc(fake, 3)  # left behind by an earlier scale-in (whenScaled: Retain): not this group's replica any more
-    memory: dict[str, Any] = {}
+    memory = GroupMemory()
     run_pass(fake, memory=memory)
     assert claim_patches(fake) == [] and storage_condition(fake) is None  # never resized: nothing to say
 
@@ -775,7 +776,7 @@ def test_a_claim_that_cannot_grow_is_not_patched_and_status_says_why(
     for i in range(3):
         pvc(fake, i, cls=cls)
     set_size(fake, "20Gi")
-    memory: dict[str, Any] = {}
+    memory = GroupMemory()
     run_pass(fake, memory=memory)
     run_pass(fake, memory=memory)
     assert claim_patches(fake) == []
@@ -905,7 +906,7 @@ def master_is(group: dict[str, Any], broker_id: int, names: range = range(3)) ->
 def test_a_cordoned_master_node_switches_the_master_over_once(group: dict[str, Any], switchovers: list[Any]) -> None:
     fake = api("ControllerGroup", "BrokerGroup")
     placed(fake)
-    memory: dict[str, Any] = {}
+    memory = GroupMemory()
     run_pass(fake, memory=memory)
     assert switchovers == [] and drain_condition(fake) is None  # schedulable: nothing to do, nothing said
 
@@ -932,7 +933,7 @@ def test_no_slave_on_a_schedulable_node_holds_says_so_once_and_clears(
 ) -> None:
     fake = api("ControllerGroup", "BrokerGroup")
     placed(fake, cordoned=("n0", "n1", "n2"))
-    memory: dict[str, Any] = {}
+    memory = GroupMemory()
     run_pass(fake, memory=memory)
     run_pass(fake, memory=memory)
     assert switchovers == [] and fake.writes_of("delete") == []  # nothing destructive
@@ -1003,7 +1004,7 @@ def test_a_failed_switchover_is_a_condition_and_is_tried_again(group: dict[str, 
     fake = api("ControllerGroup", "BrokerGroup")
     placed(fake, cordoned=("n0",))
     switchovers.append(OperationRefused("switchover refused (TargetNotInSync): broker 2 is not in the SyncStateSet"))
-    memory: dict[str, Any] = {}
+    memory = GroupMemory()
     run_pass(fake, memory=memory)
     cond = drain_condition(fake)
     assert cond is not None and (cond["status"], cond["reason"]) == ("False", "SwitchoverFailed"), cond
@@ -1055,7 +1056,7 @@ def test_a_scale_in_switches_the_master_off_the_removed_ordinal_then_shrinks_the
     assert sts["spec"]["persistentVolumeClaimRetentionPolicy"]["whenScaled"] == "Retain"  # reclaimPolicy Retain
     with_revisions(fake, {0: "r1", 1: "r1", 2: "r1"}, "r2")
     controller = FakeController()
-    memory: dict[str, Any] = {}
+    memory = GroupMemory()
 
     run_pass(fake, controller, memory)
     assert switched == [1] or switched == [2], switched  # the master first moves to a kept replica

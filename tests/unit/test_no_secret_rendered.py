@@ -51,6 +51,7 @@ from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.platforms.kubernetes import auth as kubernetes_auth
 from rocketmq_operator.platforms.kubernetes import group_pass
+from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.reconcile import reconcile
 from rocketmq_operator.platforms.local.auth import run_config_keys, select_secrets, store_secrets
@@ -288,7 +289,7 @@ def test_kubernetes_passes_write_no_password_to_status_events_or_logs(
     for kind, name in (("ControllerGroup", "ctl"), ("BrokerGroup", "broker-a")):
         body = asyncio.run(fake.get(kind, "ns", name))
         asyncio.run(reconcile(fake, body))  # type: ignore[arg-type]
-    memory: dict[str, Any] = {}
+    memory = GroupMemory()
     brokers = Brokers()
     for master in (0, 1):
         observed["state"] = _state(master)

@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup
-from rocketmq_operator.control.auth import AuthMemory, admin_credentials, assert_users, needed_secrets, wanted_users
+from rocketmq_operator.control.auth import admin_credentials, assert_users, needed_secrets, wanted_users
 from rocketmq_operator.core.auth import WantedUser
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint
+from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.remoting.auth import SessionCredentials
@@ -118,16 +119,16 @@ async def assert_group_users(
     bg: BrokerGroup,
     state: GroupState,
     auth: GroupAuth,
-    memory: dict[str, Any],
+    memory: GroupMemory,
     logger: Any,
 ) -> None:
-    if memory.get("auth_problems") != auth.problems:  # said once, not on every pass
-        memory["auth_problems"] = list(auth.problems)
+    if memory.said_auth_problems != auth.problems:  # said once, not on every pass
+        memory.said_auth_problems = list(auth.problems)
         for problem in auth.problems:
             logger.warning("auth: %s", problem)
     if auth.admin is None or not auth.users:
         return
-    report = await assert_users(client, state, auth.users, memory.setdefault("auth", AuthMemory()))
+    report = await assert_users(client, state, auth.users, memory.auth)
     for line in report.done:
         logger.info("%s: auth: %s", bg.metadata.name, line)
     for line in report.errors:

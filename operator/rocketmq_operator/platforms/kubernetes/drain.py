@@ -25,6 +25,7 @@ from rocketmq_operator.core.conditions import ConditionStatus
 from rocketmq_operator.core.drain import CONDITION, DrainFacts, DrainKind, DrainReplica, NodeFacts, plan_drain
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint
 from rocketmq_operator.core.roll import PAUSE_ANNOTATION
+from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
 from rocketmq_operator.platforms.kubernetes.resources import write_condition
 from rocketmq_operator.remoting import RemotingClient, RemotingException
@@ -83,7 +84,7 @@ async def drain_pass(
     controllers: list[str],
     endpoints: list[ReplicaEndpoint],
     previous: BrokerGroupStatus | None,
-    memory: dict[str, Any],
+    memory: GroupMemory,
     logger: Any,
 ) -> bool:
     """One drain step for the group (see the module docstring). True when it switched over, or tried to."""
@@ -107,7 +108,7 @@ async def drain_pass(
         )
         if current is not None and current.get("status") == "False":
             await write_condition(kube, body, CONDITION, None)
-        memory.pop("drain:reason", None)
+        memory.said_drain_reason = None
         return False
     if step.kind is DrainKind.HOLD:
         await _report(kube, body, resource, memory, logger, "False", step.reason, step.text)
@@ -137,16 +138,16 @@ async def _report(
     kube: KubeClient,
     body: JSON,
     resource: kopf.Body,
-    memory: dict[str, Any],
+    memory: GroupMemory,
     logger: Any,
     status: ConditionStatus,
     reason: str,
     message: str,
 ) -> None:
     await write_condition(kube, body, CONDITION, (status, reason, message))
-    if status == "True" or memory.get("drain:reason") != reason:
+    if status == "True" or memory.said_drain_reason != reason:
         # Every switchover is an Event; a hold or a failure once per change of reason, not every pass.
-        memory["drain:reason"] = None if status == "True" else reason
+        memory.said_drain_reason = None if status == "True" else reason
         logger.info("node drain: %s", message)
         kind = "Normal" if status == "True" else "Warning"
         kopf.event(

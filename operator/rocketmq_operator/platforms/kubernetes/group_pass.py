@@ -28,7 +28,7 @@ from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.control.fence import run_fences
 from rocketmq_operator.control.group_pass import run_group_pass
 from rocketmq_operator.control.observe import observe_groups
-from rocketmq_operator.control.policy import PolicyMemory, policy_settings, run_replication_policy
+from rocketmq_operator.control.policy import policy_settings, run_replication_policy
 from rocketmq_operator.control.switchover import OperationRefused, switchover_group
 from rocketmq_operator.core.conditions import (
     ConditionStatus,
@@ -41,6 +41,7 @@ from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.platforms.kubernetes.auth import GroupAuth, assert_group_users, read_group_auth, sign_for_group
 from rocketmq_operator.platforms.kubernetes.drain import drain_pass
+from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated, write_condition
@@ -80,7 +81,7 @@ async def observe_pass(
     client: RemotingClient,
     metrics: OperatorMetrics,
     resource: kopf.Body,
-    memory: dict[str, Any],
+    memory: GroupMemory,
     logger: Any,
 ) -> None:
     body: JSON = dict(resource)
@@ -168,7 +169,7 @@ class KubernetesPassSteps:
     previous: BrokerGroupStatus | None
     blocked: tuple[str, str] | None
     auth: GroupAuth
-    memory: dict[str, Any]
+    memory: GroupMemory
     logger: Any
 
     @property
@@ -278,23 +279,23 @@ async def _converge(
     endpoints: list[ReplicaEndpoint],
     pods: list[JSON],
     previous: BrokerGroupStatus | None,
-    memory: dict[str, Any],
+    memory: GroupMemory,
     logger: Any,
     fenced: frozenset[str] = frozenset(),
 ) -> None:
     """The running brokers follow the spec: hot keys applied in place (a fenced replica keeps its fence's keys),
     everything else by one roll step. The roll waits while a replica is fenced: its switchover could pick it."""
     for replica, text in (await apply_hot_keys(client, bg, placement, state, fenced)).items():
-        if memory.get(f"hot:{replica}") != text:  # a key that never reads back is said once, not every pass
-            memory[f"hot:{replica}"] = text
+        if memory.said_hot_keys.get(replica) != text:  # a key that never reads back is said once, not every pass
+            memory.said_hot_keys[replica] = text
             logger.info("%s: %s", replica, text)
             kopf.event(resource, type="Normal", reason="ConfigApplied", message=f"{replica}: {text}"[:1000])
     if fenced:
-        if memory.get("roll-fenced") != fenced:
-            memory["roll-fenced"] = fenced
+        if memory.said_roll_fenced != fenced:
+            memory.said_roll_fenced = fenced
             logger.info("the roll waits while %s is fenced", ", ".join(sorted(fenced)))
         return
-    memory.pop("roll-fenced", None)
+    memory.said_roll_fenced = None
     before = previous.rollout if previous is not None else None
     after = await roll_pass(kube, client, bg, state, controllers, endpoints, pods, before)
     same_roll = before is not None and after is not None and before.target_revision == after.target_revision
@@ -515,14 +516,13 @@ async def _failover(
     state: GroupState,
     pods: list[JSON],
     name_servers: list[str],
-    memory: dict[str, Any],
+    memory: GroupMemory,
     logger: Any,
 ) -> bool:
     """The replication policy's pass; True when it acted (the roll waits for the next pass then)."""
     ns = resource["metadata"]["namespace"]
     settings = policy_settings(bg, name_servers)
-    policy_memory = memory.setdefault("policy", PolicyMemory())
-    outcome = await run_replication_policy(client, state, settings, policy_memory, PodPlatform(kube, ns, pods))
+    outcome = await run_replication_policy(client, state, settings, memory.policy, PodPlatform(kube, ns, pods))
     for decision in outcome.decisions:
         if decision.refused and decision.reason not in ("ControllerUnavailable", "MasterNotConfirmed"):
             logger.warning("failover refused: %s", decision.message)

@@ -11,6 +11,7 @@ import kopf
 
 from rocketmq_operator.api.models import API_GROUP, API_VERSION
 from rocketmq_operator.platforms.kubernetes.controller_pass import controller_pass
+from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.group_pass import observe_pass
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, connection_info
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
@@ -123,12 +124,12 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         idle=None,
     )
     async def observe(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
-        # memo is per resource (kopf copies the operator's memo): the failover grace clocks live there.
-        if "failover" not in memo:
-            memo["failover"] = {}
+        # memo is per resource (kopf copies the operator's memo): what the group's passes remember lives there.
+        if "group_memory" not in memo:
+            memo["group_memory"] = GroupMemory()
         before = memo.kube.writes
         try:
-            await observe_pass(memo.kube, memo.remoting, memo.metrics, body, memo["failover"], logger)
+            await observe_pass(memo.kube, memo.remoting, memo.metrics, body, memo["group_memory"], logger)
         finally:
             memo.metrics.api_writes.labels(kind="observer").inc(memo.kube.writes - before)
 

@@ -27,6 +27,7 @@ from rocketmq_operator.core.storage import (
     plan_storage,
     refused_patch,
 )
+from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
 from rocketmq_operator.platforms.kubernetes.resources import write_condition
 from rocketmq_operator.render.kubernetes import LABEL_GROUP
@@ -102,7 +103,7 @@ async def _plan(
 
 
 async def storage_pass(
-    kube: KubeClient, bg: BrokerGroup, body: JSON, resource: kopf.Body, memory: dict[str, Any], logger: Any
+    kube: KubeClient, bg: BrokerGroup, body: JSON, resource: kopf.Body, memory: GroupMemory, logger: Any
 ) -> StoragePlan:
     """One storage step for the group (see the module docstring). Returns the plan as carried out."""
     namespace = body["metadata"]["namespace"]
@@ -126,9 +127,9 @@ async def storage_pass(
     if plan.status is None:
         return plan
     await write_condition(kube, body, CONDITION, (plan.status, plan.reason, plan.message))
-    if memory.get("storage:reason") != plan.reason:
+    if memory.said_storage_reason != plan.reason:
         # One Event per change of reason: progress (Resizing) changes its message every few passes.
-        memory["storage:reason"] = plan.reason
+        memory.said_storage_reason = plan.reason
         warning = plan.status == "False" and plan.reason != "Resizing"
         kopf.event(
             resource,

@@ -16,10 +16,11 @@ from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ConsumerGroup, DeletionPolicy, Topic
 from rocketmq_operator.control.clock import now_iso
-from rocketmq_operator.control.topics import AssertReport, GroupTopicMemory, assert_group
+from rocketmq_operator.control.topics import AssertReport, assert_group
 from rocketmq_operator.core.conditions import condition
 from rocketmq_operator.core.observation import GroupState
 from rocketmq_operator.core.topics import wanted_on_groups
+from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.resources import validated
@@ -57,7 +58,7 @@ async def reassert_topics(
     bg: BrokerGroup,
     namespace: str,
     state: GroupState,
-    memory: dict[str, Any],
+    memory: GroupMemory,
 ) -> bool:
     group = bg.metadata.name
     topics = _valid(await kube.list("Topic", namespace), "Topic")
@@ -74,8 +75,7 @@ async def reassert_topics(
     wanted.deleting_groups = [
         r.group_name for i, r in groups if isinstance(r, ConsumerGroup) and _deleting(i, r) and r.group_name in placed
     ]
-    topic_memory = memory.setdefault("topics", GroupTopicMemory())
-    report = await assert_group(client, state, wanted, topic_memory, measure=True)
+    report = await assert_group(client, state, wanted, memory.topics, measure=True)
     await _write_statuses(kube, metrics, namespace, group, topics, groups, report, bg)
     return report.asserted
 
