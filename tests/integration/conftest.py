@@ -83,13 +83,13 @@ class LocalCluster:
 
     def observe(self) -> dict[str, Any]:
         """The same document as `status`, printed in this process by the function behind `local status --json`
-        (`control.status`). Polling loops use it: a CLI process costs a second or two of CPU in imports, and a
+        (`lifecycle.status`). Polling loops use it: a CLI process costs a second or two of CPU in imports, and a
         loop of them every quarter second took a core from the JVMs under test (load average 20 on two cores
         with two test workers)."""
-        from rocketmq_operator.platforms.local import control
+        from rocketmq_operator.platforms.local import lifecycle
 
         printed: list[str] = []
-        code = control.status(self.state_dir, as_json=True, out=printed.append)
+        code = lifecycle.status(self.state_dir, as_json=True, out=printed.append)
         if code != 0 or not printed:
             pytest.fail(f"`local status --json` exited {code}\n{self.log_tails()}")
         doc: dict[str, Any] = json.loads(printed[-1])
@@ -127,8 +127,8 @@ class LocalCluster:
 
 def _kill_leftovers(state_dir: Path) -> list[int]:
     """SIGKILL, by pid, every process whose command line names this state directory (after `local down`)."""
-    from rocketmq_operator.platforms.local.control import our_pids
     from rocketmq_operator.platforms.local.layout import StateLayout
+    from rocketmq_operator.platforms.local.lifecycle import our_pids
 
     pids = our_pids(StateLayout(state_dir))
     for pid in pids:

@@ -23,7 +23,7 @@ from outcomes import LOAD_FAILURES
 from polling import until
 from spark_local import local_spark
 
-from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.remoting import RemotingException
 from rocketmq_operator.remoting.auth import SessionCredentials
@@ -126,7 +126,7 @@ def test_users_and_acls_on_real_brokers_survive_a_master_kill(local_platform: An
 
         old = cluster.group(GROUP, doc)["master"]
         answer = asyncio.run(
-            control.request(StateLayout(cluster.state_dir), "signal", replica=old["replica"], signal="KILL")
+            lifecycle.request(StateLayout(cluster.state_dir), "signal", replica=old["replica"], signal="KILL")
         )
         assert answer.get("ok"), answer
 

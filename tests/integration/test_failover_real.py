@@ -26,8 +26,8 @@ from rocketmq_operator.control.fence import switchover_fence_config, unfence_con
 from rocketmq_operator.control.observe import facts_from_state
 from rocketmq_operator.control.topics import carry_over
 from rocketmq_operator.core.failover import plan_failover
+from rocketmq_operator.platforms.local.group_states import observe
 from rocketmq_operator.platforms.local.layout import StateLayout
-from rocketmq_operator.platforms.local.report import observe
 from rocketmq_operator.platforms.local.state import read_state
 from rocketmq_operator.remoting import RemotingClient, RemotingError
 from rocketmq_operator.remoting.admin import TopicAdmin, TopicConfigInfo

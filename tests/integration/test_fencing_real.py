@@ -21,7 +21,7 @@ import pytest
 from outcomes import LOAD_FAILURES
 
 from rocketmq_operator.bench.failover import run_bench
-from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.state import read_state
 from rocketmq_operator.remoting import RemotingClient, RemotingException
@@ -106,7 +106,9 @@ def test_routes_return_after_every_name_server_restarts(local_platform: Any) -> 
         layout = StateLayout(cluster.state_dir)
         for r in state.replicas:
             if r.kind == "ControllerGroup":
-                answer = asyncio.run(control.request(layout, "signal", replica=r.name, signal="KILL", noRestart=False))
+                answer = asyncio.run(
+                    lifecycle.request(layout, "signal", replica=r.name, signal="KILL", noRestart=False)
+                )
                 assert answer.get("ok"), answer
         deadline = time.monotonic() + 120
         while not asyncio.run(_route_has_master(state.name_servers, topic, "broker-a")):

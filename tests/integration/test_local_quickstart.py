@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from rocketmq_operator.platforms.local.control import our_pids
 from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.lifecycle import our_pids
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.topics import topics_status_path
 from rocketmq_operator.remoting import RemotingClient, RemotingTimeout
@@ -87,7 +87,7 @@ def _observed(path: Path) -> set[str]:
 
 def _kill_master_now(cluster: Any, replica: str) -> tuple[float, int]:
     """SIGKILL through the supervisor: (when it sent the signal, the pid it signalled)."""
-    answer = asyncio.run(control.request(StateLayout(cluster.state_dir), "signal", replica=replica, signal="KILL"))
+    answer = asyncio.run(lifecycle.request(StateLayout(cluster.state_dir), "signal", replica=replica, signal="KILL"))
     assert answer.get("ok"), answer
     return float(answer["signalledAt"]), int(answer["pid"])
 

@@ -39,7 +39,7 @@ from rocketmq_operator.bench.chaos_plan import (
 )
 from rocketmq_operator.bench.failover import Group, count_deposed_acks, full_sync_state_set, retrying, run_cli, wait_for
 from rocketmq_operator.control.observe import observe_groups
-from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.netfault import NetFaults
@@ -69,7 +69,7 @@ class Injector:
         self.open: list[tuple[str, str]] = []  # (family, process) not yet healed
 
     async def _request(self, op: str, **body: Any) -> dict[str, Any]:
-        return await control.request(self.layout, op, **body)
+        return await lifecycle.request(self.layout, op, **body)
 
     async def inject(self, family: str, process: str) -> str | None:
         if family == "kill":

@@ -51,7 +51,7 @@ from rocketmq_operator.bench.elections import EpochWatch, Sample, Window, epochs
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.core.status import build_broker_status
-from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
@@ -146,7 +146,7 @@ async def up_controller_group(files: list[str], state_dir: Path, bench: str) -> 
 async def _signal(state_dir: Path, replica: str, sig: str = "KILL") -> float:
     """Signal one replica through the supervisor (which restarts a killed one after its back-off); returns when
     the signal was sent, by the supervisor's clock (the same machine's wall clock)."""
-    answer = await control.request(StateLayout(state_dir), "signal", replica=replica, signal=sig, noRestart=False)
+    answer = await lifecycle.request(StateLayout(state_dir), "signal", replica=replica, signal=sig, noRestart=False)
     if not answer.get("ok"):
         raise RuntimeError(f"could not SIG{sig} {replica}: {answer.get('message')}")
     return float(answer.get("signalledAt") or time.time())
@@ -332,7 +332,7 @@ async def _change_leader(state_dir: Path, state: LocalState, group: Group, clien
     leader = await retrying(lambda: _controller_leader(state, group.controllers, client), timeout=60.0)
     process = _process_of(state, leader)
     layout = StateLayout(state_dir)
-    answer = await control.request(layout, "signal", replica=process, signal="KILL", noRestart=True)
+    answer = await lifecycle.request(layout, "signal", replica=process, signal="KILL", noRestart=True)
     if not answer.get("ok"):
         raise RuntimeError(f"could not SIGKILL {process}: {answer.get('message')}")
     killed_at = float(answer.get("signalledAt") or time.time())
@@ -343,7 +343,7 @@ async def _change_leader(state_dir: Path, state: LocalState, group: Group, clien
     try:
         return round(await wait_for("another controller leader", moved, 60, interval=0.05) - killed_at, 3)
     finally:
-        await control.request(layout, "start", replica=process)
+        await lifecycle.request(layout, "start", replica=process)
 
 
 async def run_bench(

@@ -36,7 +36,7 @@ from rocketmq_operator.bench.quorum_plan import (
     quorum_params,
     summarize_cell,
 )
-from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.netfault import CpuQuota
@@ -106,7 +106,7 @@ async def _measure(
     master, slave = await _master_and_slave(state, client, topic)
     layout = StateLayout(state_dir)
     if condition == "stalled":
-        answer = await control.request(layout, "signal", replica=slave, signal="STOP", noRestart=False)
+        answer = await lifecycle.request(layout, "signal", replica=slave, signal="STOP", noRestart=False)
         if not answer.get("ok"):
             raise RuntimeError(f"could not SIGSTOP {slave}: {answer.get('message')}")
     elif condition == "slow":
@@ -121,7 +121,7 @@ async def _measure(
         records = producer.records
     finally:
         if condition == "stalled":
-            await control.request(layout, "signal", replica=slave, signal="CONT", noRestart=False)
+            await lifecycle.request(layout, "signal", replica=slave, signal="CONT", noRestart=False)
         elif condition == "slow":
             await cpu.lift(slave)
     sends = [SendOutcome(r.status, r.latency_ms, r.ok) for r in records]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketmq_operator.bench.failover import percentile, run_cli
-from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.state import read_state
 from rocketmq_operator.remoting import RemotingClient, RemotingException
@@ -63,7 +63,7 @@ async def run_bench(files: list[str], state_dir: Path, trials: int, keep: bool) 
             await asyncio.sleep(3.0)
             killed_at = time.time()
             for name in processes:
-                answer = await control.request(layout, "signal", replica=name, signal="KILL", noRestart=False)
+                answer = await lifecycle.request(layout, "signal", replica=name, signal="KILL", noRestart=False)
                 if not answer.get("ok"):
                     raise RuntimeError(f"could not SIGKILL {name}: {answer.get('message')}")
             answered_at: float | None = None

@@ -31,8 +31,8 @@ from rocketmq_operator.bench.load import CpuLoad
 from rocketmq_operator.bench.phase import listening
 from rocketmq_operator.cli import bench_spark
 from rocketmq_operator.platforms.console import EXIT_INTERRUPTED, Ticker, stderr_terminal
-from rocketmq_operator.platforms.local.control import our_pids
 from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.lifecycle import our_pids
 
 T = TypeVar("T")
 

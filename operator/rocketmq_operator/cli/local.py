@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from rocketmq_operator.platforms.console import progress_console, stderr_terminal, terminal
-from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.commands import SIGNALS
 from rocketmq_operator.platforms.local.layout import DEFAULT_STATE_DIR, STATE_ENV, resolve_state_dir
 
@@ -27,7 +27,7 @@ def _state_dir_arg(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    return control.up(
+    return lifecycle.up(
         args.files,
         resolve_state_dir(args.state_dir),
         wait=args.wait,
@@ -45,23 +45,23 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     console = terminal() if args.watch is not None else None
-    return control.status(resolve_state_dir(args.state_dir), as_json=args.json, watch=args.watch, console=console)
+    return lifecycle.status(resolve_state_dir(args.state_dir), as_json=args.json, watch=args.watch, console=console)
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    return control.env(resolve_state_dir(args.state_dir))
+    return lifecycle.env(resolve_state_dir(args.state_dir))
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    return control.down(resolve_state_dir(args.state_dir), purge=args.purge, console=stderr_terminal())
+    return lifecycle.down(resolve_state_dir(args.state_dir), purge=args.purge, console=stderr_terminal())
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    return control.kill(resolve_state_dir(args.state_dir), args.replica, sig=args.signal, no_restart=args.no_restart)
+    return lifecycle.kill(resolve_state_dir(args.state_dir), args.replica, sig=args.signal, no_restart=args.no_restart)
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    return control.start(resolve_state_dir(args.state_dir), args.replica)
+    return lifecycle.start(resolve_state_dir(args.state_dir), args.replica)
 
 
 def cmd_switchover(args: argparse.Namespace) -> int:
@@ -72,7 +72,7 @@ def cmd_switchover(args: argparse.Namespace) -> int:
 
 def cmd_dist_path(args: argparse.Namespace) -> int:
     del args
-    code = control.dist_path(console=stderr_terminal())
+    code = lifecycle.dist_path(console=stderr_terminal())
     if code == 0:
         # Once per distribution and java (about 20 s): every later start of its JVMs maps their classes.
         from rocketmq_operator.platforms.local.cds_training import train_archives

@@ -11,7 +11,7 @@ import pytest
 
 from rocketmq_operator.cli import main
 from rocketmq_operator.platforms.local import apply as local_apply
-from rocketmq_operator.platforms.local import control, roll
+from rocketmq_operator.platforms.local import lifecycle, roll
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import port_needs, render_configs
 from rocketmq_operator.platforms.local.ports import pack
@@ -30,7 +30,7 @@ def running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[StateLayou
     monkeypatch.setattr(roll, "ensure_distribution", lambda version, log=None: Path(f"/dist/{version}"))
     monkeypatch.setattr(local_apply, "supervisor_running", lambda state: True)
     layout = StateLayout(tmp_path / "state")
-    resources, errors, _, _ = control.validate([str(QUICKSTART)])
+    resources, errors, _, _ = lifecycle.validate([str(QUICKSTART)])
     assert not errors
     ports = pack(port_needs(resources), 22900)
     texts = render_configs(resources, ports, layout)
@@ -47,7 +47,7 @@ def running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[StateLayou
         sent.append({"op": op, **body})
         return {"ok": True, "message": "applied"}
 
-    monkeypatch.setattr(control, "request", request)
+    monkeypatch.setattr(lifecycle, "request", request)
     return layout, sent
 
 
@@ -137,7 +137,7 @@ def test_the_topic_policy_takes_the_resources_an_apply_request_brings(
     state = read_state(layout.state_file)
     policy = TopicPolicy(state, layout)
     assert [t.name for t in policy.wanted["broker-a"].topics] == ["orders"]
-    resources, _, _, _ = control.validate([str(_variant(tmp_path, append=NEW_TOPIC))])
+    resources, _, _, _ = lifecycle.validate([str(_variant(tmp_path, append=NEW_TOPIC))])
     body = {
         "resources": [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in resources],
         "manifestDigest": "d2",

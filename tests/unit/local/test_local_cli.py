@@ -118,8 +118,8 @@ def test_state_dir_from_environment(
 
 
 def test_state_dir_lock_is_exclusive(tmp_path: Path) -> None:
-    from rocketmq_operator.platforms.local.control import LocalError, locked
     from rocketmq_operator.platforms.local.layout import StateLayout
+    from rocketmq_operator.platforms.local.lifecycle import LocalError, locked
 
     layout = StateLayout(tmp_path / "s")
     with locked(layout), pytest.raises(LocalError, match="another `local up` or `local down`"), locked(layout):
@@ -154,11 +154,11 @@ def test_local_env_prints_an_evaluable_namesrv_addr(
 ) -> None:
     import subprocess
 
-    from rocketmq_operator.platforms.local import control
+    from rocketmq_operator.platforms.local import lifecycle
 
     state = _quickstart_state(tmp_path)
     assert state.name_servers
-    monkeypatch.setattr(control, "supervisor_running", lambda _: running)
+    monkeypatch.setattr(lifecycle, "supervisor_running", lambda _: running)
     assert main(["local", "env", "--state-dir", str(tmp_path)]) == (0 if running else 3)
     captured = capsys.readouterr()
     lines = captured.out.splitlines()

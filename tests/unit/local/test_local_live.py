@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.report import render_table
 
@@ -57,9 +57,9 @@ def three_frames(monkeypatch: pytest.MonkeyPatch) -> list[float]:
         if len(sleeps) == 3:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(control, "read_state", lambda path: object())
-    monkeypatch.setattr(control, "collect", collect)
-    monkeypatch.setattr(control.time, "sleep", sleep)
+    monkeypatch.setattr(lifecycle, "read_state", lambda path: object())
+    monkeypatch.setattr(lifecycle, "collect", collect)
+    monkeypatch.setattr(lifecycle.time, "sleep", sleep)
     return sleeps
 
 
@@ -67,7 +67,7 @@ def test_watch_not_on_a_terminal_appends_every_observation_as_before(
     tmp_path: Path, three_frames: list[float], capsys: pytest.CaptureFixture[str]
 ) -> None:
     lines: list[str] = []
-    code = control.status(tmp_path, watch=2.0, out=lines.append)
+    code = lifecycle.status(tmp_path, watch=2.0, out=lines.append)
     expected: list[str] = []
     for n in (1, 2, 3):
         expected += [f"--- 2026-01-01T00:00:0{n}Z", render_table(status_doc(n))]
@@ -80,7 +80,7 @@ def test_watch_on_a_terminal_redraws_in_place(tmp_path: Path, three_frames: list
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, width=200, height=50)
     lines: list[str] = []
-    code = control.status(tmp_path, watch=2.0, out=lines.append, console=console)
+    code = lifecycle.status(tmp_path, watch=2.0, out=lines.append, console=console)
     assert code == 130 and lines == []  # nothing appended through out
     text = screen.getvalue()
     # Every frame but the first moves the cursor back up over the previous one (rich's Live) and erases it.
@@ -94,16 +94,16 @@ def test_watch_on_a_terminal_redraws_in_place(tmp_path: Path, three_frames: list
 def test_status_once_ignores_the_console(tmp_path: Path, three_frames: list[float]) -> None:
     screen = io.StringIO()
     lines: list[str] = []
-    code = control.status(tmp_path, out=lines.append, console=Console(file=screen, force_terminal=True))
+    code = lifecycle.status(tmp_path, out=lines.append, console=Console(file=screen, force_terminal=True))
     assert code == 0 and lines == [render_table(status_doc(1))] and screen.getvalue() == ""
 
 
 @pytest.fixture
 def up_stubbed(monkeypatch: pytest.MonkeyPatch) -> None:
     """`local up` with valid (empty) manifests whose start is `_up`'s stub: no distribution, no process."""
-    monkeypatch.setattr(control, "validate", lambda files: ([], [], [], {}))
-    monkeypatch.setattr(control, "check_names", lambda resources: None)
-    monkeypatch.setattr(control, "_up", lambda *a, **k: 0)
+    monkeypatch.setattr(lifecycle, "validate", lambda files: ([], [], [], {}))
+    monkeypatch.setattr(lifecycle, "check_names", lambda resources: None)
+    monkeypatch.setattr(lifecycle, "_up", lambda *a, **k: 0)
 
 
 def test_ctrl_c_during_up_wait_says_what_is_still_running_and_how_to_stop_it(
@@ -112,9 +112,9 @@ def test_ctrl_c_during_up_wait_says_what_is_still_running_and_how_to_stop_it(
     async def interrupted(*args: Any) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(control, "wait_ready", interrupted)
-    monkeypatch.setattr(control, "our_pids", lambda layout: [101, 102, 103, 104])
-    code = control.up([str(QUICKSTART)], tmp_path, wait=True, out=lambda text: None)
+    monkeypatch.setattr(lifecycle, "wait_ready", interrupted)
+    monkeypatch.setattr(lifecycle, "our_pids", lambda layout: [101, 102, 103, 104])
+    code = lifecycle.up([str(QUICKSTART)], tmp_path, wait=True, out=lambda text: None)
     assert code == 130
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
@@ -129,9 +129,9 @@ def test_ctrl_c_before_anything_started_says_nothing_runs(
     def interrupted(*args: Any, **kwargs: Any) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(control, "_up", interrupted)
-    monkeypatch.setattr(control, "our_pids", lambda layout: [])
-    assert control.up([str(QUICKSTART)], tmp_path, out=lambda text: None) == 130
+    monkeypatch.setattr(lifecycle, "_up", interrupted)
+    monkeypatch.setattr(lifecycle, "our_pids", lambda layout: [])
+    assert lifecycle.up([str(QUICKSTART)], tmp_path, out=lambda text: None) == 130
     assert capsys.readouterr().err.strip() == f"interrupted: nothing runs from {tmp_path}"
 
 
@@ -154,10 +154,10 @@ def ready_after_two_polls(monkeypatch: pytest.MonkeyPatch) -> None:
     async def no_sleep(seconds: float) -> None:
         return None
 
-    monkeypatch.setattr(control, "read_state", lambda path: State())
-    monkeypatch.setattr(control, "supervisor_running", lambda state: True)
-    monkeypatch.setattr(control, "collect", collect)
-    monkeypatch.setattr(control.asyncio, "sleep", no_sleep)
+    monkeypatch.setattr(lifecycle, "read_state", lambda path: State())
+    monkeypatch.setattr(lifecycle, "supervisor_running", lambda state: True)
+    monkeypatch.setattr(lifecycle, "collect", collect)
+    monkeypatch.setattr(lifecycle.asyncio, "sleep", no_sleep)
 
 
 def test_wait_ready_not_on_a_terminal_prints_each_new_progress_line(
@@ -165,7 +165,7 @@ def test_wait_ready_not_on_a_terminal_prints_each_new_progress_line(
 ) -> None:
     ready_after_two_polls(monkeypatch)
     lines: list[str] = []
-    assert asyncio.run(control.wait_ready(StateLayout(tmp_path), 60.0, lines.append)) == 0
+    assert asyncio.run(lifecycle.wait_ready(StateLayout(tmp_path), 60.0, lines.append)) == 0
     assert [line.split("] ", 1)[1] for line in lines[:2]] == [
         "g: 1/1 brokers answer, no master yet, SyncStateSet [] (0/1)",
         "g: 1/1 brokers answer, master g-0 (id 1, epoch 2), SyncStateSet [1] (1/1)",
@@ -178,7 +178,7 @@ def test_wait_ready_on_a_terminal_is_one_updating_line(tmp_path: Path, monkeypat
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, width=200)
     lines: list[str] = []
-    assert asyncio.run(control.wait_ready(StateLayout(tmp_path), 60.0, lines.append, console)) == 0
+    assert asyncio.run(lifecycle.wait_ready(StateLayout(tmp_path), 60.0, lines.append, console)) == 0
     # stdout keeps only the last state and the verdict; the progress went to the terminal's updating line
     assert len(lines) == 2 and lines[0].endswith("SyncStateSet [1] (1/1)") and lines[1].startswith("ready after ")
     assert "no master yet" in screen.getvalue()
@@ -196,13 +196,13 @@ def fake_build(monkeypatch: pytest.MonkeyPatch) -> None:
         log("rocketmq-operator: RocketMQ 5.5.0 ready in /dist (120 jars)")
         return Path("/dist")
 
-    monkeypatch.setattr(control, "ensure_distribution", ensure)
+    monkeypatch.setattr(lifecycle, "ensure_distribution", ensure)
 
 
 def test_prepare_shows_the_download_and_verification_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_build(monkeypatch)
     screen = io.StringIO()
-    assert control.prepare_distribution(Console(file=screen, force_terminal=True, width=200)) == Path("/dist")
+    assert lifecycle.prepare_distribution(Console(file=screen, force_terminal=True, width=200)) == Path("/dist")
     text = screen.getvalue()
     assert "downloading RocketMQ 5.5.0 from Maven Central" in text
     assert "verifying the jars against Maven Central's .sha1" in text
@@ -214,7 +214,7 @@ def test_prepare_not_on_a_terminal_prints_only_its_log_lines(
 ) -> None:
     fake_build(monkeypatch)
     lines: list[str] = []
-    assert control.dist_path(out=lines.append) == 0 and lines == ["/dist"]
+    assert lifecycle.dist_path(out=lines.append) == 0 and lines == ["/dist"]
     assert capsys.readouterr().err == "rocketmq-operator: RocketMQ 5.5.0 ready in /dist (120 jars)\n"
 
 
@@ -226,6 +226,6 @@ def test_down_names_the_processes_it_stops() -> None:
     class State:
         replicas = [Replica("ctl-0", 11), Replica("broker-a-0", 12), Replica("broker-a-1", None)]
 
-    assert control.stopping_text(State(), 10) == (  # type: ignore[arg-type]
+    assert lifecycle.stopping_text(State(), 10) == (  # type: ignore[arg-type]
         "stopping the supervisor (pid 10) and 2 processes: ctl-0, broker-a-0"
     )

@@ -11,9 +11,9 @@ import pytest
 from rocketmq_operator.api.models import BrokerGroupStatus, MasterStatus, SyncStateSetStatus
 from rocketmq_operator.api.validation import validate_file
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
-from rocketmq_operator.platforms.local import control, report
-from rocketmq_operator.platforms.local.control import group_ready, progress_line
+from rocketmq_operator.platforms.local import lifecycle, report
 from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.lifecycle import group_ready, progress_line
 from rocketmq_operator.platforms.local.placement import build_state, port_needs
 from rocketmq_operator.platforms.local.ports import pack
 from rocketmq_operator.platforms.local.report import render_table
@@ -194,7 +194,7 @@ def test_status_after_down_says_stopped_and_exits_non_zero(
 
     monkeypatch.setattr(report, "observe", nothing_answers)
     lines: list[str] = []
-    rc = control.status(tmp_path, out=lines.append)
+    rc = lifecycle.status(tmp_path, out=lines.append)
     text = "\n".join(lines)
     assert rc == 3, text
     assert f"{group.name}: stopped" in text and "writable=no" in text
@@ -207,7 +207,7 @@ def test_status_after_down_says_stopped_and_exits_non_zero(
     assert len(hint) == 1 and "rocketmq-operator local up -f FILE" in hint[0], hint
 
     lines.clear()
-    assert control.status(tmp_path, as_json=True, out=lines.append) == 3
+    assert lifecycle.status(tmp_path, as_json=True, out=lines.append) == 3
     doc = json.loads("\n".join(lines))
     g = next(x for x in doc["groups"] if x["name"] == group.name)
     assert doc["stopped"] is True and g["phase"] == "Stopped"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.state import (
     RUNNING,
@@ -71,12 +71,12 @@ def supervised(tmp_path: Path) -> Iterator[StateLayout]:
         ],
     )
     write_state(layout.state_file, state)
-    proc = control._spawn_supervisor(layout)
+    proc = lifecycle._spawn_supervisor(layout)
     try:
-        control._wait_started(layout, proc)
+        lifecycle._wait_started(layout, proc)
         yield layout
     finally:
-        control.down(layout.root, out=lambda _: None)
+        lifecycle.down(layout.root, out=lambda _: None)
         proc.wait(timeout=30)
 
 
@@ -107,7 +107,7 @@ def test_life_cycle(supervised: StateLayout) -> None:
 
     # SIGKILL: restarted after the first back-off step (1 s)
     old_pid = broker.pid
-    assert control.kill(layout.root, "b-0", sig="KILL", out=lambda _: None) == 0
+    assert lifecycle.kill(layout.root, "b-0", sig="KILL", out=lambda _: None) == 0
     wait_for("restart", lambda: current(layout, "b-0").pid not in (None, old_pid))
     broker = current(layout, "b-0")
     assert broker.restarts == 1 and broker.last_exit_code == -9
@@ -116,39 +116,39 @@ def test_life_cycle(supervised: StateLayout) -> None:
     assert pid_alive(broker.pid, broker.run_config)
 
     # SIGSTOP is a suspension, not an exit; CONT resumes
-    assert control.kill(layout.root, "b-0", sig="STOP", out=lambda _: None) == 0
+    assert lifecycle.kill(layout.root, "b-0", sig="STOP", out=lambda _: None) == 0
     time.sleep(1.5)
     stopped = current(layout, "b-0")
     assert stopped.suspended and stopped.pid == broker.pid and stopped.restarts == 1
-    assert control.kill(layout.root, "b-0", sig="CONT", out=lambda _: None) == 0
+    assert lifecycle.kill(layout.root, "b-0", sig="CONT", out=lambda _: None) == 0
     wait_for("resume", lambda: not current(layout, "b-0").suspended)
 
     # --no-restart keeps it down until `start`
-    assert control.kill(layout.root, "b-0", sig="TERM", no_restart=True, out=lambda _: None) == 0
+    assert lifecycle.kill(layout.root, "b-0", sig="TERM", no_restart=True, out=lambda _: None) == 0
     wait_for("exit", lambda: current(layout, "b-0").pid is None)
     time.sleep(2.5)
     down = current(layout, "b-0")
     assert down.pid is None and down.desired == STOPPED and down.restarts == 1
     lines: list[str] = []
-    assert control.start(layout.root, "b-0", out=lines.append) == 0
+    assert lifecycle.start(layout.root, "b-0", out=lines.append) == 0
     assert lines and lines[0].startswith("started b-0")
     up = current(layout, "b-0")
     assert up.pid is not None and up.desired == RUNNING and up.restarts == 2
 
     # unknown replica: a clear refusal
-    assert control.kill(layout.root, "nope", out=lambda _: None) == 1
+    assert lifecycle.kill(layout.root, "nope", out=lambda _: None) == 1
 
 
 def test_down_stops_everything(supervised: StateLayout) -> None:
     layout = supervised
     state = read_state(layout.state_file)
     pids = [(r.pid, r.run_config) for r in state.replicas]
-    assert control.down(layout.root, out=lambda _: None) == 0
+    assert lifecycle.down(layout.root, out=lambda _: None) == 0
     after = read_state(layout.state_file)
     assert after.supervisor.pid is None
     assert all(r.pid is None for r in after.replicas)
     assert not any(pid_alive(pid, needle) for pid, needle in pids)
-    assert control.kill(layout.root, "b-0", out=lambda _: None) == 3  # nobody to ask any more: not running
+    assert lifecycle.kill(layout.root, "b-0", out=lambda _: None) == 3  # nobody to ask any more: not running
 
 
 def test_down_purge_kills_at_once_and_deletes_everything(supervised: StateLayout) -> None:
@@ -159,7 +159,7 @@ def test_down_purge_kills_at_once_and_deletes_everything(supervised: StateLayout
     pids = [(r.pid, r.run_config) for r in state.replicas]
     supervisor = state.supervisor.pid
     said: list[str] = []
-    assert control.down(layout.root, purge=True, out=said.append) == 0
+    assert lifecycle.down(layout.root, purge=True, out=said.append) == 0
     assert any("at once" in line for line in said), said
     assert not any(pid_alive(pid, needle) for pid, needle in pids)
     assert supervisor is not None and not pid_alive(supervisor, str(layout.root))

@@ -4,13 +4,13 @@ Contract:
 
 * `apply(files, state_dir)` (`local apply -f`): validate, render with the running ports, write the configs, hand
   the new desired state to the supervisor (request `apply`), then send hot keys to the running brokers and read
-  them back (`control.roll.apply_hot_config`). Prints what the change needs (`describe_change`), the spec.jvm
+  them back (`lifecycle.roll.apply_hot_config`). Prints what the change needs (`describe_change`), the spec.jvm
   sizes it does not apply (`placement.jvm_not_applied`) and the Topics and ConsumerGroups added, changed or
   removed (`render.diff.describe_topic_changes`: the supervisor's `TopicPolicy` asserts what the new resources
   declare); warns of a downgrade (`render.diff.diff_warnings`). Scaling outside controller mode is refused.
-  Nothing running (or never started) exits 3 (`control.not_running`).
+  Nothing running (or never started) exits 3 (`lifecycle.not_running`).
 * The supervisor's side of the roll it starts is `platforms.local.roll`; this module runs in the user's process
-  and talks to the supervisor only through its requests (`control.request`).
+  and talks to the supervisor only through its requests (`lifecycle.request`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from rocketmq_operator.control.roll import (
     apply_hot_config,
 )
 from rocketmq_operator.core.config_change import classify, describe_change
-from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, state_client, store_secrets
 from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION
 from rocketmq_operator.platforms.local.layout import StateLayout
@@ -65,22 +65,22 @@ def _stderr(text: str) -> None:
 def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
     layout = StateLayout(state_dir)
     try:  # first: a stopped cluster is the one thing to say (not the manifests' warnings before it)
-        existing = control.read_existing(layout)
+        existing = lifecycle.read_existing(layout)
         if not supervisor_running(existing):
-            raise control.not_running(layout, existing)
-    except control.NotRunning as exc:
+            raise lifecycle.not_running(layout, existing)
+    except lifecycle.NotRunning as exc:
         _stderr(f"error: {exc}")
-        return control.EXIT_STOPPED
+        return lifecycle.EXIT_STOPPED
     except StateError as exc:
         _stderr(f"error: {exc}")
-        return control.EXIT_FAILED
-    resources, errors, warnings, secrets = control.validate(files)
+        return lifecycle.EXIT_FAILED
+    resources, errors, warnings, secrets = lifecycle.validate(files)
     for w in warnings:
         _stderr(f"warning: {w}")
     if errors:
         for e in errors:
             out(e)
-        return control.EXIT_INVALID
+        return lifecycle.EXIT_INVALID
     try:
         check_names(resources)
         auth_secrets = select_secrets(resources, secrets)
@@ -103,7 +103,7 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
         store_secrets(layout, auth_secrets)
         ensure_certificates(layout, state)  # a scale-out's new replicas
         answer = asyncio.run(
-            control.request(
+            lifecycle.request(
                 layout,
                 "apply",
                 resources=state.resources,
@@ -116,7 +116,7 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
             )
         )
         if not answer.get("ok"):
-            raise control.LocalError(str(answer.get("message")))
+            raise lifecycle.LocalError(str(answer.get("message")))
         layout.manifest.write_text(  # what runs now, as `local up` keeps it
             yaml.safe_dump_all(state.resources, sort_keys=False, default_flow_style=False), encoding="utf-8"
         )
@@ -125,16 +125,16 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
         if hot:
             for line in asyncio.run(_apply_hot(existing, hot)):
                 out(line)
-        return control.EXIT_OK
+        return lifecycle.EXIT_OK
     except (PlacementError, AuthSecretError, TlsConfigError) as exc:
         out(str(exc))
-        return control.EXIT_INVALID
-    except control.NotRunning as exc:  # the supervisor exited while the request waited
+        return lifecycle.EXIT_INVALID
+    except lifecycle.NotRunning as exc:  # the supervisor exited while the request waited
         _stderr(f"error: {exc}")
-        return control.EXIT_STOPPED
-    except (control.LocalError, StateError, OSError) as exc:
+        return lifecycle.EXIT_STOPPED
+    except (lifecycle.LocalError, StateError, OSError) as exc:
         _stderr(f"error: {exc}")
-        return control.EXIT_FAILED
+        return lifecycle.EXIT_FAILED
 
 
 def _ports_with_new_replicas(
@@ -158,7 +158,7 @@ def _refuse_unscalable(existing: LocalState, texts: Mapping[str, str]) -> None:
     rollable = {g.name for g in existing.groups if g.kind == "BrokerGroup" and g.controller_mode}
     changed = sorted(n for n in set(texts) ^ names if n.rsplit("-", 1)[0] not in rollable)
     if changed:
-        raise control.LocalError(
+        raise lifecycle.LocalError(
             f"replicas {changed} would be added or removed outside a controller-mode BrokerGroup: `local apply` "
             "scales controller-mode BrokerGroups only; fix: `local down` and `local up` with the new manifest"
         )
@@ -172,7 +172,7 @@ def _refuse_unrollable(existing: LocalState, state: LocalState) -> None:
         if old is None or old.revision == r.target_revision or not old.revision or r.group in rollable:
             continue
         what = "ControllerGroup" if r.kind == "ControllerGroup" else "BrokerGroup (not controller mode)"
-        raise control.LocalError(
+        raise lifecycle.LocalError(
             f"{what} {r.group}: replica {r.name} would need a restart (version or restart-only config), and "
             "`local apply` rolls only controller-mode BrokerGroups; fix: change only hot keys there, or "
             "`local down` and `local up` with the new manifest"

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from rocketmq_operator.platforms.local import control
+from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.cds import ARCHIVES, TRAIN_ENV, archive_dir
 from rocketmq_operator.platforms.local.distribution import file_lock, java_executable
 from rocketmq_operator.platforms.local.layout import StateLayout
@@ -113,7 +113,7 @@ def _train(scratch: Path, version: str) -> str | None:
     quiet = io.StringIO()
     try:
         with _environment(TRAIN_ENV, str(scratch / "archives")), contextlib.redirect_stderr(quiet):
-            code = control.up([str(manifest)], state_dir, wait=True, timeout=180.0, out=lambda _text: None)
+            code = lifecycle.up([str(manifest)], state_dir, wait=True, timeout=180.0, out=lambda _text: None)
         if code != 0:
             return f"the training group did not come up (exit {code}): {quiet.getvalue().strip()[-300:]}"
         state = read_state(StateLayout(state_dir).state_file)
@@ -125,4 +125,4 @@ def _train(scratch: Path, version: str) -> str | None:
         return f"{type(exc).__name__}: {exc}"
     finally:
         with contextlib.redirect_stderr(io.StringIO()):
-            control.down(state_dir, purge=False, out=lambda _text: None)
+            lifecycle.down(state_dir, purge=False, out=lambda _text: None)

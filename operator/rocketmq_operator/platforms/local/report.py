@@ -32,17 +32,15 @@ from pydantic import ValidationError
 
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus
 from rocketmq_operator.control.clock import now_iso
-from rocketmq_operator.control.observe import OBSERVE_TIMEOUT_S, observe_groups
-from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
+from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.core.status_view import STOPPED, cell, group_lines, replica_table, table, topic_tables
-from rocketmq_operator.platforms.local.auth import state_client
+from rocketmq_operator.platforms.local.group_states import observe
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.roll import with_rollout
 from rocketmq_operator.platforms.local.state import LocalState, pid_alive, write_json_atomic
 from rocketmq_operator.platforms.local.topics import topics_status_path
-from rocketmq_operator.remoting import RemotingClient
 
 
 def supervisor_running(state: LocalState) -> bool:
@@ -79,33 +77,6 @@ def _previous(layout: StateLayout, group: str) -> BrokerGroupStatus | None:
         return BrokerGroupStatus.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValidationError, ValueError):
         return None
-
-
-async def observe(
-    state: LocalState, client: RemotingClient | None = None, *, timeout: float = OBSERVE_TIMEOUT_S
-) -> dict[str, GroupState]:
-    """One GroupState per BrokerGroup; groups sharing a ControllerGroup share one controller round trip.
-    Uses ``client`` when given (kept open by the caller), else a client of its own."""
-    if client is None:
-        async with state_client(state, request_timeout=2.0) as own:
-            return await observe(state, own, timeout=timeout)
-    brokers = [g for g in state.groups if g.kind == "BrokerGroup"]
-    by_controllers: dict[tuple[str, ...], list[str]] = {}
-    for g in brokers:
-        by_controllers.setdefault(tuple(g.controllers), []).append(g.name)
-    out: dict[str, GroupState] = {}
-    for controllers, names in by_controllers.items():
-        endpoints: dict[str, Sequence[ReplicaEndpoint]] = {}
-        modes: dict[str, bool] = {}
-        for name in names:
-            info = state.group(name)
-            assert info is not None
-            endpoints[name] = [
-                ReplicaEndpoint(r, rp.address) for r in info.replicas if (rp := state.replica(r)) is not None
-            ]
-            modes[name] = info.controller_mode
-        out.update(await observe_groups(client, list(controllers), endpoints, controller_mode=modes, timeout=timeout))
-    return out
 
 
 def _with_topics(doc: dict[str, Any], layout: StateLayout, group: str, wanted: bool) -> None:

@@ -56,10 +56,10 @@ from rocketmq_operator.control.policy import (
 from rocketmq_operator.core.failover import ProcessState
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.platforms.local import commands
-from rocketmq_operator.platforms.local import report as local_status
 from rocketmq_operator.platforms.local.adopt import AdoptedProcess
 from rocketmq_operator.platforms.local.auth import AuthPolicy, credentials_by_addr, run_config_keys, state_client
 from rocketmq_operator.platforms.local.backoff import DEFAULT_BACKOFF, BackoffPolicy
+from rocketmq_operator.platforms.local.group_states import observe
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.netfault import cgroup_preexec
 from rocketmq_operator.platforms.local.placement import load_resources
@@ -452,7 +452,7 @@ class Supervisor:
                     continue
                 try:
                     client.pool.credentials_by_addr = credentials_by_addr(self.state, self.auth_policy.credentials)
-                    states = await local_status.observe(self.state, client, timeout=timeout)
+                    states = await observe(self.state, client, timeout=timeout)
                     for name, group in states.items():
                         steps = LocalPassSteps(self, client, name, group, settings.get(name), timeout)
                         await run_group_pass(steps, controller_mode=steps.controller_mode, blocked=False)

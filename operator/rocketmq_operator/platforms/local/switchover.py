@@ -21,8 +21,8 @@ from rocketmq_operator.control.switchover import OperationRefused, OperationRepo
 from rocketmq_operator.core.failover import SwitchoverTargetError, switchover_target_id
 from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.platforms.local.auth import state_client
-from rocketmq_operator.platforms.local.control import NotRunning, not_running, read_existing
 from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.lifecycle import NotRunning, not_running, read_existing
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.report import nothing_runs
 from rocketmq_operator.platforms.local.state import LocalState, StateError
