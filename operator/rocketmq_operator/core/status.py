@@ -24,7 +24,7 @@ from rocketmq_operator.api.models import (
 )
 from rocketmq_operator.core.conditions import ConditionStatus, condition, set_condition
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
-from rocketmq_operator.core.quorum import effective_quorum, predict_put
+from rocketmq_operator.core.quorum import PutPrediction, QuorumParams, effective_quorum, predict_put
 
 HISTORY_LIMIT = 10
 
@@ -148,6 +148,36 @@ def build_broker_status(
         if mode is HAMode.CONTROLLER:
             sss_status = SyncStateSetStatus(members=list(state.sync_state_set), epoch=state.sync_state_set_epoch)
 
+    replicas = _replica_statuses(mode, state, previous, master)
+
+    prediction = predict_put(params, c.alive, max(c.in_sync, 1), master_alive=c.master_alive)
+    writable = prediction.stored and c.master_alive
+    one_less = predict_put(params, max(c.alive - 1, 0), max(c.in_sync - 1, 1), master_alive=c.alive > 1)
+
+    all_good = (
+        c.master_alive and c.alive == spec.replicas and c.in_sync == spec.replicas and not controller_down
+    ) and blocked is None
+    conds = _condition_rows(spec, params, state, c, prediction, one_less, writable, all_good, blocked)
+    conditions = merge_conditions(prev.conditions, conds, now, generation)
+    history = list(prev.history) if controller_down else _history(prev, state, now)
+    return BrokerGroupStatus(
+        observed_generation=generation if generation is not None else prev.observed_generation,
+        conditions=conditions,
+        master=master_status,
+        sync_state_set=sss_status,
+        replicas=replicas,
+        need_acks=prediction.need_acks,
+        writable=writable,
+        history=history,
+        phase="Ready" if all_good else ("Available" if writable else "Unavailable"),
+    )
+
+
+def _replica_statuses(
+    mode: HAMode, state: GroupState, previous: BrokerGroupStatus | None, master: ReplicaObservation | None
+) -> list[ReplicaStatus]:
+    """One row per replica: its role as `master` says, in sync by the SyncStateSet (controller mode) or by the
+    master's HA connections (classic modes), lag behind the master's offset."""
     master_offset = master.max_offset if master is not None else None
     ids = _broker_ids(state, previous)
     known_set = _known_sync_state_set(state, previous)
@@ -172,11 +202,23 @@ def build_broker_status(
                 address=r.address,
             )
         )
+    return replicas
 
-    prediction = predict_put(params, c.alive, max(c.in_sync, 1), master_alive=c.master_alive)
-    writable = prediction.stored and c.master_alive
-    one_less = predict_put(params, max(c.alive - 1, 0), max(c.in_sync - 1, 1), master_alive=c.alive > 1)
 
+def _condition_rows(
+    spec: BrokerGroupSpec,
+    params: QuorumParams,
+    state: GroupState,
+    c: Counts,
+    prediction: PutPrediction,
+    one_less: PutPrediction,
+    writable: bool,
+    all_good: bool,
+    blocked: tuple[str, str] | None,
+) -> list[tuple[str, ConditionStatus, str, str]]:
+    """(type, status, reason, message) of every condition the observer owns, Ready last."""
+    mode = params.mode
+    controller_down = mode is HAMode.CONTROLLER and not state.controller_reachable
     conds: list[tuple[str, ConditionStatus, str, str]] = []
     if mode is HAMode.CONTROLLER:
         conds.append(
@@ -218,9 +260,7 @@ def build_broker_status(
         if at_risk
         else ("QuorumAtRisk", "False", "Tolerates", "")
     )
-    all_good = c.master_alive and c.alive == spec.replicas and c.in_sync == spec.replicas and not controller_down
     if blocked is not None:
-        all_good = False
         conds.append(("Ready", "False", *blocked))
     else:
         conds.append(
@@ -229,11 +269,14 @@ def build_broker_status(
             else ("Ready", "False", "NotAllInSync", f"{c.alive}/{spec.replicas} alive, {c.in_sync} in sync")
         )
 
-    conditions = merge_conditions(prev.conditions, conds, now, generation)
+    return conds
+
+
+def _history(prev: BrokerGroupStatus, state: GroupState, now: str) -> list[MasterChange]:
+    """The master changes, the controller's election appended when the master or its epoch moved."""
     history = list(prev.history)
     if (
-        not controller_down
-        and prev.master is not None
+        prev.master is not None
         and (prev.master.broker_id, prev.master.epoch) != (state.master_broker_id, state.master_epoch)
         and state.master_broker_id is not None
         and prev.master.epoch is not None
@@ -248,17 +291,7 @@ def build_broker_status(
             )
         )
         history = history[-HISTORY_LIMIT:]
-    return BrokerGroupStatus(
-        observed_generation=generation if generation is not None else prev.observed_generation,
-        conditions=conditions,
-        master=master_status,
-        sync_state_set=sss_status,
-        replicas=replicas,
-        need_acks=prediction.need_acks,
-        writable=writable,
-        history=history,
-        phase="Ready" if all_good else ("Available" if writable else "Unavailable"),
-    )
+    return history
 
 
 def merge_conditions(
