@@ -108,48 +108,64 @@ def classes_needed(desired: str, claims: Sequence[ClaimFacts]) -> set[str]:
     return {c.storage_class for c in claims if c.storage_class and (_bytes(c.requested) or want) < want}
 
 
+@dataclass
+class _Claims:
+    """The group's claims sorted by what a resize to the desired size meets."""
+
+    shrink: list[ClaimFacts] = field(default_factory=list)
+    no_class: list[ClaimFacts] = field(default_factory=list)
+    missing: dict[str, list[ClaimFacts]] = field(default_factory=dict)
+    refused: dict[str, list[ClaimFacts]] = field(default_factory=dict)
+    unreadable: dict[str, list[ClaimFacts]] = field(default_factory=dict)
+    failed: list[ClaimFacts] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+    patches: list[ClaimPatch] = field(default_factory=list)
+    done: int = 0
+    total: int = 0
+
+
+def _sort_claims(facts: StorageFacts, desired: int) -> _Claims:
+    out = _Claims()
+    for claim in facts.claims:
+        requested = _bytes(claim.requested)
+        if requested is None or (requested == desired and not claim.bound):
+            continue  # a new claim of the desired size, not bound yet, has nothing to grow
+        out.total += 1
+        if requested > desired:
+            out.shrink.append(claim)
+        elif requested < desired:
+            cls = facts.classes.get(claim.storage_class or "")
+            if not claim.storage_class:
+                out.no_class.append(claim)
+            elif cls is None or (cls.allows_expansion is None and not cls.error):
+                out.missing.setdefault(claim.storage_class, []).append(claim)
+            elif cls.allows_expansion is None:
+                out.unreadable.setdefault(f"{claim.storage_class} ({cls.error})", []).append(claim)
+            elif not cls.allows_expansion:
+                out.refused.setdefault(claim.storage_class, []).append(claim)
+            elif not claim.bound:
+                out.waiting.append(_progress(claim, facts.desired))
+            else:
+                out.patches.append(ClaimPatch(claim.name, facts.desired, claim.requested))
+                out.waiting.append(f"{claim.name}: patched from {claim.requested} to {facts.desired}")
+        elif claim.resize_failed:
+            out.failed.append(claim)
+        elif (_bytes(claim.capacity) or 0) < desired or claim.resize_pending:
+            out.waiting.append(_progress(claim, facts.desired))
+        else:
+            out.done += 1
+    return out
+
+
 def plan_storage(facts: StorageFacts) -> StoragePlan:
     """The patches and the `StorageResized` condition for one observation; see the module docstring."""
     desired = _bytes(facts.desired)
     if desired is None or not facts.claims:
         return StoragePlan()
-    shrink: list[ClaimFacts] = []
-    no_class: list[ClaimFacts] = []
-    missing: dict[str, list[ClaimFacts]] = {}
-    refused: dict[str, list[ClaimFacts]] = {}
-    unreadable: dict[str, list[ClaimFacts]] = {}
-    failed: list[ClaimFacts] = []
-    waiting: list[str] = []
-    patches: list[ClaimPatch] = []
-    done = total = 0
-    for claim in facts.claims:
-        requested = _bytes(claim.requested)
-        if requested is None or (requested == desired and not claim.bound):
-            continue  # a new claim of the desired size, not bound yet, has nothing to grow
-        total += 1
-        if requested > desired:
-            shrink.append(claim)
-        elif requested < desired:
-            cls = facts.classes.get(claim.storage_class or "")
-            if not claim.storage_class:
-                no_class.append(claim)
-            elif cls is None or (cls.allows_expansion is None and not cls.error):
-                missing.setdefault(claim.storage_class, []).append(claim)
-            elif cls.allows_expansion is None:
-                unreadable.setdefault(f"{claim.storage_class} ({cls.error})", []).append(claim)
-            elif not cls.allows_expansion:
-                refused.setdefault(claim.storage_class, []).append(claim)
-            elif not claim.bound:
-                waiting.append(_progress(claim, facts.desired))
-            else:
-                patches.append(ClaimPatch(claim.name, facts.desired, claim.requested))
-                waiting.append(f"{claim.name}: patched from {claim.requested} to {facts.desired}")
-        elif claim.resize_failed:
-            failed.append(claim)
-        elif (_bytes(claim.capacity) or 0) < desired or claim.resize_pending:
-            waiting.append(_progress(claim, facts.desired))
-        else:
-            done += 1
+    claims = _sort_claims(facts, desired)
+    shrink, no_class, missing, refused = claims.shrink, claims.no_class, claims.missing, claims.refused
+    unreadable, failed, waiting, patches = claims.unreadable, claims.failed, claims.waiting, claims.patches
+    done, total = claims.done, claims.total
     have = f"{done}/{total} PVCs have {facts.desired}"
     size = f"spec.storage.size {facts.desired}"
     if shrink:
