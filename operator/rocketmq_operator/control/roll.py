@@ -164,6 +164,42 @@ PHASES = {
 }
 
 
+async def _switchover_step(
+    client: RemotingClient,
+    state: GroupState,
+    settings: RollSettings,
+    replica: str | None,
+    target_broker_id: int,
+    out: RolloutStatus,
+    now: float,
+) -> bool:
+    """The roll's switchover away from the master; False (and the rollout says why) when it failed: the next
+    pass tries again."""
+    try:
+        report = await switchover(
+            client,
+            settings.controllers,
+            settings.cluster,
+            state.group,
+            settings.endpoints,
+            target_broker_id,
+            min_in_sync_replicas=settings.min_in_sync_replicas,
+        )
+    except (OperationRefused, RemotingException, OSError) as exc:
+        out.waiting_since = out.waiting_since or now
+        out.message = f"switchover to broker {target_broker_id} failed, tried again next pass: {exc}"
+        return False
+    out.switchovers += 1
+    out.switched_from = replica
+    out.last_restarted = None
+    out.waiting_since = None
+    pause = report.write_pause_s
+    out.current_step = f"switchover {replica} -> broker {target_broker_id}" + (
+        f" (writes refused {pause:.3f}s)" if pause is not None else ""
+    )
+    return True
+
+
 async def run_roll_step(
     client: RemotingClient,
     state: GroupState,
@@ -214,29 +250,8 @@ async def run_roll_step(
             out.waiting_since = None
             out.current_step = f"remove {step.replica}" + (f" ({done})" if done else "")
     elif step.kind is StepKind.SWITCHOVER and step.target_broker_id is not None:
-        try:
-            report = await switchover(
-                client,
-                settings.controllers,
-                settings.cluster,
-                state.group,
-                settings.endpoints,
-                step.target_broker_id,
-                min_in_sync_replicas=settings.min_in_sync_replicas,
-            )
-        except (OperationRefused, RemotingException, OSError) as exc:
+        if not await _switchover_step(client, state, settings, step.replica, step.target_broker_id, out, now):
             phase = "Waiting"
-            out.waiting_since = out.waiting_since or now
-            out.message = f"switchover to broker {step.target_broker_id} failed, tried again next pass: {exc}"
-        else:
-            out.switchovers += 1
-            out.switched_from = step.replica
-            out.last_restarted = None
-            out.waiting_since = None
-            pause = report.write_pause_s
-            out.current_step = f"switchover {step.replica} -> broker {step.target_broker_id}" + (
-                f" (writes refused {pause:.3f}s)" if pause is not None else ""
-            )
     elif step.kind is StepKind.WAIT:
         out.waiting_since = out.waiting_since or now
     elif step.kind is StepKind.DONE:
