@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -635,7 +636,7 @@ def _pod_pids() -> set[int]:
 
 
 def _node_strays(state: Path) -> list[int]:
-    names = {*NODE_COMPONENTS, "containerd-shim-runc-v2", "containerd-shim"}
+    names = {*NODE_COMPONENTS, "containerd-shim-runc-v2", "containerd-shim", "ctr"}  # ctr: background imports
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) != os.getpid():
@@ -733,7 +734,57 @@ def import_images(state: Path, archives: list[Path]) -> None:
             future.result()
 
 
-def up(state_dir: Path, *, build: bool = True, timeout: float = 300.0) -> None:
+IMPORTS_DIR = "imports"
+
+
+def import_images_in_background(state: Path, archives: list[Path]) -> None:
+    """Start importing ``archives`` into the node's containerd, one detached `ctr` each, and return at once; each
+    leaves ``<state>/imports/<archive>.done`` or ``.failed`` (its output in ``.log``). `wait_for_images` waits
+    for them. The e2e run needs the Spark image (1.15 GB, the longest import) only for its last test."""
+    marks = state.resolve() / IMPORTS_DIR
+    marks.mkdir(parents=True, exist_ok=True)
+    sock = node_dir(state.resolve()) / "containerd" / "containerd.sock"
+    script = (
+        'ctr --address "$1" --namespace k8s.io images import --snapshotter overlayfs "$2" >"$3.log" 2>&1 '
+        '&& touch "$3.done" || touch "$3.failed"'
+    )
+    for archive in archives:
+        if not archive.is_file():
+            raise HarnessError(f"no image archive at {archive}")
+        mark = marks / archive.name
+        for suffix in (".done", ".failed", ".log"):
+            Path(f"{mark}{suffix}").unlink(missing_ok=True)
+        subprocess.Popen(
+            ["sh", "-c", script, "sh", str(sock), str(archive), str(mark)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
+def wait_for_images(state: Path, archives: list[Path], timeout: float = 900.0) -> None:
+    """Return once every archive started by `import_images_in_background` is imported; raise naming the one that
+    failed (with its `ctr` output) or the ones still importing at the deadline (a bound for a hang)."""
+    marks = state.resolve() / IMPORTS_DIR
+    deadline = time.monotonic() + timeout
+    while True:
+        failed = [a for a in archives if Path(f"{marks / a.name}.failed").exists()]
+        if failed:
+            log = Path(f"{marks / failed[0].name}.log")
+            output = log.read_text(errors="replace").strip()[-400:] if log.exists() else ""
+            raise HarnessError(f"importing {failed[0].name} into the node failed: {output or 'no output'}")
+        pending = [a.name for a in archives if not Path(f"{marks / a.name}.done").exists()]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise HarnessError(f"importing {', '.join(pending)} into the node did not finish within {timeout:.0f}s")
+        time.sleep(0.5)
+
+
+def up(
+    state_dir: Path, *, build: bool = True, timeout: float = 300.0, background_images: Sequence[Path] = ()
+) -> None:
     state = state_dir.resolve()
     _preflight()
     started = time.monotonic()
@@ -762,7 +813,7 @@ def up(state_dir: Path, *, build: bool = True, timeout: float = 300.0) -> None:
     }
     _write_record(record)
     try:
-        _start(state, bin_dir, images, timeout)
+        _start(state, bin_dir, images, timeout, list(background_images))
     except BaseException:
         if os.environ.get("ROCKETMQ_OPERATOR_NODE_KEEP") == "1":  # debugging: leave it up for inspection
             _say("node start failed; ROCKETMQ_OPERATOR_NODE_KEEP=1: left running, `make k8s-node-down` stops it")
@@ -776,7 +827,9 @@ def up(state_dir: Path, *, build: bool = True, timeout: float = 300.0) -> None:
     )
 
 
-def _start(state: Path, bin_dir: Path, images: dict[str, Path], timeout: float) -> None:
+def _start(
+    state: Path, bin_dir: Path, images: dict[str, Path], timeout: float, background_images: list[Path]
+) -> None:
     _say(f"network: bridge {BRIDGE} {NODE_IP}/24, guard table inet {GUARD_TABLE}")
     _setup_network()
     certs = {
@@ -841,6 +894,8 @@ def _start(state: Path, bin_dir: Path, images: dict[str, Path], timeout: float) 
         60,
     )
     import_images(state, list(images.values()))
+    # While the rest of the node starts (the imports mostly wait on the disk): the caller waits for them.
+    import_images_in_background(state, background_images)
 
     _say("starting kube-scheduler")
     sched_kc = str(nd / "kube-scheduler.kubeconfig")

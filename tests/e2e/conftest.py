@@ -94,6 +94,17 @@ class Group:
         master = self.status().get("master") or {}
         return master.get("replica")
 
+    def master_offset(self) -> int:
+        """The master's commit-log max offset as the operator last observed it (-1 when unknown)."""
+        status = self.status()
+        master = (status.get("master") or {}).get("replica")
+        row = next((r for r in status.get("replicas") or [] if r.get("name") == master), {})
+        return int(row.get("maxOffset") if row.get("maxOffset") is not None else -1)
+
+    def wait_master_takes_writes(self, since: int, what: str) -> None:
+        """Until the master's offset is past ``since``: the producer's sends reach it (an event, not a sleep)."""
+        self.node.wait_for(what, lambda: self.master_offset() > since, timeout=300, interval=1)
+
     def pods(self) -> dict[str, dict[str, Any]]:
         items = self.node.json("-n", self.ns, "get", "pods", "-l", f"rocketmq-operator.dev/group={self.name}")["items"]
         return {p["metadata"]["name"]: p for p in items}

@@ -28,6 +28,12 @@ harness = k8s_scripts.load("harness")
 node = k8s_scripts.load("node")
 images = k8s_scripts.load("images")
 ROLES = ("broker", "controller", "operator", "spark")
+LATE_IMAGES = ("spark",)  # imported in the background; the tests that use one wait for it
+
+
+def wait_for_image(state: Path, role: str) -> None:
+    """Return once the node has the image of ``role`` (imported in the background by `bring_up`)."""
+    node.wait_for_images(state, [images.archive(role)])
 
 
 @dataclass
@@ -160,8 +166,10 @@ def missing_part() -> str | None:
 def bring_up(state: Path) -> Node:
     """The node up in ``state`` with the images imported; stopped again if that fails (and the error raised)."""
     try:
-        node.up(state, build=False)
-        node.import_images(state, [images.archive(role) for role in ROLES])
+        # Every image imported while the node starts; the tests need all but the Spark image at once (its test,
+        # the last, waits for it: `wait_for_image`).
+        node.up(state, build=False, background_images=[images.archive(role) for role in ROLES])
+        node.wait_for_images(state, [images.archive(role) for role in ROLES if role not in LATE_IMAGES])
     except BaseException:
         node.down(state, quiet=True)
         raise

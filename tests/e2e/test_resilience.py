@@ -53,13 +53,14 @@ def test_sigkill_of_the_master_jvm_loses_no_acknowledged_message(quickstart: Any
     old = group.master()
     assert old is not None
     events_before = len(group.events("MasterChanged"))
+    offset_before = group.master_offset()
 
     # A producer keeps sending through the failover, as a user's application would.
     group.produce(
         "produce-through-kill", 3_000, "--rate", "150", "--timeout", "3", "--retries", "2", "--report-keys", wait=False
     )
     group.node.wait_for("the producer to be running", lambda: _pod_phase(group, "produce-through-kill") == "Running")
-    time.sleep(3)
+    group.wait_master_takes_writes(offset_before, "the producer's first sends stored by the master")
     group.kill_jvm(old)
     seconds = _wait_new_master(group, old)
     print(f"master SIGKILL -> status shows a new master in {seconds:.1f}s")

@@ -42,6 +42,7 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(quicksta
     restarts_before = len(group.events("RollingUpdate"))
     masters_before = len(group.events("MasterChanged"))
     baseline = group.consume_all("consume-before-roll")  # the topic holds the earlier tests' messages too
+    offset_before = group.master_offset()
 
     # At most 40,000 (267 s); stopped with Ctrl-C once the roll is complete and the new master took sends.
     group.produce(
@@ -55,7 +56,7 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(quicksta
             == "Running"
         ),
     )
-    time.sleep(3)
+    group.wait_master_takes_writes(offset_before, "the producer's first sends stored by the master")
     started = time.monotonic()
     patch = json.dumps({"spec": {"image": new_image}})
     group.node.kubectl("-n", group.ns, "patch", "bg", group.name, "--type", "merge", "-p", patch)
@@ -102,7 +103,8 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(quicksta
         # the order of slaves depends on where the master went; the invariant is checked above.
         print(f"{failovers} failover(s) by the replication policy during the roll")
 
-    time.sleep(10)  # sends after the roll: the last restarted pod is back and the master takes them
+    # Sends after the roll: the last restarted pod is back and the master takes them.
+    group.wait_master_takes_writes(group.master_offset(), "the master taking sends after the roll")
     group.interrupt("produce-through-roll")
     during = group.tool_result("produce-through-roll")
     group.wait_healthy()

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from e2e.e2e_node import wait_for_image
+
 # For a run on two pytest workers sharing one node (`-n 2 --dist loadgroup`): the quickstart's tests on one worker,
 # in file order, since they share its group; the other examples each in a namespace of their own. `make test` runs
 # the e2e tests in one process (docs/testing.md, stage 2).
@@ -24,6 +26,7 @@ def test_spark_job_reads_every_message_of_the_topic(quickstart: Any) -> None:
     produced = group.produce("produce-for-spark", 2_000)
     assert produced is not None and produced["acknowledged"] == 2_000, produced
     expected = group.consume_all("consume-before-spark")["count"]
+    wait_for_image(group.node.state_dir, "spark")  # imported in the background while the other tests ran
 
     group.node.kubectl("-n", group.ns, "apply", "-f", ROOT / "examples" / "spark" / "consumer-job.yaml")
 
