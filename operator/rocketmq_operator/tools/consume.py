@@ -453,6 +453,49 @@ async def ensure_consumer_group(client: RemotingClient, route: TopicRoute, group
     return problems
 
 
+def _check_arguments(
+    start: str,
+    read_from: str,
+    idle_timeout: float,
+    timeout: float,
+    batch_size: int,
+    poll_interval: float,
+    max_messages: int | None,
+) -> None:
+    if start not in ("earliest", "latest"):
+        raise ToolError(f"--from must be earliest or latest, got {start!r}")
+    if read_from not in ("auto", "master"):
+        raise ToolError(f"--read-from must be auto or master, got {read_from!r}")
+    if idle_timeout < 0 or timeout <= 0 or batch_size < 1 or poll_interval < 0:
+        raise ToolError("idle timeout and poll interval must be >= 0, timeout > 0 and batch size >= 1")
+    if max_messages is not None and max_messages < 0:
+        raise ToolError(f"--max-messages must be >= 0, got {max_messages}")
+
+
+async def _read_queues(
+    run: _Run, queues: Sequence[QueueProgress], *, to_end: bool, idle_timeout: float, poll_interval: float
+) -> None:
+    """Read every queue at once until the run is done, a reader ended, every queue reached its end (``to_end``)
+    or the read went idle; a reader's error is raised."""
+    tasks = [asyncio.create_task(run.read(q), name=f"consume-{q.name}") for q in queues]
+    try:
+        while not run.done.is_set():
+            if any(t.done() for t in tasks):
+                break
+            if (to_end and run.reached_end(queues)) or run.idle(queues, idle_timeout):
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(run.done.wait(), timeout=min(0.05, max(poll_interval, 0.001)))
+    finally:
+        run.done.set()
+        for task in tasks:
+            task.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+    for outcome in results:
+        if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+            raise outcome
+
+
 async def consume(
     namesrv: str | Sequence[str] | None,
     topic: str,
@@ -474,14 +517,7 @@ async def consume(
     """Read ``topic`` from every queue until idle (or ``max_messages``, or with ``to_end`` up to where each queue
     ended when the read started) and report what was read; requests are signed as ``credentials`` when given (an
     ACL 2.0 user)."""
-    if start not in ("earliest", "latest"):
-        raise ToolError(f"--from must be earliest or latest, got {start!r}")
-    if read_from not in ("auto", "master"):
-        raise ToolError(f"--read-from must be auto or master, got {read_from!r}")
-    if idle_timeout < 0 or timeout <= 0 or batch_size < 1 or poll_interval < 0:
-        raise ToolError("idle timeout and poll interval must be >= 0, timeout > 0 and batch size >= 1")
-    if max_messages is not None and max_messages < 0:
-        raise ToolError(f"--max-messages must be >= 0, got {max_messages}")
+    _check_arguments(start, read_from, idle_timeout, timeout, batch_size, poll_interval, max_messages)
     own: RemotingClient | None = None
     if client is None:
         if not namesrv:
@@ -518,23 +554,7 @@ async def consume(
             await read_ends(client, route, queues, timeout=timeout, wait_s=max(idle_timeout, timeout))
         if max_messages == 0:
             run.done.set()
-        tasks = [asyncio.create_task(run.read(q), name=f"consume-{q.name}") for q in queues]
-        try:
-            while not run.done.is_set():
-                if any(t.done() for t in tasks):
-                    break
-                if (to_end and run.reached_end(queues)) or run.idle(queues, idle_timeout):
-                    break
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(run.done.wait(), timeout=min(0.05, max(poll_interval, 0.001)))
-        finally:
-            run.done.set()
-            for task in tasks:
-                task.cancel()
-            results = await asyncio.gather(*tasks, return_exceptions=True)
-        for outcome in results:
-            if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
-                raise outcome
+        await _read_queues(run, queues, to_end=to_end, idle_timeout=idle_timeout, poll_interval=poll_interval)
         committed = False
         if commit:
             committed = await _commit(run, queues)
