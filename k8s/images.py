@@ -168,10 +168,18 @@ def _hash_inputs(paths: list[str], extra: object) -> str:
     return h.hexdigest()
 
 
+def _base_key(name: str) -> str:
+    return hashlib.sha256(json.dumps([SUITE, MIRROR, BASES[name], _BASE_RECIPE]).encode()).hexdigest()
+
+
+def base_is_fresh(name: str) -> bool:
+    return _fresh(f"base-{name}", _base_key(name), f"{REPO}/base-{name}:{SUITE}")
+
+
 def build_base(name: str) -> str:
     packages = BASES[name]
     image = f"{REPO}/base-{name}:{SUITE}"
-    key = hashlib.sha256(json.dumps([SUITE, MIRROR, packages, _BASE_RECIPE]).encode()).hexdigest()
+    key = _base_key(name)
     if _fresh(f"base-{name}", key, image):
         return image
     if not shutil.which("debootstrap"):
@@ -250,7 +258,7 @@ def build_bases(names: list[str]) -> None:
             future.result()
 
 
-def build_image(role: str) -> str:
+def build_image(role: str, *, nice: bool = True) -> str:
     spec = images()[role]
     args: dict[str, str] = spec["args"]  # type: ignore[assignment]
     for base in bases_of(role):
@@ -278,7 +286,7 @@ def build_image(role: str) -> str:
         if Path(bundle).is_file():
             argv += ["--volume", f"{bundle}:{bundle}:ro"]
     replaced = _image_id(name)
-    _buildah(*argv, ".", nice=True, capture=False, cwd=ROOT)
+    _buildah(*argv, ".", nice=nice, capture=False, cwd=ROOT)
     if replaced and replaced != _image_id(name):
         # The image this build replaced is left untagged and would stay in the store for good: every source
         # change rebuilds the operator and Spark images (1.5 GB together), which filled 16 GB in a day here.
@@ -324,9 +332,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "build":
             if os.geteuid() != 0:
                 raise ImageError("building images needs root (debootstrap, buildah)")
-            build_bases(sorted({b for r in roles for b in bases_of(r)}))
+            bases = sorted({b for r in roles for b in bases_of(r)})
+            # Niced only when warm (the bases were there): a rebuild after a source change then yields to the tests
+            # beside it. On a cold machine the build is the critical path of `make test` and runs at normal priority.
+            warm = all(base_is_fresh(b) for b in bases)
+            build_bases(bases)
             for role in roles:
-                build_image(role)
+                build_image(role, nice=warm)
         elif args.cmd == "base":  # e.g. `images.py base --only jre` (bases are independent: run them in parallel)
             for name in [b.strip() for b in args.only.split(",")]:
                 if name not in BASES:
