@@ -605,10 +605,10 @@ def _request(layout: StateLayout, op: str, **arguments: Any) -> dict[str, Any]:
     return asyncio.run(request(layout, op, **arguments))
 
 
-def kill(state_dir: Path, replica: str, *, sig: str = "KILL", no_restart: bool = False, out: Out = _stdout) -> int:
-    layout = StateLayout(state_dir)
+def _granted(state_dir: Path, op: str, **arguments: Any) -> dict[str, Any] | int:
+    """The supervisor's answer to a request it granted, or the exit code after saying why not on stderr."""
     try:
-        answer = _request(layout, "signal", replica=replica, signal=sig.upper(), noRestart=no_restart)
+        answer = _request(StateLayout(state_dir), op, **arguments)
     except NotRunning as exc:
         _stderr(f"error: {exc}")
         return EXIT_STOPPED
@@ -618,6 +618,13 @@ def kill(state_dir: Path, replica: str, *, sig: str = "KILL", no_restart: bool =
     if not answer.get("ok"):
         _stderr(f"error: {answer.get('message')}")
         return EXIT_FAILED
+    return answer
+
+
+def kill(state_dir: Path, replica: str, *, sig: str = "KILL", no_restart: bool = False, out: Out = _stdout) -> int:
+    answer = _granted(state_dir, "signal", replica=replica, signal=sig.upper(), noRestart=no_restart)
+    if isinstance(answer, int):
+        return answer
     text = str(answer.get("message"))
     if answer.get("pid"):
         text += f" (pid {answer['pid']})"
@@ -634,18 +641,9 @@ def kill(state_dir: Path, replica: str, *, sig: str = "KILL", no_restart: bool =
 
 
 def start(state_dir: Path, replica: str, *, out: Out = _stdout) -> int:
-    layout = StateLayout(state_dir)
-    try:
-        answer = _request(layout, "start", replica=replica)
-    except NotRunning as exc:
-        _stderr(f"error: {exc}")
-        return EXIT_STOPPED
-    except (LocalError, StateError, commands.CommandError) as exc:
-        _stderr(f"error: {exc}")
-        return EXIT_FAILED
-    if not answer.get("ok"):
-        _stderr(f"error: {answer.get('message')}")
-        return EXIT_FAILED
+    answer = _granted(state_dir, "start", replica=replica)
+    if isinstance(answer, int):
+        return answer
     out(str(answer.get("message")) + (f" (pid {answer['pid']})" if answer.get("pid") else ""))
     return EXIT_OK
 
