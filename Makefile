@@ -49,7 +49,8 @@ prepare-rocketmq: install
 	$(BIN)/rocketmq-operator local dist-path >/dev/null
 	@# shellcheck for the lint, iptables for the chaos tool's network faults (Debian's packages)
 	@need=""; for tool in shellcheck iptables; do command -v $$tool >/dev/null || need="$$need $$tool"; done; \
-	if [ -n "$$need" ]; then apt-get update -qq && apt-get install -y -qq$$need >/dev/null; fi
+	if [ -n "$$need" ]; then flock /var/lock/rocketmq-operator-apt.lock \
+		sh -c "apt-get update -qq && apt-get install -y -qq$$need >/dev/null"; fi
 
 prepare-cluster: k8s-node-deps
 	$(MAKE) --no-print-directory --output-sync=target -j2 k8s-node-tools images
@@ -57,7 +58,9 @@ prepare-cluster: k8s-node-deps
 # scripts/run-tests.sh: prepare-cluster runs in the background while the tests that need no cluster keep both
 # cores busy; then the e2e tests, and beside them (they mostly wait) the API-server tests, the chaos campaign,
 # lint and typecheck. `make check` is the quick loop that lints first.
-test: install prepare-rocketmq
+# run-tests.sh starts the cluster's build first, then installs the Python side and the distribution: on a cold
+# machine the build is the critical path, and it needs neither.
+test:
 	scripts/run-tests.sh $(MAKE)
 
 clean:

@@ -328,7 +328,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "deps":
             need = [p for p, c in (("debootstrap", "debootstrap"), ("buildah", "buildah"), ("runc", "runc")) if not shutil.which(c)]
             if need:
-                subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *need], check=True)
+                sys.path.insert(0, str(ROOT / "k8s"))
+                import node
+
+                node.apt_install(need)
         elif args.cmd == "build":
             if os.geteuid() != 0:
                 raise ImageError("building images needs root (debootstrap, buildah)")

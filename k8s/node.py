@@ -138,9 +138,22 @@ def deps() -> None:
     if os.geteuid() != 0:
         raise HarnessError(f"missing Debian packages {' '.join(need)}; as root: apt-get install {' '.join(need)}")
     _say(f"apt-get install {' '.join(need)}")
+    apt_install(need)
+
+
+APT_LOCK = Path("/var/lock/rocketmq-operator-apt.lock")
+
+
+def apt_install(packages: Sequence[str]) -> None:
+    """`apt-get update` and `install` of ``packages``, one caller at a time: `make test` installs the Python side
+    and the cluster's parts at once, and apt refuses a second apt-get while one holds its locks."""
+    import fcntl
+
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *need], check=True, env=env)
+    with open(APT_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages], check=True, env=env)
 
 
 def _preflight() -> None:

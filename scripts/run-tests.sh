@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# `make test`, after the RocketMQ distribution: every test, arranged for the CI budget on a 2-core machine.
+# `make test`: every test, arranged for the CI budget on a 2-core machine.
+#   first: start the background build, then install the venv and the RocketMQ distribution (`make install
+#               prepare-rocketmq`) beside it
 #   background: build the cluster parts (Go builds of the control plane and the node, Debian bases, images; a
 #               no-op when warm, an image rebuild when the sources changed)
 #   stage 1, foreground: the tests that need no cluster (unit, integration on real RocketMQ processes, spark;
@@ -65,6 +67,14 @@ on_interrupt() {
 }
 trap on_interrupt INT TERM
 echo "== $(stamp) background: build the cluster parts (log: $build_log)"
+# Beside the build (which uses neither): the venv and the RocketMQ distribution the tests need.
+if ! "$MAKE_CMD" --no-print-directory install prepare-rocketmq; then
+    echo "error: installing the Python side or the RocketMQ distribution failed (above); fix it and run make test again" >&2
+    pkill -TERM -P "$background" 2>/dev/null
+    kill -TERM "$background" 2>/dev/null
+    wait "$background" 2>/dev/null
+    exit 1
+fi
 echo "== $(stamp) stage 1: tests that need no cluster"
 
 # Integration files run beside the e2e tests instead of in stage 1 (each starts its own local clusters; about
