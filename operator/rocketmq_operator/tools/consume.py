@@ -562,6 +562,18 @@ async def consume(
     finally:
         if own is not None:
             await own.close()
+    return _report(topic, group, run, queues, elapsed, committed, group_errors)
+
+
+def _report(
+    topic: str,
+    group: str,
+    run: _Run,
+    queues: Sequence[QueueProgress],
+    elapsed: float,
+    committed: bool,
+    group_errors: Sequence[str],
+) -> ConsumeReport:
     return ConsumeReport(
         topic=topic,
         count=run.count,
