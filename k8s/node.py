@@ -789,6 +789,9 @@ def wait_for_images(state: Path, archives: list[Path], timeout: float = 900.0) -
             raise HarnessError(f"importing {failed[0].name} into the node failed: {output or 'no output'}")
         pending = [a.name for a in archives if not Path(f"{marks / a.name}.done").exists()]
         if not pending:
+            for a in archives:  # its .log is created when the import starts, its .done when it ended
+                took = Path(f"{marks / a.name}.done").stat().st_mtime - Path(f"{marks / a.name}.log").stat().st_mtime
+                _say(f"imported {a.name} in {took:.1f}s")
             return
         if time.monotonic() > deadline:
             raise HarnessError(f"importing {', '.join(pending)} into the node did not finish within {timeout:.0f}s")
