@@ -758,14 +758,14 @@ def import_images_in_background(state: Path, archives: list[Path]) -> None:
     marks.mkdir(parents=True, exist_ok=True)
     sock = node_dir(state.resolve()) / "containerd" / "containerd.sock"
     script = (
-        'ctr --address "$1" --namespace k8s.io images import --snapshotter overlayfs "$2" >"$3.log" 2>&1 '
-        '&& touch "$3.done" || touch "$3.failed"'
+        'touch "$3.started"; ctr --address "$1" --namespace k8s.io images import --snapshotter overlayfs "$2" '
+        '>"$3.log" 2>&1 && touch "$3.done" || touch "$3.failed"'
     )
     for archive in archives:
         if not archive.is_file():
             raise HarnessError(f"no image archive at {archive}")
         mark = marks / archive.name
-        for suffix in (".done", ".failed", ".log"):
+        for suffix in (".started", ".done", ".failed", ".log"):
             Path(f"{mark}{suffix}").unlink(missing_ok=True)
         subprocess.Popen(
             ["sh", "-c", script, "sh", str(sock), str(archive), str(mark)],
@@ -789,8 +789,9 @@ def wait_for_images(state: Path, archives: list[Path], timeout: float = 900.0) -
             raise HarnessError(f"importing {failed[0].name} into the node failed: {output or 'no output'}")
         pending = [a.name for a in archives if not Path(f"{marks / a.name}.done").exists()]
         if not pending:
-            for a in archives:  # its .log is created when the import starts, its .done when it ended
-                took = Path(f"{marks / a.name}.done").stat().st_mtime - Path(f"{marks / a.name}.log").stat().st_mtime
+            for a in archives:
+                mark = marks / a.name
+                took = Path(f"{mark}.done").stat().st_mtime - Path(f"{mark}.started").stat().st_mtime
                 _say(f"imported {a.name} in {took:.1f}s")
             return
         if time.monotonic() > deadline:
