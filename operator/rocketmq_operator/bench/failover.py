@@ -346,6 +346,35 @@ async def _change_leader(state_dir: Path, state: LocalState, group: Group, clien
         await lifecycle.request(layout, "start", replica=process)
 
 
+@dataclass
+class _Timeline:
+    """When each trial asked for the master, faulted it and saw writes recover: an election between a recovery
+    and the next fault (or the end) is an extra one."""
+
+    asked_at: list[float] = field(default_factory=list)
+    faulted_at: list[float] = field(default_factory=list)
+    recovered_at: list[float] = field(default_factory=list)
+
+
+@dataclass
+class _FailoverRun:
+    """What every trial of one `bench failover` run shares."""
+
+    state_dir: Path
+    state: LocalState
+    group: Group
+    client: RemotingClient
+    watch: EpochWatch
+    producer: SteadyProducer
+    topic: str
+    fault: str
+    after_leader_change: bool
+    observe_interval_s: float
+    by_id: dict[int, str] = field(default_factory=dict)
+    stale_clients: list[StaleRouteClient] = field(default_factory=list)
+    timeline: _Timeline = field(default_factory=_Timeline)
+
+
 async def run_bench(
     files: list[str],
     state_dir: Path,
@@ -365,14 +394,9 @@ async def run_bench(
         files = with_detection(files, detection_s, Path(manifests.name))
     state, group_name = await up_controller_group(files, state_dir, "failover")
     group = Group(state, group_name)
-    by_id: dict[int, str] = {}
     results: list[Trial] = []
-    stale_clients: list[StaleRouteClient] = []
     topic = f"bench-failover-{int(time.time())}"
-    deposed_acks = 0
-    asked_at: list[float] = []  # each trial's read of the master right before its fault
-    faulted_at: list[float] = []
-    recovered_at: list[float] = []
+    timeline = _Timeline()
     try:
         async with (
             state_client(state, connect_timeout=1.0, request_timeout=2.0) as client,
@@ -380,125 +404,18 @@ async def run_bench(
             watching(EpochWatch(lambda: group.controller_master(client))) as watch,
         ):
             producer = SteadyProducer(topic, rate, namesrv=state.name_servers, size=512, timeout=3.0, retries=2)
+            run = _FailoverRun(
+                state_dir, state, group, client, watch, producer, topic, fault, after_leader_change,
+                observe_interval_s, timeline=timeline,
+            )  # fmt: skip
             await producer.start()
             try:
                 for _ in range(trials):
                     await asyncio.sleep(2.0)  # steady traffic before the fault
-                    # The leadership moves first and the SyncStateSet is checked after it: on a loaded machine the
-                    # seconds of a controller election can drop a slave, and the master's kill must still find
-                    # an eligible successor (else the controller rightly elects no one).
-                    leader_change_s = (
-                        await _change_leader(state_dir, state, group, client) if after_leader_change else None
-                    )
-                    # Checked right before the fault: a loaded machine can drop a slave from the SyncStateSet at
-                    # any time, and a fault then has no eligible successor (correctly: no unclean election).
-                    await wait_for(
-                        "a full SyncStateSet", lambda: full_sync_state_set(group, client), timeout=180, interval=0.2
-                    )
-                    states = await observe_groups(
-                        client, group.controllers, {group.name: group.endpoints}, {group.name: True}
-                    )
-                    for r in states[group.name].replicas:
-                        if r.broker_id is not None:
-                            by_id[r.broker_id] = r.name
-                    asked_at.append(time.time())
-                    old, old_epoch, _ = await retrying(lambda: group.controller_master(client))
-                    watch.samples.append(Sample(asked_at[-1], old, old_epoch))
-                    assert old is not None
-                    old_addr = next(e.address for e in group.endpoints if e.name == by_id[old])
-                    killed_at = await _signal(state_dir, by_id[old], "STOP" if fault == "stop" else "KILL")
-                    faulted_at.append(killed_at)
-
-                    async def elected(old: int = old, old_epoch: int | None = old_epoch) -> bool:
-                        master, epoch, _ = await group.controller_master(client)
-                        return master is not None and master != old and (epoch or 0) > (old_epoch or 0)
-
-                    async def observed(old: int = old) -> bool:
-                        master = await group.status_master(client)
-                        return master is not None and master != old
-
-                    elect_task = asyncio.create_task(wait_for("the controller's election", elected, 60))
-                    observe_task = asyncio.create_task(
-                        wait_for("the status to show it", observed, 60, interval=observe_interval_s)
-                    )
-                    try:
-                        elected_at = await elect_task
-                    except TimeoutError as exc:
-                        # Say what the controller shows, so that a failure under load can be told apart.
-                        now_master = await retrying(lambda: group.controller_master(client))
-                        raise TimeoutError(
-                            f"{exc}: broker {old} (epoch {old_epoch}) was faulted; the controller now names "
-                            f"master {now_master[0]} (epoch {now_master[1]}), SyncStateSet size {now_master[2]}"
-                        ) from exc
-                    notes: list[str] = []
-                    stale: StaleRouteClient | None = None
-                    if fault == "stop":
-                        # A client whose route still names the stopped master keeps sending to it; the master
-                        # wakes up half a second later (if the platform has not fenced it).
-                        stale = StaleRouteClient(client, old_addr, group.name, topic)
-                        stale_clients.append(stale)
-                        stale_task = asyncio.create_task(stale.run())
-                        await asyncio.sleep(0.5)
-                        try:
-                            await _signal(state_dir, by_id[old], "CONT")
-                        except RuntimeError as exc:
-                            notes.append(f"SIGCONT: {exc}")  # fenced (killed) before it could wake up
-                        await asyncio.sleep(2.0)
-                        stale.stop()
-                        await stale_task
-                    observed_at = await observe_task
-                    recovered = await _recovered(producer, killed_at, RECOVERY_TIMEOUT_S)
-                    recovered_at.append(time.time())
-                    at_recovery = await watch.sample()
-                    await asyncio.sleep(1.0)  # a little steady traffic after the recovery
-                    new_master, _, _ = await retrying(lambda: group.controller_master(client))
-                    now = time.time()
-                    recs = list(producer.records)
-                    windows = [w for w in producer.recovery_windows() if killed_at - 5 <= w.start <= now]
-                    # An unclosed window (no recovery yet) counts up to now: a lower bound, never 0.
-                    worst = max(((w.end if w.end is not None else now) - w.start for w in windows), default=0.0)
-                    results.append(
-                        Trial(
-                            killed_broker_id=old,
-                            new_master=new_master,
-                            election_s=round(elected_at - killed_at, 3),
-                            observe_lag_s=round(max(0.0, observed_at - elected_at), 3),
-                            rto_s=round(worst, 3),
-                            pause_s=round(_pause(recs, killed_at, now), 3),
-                            failed_sends=sum(w.failed for w in windows),
-                            recovered=recovered,
-                            fault=fault,
-                            stale_sends=stale.sends if stale else 0,
-                            stale_acks=len(stale.acks) if stale else 0,
-                            leader_change_s=leader_change_s,
-                            notes=notes,
-                            epoch_before=old_epoch,
-                            epoch_at_recovery=at_recovery.epoch if at_recovery else None,
-                        )
-                    )
+                    results.append(await _trial(run))
             finally:
                 await producer.stop()
-            report = producer.report()
-            acked = [r for r in producer.records if r.ok]
-            acknowledged = {r.key for r in acked}
-
-            # The read-back goes through the name servers like a consumer's: after the last fault the new master
-            # registers the topic again once the supervisor's topic pass re-asserts it (slow on a loaded machine).
-            async def routed() -> bool:
-                route = await client.get_route(topic, timeout=3.0)
-                return bool(route.broker_datas)
-
-            await wait_for(f"a route for topic {topic} after the last fault", routed, timeout=120, interval=0.5)
-            got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
-            lost = len(missing_acknowledged(acknowledged, got.keys))
-            final = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
-            master = final[group.name].named_master
-            checked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in acked]
-            checked += [(group.name, q, o, k) for c in stale_clients for q, o, k in c.acks]
-            if master is not None:
-                deposed_acks = await count_deposed_acks(client, group.name, topic, checked, master.address)
-            else:
-                deposed_acks = -1  # unknown: no master at the end
+            got, lost, deposed_acks = await _read_back(run)
             # The read-back above is the settle time after the last trial: its elections are extra too.
             ended_at = time.time()
             await watch.sample()
@@ -506,24 +423,147 @@ async def run_bench(
         if not keep:
             await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
         manifests.cleanup()
-    ends = [*faulted_at[1:], ended_at] if faulted_at else []
-    quiet = [Window(start, end, expected=0) for start, end in zip(recovered_at, ends, strict=True)]
-    for t, extra, start, end in zip(results, extra_elections(watch.samples, quiet), asked_at, ends, strict=True):
+    ends = [*timeline.faulted_at[1:], ended_at] if timeline.faulted_at else []
+    quiet = [Window(start, end, expected=0) for start, end in zip(timeline.recovered_at, ends, strict=True)]
+    for t, extra, start, end in zip(
+        results, extra_elections(watch.samples, quiet), timeline.asked_at, ends, strict=True
+    ):
         t.extra_elections = extra
         t.epochs = epochs_seen(watch.samples, start, end)
+    return _summary(run, results, rate, delivery(producer.report(), got.count, lost), deposed_acks)
+
+
+async def _trial(run: _FailoverRun) -> Trial:
+    """One fault of the master under the steady producer, and what the client saw until writes recovered."""
+    group, client, timeline = run.group, run.client, run.timeline
+    # The leadership moves first and the SyncStateSet is checked after it: on a loaded machine the seconds of a
+    # controller election can drop a slave, and the master's kill must still find an eligible successor (else the
+    # controller rightly elects no one).
+    leader_change_s = await _change_leader(run.state_dir, run.state, group, client) if run.after_leader_change else None
+    # Checked right before the fault: a loaded machine can drop a slave from the SyncStateSet at any time, and a
+    # fault then has no eligible successor (correctly: no unclean election).
+    await wait_for("a full SyncStateSet", lambda: full_sync_state_set(group, client), timeout=180, interval=0.2)
+    states = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
+    for r in states[group.name].replicas:
+        if r.broker_id is not None:
+            run.by_id[r.broker_id] = r.name
+    timeline.asked_at.append(time.time())
+    old, old_epoch, _ = await retrying(lambda: group.controller_master(client))
+    run.watch.samples.append(Sample(timeline.asked_at[-1], old, old_epoch))
+    assert old is not None
+    old_addr = next(e.address for e in group.endpoints if e.name == run.by_id[old])
+    killed_at = await _signal(run.state_dir, run.by_id[old], "STOP" if run.fault == "stop" else "KILL")
+    timeline.faulted_at.append(killed_at)
+
+    async def elected() -> bool:
+        master, epoch, _ = await group.controller_master(client)
+        return master is not None and master != old and (epoch or 0) > (old_epoch or 0)
+
+    async def observed() -> bool:
+        master = await group.status_master(client)
+        return master is not None and master != old
+
+    elect_task = asyncio.create_task(wait_for("the controller's election", elected, 60))
+    observe_task = asyncio.create_task(wait_for("the status to show it", observed, 60, interval=run.observe_interval_s))
+    try:
+        elected_at = await elect_task
+    except TimeoutError as exc:
+        # Say what the controller shows, so that a failure under load can be told apart.
+        now_master = await retrying(lambda: group.controller_master(client))
+        raise TimeoutError(
+            f"{exc}: broker {old} (epoch {old_epoch}) was faulted; the controller now names "
+            f"master {now_master[0]} (epoch {now_master[1]}), SyncStateSet size {now_master[2]}"
+        ) from exc
+    notes: list[str] = []
+    stale = await _stale_route_sends(run, old_addr, run.by_id[old], notes) if run.fault == "stop" else None
+    observed_at = await observe_task
+    recovered = await _recovered(run.producer, killed_at, RECOVERY_TIMEOUT_S)
+    timeline.recovered_at.append(time.time())
+    at_recovery = await run.watch.sample()
+    await asyncio.sleep(1.0)  # a little steady traffic after the recovery
+    new_master, _, _ = await retrying(lambda: group.controller_master(client))
+    now = time.time()
+    recs = list(run.producer.records)
+    windows = [w for w in run.producer.recovery_windows() if killed_at - 5 <= w.start <= now]
+    # An unclosed window (no recovery yet) counts up to now: a lower bound, never 0.
+    worst = max(((w.end if w.end is not None else now) - w.start for w in windows), default=0.0)
+    return Trial(
+        killed_broker_id=old,
+        new_master=new_master,
+        election_s=round(elected_at - killed_at, 3),
+        observe_lag_s=round(max(0.0, observed_at - elected_at), 3),
+        rto_s=round(worst, 3),
+        pause_s=round(_pause(recs, killed_at, now), 3),
+        failed_sends=sum(w.failed for w in windows),
+        recovered=recovered,
+        fault=run.fault,
+        stale_sends=stale.sends if stale else 0,
+        stale_acks=len(stale.acks) if stale else 0,
+        leader_change_s=leader_change_s,
+        notes=notes,
+        epoch_before=old_epoch,
+        epoch_at_recovery=at_recovery.epoch if at_recovery else None,
+    )
+
+
+async def _stale_route_sends(run: _FailoverRun, old_addr: str, old_replica: str, notes: list[str]) -> StaleRouteClient:
+    """A client whose route still names the stopped master keeps sending to it while the master wakes up half a
+    second later (if the platform has not fenced it); what it sent and what was acknowledged."""
+    stale = StaleRouteClient(run.client, old_addr, run.group.name, run.topic)
+    run.stale_clients.append(stale)
+    stale_task = asyncio.create_task(stale.run())
+    await asyncio.sleep(0.5)
+    try:
+        await _signal(run.state_dir, old_replica, "CONT")
+    except RuntimeError as exc:
+        notes.append(f"SIGCONT: {exc}")  # fenced (killed) before it could wake up
+    await asyncio.sleep(2.0)
+    stale.stop()
+    await stale_task
+    return stale
+
+
+async def _read_back(run: _FailoverRun) -> tuple[Any, int, int]:
+    """Every acknowledged key read back from the masters: (the consume report, how many acknowledged keys are
+    missing, acknowledged writes stored on a deposed master only: -1 when no master is left to ask)."""
+    client, group, topic = run.client, run.group, run.topic
+    acked = [r for r in run.producer.records if r.ok]
+    acknowledged = {r.key for r in acked}
+
+    # The read-back goes through the name servers like a consumer's: after the last fault the new master
+    # registers the topic again once the supervisor's topic pass re-asserts it (slow on a loaded machine).
+    async def routed() -> bool:
+        route = await client.get_route(topic, timeout=3.0)
+        return bool(route.broker_datas)
+
+    await wait_for(f"a route for topic {topic} after the last fault", routed, timeout=120, interval=0.5)
+    got = await consume(run.state.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
+    lost = len(missing_acknowledged(acknowledged, got.keys))
+    final = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
+    master = final[group.name].named_master
+    checked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in acked]
+    checked += [(group.name, q, o, k) for c in run.stale_clients for q, o, k in c.acks]
+    if master is None:
+        return got, lost, -1  # unknown: no master at the end
+    return got, lost, await count_deposed_acks(client, group.name, topic, checked, master.address)
+
+
+def _summary(
+    run: _FailoverRun, results: list[Trial], rate: float, delivered: dict[str, Any], deposed_acks: int
+) -> dict[str, Any]:
     rto = [t.rto_s for t in results]
     lag = [t.observe_lag_s for t in results if t.observe_lag_s is not None]
     election = [t.election_s for t in results if t.election_s is not None]
     pause = [t.pause_s for t in results]
     leader = [t.leader_change_s for t in results if t.leader_change_s is not None]
     return {
-        "group": group.name,
-        "fault": fault,
-        "after_leader_change": after_leader_change,
-        "detection_s": group.spec.failover.detection_seconds,
+        "group": run.group.name,
+        "fault": run.fault,
+        "after_leader_change": run.after_leader_change,
+        "detection_s": run.group.spec.failover.detection_seconds,
         "trials": len(results),
         "rate_msgs_per_s": rate,
-        **delivery(report, got.count, lost),
+        **delivered,
         "deposed_acks": deposed_acks,
         "stale_route_sends": sum(t.stale_sends for t in results),
         "stale_route_acks": sum(t.stale_acks for t in results),
@@ -534,7 +574,7 @@ async def run_bench(
         "election_s": {"p50": percentile(election, 0.5), "p99": percentile(election, 0.99)},
         "observe_lag_s": {"p50": percentile(lag, 0.5), "p99": percentile(lag, 0.99)},
         "leader_change_s": {"p50": percentile(leader, 0.5), "max": max(leader, default=None)} if leader else None,
-        "observe_interval_s": observe_interval_s,
+        "observe_interval_s": run.observe_interval_s,
         "per_trial": [t.__dict__ for t in results],
         "mean_election_s": round(statistics.fmean(election), 3) if election else None,
     }
