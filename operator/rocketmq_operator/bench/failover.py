@@ -415,7 +415,7 @@ async def run_bench(
                     results.append(await _trial(run))
             finally:
                 await producer.stop()
-            got, lost, deposed_acks = await _read_back(run)
+            got, lost, deposed_acks = await read_back(client, state, group, topic, producer, run.stale_clients)
             # The read-back above is the settle time after the last trial: its elections are extra too.
             ended_at = time.time()
             await watch.sample()
@@ -523,11 +523,17 @@ async def _stale_route_sends(run: _FailoverRun, old_addr: str, old_replica: str,
     return stale
 
 
-async def _read_back(run: _FailoverRun) -> tuple[Any, int, int]:
+async def read_back(
+    client: RemotingClient,
+    state: LocalState,
+    group: Group,
+    topic: str,
+    producer: SteadyProducer,
+    stale_clients: list[StaleRouteClient],
+) -> tuple[Any, int, int]:
     """Every acknowledged key read back from the masters: (the consume report, how many acknowledged keys are
     missing, acknowledged writes stored on a deposed master only: -1 when no master is left to ask)."""
-    client, group, topic = run.client, run.group, run.topic
-    acked = [r for r in run.producer.records if r.ok]
+    acked = [r for r in producer.records if r.ok]
     acknowledged = {r.key for r in acked}
 
     # The read-back goes through the name servers like a consumer's: after the last fault the new master
@@ -537,12 +543,12 @@ async def _read_back(run: _FailoverRun) -> tuple[Any, int, int]:
         return bool(route.broker_datas)
 
     await wait_for(f"a route for topic {topic} after the last fault", routed, timeout=120, interval=0.5)
-    got = await consume(run.state.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
+    got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
     lost = len(missing_acknowledged(acknowledged, got.keys))
     final = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
     master = final[group.name].named_master
     checked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in acked]
-    checked += [(group.name, q, o, k) for c in run.stale_clients for q, o, k in c.acks]
+    checked += [(group.name, q, o, k) for c in stale_clients for q, o, k in c.acks]
     if master is None:
         return got, lost, -1  # unknown: no master at the end
     return got, lost, await count_deposed_acks(client, group.name, topic, checked, master.address)

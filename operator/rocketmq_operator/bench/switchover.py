@@ -34,10 +34,10 @@ from rocketmq_operator.bench.elections import EpochWatch, Window, epochs_seen, e
 from rocketmq_operator.bench.failover import (
     Group,
     StaleRouteClient,
-    count_deposed_acks,
     delivery,
     full_sync_state_set,
     percentile,
+    read_back,
     run_cli,
     up_controller_group,
     wait_for,
@@ -47,8 +47,7 @@ from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.control.switchover import switchover
 from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.platforms.local.auth import state_client
-from rocketmq_operator.tools.consume import consume
-from rocketmq_operator.tools.noloss import missing_acknowledged
+from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.tools.produce import SteadyProducer
 
 SETTLE_S = 3.0  # steady traffic after each switchover, inside its measuring window
@@ -57,7 +56,6 @@ SETTLE_S = 3.0  # steady traffic after each switchover, inside its measuring win
 async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: float, keep: bool) -> dict[str, Any]:
     state, group_name = await up_controller_group(files, state_dir, "switchover")
     group = Group(state, group_name)
-    min_in_sync = effective_quorum(group.spec).min_in_sync_replicas
     topic = f"bench-switchover-{int(time.time())}"
     per: list[dict[str, Any]] = []
     stale_clients: list[StaleRouteClient] = []
@@ -72,71 +70,10 @@ async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: f
             try:
                 await asyncio.sleep(2.0)
                 for _ in range(switchovers):
-                    await wait_for(
-                        "a full SyncStateSet", lambda: full_sync_state_set(group, client), timeout=180, interval=0.2
-                    )
-                    observed = await observe_groups(
-                        client, group.controllers, {group.name: group.endpoints}, {group.name: True}
-                    )
-                    st = observed[group.name]
-                    old = st.named_master
-                    assert old is not None and st.master_broker_id is not None
-                    targets = [r for r in st.replicas if r.broker_id in st.sync_state_set and r is not old]
-                    target = max(targets, key=lambda r: (r.max_offset or 0, -(r.broker_id or 0)))
-                    assert target.broker_id is not None
-                    stale = StaleRouteClient(client, old.address, group.name, topic)
-                    stale_clients.append(stale)
-                    stale_task = asyncio.create_task(stale.run())
-                    switched_at.append(time.time())
-                    await watch.sample()
-                    started = time.time()
-                    report = await switchover(
-                        client,
-                        group.controllers,
-                        group.spec.cluster_name,
-                        group.name,
-                        group.endpoints,
-                        target.broker_id,
-                        min_in_sync_replicas=min_in_sync,
-                    )
-                    elected = report.elected_at or started
-                    # Every replica back in the SyncStateSet: the third replica may have raced to the old master's
-                    # HA port (its name-server registration still named it) and waits for the policy.
-                    full_at = await wait_for(
-                        "a full SyncStateSet", lambda: full_sync_state_set(group, client), timeout=180, interval=0.1
-                    )
-                    await asyncio.sleep(SETTLE_S)
-                    stale.stop()
-                    await stale_task
-                    ended = time.time()
-                    records = [r for r in producer.records if started - 0.5 <= r.start <= ended]
-                    pause, _, _ = longest_gap(records, started - 0.5, ended)
-                    per.append(
-                        {
-                            "from": st.master_broker_id,
-                            "to": report.new_master,
-                            "client_pause_s": round(pause, 3),
-                            "reported_pause_s": None
-                            if report.write_pause_s is None
-                            else round(report.write_pause_s, 3),
-                            "fence_to_election_s": round(elected - (report.fenced_at or elected), 3),
-                            "failed_sends": sum(1 for r in records if not r.ok),
-                            "all_in_sync_after_s": round(full_at - elected, 3),
-                            "stale_sends": stale.sends,
-                            "stale_acks_after_election": sum(1 for _, _, k in stale.acks if _ack_time(k) > elected),
-                        }
-                    )
+                    per.append(await _one_switchover(client, group, producer, watch, topic, stale_clients, switched_at))
             finally:
                 await producer.stop()
-            report_all = producer.report()
-            acked = [r for r in producer.records if r.ok]
-            got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
-            lost = len(missing_acknowledged({r.key for r in acked}, got.keys))
-            final = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
-            master = final[group.name].named_master
-            checked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in acked]
-            checked += [(group.name, q, o, k) for c in stale_clients for q, o, k in c.acks]
-            deposed = await count_deposed_acks(client, group.name, topic, checked, master.address) if master else -1
+            got, lost, deposed = await read_back(client, state, group, topic, producer, stale_clients)
             # The read-back above is the settle time after the last switchover: its elections are extra too.
             ended_at = time.time()
             await watch.sample()
@@ -154,7 +91,7 @@ async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: f
         "group": group.name,
         "switchovers": len(per),
         "rate_msgs_per_s": rate,
-        **delivery(report_all, got.count, lost),
+        **delivery(producer.report(), got.count, lost),
         "deposed_acks": deposed,
         "stale_route_acks_after_election": sum(p["stale_acks_after_election"] for p in per),
         "extra_elections": sum(p["extra_elections"] for p in per),
@@ -162,6 +99,66 @@ async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: f
         "reported_pause_s": _summary(reported),
         "all_in_sync_after_s": _summary([p["all_in_sync_after_s"] for p in per]),
         "per_switchover": per,
+    }
+
+
+async def _one_switchover(
+    client: RemotingClient,
+    group: Group,
+    producer: SteadyProducer,
+    watch: EpochWatch,
+    topic: str,
+    stale_clients: list[StaleRouteClient],
+    switched_at: list[float],
+) -> dict[str, Any]:
+    """One switchover to the most caught-up member of the SyncStateSet under the producer, with a client that
+    keeps sending to the old master (appended to ``stale_clients``); what the clients saw. Its start is appended
+    to ``switched_at`` (the first sample of the controller's master for it)."""
+    await wait_for("a full SyncStateSet", lambda: full_sync_state_set(group, client), timeout=180, interval=0.2)
+    observed = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
+    st = observed[group.name]
+    old = st.named_master
+    assert old is not None and st.master_broker_id is not None
+    targets = [r for r in st.replicas if r.broker_id in st.sync_state_set and r is not old]
+    target = max(targets, key=lambda r: (r.max_offset or 0, -(r.broker_id or 0)))
+    assert target.broker_id is not None
+    stale = StaleRouteClient(client, old.address, group.name, topic)
+    stale_clients.append(stale)
+    stale_task = asyncio.create_task(stale.run())
+    switched_at.append(time.time())
+    await watch.sample()
+    started = time.time()
+    report = await switchover(
+        client,
+        group.controllers,
+        group.spec.cluster_name,
+        group.name,
+        group.endpoints,
+        target.broker_id,
+        min_in_sync_replicas=effective_quorum(group.spec).min_in_sync_replicas,
+    )
+    elected = report.elected_at or started
+    # Every replica back in the SyncStateSet: the third replica may have raced to the old master's HA port (its
+    # name-server registration still named it) and waits for the policy.
+    full_at = await wait_for(
+        "a full SyncStateSet", lambda: full_sync_state_set(group, client), timeout=180, interval=0.1
+    )
+    await asyncio.sleep(SETTLE_S)
+    stale.stop()
+    await stale_task
+    ended = time.time()
+    records = [r for r in producer.records if started - 0.5 <= r.start <= ended]
+    pause, _, _ = longest_gap(records, started - 0.5, ended)
+    return {
+        "from": st.master_broker_id,
+        "to": report.new_master,
+        "client_pause_s": round(pause, 3),
+        "reported_pause_s": None if report.write_pause_s is None else round(report.write_pause_s, 3),
+        "fence_to_election_s": round(elected - (report.fenced_at or elected), 3),
+        "failed_sends": sum(1 for r in records if not r.ok),
+        "all_in_sync_after_s": round(full_at - elected, 3),
+        "stale_sends": stale.sends,
+        "stale_acks_after_election": sum(1 for _, _, k in stale.acks if _ack_time(k) > elected),
     }
 
 
