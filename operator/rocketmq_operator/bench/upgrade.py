@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from rocketmq_operator.api.models import RolloutStatus
 from rocketmq_operator.bench.failover import delivery, run_cli, up_controller_group
 from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.layout import StateLayout
@@ -146,17 +147,7 @@ async def run_bench(
                 apply_args += ["-f", f]
             applied_at = time.time()
             apply_output = await run_cli(*apply_args)
-            rollout = None
-            deadline = time.monotonic() + roll_timeout_s
-            while time.monotonic() < deadline:
-                rollout = read_rollout(layout, group)
-                if (
-                    rollout is not None
-                    and rollout.phase in ("Complete", "Blocked")
-                    and (before is None or rollout.target_revision != before.target_revision)
-                ):
-                    break
-                await asyncio.sleep(0.5)
+            rollout = await _rollout_ended(layout, group, before, roll_timeout_s)
             finished_at = time.time()
             await asyncio.sleep(2.0)  # steady traffic after
         finally:
@@ -203,6 +194,30 @@ async def run_bench(
         ],
         "master_restarted_last": bool(order) and order[-1]["replica"] == initial_master,
         "restarted_while_master": sum(1 for o in order if o["role_before"] == "master"),
+        **_failed_and_lost(records, missing, applied_at),
+    }
+
+
+async def _rollout_ended(
+    layout: StateLayout, group: str, before: RolloutStatus | None, timeout_s: float
+) -> RolloutStatus | None:
+    """The rollout of the new revision once it is Complete or Blocked (or as it is at the deadline)."""
+    rollout = None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        rollout = read_rollout(layout, group)
+        if (
+            rollout is not None
+            and rollout.phase in ("Complete", "Blocked")
+            and (before is None or rollout.target_revision != before.target_revision)
+        ):
+            break
+        await asyncio.sleep(0.5)
+    return rollout
+
+
+def _failed_and_lost(records: list[SendRecord], missing: set[str], applied_at: float) -> dict[str, Any]:
+    return {
         "first_failures": [  # what the producer saw first when sends failed (failed attempts in order)
             {
                 "s_after_apply": round(r.start - applied_at, 3),
