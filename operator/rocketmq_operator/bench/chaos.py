@@ -181,28 +181,9 @@ async def run_chaos(
                 Send(r.key, r.start, r.end, r.ok, r.status, f"{r.broker_name}/{r.queue_id}@{r.queue_offset}")
                 for r in producer.records
             ]
-
-            async def routed() -> bool:
-                route = await client.get_route(topic, timeout=3.0)
-                return bool(route.broker_datas)
-
-            await wait_for(f"a route for topic {topic}", routed, timeout=120, interval=0.5)
-            got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
-            read, duplicates = set(got.keys), got.duplicates
-            missing = {r.key for r in producer.records if r.ok} - read
-            if missing:
-                # A consumer that stopped early on a loaded machine is not a loss: a message counts as lost only
-                # if a second, patient read does not find it either.
-                again = await consume(state.name_servers, topic, idle_timeout=20.0, read_from="master")
-                read |= again.keys
-            final = await retrying(
-                lambda: observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
-            )
-            master = final[group.name].named_master
-            acked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in producer.records if r.ok]
-            deposed = await count_deposed_acks(client, group.name, topic, acked, master.address) if master else -1
+            read, duplicates, first_missing, deposed = await _read_all(client, state, group, topic, producer)
         doc = check_campaign(sends, held, read, ended, deposed, duplicates)
-        doc["first_read_missing"] = len(missing)  # found by the second read, or lost
+        doc["first_read_missing"] = first_missing  # found by the second read, or lost
         doc = {
             "seed": seed,
             "families": families,
@@ -215,18 +196,50 @@ async def run_chaos(
             **doc,
         }
         if plot is not None:
-            plot.write_text(timeline_svg(sends, held, began, ended), encoding="utf-8")
-            doc["plot"] = str(plot)
-            # Every send, so that a fault can be traced (and the checker re-run) after the cluster is gone.
-            sends_file = plot.with_suffix(".sends.jsonl.gz")
-            with gzip.open(sends_file, "wt", encoding="utf-8") as out:
-                for send in sends:
-                    out.write(json.dumps(dataclasses.asdict(send)) + "\n")
-            doc["sends"] = str(sends_file)
+            doc.update(_write_plot(plot, sends, held, began, ended))
         return doc
     finally:
         if not keep:
             await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
+
+
+async def _read_all(
+    client: RemotingClient, state: LocalState, group: Group, topic: str, producer: SteadyProducer
+) -> tuple[set[str], int, int, int]:
+    """(the keys read back, duplicates, acknowledged keys the first read missed, acknowledged writes on a deposed
+    master only: -1 when no master is left to ask)."""
+
+    async def routed() -> bool:
+        route = await client.get_route(topic, timeout=3.0)
+        return bool(route.broker_datas)
+
+    await wait_for(f"a route for topic {topic}", routed, timeout=120, interval=0.5)
+    got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
+    read, duplicates = set(got.keys), got.duplicates
+    missing = {r.key for r in producer.records if r.ok} - read
+    if missing:
+        # A consumer that stopped early on a loaded machine is not a loss: a message counts as lost only if a
+        # second, patient read does not find it either.
+        again = await consume(state.name_servers, topic, idle_timeout=20.0, read_from="master")
+        read |= again.keys
+    final = await retrying(
+        lambda: observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
+    )
+    master = final[group.name].named_master
+    acked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in producer.records if r.ok]
+    deposed = await count_deposed_acks(client, group.name, topic, acked, master.address) if master else -1
+    return read, duplicates, len(missing), deposed
+
+
+def _write_plot(plot: Path, sends: list[Send], held: list[HeldFault], began: float, ended: float) -> dict[str, str]:
+    """The campaign's timeline as SVG, and every send beside it so that a fault can be traced (and the checker
+    re-run) after the cluster is gone."""
+    plot.write_text(timeline_svg(sends, held, began, ended), encoding="utf-8")
+    sends_file = plot.with_suffix(".sends.jsonl.gz")
+    with gzip.open(sends_file, "wt", encoding="utf-8") as out:
+        for send in sends:
+            out.write(json.dumps(dataclasses.asdict(send)) + "\n")
+    return {"plot": str(plot), "sends": str(sends_file)}
 
 
 async def _one_fault(
