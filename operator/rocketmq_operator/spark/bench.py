@@ -200,6 +200,22 @@ def _prefix_per_queue(namesrv: str, topic: str, fraction: float) -> str:
     return dumps_offsets({q: v + max(1, int((high.get(q, v) - v) * fraction)) for q, v in low.items()})
 
 
+def _java_columns(javas: list[dict[str, Any]], spark_rate: float) -> dict[str, Any]:
+    """The Java reader's columns from its fastest read, and the Spark source's rate as a ratio of it."""
+    if not javas:
+        return {}
+    fastest = min(javas, key=lambda r: float(r["elapsed_s"]))
+    java_rate = int(fastest["count"]) / float(fastest["elapsed_s"]) if float(fastest["elapsed_s"]) > 0 else 0.0
+    return {
+        "java_msgs_per_s": round(java_rate, 1),
+        "java_elapsed_s": float(fastest["elapsed_s"]),
+        "java_elapsed_s_all": [float(r["elapsed_s"]) for r in javas],
+        "java_count": int(fastest["count"]),
+        "java_digest": fastest["digest"],
+        "spark_to_java": round(spark_rate / java_rate, 3) if java_rate > 0 else None,
+    }
+
+
 def run_bench(
     namesrv: str,
     messages: int = DEFAULT_MESSAGES,
@@ -234,21 +250,10 @@ def run_bench(
     count_ok = produced.acknowledged == messages and all(
         r.count == messages and r.digest == produced.acknowledged_digest for r in [*raws, *sparks]
     )
-    java: dict[str, Any] = {}
-    if javas:
-        fastest = min(javas, key=lambda r: float(r["elapsed_s"]))
-        java_rate = int(fastest["count"]) / float(fastest["elapsed_s"]) if float(fastest["elapsed_s"]) > 0 else 0.0
-        java = {
-            "java_msgs_per_s": round(java_rate, 1),
-            "java_elapsed_s": float(fastest["elapsed_s"]),
-            "java_elapsed_s_all": [float(r["elapsed_s"]) for r in javas],
-            "java_count": int(fastest["count"]),
-            "java_digest": fastest["digest"],
-            "spark_to_java": round(spark_rate / java_rate, 3) if java_rate > 0 else None,
-        }
-        count_ok = count_ok and all(
-            int(r["count"]) == messages and r["digest"] == produced.acknowledged_digest for r in javas
-        )
+    java = _java_columns(javas, spark_rate)
+    count_ok = count_ok and all(
+        int(r["count"]) == messages and r["digest"] == produced.acknowledged_digest for r in javas
+    )
     return {
         "topic": topic,
         "namesrv": namesrv,
