@@ -57,7 +57,10 @@ BINARIES = (
     "pause",
     "promtool",
 )
-# The binaries a control plane without a node needs (harness.py checks these; the node needs all).
+# What the node and its e2e tests need: all but promtool, which only the chart's alert tests use (built beside the
+# e2e tests by `make test`, `make k8s-promtool`).
+NODE_BINARIES = tuple(b for b in BINARIES if b != "promtool")
+# The binaries a control plane without a node needs (harness.py checks these; the node needs NODE_BINARIES).
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
 
 # Kubernetes' own release build (hack/lib/golang.sh) uses these tags for non-debug builds and

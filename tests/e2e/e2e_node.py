@@ -149,9 +149,9 @@ def missing_part() -> str | None:
     if need:
         return f"Debian packages missing for the node: {' '.join(need)} (make k8s-node-deps)"
     bin_dir = node.build_tools.bin_dir()
-    absent = [b for b in node.build_tools.BINARIES if not (bin_dir / b).is_file()]
+    absent = [b for b in node.build_tools.NODE_BINARIES if not (bin_dir / b).is_file()]
     if absent:
-        return f"binaries not built: {', '.join(absent)} (make k8s-tools)"
+        return f"binaries not built: {', '.join(absent)} (make k8s-node-tools)"
     for role in ROLES:
         try:
             images.archive(role)
