@@ -750,30 +750,40 @@ def import_images(state: Path, archives: list[Path]) -> None:
 IMPORTS_DIR = "imports"
 
 
-def import_images_in_background(state: Path, archives: list[Path]) -> None:
-    """Start importing ``archives`` into the node's containerd, one detached `ctr` each, and return at once; each
-    leaves ``<state>/imports/<archive>.done`` or ``.failed`` (its output in ``.log``). `wait_for_images` waits
-    for them. The e2e run needs the Spark image (1.15 GB, the longest import) only for its last test."""
+def import_images_in_background(state: Path, archives: list[Path], later: Sequence[Path] = ()) -> None:
+    """Start importing ``archives`` into the node's containerd, all at once, then ``later`` once every one of
+    ``archives`` has ended, and return at once: one detached shell runs them. Each import leaves
+    ``<state>/imports/<archive>.started``, then ``.done`` or ``.failed`` (its output in ``.log``);
+    `wait_for_images` waits for them. The e2e run needs the Spark image (1.15 GB, the longest import) only for its
+    last test: imported beside the others, it slowed the imports the tests wait for."""
     marks = state.resolve() / IMPORTS_DIR
     marks.mkdir(parents=True, exist_ok=True)
     sock = node_dir(state.resolve()) / "containerd" / "containerd.sock"
     script = (
-        'touch "$3.started"; ctr --address "$1" --namespace k8s.io images import --snapshotter overlayfs "$2" '
-        '>"$3.log" 2>&1 && touch "$3.done" || touch "$3.failed"'
+        "sock=$1; shift; "
+        'imp() { touch "$2.started"; ctr --address "$sock" --namespace k8s.io images import --snapshotter overlayfs '
+        '"$1" >"$2.log" 2>&1 && touch "$2.done" || touch "$2.failed"; }; '
+        'while [ "$1" != -- ]; do imp "$1" "$2" & shift 2; done; shift; wait; '
+        'while [ $# -gt 0 ]; do imp "$1" "$2" & shift 2; done; wait'
     )
-    for archive in archives:
-        if not archive.is_file():
-            raise HarnessError(f"no image archive at {archive}")
-        mark = marks / archive.name
-        for suffix in (".started", ".done", ".failed", ".log"):
-            Path(f"{mark}{suffix}").unlink(missing_ok=True)
-        subprocess.Popen(
-            ["sh", "-c", script, "sh", str(sock), str(archive), str(mark)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    args: list[str] = []
+    for group in (archives, later):
+        for archive in group:
+            if not archive.is_file():
+                raise HarnessError(f"no image archive at {archive}")
+            mark = marks / archive.name
+            for suffix in (".started", ".done", ".failed", ".log"):
+                Path(f"{mark}{suffix}").unlink(missing_ok=True)
+            args += [str(archive), str(mark)]
+        if group is archives:
+            args.append("--")
+    subprocess.Popen(
+        ["sh", "-c", script, "sh", str(sock), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def wait_for_images(state: Path, archives: list[Path], timeout: float = 900.0) -> None:
@@ -800,7 +810,12 @@ def wait_for_images(state: Path, archives: list[Path], timeout: float = 900.0) -
 
 
 def up(
-    state_dir: Path, *, build: bool = True, timeout: float = 300.0, background_images: Sequence[Path] = ()
+    state_dir: Path,
+    *,
+    build: bool = True,
+    timeout: float = 300.0,
+    background_images: Sequence[Path] = (),
+    late_images: Sequence[Path] = (),
 ) -> None:
     state = state_dir.resolve()
     _preflight()
@@ -830,7 +845,7 @@ def up(
     }
     _write_record(record)
     try:
-        _start(state, bin_dir, images, timeout, list(background_images))
+        _start(state, bin_dir, images, timeout, list(background_images), list(late_images))
     except BaseException:
         if os.environ.get("ROCKETMQ_OPERATOR_NODE_KEEP") == "1":  # debugging: leave it up for inspection
             _say("node start failed; ROCKETMQ_OPERATOR_NODE_KEEP=1: left running, `make k8s-node-down` stops it")
@@ -845,7 +860,12 @@ def up(
 
 
 def _start(
-    state: Path, bin_dir: Path, images: dict[str, Path], timeout: float, background_images: list[Path]
+    state: Path,
+    bin_dir: Path,
+    images: dict[str, Path],
+    timeout: float,
+    background_images: list[Path],
+    late_images: list[Path],
 ) -> None:
     _say(f"network: bridge {BRIDGE} {NODE_IP}/24, guard table inet {GUARD_TABLE}")
     _setup_network()
@@ -912,7 +932,7 @@ def _start(
     )
     import_images(state, list(images.values()))
     # While the rest of the node starts (the imports mostly wait on the disk): the caller waits for them.
-    import_images_in_background(state, background_images)
+    import_images_in_background(state, background_images, late_images)
 
     _say("starting kube-scheduler")
     sched_kc = str(nd / "kube-scheduler.kubeconfig")

@@ -125,7 +125,7 @@ class Group:
 
     def wait_healthy(self, timeout: float = 600) -> float:
         what = f"{self.name}: {self.replicas} Ready replicas, a master, a full SyncStateSet, writable"
-        return self.node.wait_for(what, self.healthy, timeout=timeout, interval=3)
+        return self.node.wait_for(what, self.healthy, timeout=timeout, interval=1)
 
     def name_servers(self) -> str:
         data = self.node.json("-n", self.ns, "get", "configmap", f"{self.controller_group}-connection")["data"]

@@ -110,12 +110,12 @@ class Node:
             phase = (self.json("-n", ns, "get", "pod", pod).get("status") or {}).get("phase")
             return phase in {"Succeeded", "Failed"}
 
-        self.wait_for(f"pod {pod} to finish", done, timeout=timeout, interval=2)
+        self.wait_for(f"pod {pod} to finish", done, timeout=timeout, interval=1)
         out = self.kubectl("-n", ns, "logs", pod)
         self.kubectl("-n", ns, "delete", "pod", pod, "--wait=false")
         return out
 
-    def wait_for(self, what: str, predicate: Callable[[], bool], timeout: float = 300, interval: float = 2) -> float:
+    def wait_for(self, what: str, predicate: Callable[[], bool], timeout: float = 300, interval: float = 1) -> float:
         started = time.monotonic()
         while time.monotonic() - started < timeout:
             if predicate():
@@ -166,10 +166,12 @@ def missing_part() -> str | None:
 def bring_up(state: Path) -> Node:
     """The node up in ``state`` with the images imported; stopped again if that fails (and the error raised)."""
     try:
-        # Every image imported while the node starts; the tests need all but the Spark image at once (its test,
-        # the last, waits for it: `wait_for_image`).
-        node.up(state, build=False, background_images=[images.archive(role) for role in ROLES])
-        node.wait_for_images(state, [images.archive(role) for role in ROLES if role not in LATE_IMAGES])
+        # Every image imported while the node starts; the tests need all but the Spark image at once, so it is
+        # imported after them (its test, the last, waits for it: `wait_for_image`).
+        first = [images.archive(role) for role in ROLES if role not in LATE_IMAGES]
+        later = [images.archive(role) for role in ROLES if role in LATE_IMAGES]
+        node.up(state, build=False, background_images=first, late_images=later)
+        node.wait_for_images(state, first)
     except BaseException:
         node.down(state, quiet=True)
         raise

@@ -52,7 +52,7 @@ def _accepted(group: Any, pod: str, count: int) -> dict[str, Any]:
         if report["acknowledged"] == count:
             return report
         assert time.monotonic() < deadline, f"orders-app was never accepted: {report}"
-        time.sleep(5)
+        time.sleep(2)
 
 
 def test_auth_example_refuses_unsigned_clients_and_serves_its_users(group_in: Callable[..., Any]) -> None:

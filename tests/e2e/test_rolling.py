@@ -71,7 +71,7 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(quicksta
         rolled = len(pods) == 3 and all(p["spec"]["containers"][0]["image"] == new_image for p in pods.values())
         return rolled and _rollout(group).get("phase") == "Complete"
 
-    group.node.wait_for("the rolling update to complete", complete, timeout=900, interval=2)
+    group.node.wait_for("the rolling update to complete", complete, timeout=900, interval=1)
     seconds = time.monotonic() - started
     print(f"image tag change -> rollout Complete in {seconds:.0f}s; kubectl get bg showed:\n" + "\n".join(shown))
     assert any(" Rolling " in line or " Waiting " in line for line in shown), shown

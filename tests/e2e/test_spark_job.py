@@ -34,7 +34,7 @@ def test_spark_job_reads_every_message_of_the_topic(quickstart: Any) -> None:
         status = group.node.json("-n", group.ns, "get", "job", "orders-to-parquet").get("status") or {}
         return bool(status.get("succeeded") or status.get("failed"))
 
-    seconds = group.node.wait_for("the Spark job to finish", finished, timeout=900, interval=5)
+    seconds = group.node.wait_for("the Spark job to finish", finished, timeout=900, interval=2)
     logs = group.node.kubectl("-n", group.ns, "logs", "job/orders-to-parquet")
     status = group.node.json("-n", group.ns, "get", "job", "orders-to-parquet")["status"]
     assert status.get("succeeded") == 1, logs[-3000:]
