@@ -140,6 +140,14 @@ class JvmSpec(Model):
 DEFAULT_DETECTION_SECONDS = 4.0
 
 
+SPREAD_DESCRIPTION = (
+    "topologySpreadConstraints of the {pods} pods (Kubernetes TopologySpreadConstraint objects). Unset: the "
+    "operator spreads the replicas over nodes (kubernetes.io/hostname) and zones (topology.kubernetes.io/zone), "
+    "maxSkew 1, whenUnsatisfiable ScheduleAnyway. A list replaces them; [] renders none. DoNotSchedule on the "
+    "host name keeps a replacement Pending while a dead node still counts as a domain."
+)
+
+
 class FailoverSpec(Model):
     allow_unclean: bool = Field(
         default=False,
@@ -151,6 +159,14 @@ class FailoverSpec(Model):
         "killed, or its pod deleted with grace period 0) and the controller is asked to elect; the controller "
         "alone would wait controllerHeartBeatTimeoutMills (10 s). Lower is faster failover; a stop-the-world "
         "pause longer than this causes a needless failover. 1 to 60.",
+    )
+    node_loss: Literal["Report", "DeletePods"] = Field(
+        default="Report",
+        description="When the node under a replica is lost (deleted, NotReady or Unknown, or its Lease not "
+        "renewed): Report (the NodeLost condition, an Event and a metric; the pod is left alone) or DeletePods "
+        "(also force-delete the pod, but only once the node is confirmed off: the Node deleted, or tainted "
+        "node.kubernetes.io/out-of-service). Never on NotReady alone: a partitioned node looks the same and its "
+        "broker may still run. The controller elects a new master either way.",
     )
 
 
@@ -517,6 +533,10 @@ class BrokerGroupSpec(Model):
         description="Affinity of the broker pods (a Kubernetes Affinity). Without a podAntiAffinity the operator "
         "adds a preferred one that spreads the replicas over nodes.",
     )
+    topology_spread_constraints: list[dict[str, Any]] | None = Field(
+        default=None,
+        description=SPREAD_DESCRIPTION.format(pods="broker"),
+    )
     priority_class_name: str | None = Field(default=None, description="priorityClassName of the broker pods.")
     metrics: MetricsSpec = Field(
         default_factory=MetricsSpec,
@@ -596,6 +616,10 @@ class ControllerGroupSpec(Model):
         default_factory=dict,
         description="Affinity of the controller and name-server pods. Without a podAntiAffinity the operator adds "
         "a preferred one that spreads the replicas over nodes.",
+    )
+    topology_spread_constraints: list[dict[str, Any]] | None = Field(
+        default=None,
+        description=SPREAD_DESCRIPTION.format(pods="controller and name-server"),
     )
 
     tls: TlsSpec = Field(

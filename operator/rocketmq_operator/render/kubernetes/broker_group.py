@@ -139,6 +139,7 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: in
             node_selector=bg.spec.node_selector,
             tolerations=bg.spec.tolerations,
             affinity=bg.spec.affinity,
+            spread=bg.spec.topology_spread_constraints,
             readiness_gate=True,
             priority_class=bg.spec.priority_class_name,
             ordered=bg.spec.ha_mode != HAMode.CONTROLLER.value,

@@ -66,6 +66,7 @@ def render_controller_group(cg: ControllerGroup) -> list[JSON]:
         node_selector=cg.spec.node_selector,
         tolerations=cg.spec.tolerations,
         affinity=cg.spec.affinity,
+        spread=cg.spec.topology_spread_constraints,
         readiness_gate=False,
         tls_secret=tls_secret_name(cg),
     )

@@ -50,6 +50,27 @@ def _anti_affinity(name: str, component: str, user: dict[str, Any]) -> JSON:
     return affinity
 
 
+SPREAD_TOPOLOGY_KEYS = ("kubernetes.io/hostname", "topology.kubernetes.io/zone")
+
+
+def _spread(name: str, component: str, user: list[dict[str, Any]] | None) -> list[JSON]:
+    """The user's constraints, else one per node and one per zone, both ScheduleAnyway: a scoring preference,
+    like the anti-affinity, never a filter. DoNotSchedule on the host name would keep a StatefulSet's replacement
+    Pending while a dead node is still a domain (its pods tolerate the unreachable taint for 300 s), and nodes
+    without a zone label would be filtered out by a strict zone rule."""
+    if user is not None:
+        return [dict(c) for c in user]
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": selector(name, component)},
+        }
+        for key in SPREAD_TOPOLOGY_KEYS
+    ]
+
+
 def _env(java_opts: list[str]) -> list[JSON]:
     def field_ref(path: str) -> JSON:
         return {"valueFrom": {"fieldRef": {"fieldPath": path}}}
@@ -116,6 +137,7 @@ def statefulset(
     tolerations: list[dict[str, Any]],
     affinity: dict[str, Any],
     readiness_gate: bool,
+    spread: list[dict[str, Any]] | None = None,
     priority_class: str | None = None,
     ordered: bool = False,
     secret_config: str | None = None,
@@ -153,6 +175,7 @@ def statefulset(
         "securityContext": pod_sc,
         "terminationGracePeriodSeconds": 60,
         "affinity": _anti_affinity(group_of(name, component), component, affinity),
+        "topologySpreadConstraints": _spread(group_of(name, component), component, spread),
         "containers": [container],
         "volumes": [
             {"name": "config", "configMap": {"name": config_map}},
