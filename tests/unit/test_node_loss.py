@@ -20,7 +20,7 @@ PODS = (ReplicaPod("broker-a-0", "n1"), ReplicaPod("broker-a-1", "n2"), ReplicaP
 
 
 def nodes(**changed: NodeHealth) -> dict[str, NodeHealth]:
-    out = {n: NodeHealth(n, lease_age_s=3.0) for n in ("n1", "n2", "n3")}
+    out = {n: NodeHealth(n) for n in ("n1", "n2", "n3")}
     out.update(changed)
     return out
 
@@ -30,8 +30,6 @@ def nodes(**changed: NodeHealth) -> dict[str, NodeHealth]:
     [
         (None, None),  # not read: never taken as lost
         (NodeHealth("n1"), None),
-        (NodeHealth("n1", lease_age_s=39.0), None),
-        (NodeHealth("n1", lease_age_s=41.0), LostReason.LEASE_EXPIRED),
         (NodeHealth("n1", ready="False"), LostReason.NOT_READY),
         (NodeHealth("n1", ready="Unknown"), LostReason.UNREACHABLE),
         (NodeHealth("n1", exists=False), LostReason.NODE_DELETED),
@@ -39,7 +37,7 @@ def nodes(**changed: NodeHealth) -> dict[str, NodeHealth]:
     ],
 )
 def test_when_a_node_counts_as_lost(node: NodeHealth | None, reason: LostReason | None) -> None:
-    assert node_lost_reason(node, lease_grace_s=40.0) is reason
+    assert node_lost_reason(node) is reason
 
 
 @pytest.mark.parametrize(

@@ -162,9 +162,9 @@ class FailoverSpec(Model):
     )
     node_loss: Literal["Report", "DeletePods"] = Field(
         default="Report",
-        description="When the node under a replica is lost (deleted, NotReady or Unknown, or its Lease not "
-        "renewed): Report (the NodeLost condition, an Event and a metric; the pod is left alone) or DeletePods "
-        "(also force-delete the pod, but only once the node is confirmed off: the Node deleted, or tainted "
+        description="When the node under a replica is lost (deleted, or Ready False or Unknown): Report (the "
+        "NodeLost condition, an Event and a metric; the pod is left alone) or DeletePods (also force-delete the "
+        "pod, but only once the node is confirmed off: the Node deleted, or tainted "
         "node.kubernetes.io/out-of-service). Never on NotReady alone: a partitioned node looks the same and its "
         "broker may still run. The controller elects a new master either way.",
     )

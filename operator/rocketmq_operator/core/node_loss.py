@@ -1,12 +1,12 @@
 """What the operator does about a replica whose node is lost. Pure.
 
-Contract: `plan_node_loss(replicas, nodes, policy, lease_grace_s)` looks at one observation of a group's pods and
-of the nodes they run on, and returns a `NodeLossPlan`:
+Contract: `plan_node_loss(replicas, nodes, policy)` looks at one observation of a group's pods and of the nodes
+they run on, and returns a `NodeLossPlan`:
 
-* `lost`: every replica whose node is gone (the Node object deleted), not Ready (`False` or `Unknown`), or whose
-  kubelet has not renewed the node's Lease for longer than `lease_grace_s` (seen before the node controller
-  marks the node `Unknown`, 50 s by default). Reported: a `NodeLost` condition, an Event per transition and a
-  gauge. A replica without a node (Pending, not scheduled) is not lost: it never ran anywhere.
+* `lost`: every replica whose node is gone (the Node object deleted) or not Ready (`False`, or `Unknown`: the
+  node controller has not heard from the kubelet for its grace period, 50 s by default). Reported: a `NodeLost`
+  condition, an Event per transition and the condition's gauge. A replica without a node (Pending, not
+  scheduled) is not lost: it never ran anywhere; nor is one whose node could not be read.
 * `force_delete`: only under the opt-in policy `DeletePods`, and only for a lost replica whose node is
   **confirmed fenced**: the Node object is gone, or it carries the `node.kubernetes.io/out-of-service` taint (an
   administrator's or a cloud controller's statement that the machine is off; Kubernetes' non-graceful node
@@ -29,7 +29,6 @@ from enum import StrEnum
 
 CONDITION = "NodeLost"
 OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
-DEFAULT_LEASE_GRACE_S = 40.0  # the kubelet's nodeLeaseDurationSeconds: the lease is renewed every quarter of it
 
 
 class NodeLossPolicy(StrEnum):
@@ -41,7 +40,6 @@ class LostReason(StrEnum):
     NODE_DELETED = "NodeDeleted"
     NOT_READY = "NodeNotReady"
     UNREACHABLE = "NodeUnreachable"  # Ready Unknown: the node controller has not heard from the kubelet
-    LEASE_EXPIRED = "NodeLeaseExpired"
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,6 @@ class NodeHealth:
     exists: bool = True
     ready: str = "True"  # the Ready condition's status: True, False or Unknown
     out_of_service: bool = False  # carries the node.kubernetes.io/out-of-service taint
-    lease_age_s: float | None = None  # seconds since the kubelet last renewed the node's Lease; None: not read
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,6 @@ class LostReplica:
             LostReason.NODE_DELETED: "was deleted",
             LostReason.NOT_READY: "is NotReady",
             LostReason.UNREACHABLE: "is unreachable (Ready Unknown)",
-            LostReason.LEASE_EXPIRED: "has not renewed its Lease",
         }[self.reason]
         return f"replica {self.replica}: its node {self.node} {what}"
 
@@ -97,7 +93,7 @@ class NodeLossPlan:
     held: tuple[HeldReplica, ...] = ()
 
 
-def node_lost_reason(node: NodeHealth | None, lease_grace_s: float) -> LostReason | None:
+def node_lost_reason(node: NodeHealth | None) -> LostReason | None:
     """Why a node counts as lost, or None when it does not. A node that was not read (None) is not lost."""
     if node is None:
         return None
@@ -107,8 +103,6 @@ def node_lost_reason(node: NodeHealth | None, lease_grace_s: float) -> LostReaso
         return LostReason.UNREACHABLE
     if node.ready != "True":
         return LostReason.NOT_READY
-    if node.lease_age_s is not None and node.lease_age_s > lease_grace_s:
-        return LostReason.LEASE_EXPIRED
     return None
 
 
@@ -116,7 +110,6 @@ def plan_node_loss(
     replicas: Sequence[ReplicaPod],
     nodes: Mapping[str, NodeHealth],
     policy: NodeLossPolicy = NodeLossPolicy.REPORT,
-    lease_grace_s: float = DEFAULT_LEASE_GRACE_S,
 ) -> NodeLossPlan:
     lost: list[LostReplica] = []
     delete: list[str] = []
@@ -125,7 +118,7 @@ def plan_node_loss(
         if pod.node is None:
             continue
         node = nodes.get(pod.node)
-        reason = node_lost_reason(node, lease_grace_s)
+        reason = node_lost_reason(node)
         if reason is None or node is None:
             continue
         fenced = not node.exists or node.out_of_service

@@ -26,3 +26,4 @@ class GroupMemory:
     said_roll_fenced: frozenset[str] | None = None  # the fenced replicas the roll said it waits for
     said_storage_reason: str | None = None
     said_drain_reason: str | None = None
+    said_nodes_lost: tuple[str, ...] = ()  # the lost replicas (replica@node) last announced

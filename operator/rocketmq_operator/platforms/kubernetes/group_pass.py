@@ -44,6 +44,7 @@ from rocketmq_operator.platforms.kubernetes.drain import drain_pass
 from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
+from rocketmq_operator.platforms.kubernetes.node_loss import node_loss_pass
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated, write_condition
 from rocketmq_operator.platforms.kubernetes.roll import apply_hot_keys, roll_pass
 from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
@@ -266,6 +267,7 @@ class KubernetesPassSteps:
 
     async def platform(self) -> None:
         await storage_pass(self.kube, self.bg, self.body, self.resource, self.memory, self.logger)
+        await node_loss_pass(self.kube, self.bg, self.body, self.resource, self.pods, self.memory, self.logger)
 
 
 async def _converge(
