@@ -187,3 +187,11 @@ def test_the_target_is_the_rolls_choice_most_caught_up_then_lowest_id() -> None:
     assert plan_drain(tie).target_broker_id == 2
     behind = dataclasses.replace(tie, replicas=(rep(1), rep(2, offset=10), rep(3, offset=1000)))
     assert plan_drain(behind).target_broker_id == 3
+
+
+def test_the_drain_prefers_a_slave_alone_on_its_node_over_a_more_caught_up_one() -> None:
+    # Four replicas: the master on cordoned n0; 2 and 4 share n1; 3 is alone on n2 though less caught up.
+    step = plan_drain(facts(rep(1), rep(2, offset=1000), rep(3, offset=900), rep(4, node="n1", offset=1000),
+                            sss=(1, 2, 3, 4)))  # fmt: skip
+    assert step.kind is DrainKind.SWITCHOVER and step.target_broker_id == 3, step
+    assert "best-placed, most caught-up" in step.message

@@ -293,3 +293,28 @@ def test_scale_in(
         assert step.replica == "broker-a-4"
     if kind is StepKind.BLOCKED:
         assert "removing replica broker-a-4" in step.message
+
+
+def on(r: RollReplica, node: str) -> RollReplica:
+    return dataclasses.replace(r, node=node)
+
+
+@pytest.mark.parametrize(
+    ("case", "nodes", "offsets", "target"),
+    [
+        # Five replicas on three nodes; the master (1) shares n1 with 4, and 2 shares n2 with 5: only 3 is alone.
+        ("alone on its node beats more caught up", ("n1", "n2", "n3", "n1", "n2"), (900, 1000, 990, 1000, 1000), 3),
+        ("nodes not known: the most caught up", (None,) * 5, (900, 990, 1000, 1000, 980), 3),
+        ("all crowded: the most caught up, then the lowest id", ("n1", "n1", "n2", "n2", "n1"), (0, 5, 5, 5, 9), 5),
+        ("equal: the lowest id alone", ("n1", "n2", "n3", "n4", "n1"), (0, 7, 7, 7, 7), 2),
+    ],
+)
+def test_the_master_goes_where_a_lost_node_takes_it_alone(
+    case: str, nodes: tuple[str | None, ...], offsets: tuple[int, ...], target: int
+) -> None:
+    reps = [replica(i + 1, rev=OLD if i == 0 else NEW, offset=offsets[i], master=i == 0) for i in range(5)]
+    reps = [on(r, n) if n else r for r, n in zip(reps, nodes, strict=True)]
+    step = plan_roll(facts(*reps, sss=(1, 2, 3, 4, 5)))
+    assert step.kind is StepKind.SWITCHOVER, (case, step)
+    assert step.target_broker_id == target, (case, step)
+    assert "best-placed, most caught-up" in step.message

@@ -48,6 +48,7 @@ def _iso(ts: float) -> str:
 class Revisions:
     current: str  # what the running process was started from
     desired: str
+    node: str | None = None  # the node it runs on (Kubernetes: the pod's spec.nodeName); None: not known
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ def roll_facts(
             broker_id=r.broker_id,
             is_master=r.is_master,
             max_offset=r.max_offset,
+            node=revisions[r.name].node,
         )
         for r in state.replicas
         if r.name in revisions

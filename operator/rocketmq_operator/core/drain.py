@@ -6,7 +6,8 @@ and what is known of those nodes, and returns one `DrainStep`:
 * `NONE`: nothing to do. The master's node is schedulable, or there is no serving master to move (the failover
   policy's business), or the master's pod is not on a node.
 * `SWITCHOVER(target)`: the master's node is cordoned (`spec.unschedulable: true`, which `kubectl drain` sets
-  before it evicts): switch over to the most caught-up in-sync slave whose pod runs on a schedulable node
+  before it evicts): switch over to the in-sync slave whose pod runs on a schedulable node, one alone on its node
+  first, then the most caught-up
   (`core.roll.best_target`, the roll's own choice), by the one switchover operation the roll and the
   `switchover-to` annotation use.
 * `HOLD(reason, fix)`: the master's node is cordoned, or cannot be read, and the master is not moved now:
@@ -164,12 +165,12 @@ def plan_drain(facts: DrainFacts) -> DrainStep:
             master=master.name,
             node=master.node,
         )
-    target = best_target(candidates)
+    target = best_target(candidates, facts.replicas)
     return DrainStep(
         DrainKind.SWITCHOVER,
         "SwitchoverBeforeDrain",
-        f"{cordoned}: switching the master over to {target.name} (broker {target.broker_id}, the most caught-up "
-        f"in-sync slave on a schedulable node {target.node}) before the eviction",
+        f"{cordoned}: switching the master over to {target.name} (broker {target.broker_id}, the best-placed, "
+        f"most caught-up in-sync slave on a schedulable node {target.node}) before the eviction",
         master=master.name,
         node=master.node,
         target_broker_id=target.broker_id,

@@ -57,6 +57,7 @@ class RollReplica:
     broker_id: int | None = None  # controller-assigned; None until it registered
     is_master: bool | None = None  # the role the broker reports
     max_offset: int | None = None
+    node: str | None = None  # the node its pod runs on (Kubernetes); None: not known or not on a node
 
     @property
     def pending(self) -> bool:
@@ -334,14 +335,14 @@ def _switch_over(
 ) -> RollStep:
     if not candidates:
         return _wait(facts, "NoSwitchoverTarget", f"no {what} to switch the master {master.name} over to", fix)
-    target = best_target(candidates)
+    target = best_target(candidates, facts.replicas)
     return RollStep(
         StepKind.SWITCHOVER,
         replica=master.name,
         target_broker_id=target.broker_id,
         reason=reason,
         message=f"switching the master from {master.name} (broker {master.broker_id}) to {target.name} "
-        f"(broker {target.broker_id}, the most caught-up {what}) {why}",
+        f"(broker {target.broker_id}, the best-placed, most caught-up {what}) {why}",
     )
 
 
@@ -349,16 +350,29 @@ class Ranked(Protocol):
     """What `best_target` ranks by: a roll's replica, or a drain's (`core.drain`)."""
 
     @property
+    def name(self) -> str: ...
+
+    @property
     def broker_id(self) -> int | None: ...
 
     @property
     def max_offset(self) -> int | None: ...
 
+    @property
+    def node(self) -> str | None: ...
+
 
 R = TypeVar("R", bound=Ranked)
 
 
-def best_target(candidates: Sequence[R]) -> R:
-    """Most caught up first, then the lowest broker id: the target of every planned switchover (the roll's, the
-    one before a node drain)."""
-    return sorted(candidates, key=lambda r: (-(r.max_offset or -1), r.broker_id or 0))[0]
+def shares_a_node(replica: Ranked, group: Sequence[Ranked]) -> bool:
+    """Whether another replica of the group runs on the replica's node (False when its node is not known)."""
+    return replica.node is not None and any(r.node == replica.node and r.name != replica.name for r in group)
+
+
+def best_target(candidates: Sequence[R], group: Sequence[Ranked] = ()) -> R:
+    """The target of every planned switchover (the roll's, the one before a node drain): one whose node hosts no
+    other replica of ``group`` first (the old master included: it comes back as a slave on its node), so that a
+    lost node takes the master alone; then the most caught up (every candidate is an in-sync slave already), then
+    the lowest broker id."""
+    return sorted(candidates, key=lambda r: (shares_a_node(r, group), -(r.max_offset or -1), r.broker_id or 0))[0]

@@ -74,7 +74,9 @@ def pod_revisions(sts: JSON | None, pods: list[JSON]) -> dict[str, Revisions]:
         pod = by_name.get(name)
         running = pod is not None and not pod["metadata"].get("deletionTimestamp")
         current = str((pod or {})["metadata"].get("labels", {}).get(LABEL_POD_REVISION, "")) if running else desired
-        out[name] = Revisions(current, str(desired))
+        out[name] = Revisions(
+            current, str(desired), ((pod or {}).get("spec") or {}).get("nodeName") if running else None
+        )
     return out
 
 
