@@ -1,11 +1,13 @@
 #!/bin/sh
 # Entrypoint of the rocketmq-broker and rocketmq-controller images (docs/contracts.md, "Images").
 #
-#   rocketmq-entrypoint.sh <broker|namesrv|controller> [extra arguments for the main class]
+#   rocketmq-entrypoint.sh <broker|namesrv|controller|proxy> [extra arguments for the main class]
 #   ROCKETMQ_ROLE=<role> rocketmq-entrypoint.sh
 #
 # 1. Copies ${ROCKETMQ_CONFIG_DIR}/${POD_NAME}.conf (the ConfigMap, read-only) to
 #    ${ROCKETMQ_DATA_DIR}/conf/${POD_NAME}.conf (the volume, writable: UPDATE_BROKER_CONFIG rewrites the -c file).
+#    Proxies (a Deployment: every pod alike) copy ${ROCKETMQ_CONFIG_DIR}/rmq-proxy.json instead, and run in
+#    cluster mode with -pc <copied file> -pm cluster.
 # 2. Brokers: appends brokerIP1=${POD_IP} and brokerIP2=${POD_IP} unless the file already sets them.
 # 3. Appends every *.properties file of ${ROCKETMQ_SECRET_CONFIG_DIR} (a Secret volume; absent: nothing) to the
 #    copy, made mode 0600 first.
@@ -36,8 +38,9 @@ case "$role" in
     broker) main=org.apache.rocketmq.broker.BrokerStartup ;;
     namesrv) main=org.apache.rocketmq.namesrv.NamesrvStartup ;;
     controller) main=org.apache.rocketmq.controller.ControllerStartup ;;
-    '') die 64 "no role given; usage: $0 <broker|namesrv|controller> (or set ROCKETMQ_ROLE)" ;;
-    *) die 64 "unknown role '$role'; expected one of: broker, namesrv, controller" ;;
+    proxy) main=org.apache.rocketmq.proxy.ProxyStartup ;;
+    '') die 64 "no role given; usage: $0 <broker|namesrv|controller|proxy> (or set ROCKETMQ_ROLE)" ;;
+    *) die 64 "unknown role '$role'; expected one of: broker, namesrv, controller, proxy" ;;
 esac
 
 ROCKETMQ_HOME=${ROCKETMQ_HOME:-/opt/rocketmq}
@@ -47,7 +50,11 @@ data_dir=${ROCKETMQ_DATA_DIR:-/data}
 pod_name=${POD_NAME:-$(hostname)}
 [ -n "$pod_name" ] || die 78 "POD_NAME is empty and the host name is unknown"
 
-source_file="$config_dir/$pod_name.conf"
+config_name="$pod_name.conf"
+if [ "$role" = proxy ]; then
+    config_name=rmq-proxy.json
+fi
+source_file="$config_dir/$config_name"
 if [ ! -f "$source_file" ] || [ ! -r "$source_file" ]; then
     if [ -d "$config_dir" ]; then
         present=
@@ -62,7 +69,7 @@ if [ ! -f "$source_file" ] || [ ! -r "$source_file" ]; then
 fi
 
 conf_dir="$data_dir/conf"
-config_file="$conf_dir/$pod_name.conf"
+config_file="$conf_dir/$config_name"
 mkdir -p "$conf_dir" || die 78 "cannot create $conf_dir (is ROCKETMQ_DATA_DIR=$data_dir writable?)"
 cp "$source_file" "$config_file.tmp"
 mv -f "$config_file.tmp" "$config_file"
@@ -88,7 +95,7 @@ fi
 # Secret settings (a Secret volume, e.g. a group's admin credentials): appended to the copy only, which only this
 # process's user can read; the ConfigMap never holds them.
 secret_dir=${ROCKETMQ_SECRET_CONFIG_DIR:-/etc/rocketmq-secret}
-if [ -d "$secret_dir" ]; then
+if [ -d "$secret_dir" ] && [ "$role" != proxy ]; then
     for f in "$secret_dir"/*.properties; do
         [ -f "$f" ] || continue
         [ -r "$f" ] || die 78 "secret config $f is not readable by uid $(id -u)"
@@ -105,6 +112,13 @@ cd "$data_dir"
 
 printf '%s: starting %s (%s) with %s\n' "$PROG" "$role" "$main" "$config_file" >&2
 
+# The main class's arguments: its config file first, then the caller's.
+if [ "$role" = proxy ]; then
+    set -- -pc "$config_file" -pm cluster "$@"
+else
+    set -- -c "$config_file" "$@"
+fi
+
 # JAVA_OPTS is a rendered, space-separated flag list: split it on blanks, never glob it.
 set -f
 # shellcheck disable=SC2086
@@ -113,4 +127,4 @@ exec "${JAVA:-java}" ${JAVA_OPTS:-} \
     "-Drocketmq.home.dir=$ROCKETMQ_HOME" \
     "-Drmq.logback.configurationFile=$ROCKETMQ_HOME/conf/rmq.$role.logback.xml" \
     -cp "$ROCKETMQ_HOME/conf:$ROCKETMQ_HOME/lib/*" \
-    "$main" -c "$config_file" "$@"
+    "$main" "$@"

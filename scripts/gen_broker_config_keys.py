@@ -49,6 +49,12 @@ CONTROLLER_CLASSES = (
     "org.apache.rocketmq.remoting.netty.NettyServerConfig",
     "org.apache.rocketmq.remoting.netty.NettyClientConfig",
 )
+# rmq-proxy.json: fastjson2 parses the one file into both (proxy Configuration.init), through their setters,
+# enums included (metricsExporterType).
+PROXY_CLASSES = (
+    "org.apache.rocketmq.proxy.config.ProxyConfig",
+    "org.apache.rocketmq.auth.config.AuthConfig",
+)
 SCALARS = {
     "int",
     "long",
@@ -137,7 +143,9 @@ def collect(classpath: str, roots: tuple[str, ...]) -> tuple[dict[str, list[str]
     return keys, scalar_keys
 
 
-def render(broker: dict[str, list[str]], controller: dict[str, list[str]], version: str) -> str:
+def render(
+    broker: dict[str, list[str]], controller: dict[str, list[str]], proxy: dict[str, list[str]], version: str
+) -> str:
     def block(name: str, keys: dict[str, list[str]]) -> list[str]:
         lines = [f"{name}: frozenset[str] = frozenset(", "    {"]
         lines += [f'        "{k}",' for k in sorted(keys)]
@@ -161,6 +169,8 @@ parameter gives the key `xxx` (MixAll.properties2Object; unknown keys are silent
   NettyClientConfig, AuthConfig; the objects BrokerStartup applies its `-c` file to.
 * CONTROLLER_CONFIG_KEYS: ControllerConfig, JraftConfig, NamesrvConfig, NettyServerConfig, NettyClientConfig;
   the objects NamesrvStartup (with enableControllerInNamesrv=true) and ControllerStartup apply their file to.
+* PROXY_CONFIG_KEYS: ProxyConfig, AuthConfig; the objects the proxy parses its rmq-proxy.json into (JSON, by
+  fastjson2, through the same setters: enum setters are effective there).
 * *_KEY_SOURCES: key -> simple name of the declaring class(es), comma-separated when several declare it
   (e.g. listenPort: BrokerConfig,NettyServerConfig; the file sets both).
 
@@ -177,6 +187,8 @@ from __future__ import annotations
         *sources("BROKER_CONFIG_KEY_SOURCES", broker),
         *block("CONTROLLER_CONFIG_KEYS", controller),
         *sources("CONTROLLER_CONFIG_KEY_SOURCES", controller),
+        *block("PROXY_CONFIG_KEYS", proxy),
+        *sources("PROXY_CONFIG_KEY_SOURCES", proxy),
     ]
     return head + "\n".join(lines).rstrip("\n") + "\n"
 
@@ -191,18 +203,22 @@ def main() -> int:
     classpath = str(home / "lib" / "*")
     broker, broker_scalar = collect(classpath, BROKER_CLASSES)
     controller, controller_scalar = collect(classpath, CONTROLLER_CLASSES)
+    proxy, _ = collect(classpath, PROXY_CLASSES)
     for label, keys, scalar in (("broker", broker, broker_scalar), ("controller", controller, controller_scalar)):
         ignored = sorted(set(keys) - scalar)
         if ignored:
             raise SystemExit(f"{label} keys with only an enum setter (RocketMQ would ignore them): {ignored}")
-    text = render(broker, controller, ROCKETMQ_VERSION)
+    text = render(broker, controller, proxy, ROCKETMQ_VERSION)
     if ns.check:
         if OUTPUT.read_text(encoding="utf-8") != text:
             print(f"{OUTPUT.relative_to(REPO)} is out of date; run scripts/gen_broker_config_keys.py", file=sys.stderr)
             return 1
         return 0
     OUTPUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUTPUT.relative_to(REPO)}: {len(broker)} broker keys, {len(controller)} controller keys")
+    print(
+        f"wrote {OUTPUT.relative_to(REPO)}: {len(broker)} broker keys, {len(controller)} controller keys, "
+        f"{len(proxy)} proxy keys"
+    )
     return 0
 
 

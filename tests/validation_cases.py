@@ -40,6 +40,12 @@ BASE_CONSUMER_GROUP: dict[str, Any] = {
     "metadata": {"name": "orders-readers"},
     "spec": {"brokerGroups": ["broker-a"], "topics": ["orders"]},
 }
+BASE_PROXY: dict[str, Any] = {
+    "apiVersion": "rocketmq-operator.dev/v1alpha1",
+    "kind": "Proxy",
+    "metadata": {"name": "proxy"},
+    "spec": {"controllerRef": {"name": "ctl"}},
+}
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,10 @@ def t(path: str, value: Any) -> dict[str, Any]:
 
 def g(path: str, value: Any) -> dict[str, Any]:
     return _with(BASE_CONSUMER_GROUP, path, value)
+
+
+def px(path: str, value: Any) -> dict[str, Any]:
+    return _with(BASE_PROXY, path, value)
 
 
 CASES: list[Case] = [
@@ -510,6 +520,72 @@ CASES: list[Case] = [
         "ControllerGroup.networkPolicy.clients.values",
         "spec.networkPolicy.clients",
         "a matchExpressions entry has values that do not fit its operator",
+    ),
+    Case("proxy-valid", BASE_PROXY, None),
+    Case("proxy-valid-nodeport", px("spec.service", {"type": "NodePort", "grpcNodePort": 30081}), None),
+    Case("proxy-replicas-zero", px("spec.replicas", 0), "Proxy.replicas.range", "spec.replicas", "0 proxies"),
+    Case(
+        "proxy-no-name-servers",
+        px("spec.controllerRef", _DELETE),
+        "Proxy.nameServers.required",
+        "spec.nameServers",
+        "no name servers to read routes from",
+    ),
+    Case(
+        "proxy-name-server-format",
+        px("spec.nameServers", ["ns-0"]),
+        "Proxy.nameServers.format",
+        "spec.nameServers",
+        "must be host:port",
+    ),
+    Case(
+        "proxy-route-refresh-zero",
+        px("spec.routeRefreshSeconds", 0),
+        "Proxy.routeRefreshSeconds.range",
+        "spec.routeRefreshSeconds",
+        "0 s is out of range",
+    ),
+    Case(
+        "proxy-service-type",
+        px("spec.service", {"type": "Ingress"}),
+        "Proxy.service.type.enum",
+        "spec.service.type",
+        "'Ingress' is not a Service type",
+    ),
+    Case(
+        "proxy-node-port-range",
+        px("spec.service", {"type": "NodePort", "grpcNodePort": 8081}),
+        "Proxy.service.grpcNodePort.range",
+        "spec.service.grpcNodePort",
+        "node port 8081 is out of range",
+    ),
+    Case(
+        "proxy-node-port-on-cluster-ip",
+        px("spec.service", {"grpcNodePort": 30081}),
+        "Proxy.service.grpcNodePort.type",
+        "spec.service.grpcNodePort",
+        "a node port is set on a ClusterIP Service",
+    ),
+    Case(
+        "proxy-source-ranges-on-node-port",
+        px("spec.service", {"type": "NodePort", "loadBalancerSourceRanges": ["10.0.0.0/8"]}),
+        "Proxy.service.loadBalancerSourceRanges.type",
+        "spec.service.loadBalancerSourceRanges",
+        "source ranges are set on a NodePort Service",
+    ),
+    Case(
+        "proxy-config-owned",
+        px("spec.proxyConfig", {"namesrvAddr": "ns:9876"}),
+        "Proxy.proxyConfig.owned",
+        "spec.proxyConfig",
+        "which the operator renders from the spec",
+    ),
+    Case(
+        "proxy-config-unknown",
+        px("spec.proxyConfig", {"grpcServerPrt": 1}),
+        "Proxy.proxyConfig.known",
+        "spec.proxyConfig",
+        "is not a RocketMQ proxy key",
     ),
 ]
 

@@ -575,6 +575,51 @@ def test_tls_is_fixed_at_creation_on_both_kinds(crds: Any) -> None:
         crds.kubectl("delete", "brokergroup", "bg-tls", "-n", "default", "--wait=false", check=False)
 
 
+PROXY_MANIFEST = ROOT / "tests" / "golden" / "inputs" / "proxy.yaml"
+
+
+def test_a_proxy_is_a_deployment_and_a_node_port_service_with_truthful_status(operator: Operator) -> None:
+    """A Proxy (issue 31) as the operator applies it, as the chart's ServiceAccount: its objects equal the
+    rendering, the gRPC node port is the one asked for, a change of replicas reaches the Deployment, and status
+    says where clients connect and that no proxy is Ready (no kubelet runs here)."""
+    cluster, ns = operator.cluster, "rmq-b"
+    cluster.kubectl("apply", "--server-side", "-n", ns, "-f", PROXY_MANIFEST)
+    resources = [r.resource for r in validate_file(PROXY_MANIFEST) if r.resource is not None]
+    for r in resources:
+        r.metadata.namespace = ns
+    rendered = [o for o in render_all(resources) if o["metadata"]["labels"]["app.kubernetes.io/component"] == "proxy"]
+    assert {o["kind"] for o in rendered} == {"ConfigMap", "Deployment", "Service", "PodDisruptionBudget"}
+    cluster.wait_for(
+        "the proxy's objects",
+        lambda: all(_get(cluster, o["kind"], o["metadata"]["name"], ns) is not None for o in rendered),
+        timeout=90,
+    )
+    for obj in rendered:
+        live = _get(cluster, obj["kind"], obj["metadata"]["name"], ns)
+        assert live is not None
+        key = "spec" if "spec" in obj else "data"
+        assert not _subset(obj[key], live[key]), obj["metadata"]["name"]
+        assert live["metadata"]["ownerReferences"][0]["kind"] == "Proxy"
+    service = _get(cluster, "service", "proxy", ns)
+    assert service is not None and service["spec"]["type"] == "NodePort"
+    assert next(p for p in service["spec"]["ports"] if p["name"] == "grpc")["nodePort"] == 30081
+
+    def status() -> dict[str, Any]:
+        return (_get(cluster, "proxy", "proxy", ns) or {}).get("status") or {}
+
+    cluster.wait_for("the proxy's status", lambda: bool(status().get("endpoint")), timeout=60)
+    assert status()["endpoint"] == f"proxy.{ns}.svc:8081"
+    ready = next(c for c in status()["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "NoProxyReady"), ready
+    cluster.kubectl("patch", "proxy", "proxy", "-n", ns, "--type=merge", "-p", '{"spec":{"replicas":3}}')
+    cluster.wait_for(
+        "3 replicas in the Deployment",
+        lambda: ((_get(cluster, "deployment", "proxy", ns) or {}).get("spec") or {}).get("replicas") == 3,
+        timeout=60,
+    )
+    cluster.kubectl("delete", "proxy", "proxy", "-n", ns, "--wait=true", "--timeout=60s")
+
+
 def test_operator_memory_is_recorded_after_the_module(operator: Operator) -> None:
     """Resident memory after every test above ran against this operator (docs/operator-memory.md records it;
     recorded, never asserted: it depends on the machine and the libraries' versions)."""

@@ -90,7 +90,7 @@ def test_python_and_cel_agree(case: Case) -> None:
 
 def test_every_rule_is_in_the_crd() -> None:
     crds = {c["spec"]["names"]["kind"]: c for c in all_crds()}
-    for kind in ("BrokerGroup", "ControllerGroup", "Topic", "ConsumerGroup"):
+    for kind in ("BrokerGroup", "ControllerGroup", "Topic", "ConsumerGroup", "Proxy"):
         root = crds[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         in_crd = {v["rule"] for v in root["x-kubernetes-validations"]}
         in_crd |= {v["rule"] for v in root["properties"]["spec"]["x-kubernetes-validations"]}

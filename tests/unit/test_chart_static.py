@@ -395,6 +395,7 @@ KIND_RESOURCES = {
     "ConfigMap": ("", "configmaps"),
     "Secret": ("", "secrets"),
     "StatefulSet": ("apps", "statefulsets"),
+    "Deployment": ("apps", "deployments"),
     "PodDisruptionBudget": ("policy", "poddisruptionbudgets"),
     "NetworkPolicy": ("networking.k8s.io", "networkpolicies"),
 }
@@ -415,7 +416,8 @@ def _platform_calls() -> set[tuple[str, str, str]]:
                 group, resource = KIND_RESOURCES[kind]
                 sub = "/status" if method == "patch_status" else ""
                 calls.add((group, resource + sub, _VERB.get(method, "patch")))
-    resources = [r.resource for r in validate_file(ROOT / "examples" / "quickstart.yaml") if r.resource]
+    manifests = (ROOT / "examples" / "quickstart.yaml", ROOT / "tests" / "golden" / "inputs" / "proxy.yaml")
+    resources = [r.resource for m in manifests for r in validate_file(m) if r.resource]
     for obj in render_all(resources):
         if obj["kind"] in KIND_RESOURCES:
             group, resource = KIND_RESOURCES[obj["kind"]]

@@ -130,7 +130,7 @@ def test_shellcheck() -> None:
 
 def test_main_classes_agree_with_render_jvm() -> None:
     text = ENTRYPOINT.read_text()
-    for role in ("broker", "namesrv", "controller"):
+    for role in ("broker", "namesrv", "controller", "proxy"):
         assert re.search(rf"^\s*{role}\) main={re.escape(MAIN_CLASSES[role])} ;;$", text, re.M), role
 
 
@@ -212,6 +212,20 @@ def test_namesrv_and_controller_copy_verbatim(env: Env, role: str) -> None:
     assert (env.data / "conf" / "rocketmq-ctl-0.conf").read_text() == source
 
 
+@pytest.mark.parametrize("shell", _shells())
+def test_proxy_copies_its_json_and_runs_in_cluster_mode(env: Env, shell: str) -> None:
+    """Every proxy pod of the Deployment reads the one rmq-proxy.json (its pod name is random), gets no broker
+    addresses appended (JSON, not properties), and runs ProxyStartup with -pc and -pm cluster."""
+    source = '{\n  "namesrvAddr": "ns-0:9876",\n  "proxyMode": "cluster"\n}\n'
+    (env.config / "rmq-proxy.json").write_text(source)
+    env.secret.mkdir()
+    (env.secret / "auth.properties").write_text("authenticationEnabled=true\n")
+    _, argv = _argv(env.run("proxy", "-x", shell=shell, POD_NAME="proxy-7c9d-x2b4q"))
+    assert argv[-6:] == [MAIN_CLASSES["proxy"], "-pc", f"{env.data}/conf/rmq-proxy.json", "-pm", "cluster", "-x"]
+    assert f"-Drmq.logback.configurationFile={env.home}/conf/rmq.proxy.logback.xml" in argv
+    assert (env.data / "conf" / "rmq-proxy.json").read_text() == source
+
+
 def test_role_from_environment_and_extra_arguments(env: Env) -> None:
     (env.config / "broker-a-1.conf").write_text("brokerName=broker-a\n")
     _, argv = _argv(env.run(ROCKETMQ_ROLE="controller"))
@@ -236,7 +250,7 @@ def test_unknown_or_missing_role_exits_64(env: Env, args: list[str]) -> None:
     proc = env.run(*args)
     assert proc.returncode == 64, proc.stderr
     assert proc.stdout == ""
-    assert "broker, namesrv, controller" in proc.stderr or "broker|namesrv|controller" in proc.stderr
+    assert "broker, namesrv, controller, proxy" in proc.stderr or "broker|namesrv|controller|proxy" in proc.stderr
     if args and args[0]:
         assert f"unknown role '{args[0]}'" in proc.stderr
     assert not (env.data / "conf").exists()

@@ -16,8 +16,9 @@ from rocketmq_operator.api.validation import validate_file
 from rocketmq_operator.render.kubernetes import LABEL_ROLE, render_all
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 GOLDEN = ROOT / "tests" / "golden"
+# Every example, and the manifests of kinds no example shows yet (tests/golden/inputs).
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml")) + sorted((GOLDEN / "inputs").glob("*.yaml"))
 
 
 def _render(path: Path) -> str:

@@ -24,6 +24,8 @@ from rocketmq_operator.api.models import (
     ConsumerGroupStatus,
     ControllerGroupSpec,
     ControllerGroupStatus,
+    ProxySpec,
+    ProxyStatus,
     TopicSpec,
     TopicStatus,
 )
@@ -207,6 +209,13 @@ _CONSUMER_GROUP_COLUMNS: list[JSON] = [
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 
+_PROXY_COLUMNS: list[JSON] = [
+    {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+    {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas"},
+    {"name": "Service", "type": "string", "jsonPath": ".spec.service.type"},
+    {"name": "Endpoint", "type": "string", "jsonPath": ".status.endpoint"},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
 _CONTROLLER_COLUMNS: list[JSON] = [
     {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
     {"name": "Standalone", "type": "boolean", "jsonPath": ".spec.standalone"},
@@ -342,6 +351,15 @@ def all_crds() -> list[JSON]:
             ConsumerGroupStatus,
             _CONSUMER_GROUP_COLUMNS,
             "A RocketMQ consumer (subscription) group declared on the masters of broker groups.",
+        ),
+        _crd(
+            "Proxy",
+            "proxies",
+            "rmqproxy",
+            ProxySpec,
+            ProxyStatus,
+            _PROXY_COLUMNS,
+            "RocketMQ 5 proxies in cluster mode: the gRPC front door of a RocketMQ cluster, behind one Service.",
         ),
     ]
 

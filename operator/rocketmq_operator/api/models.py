@@ -969,4 +969,116 @@ class ConsumerGroup(Model):
         return self.spec.group_name or self.metadata.name
 
 
-AnyResource = BrokerGroup | ControllerGroup | Topic | ConsumerGroup
+# --- Proxy (RocketMQ 5's gRPC front door, cluster mode: its own processes, routes from the name servers) ---
+
+DEFAULT_PROXY_GRPC_PORT = 8081  # ProxyConfig.grpcServerPort (5.5.0)
+DEFAULT_PROXY_REMOTING_PORT = 8080  # ProxyConfig.remotingListenPort
+DEFAULT_PROXY_ROUTE_REFRESH_SECONDS = 1
+PROXY_SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer")
+
+
+class ProxyServiceSpec(Model):
+    type: str = Field(
+        default="ClusterIP",
+        description="The proxies' Service type: ClusterIP (inside the cluster), NodePort or LoadBalancer (clients "
+        "outside the cluster).",
+    )
+    grpc_node_port: int | None = Field(
+        default=None,
+        description="The node port of the gRPC port (NodePort and LoadBalancer only; 30000-32767); unset: "
+        "Kubernetes picks one.",
+    )
+    annotations: dict[str, str] = Field(
+        default_factory=dict,
+        description="Annotations of the Service (e.g. a cloud load balancer's settings).",
+    )
+    load_balancer_source_ranges: list[str] = Field(
+        default_factory=list,
+        description="Client CIDRs a LoadBalancer Service admits (LoadBalancer only); empty: anyone.",
+    )
+
+
+class ProxySpec(Model):
+    version: str = Field(
+        default=DEFAULT_ROCKETMQ_VERSION,
+        description=f"RocketMQ version of the proxies (default {DEFAULT_ROCKETMQ_VERSION}); selects the default "
+        f"image {DEFAULT_IMAGE_REPOSITORY}/rocketmq-broker:<version> (it holds the whole distribution).",
+    )
+    image: str | None = Field(
+        default=None, description=f"Proxy image, instead of {DEFAULT_IMAGE_REPOSITORY}/rocketmq-broker:<version>."
+    )
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = Field(
+        default=None, description="imagePullPolicy of the proxy containers; unset: Kubernetes' default."
+    )
+    controller_ref: ControllerRef | None = Field(
+        default=None,
+        description="The ControllerGroup whose name servers the proxies read routes from (same namespace).",
+    )
+    name_servers: list[str] = Field(
+        default_factory=list,
+        description="Name-server addresses (host:port) instead of a ControllerGroup's.",
+    )
+    cluster_name: str = Field(
+        default="DefaultCluster",
+        description="rocketMQClusterName: the RocketMQ cluster the proxies serve (a BrokerGroup's clusterName).",
+    )
+    replicas: int = Field(
+        default=2,
+        description="Proxy processes (a Deployment: they are stateless); a change rolls one at a time and never "
+        "takes every proxy down. 1 to 32.",
+    )
+    route_refresh_seconds: int = Field(
+        default=DEFAULT_PROXY_ROUTE_REFRESH_SECONDS,
+        description="topicRouteServiceCacheRefreshSeconds: how old a topic's route may be before the proxy reads it "
+        "again from the name servers (RocketMQ's default 20; a proxy sends to a deposed master until then). "
+        "1 to 300.",
+    )
+    service: ProxyServiceSpec = Field(
+        default_factory=ProxyServiceSpec, description="The Service clients connect to (the gRPC port)."
+    )
+    resources: ResourceRequirements = Field(
+        default_factory=ResourceRequirements, description="Requests and limits of each proxy container."
+    )
+    jvm: JvmSpec = Field(default_factory=JvmSpec, description="The proxies' JVM: heap, direct memory, flags.")
+    metrics: MetricsSpec = Field(
+        default_factory=MetricsSpec, description="RocketMQ's own Prometheus exporter on every proxy; on by default."
+    )
+    proxy_config: dict[str, BrokerConfigValue] = Field(
+        default_factory=dict,
+        description="Extra keys for rmq-proxy.json (ProxyConfig and AuthConfig keys; text or integers). A key the "
+        "operator sets from another field is refused.",
+    )
+    node_selector: dict[str, str] = Field(
+        default_factory=dict, description="Node labels the proxy pods' nodes must have."
+    )
+    tolerations: list[dict[str, Any]] = Field(default_factory=list, description="Tolerations of the proxy pods.")
+    affinity: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Affinity of the proxy pods. Without a podAntiAffinity the operator adds a preferred one that "
+        "spreads them over nodes.",
+    )
+    topology_spread_constraints: list[dict[str, Any]] | None = Field(
+        default=None, description=SPREAD_DESCRIPTION.format(pods="proxy")
+    )
+
+    _proxy_config_scalars = field_validator("proxy_config", mode="before")(_scalar_config)
+
+
+class ProxyStatus(Model):
+    observed_generation: int | None = Field(default=None, description=_OBSERVED_GENERATION)
+    conditions: list[Condition] = Field(default_factory=list, description="Ready: at least one proxy is Ready.")
+    ready_replicas: int | None = Field(default=None, description="Proxy pods that are Ready.")
+    endpoint: str | None = Field(
+        default=None, description="The gRPC endpoint (host:port) of the proxies' Service inside the cluster."
+    )
+
+
+class Proxy(Model):
+    api_version: str = API_GROUP_VERSION
+    kind: Literal["Proxy"] = "Proxy"
+    metadata: ObjectMeta
+    spec: ProxySpec
+    status: ProxyStatus | None = None
+
+
+AnyResource = BrokerGroup | ControllerGroup | Topic | ConsumerGroup | Proxy

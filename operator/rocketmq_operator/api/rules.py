@@ -15,8 +15,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rocketmq_operator.api.broker_config_keys import BROKER_CONFIG_KEYS, CONTROLLER_CONFIG_KEYS
+from rocketmq_operator.api.broker_config_keys import BROKER_CONFIG_KEYS, CONTROLLER_CONFIG_KEYS, PROXY_CONFIG_KEYS
 from rocketmq_operator.api.models import (
+    PROXY_SERVICE_TYPES,
     AnyResource,
     BrokerGroup,
     ConsumeMode,
@@ -36,7 +37,7 @@ from rocketmq_operator.api.modes import (
 )
 from rocketmq_operator.api.quantity import QUANTITY_PATTERN, is_quantity
 
-Kind = Literal["BrokerGroup", "ControllerGroup", "Topic", "ConsumerGroup"]
+Kind = Literal["BrokerGroup", "ControllerGroup", "Topic", "ConsumerGroup", "Proxy"]
 
 NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 NAME_MAX = 45  # leaves room for "-headless", "-connection" and the StatefulSet pod ordinal within 63
@@ -128,6 +129,21 @@ OPERATOR_OWNED_CONTROLLER_KEYS: dict[str, str] = {
     "kvConfigPath": "spec.storage",
     "enableElectUncleanMaster": "BrokerGroup spec.failover.allowUnclean",
 }
+
+
+OPERATOR_OWNED_PROXY_KEYS: dict[str, str] = {
+    "rocketMQClusterName": "spec.clusterName",
+    "proxyMode": "(cluster mode: the operator runs proxies apart from the brokers)",
+    "namesrvAddr": "spec.controllerRef or spec.nameServers",
+    "grpcServerPort": "(fixed per platform)",
+    "remotingListenPort": "(fixed per platform)",
+    "topicRouteServiceCacheRefreshSeconds": "spec.routeRefreshSeconds",
+    "metricsExporterType": "spec.metrics.enabled",
+    "metricsPromExporterPort": "spec.metrics.port",
+    "rocketmqHome": "(the image)",
+}
+MAX_PROXY_REPLICAS = 32
+NODE_PORT_MIN, NODE_PORT_MAX = 30000, 32767  # the API server's default --service-node-port-range
 
 
 @dataclass(frozen=True)
@@ -974,16 +990,139 @@ def _consumer_group_rules() -> list[Rule]:
     ]
 
 
+def _proxy_rules() -> list[Rule]:
+    k: Kind = "Proxy"
+    types = list(PROXY_SERVICE_TYPES)
+    return [
+        *_name_rules(k),
+        _version_rule(k),
+        Rule(
+            id="Proxy.replicas.range",
+            kind=k,
+            scope="spec",
+            field_path=".replicas",
+            problem="{value} proxies is out of range",
+            rule=f"1 <= replicas <= {MAX_PROXY_REPLICAS}",
+            fix="use 2 (a roll then never takes every proxy down)",
+            cel=f"self.replicas >= 1 && self.replicas <= {MAX_PROXY_REPLICAS}",
+            valid=lambda r: 1 <= r.spec.replicas <= MAX_PROXY_REPLICAS,
+            values={"value": Placeholder("self.replicas", lambda r: r.spec.replicas)},
+        ),
+        Rule(
+            id="Proxy.nameServers.required",
+            kind=k,
+            scope="spec",
+            field_path=".nameServers",
+            problem="the proxies have no name servers to read routes from",
+            rule="a Proxy needs controllerRef (its name servers) or nameServers",
+            fix="set spec.controllerRef.name, or list spec.nameServers as host:port",
+            cel="has(self.controllerRef) || (has(self.nameServers) && size(self.nameServers) > 0)",
+            valid=lambda r: r.spec.controller_ref is not None or bool(r.spec.name_servers),
+        ),
+        Rule(
+            id="Proxy.nameServers.format",
+            kind=k,
+            scope="spec",
+            field_path=".nameServers",
+            problem="name server addresses must be host:port",
+            rule="each entry of nameServers is host:port",
+            fix="write entries like 'rocketmq-ns-0.rocketmq-ns-headless:9876'",
+            cel=f"!has(self.nameServers) || self.nameServers.all(a, a.matches({_cel_string(HOST_PORT_PATTERN)}))",
+            valid=lambda r: all(_re(HOST_PORT_PATTERN).match(a) for a in r.spec.name_servers),
+        ),
+        Rule(
+            id="Proxy.routeRefreshSeconds.range",
+            kind=k,
+            scope="spec",
+            field_path=".routeRefreshSeconds",
+            problem="{value} s is out of range",
+            rule="1 <= routeRefreshSeconds <= 300",
+            fix="use 1 (a proxy follows a new master within about a second)",
+            cel="self.routeRefreshSeconds >= 1 && self.routeRefreshSeconds <= 300",
+            valid=lambda r: 1 <= r.spec.route_refresh_seconds <= 300,
+            values={"value": Placeholder("self.routeRefreshSeconds", lambda r: r.spec.route_refresh_seconds)},
+        ),
+        Rule(
+            id="Proxy.service.type.enum",
+            kind=k,
+            scope="spec",
+            field_path=".service.type",
+            problem="'{value}' is not a Service type",
+            rule="service.type is one of " + ", ".join(types),
+            fix="use ClusterIP inside the cluster, NodePort or LoadBalancer for clients outside it",
+            cel=f"self.service.type in {_cel_list(types)}",
+            valid=lambda r: r.spec.service.type in types,
+            values={"value": Placeholder("self.service.type", lambda r: r.spec.service.type)},
+            choices=tuple(types),
+        ),
+        Rule(
+            id="Proxy.service.grpcNodePort.range",
+            kind=k,
+            scope="spec",
+            field_path=".service.grpcNodePort",
+            problem="node port {value} is out of range",
+            rule=f"{NODE_PORT_MIN} <= service.grpcNodePort <= {NODE_PORT_MAX} (the API server's node port range)",
+            fix="choose a port in the range, or leave it unset for one Kubernetes picks",
+            cel=f"!has(self.service.grpcNodePort) || (self.service.grpcNodePort >= {NODE_PORT_MIN} && "
+            f"self.service.grpcNodePort <= {NODE_PORT_MAX})",
+            valid=lambda r: (
+                r.spec.service.grpc_node_port is None or NODE_PORT_MIN <= r.spec.service.grpc_node_port <= NODE_PORT_MAX
+            ),
+            values={"value": Placeholder("self.service.grpcNodePort", lambda r: r.spec.service.grpc_node_port)},
+        ),
+        Rule(
+            id="Proxy.service.grpcNodePort.type",
+            kind=k,
+            scope="spec",
+            field_path=".service.grpcNodePort",
+            problem="a node port is set on a {type} Service",
+            rule="service.grpcNodePort needs service.type NodePort or LoadBalancer",
+            fix="set service.type: NodePort, or remove service.grpcNodePort",
+            cel="!has(self.service.grpcNodePort) || self.service.type in ['NodePort', 'LoadBalancer']",
+            valid=lambda r: (
+                r.spec.service.grpc_node_port is None or r.spec.service.type in ("NodePort", "LoadBalancer")
+            ),
+            values={"type": Placeholder("self.service.type", lambda r: r.spec.service.type)},
+        ),
+        Rule(
+            id="Proxy.service.loadBalancerSourceRanges.type",
+            kind=k,
+            scope="spec",
+            field_path=".service.loadBalancerSourceRanges",
+            problem="source ranges are set on a {type} Service",
+            rule="service.loadBalancerSourceRanges needs service.type LoadBalancer",
+            fix="set service.type: LoadBalancer, or remove the ranges",
+            cel="!has(self.service.loadBalancerSourceRanges) || size(self.service.loadBalancerSourceRanges) == 0 "
+            "|| self.service.type == 'LoadBalancer'",
+            valid=lambda r: not r.spec.service.load_balancer_source_ranges or r.spec.service.type == "LoadBalancer",
+            values={"type": Placeholder("self.service.type", lambda r: r.spec.service.type)},
+        ),
+        _quantity_rule(k, "jvm.heap", ".jvm.heap", lambda r: r.spec.jvm.heap, "512Mi"),
+        *_config_key_rules(
+            k,
+            "proxyConfig",
+            lambda r: r.spec.proxy_config,
+            PROXY_CONFIG_KEYS,
+            OPERATOR_OWNED_PROXY_KEYS,
+            "a RocketMQ proxy key",
+            "ProxyConfig or AuthConfig keys",
+            "",
+        ),
+    ]
+
+
 BROKER_GROUP_RULES: tuple[Rule, ...] = tuple(_broker_rules())
 CONTROLLER_GROUP_RULES: tuple[Rule, ...] = tuple(_controller_rules())
 TOPIC_RULES: tuple[Rule, ...] = tuple(_topic_rules())
 CONSUMER_GROUP_RULES: tuple[Rule, ...] = tuple(_consumer_group_rules())
+PROXY_RULES: tuple[Rule, ...] = tuple(_proxy_rules())
 
 _RULES: dict[str, tuple[Rule, ...]] = {
     "BrokerGroup": BROKER_GROUP_RULES,
     "ControllerGroup": CONTROLLER_GROUP_RULES,
     "Topic": TOPIC_RULES,
     "ConsumerGroup": CONSUMER_GROUP_RULES,
+    "Proxy": PROXY_RULES,
 }
 
 

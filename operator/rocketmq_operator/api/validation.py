@@ -30,6 +30,7 @@ from rocketmq_operator.api.models import (
     ConsumerGroup,
     ControllerGroup,
     HAMode,
+    Proxy,
     Topic,
 )
 from rocketmq_operator.api.modes import (
@@ -45,12 +46,13 @@ from rocketmq_operator.api.modes import (
 )
 from rocketmq_operator.api.rules import check_rules, choices_at, did_you_mean, overlaps
 
-ResourceModel = type[BrokerGroup] | type[ControllerGroup] | type[Topic] | type[ConsumerGroup]
+ResourceModel = type[BrokerGroup] | type[ControllerGroup] | type[Topic] | type[ConsumerGroup] | type[Proxy]
 KINDS: dict[str, ResourceModel] = {
     "BrokerGroup": BrokerGroup,
     "ControllerGroup": ControllerGroup,
     "Topic": Topic,
     "ConsumerGroup": ConsumerGroup,
+    "Proxy": Proxy,
 }
 
 
@@ -308,7 +310,7 @@ def _parse(doc: dict[str, Any]) -> tuple[AnyResource | None, list[Problem], list
         wrong_kind = Problem(
             "kind",
             f"{kind!r} is not a kind this operator manages; "
-            "rule: kind is BrokerGroup, ControllerGroup, Topic or ConsumerGroup (or a v1 Secret they name); "
+            "rule: kind is BrokerGroup, ControllerGroup, Topic, ConsumerGroup or Proxy (or a v1 Secret they name); "
             "fix: set kind, or remove the document",
             "shape.kind",
         )
@@ -565,7 +567,8 @@ def validate_files(paths: Sequence[str | Path], *, together: bool = False) -> Ma
             shown = "stdin" if str(path) == "-" else str(path)
             empty.append(
                 f"{shown}: holds no resource (empty, or only comments); rule: a manifest holds at least one "
-                "BrokerGroup, ControllerGroup, Topic or ConsumerGroup; fix: add one (see examples/quickstart.yaml)"
+                "BrokerGroup, ControllerGroup, Topic, ConsumerGroup or Proxy; fix: add one (see "
+                "examples/quickstart.yaml)"
             )
         if not together:
             _refuse_repeats(found)

@@ -1,4 +1,4 @@
-"""broker.conf and controller/name-server config rendering, the same for every platform.
+"""broker.conf, controller/name-server config and rmq-proxy.json rendering, the same for every platform.
 
 A platform only says *where* things are (a `Placement`: addresses, ports, paths, platform tuning); the keys
 that carry the user's intent (quorum values per HA mode, roles, ids) are decided here once. Output is an
@@ -11,7 +11,14 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rocketmq_operator.api.models import DEFAULT_BROKER_METRICS_PORT, BrokerGroup, ControllerGroup, HAMode, MetricsSpec
+from rocketmq_operator.api.models import (
+    DEFAULT_BROKER_METRICS_PORT,
+    BrokerGroup,
+    ControllerGroup,
+    HAMode,
+    MetricsSpec,
+    Proxy,
+)
 from rocketmq_operator.core.quorum import config_text, effective_quorum, quorum_keys
 
 NAMESRV_PORT = 9876
@@ -273,3 +280,35 @@ def properties_text(conf: Mapping[str, str], header: str = "") -> str:
     lines = [f"# {line}" for line in header.splitlines()] if header else []
     lines.extend(f"{key}={properties_value(value)}" for key, value in conf.items())
     return "\n".join(lines) + "\n"
+
+
+PROXY_CONFIG_FILE = "rmq-proxy.json"
+
+
+def proxy_config(proxy: Proxy, name_servers: Sequence[str], grpc_port: int, remoting_port: int) -> dict[str, object]:
+    """rmq-proxy.json of every proxy of a Proxy (cluster mode: routes from the name servers, sends straight to the
+    brokers). fastjson2 reads it into ProxyConfig and AuthConfig (5.5.0 `Configuration.init`); integers stay
+    integers. The route cache is refreshed every `routeRefreshSeconds` (RocketMQ's 20 s would keep a proxy
+    sending to a deposed master that long)."""
+    conf: dict[str, object] = {
+        "rocketMQClusterName": proxy.spec.cluster_name,
+        "proxyMode": "cluster",
+        "namesrvAddr": ";".join(name_servers),
+        "grpcServerPort": grpc_port,
+        "remotingListenPort": remoting_port,
+        "topicRouteServiceCacheRefreshSeconds": proxy.spec.route_refresh_seconds,
+    }
+    if proxy.spec.metrics.enabled:
+        conf |= {
+            "metricsExporterType": "PROM",
+            "metricsPromExporterHost": "0.0.0.0",
+            "metricsPromExporterPort": proxy.spec.metrics.port,
+        }
+    else:
+        conf["metricsExporterType"] = "DISABLE"
+    conf |= dict(sorted(proxy.spec.proxy_config.items()))
+    return conf
+
+
+def proxy_config_text(conf: Mapping[str, object]) -> str:
+    return json.dumps(conf, indent=2) + "\n"

@@ -3,7 +3,7 @@
 Contract:
 
 * Pure: no I/O, no subprocess; imports the standard library and `rocketmq_operator.api.quantity` only.
-* `MAIN_CLASSES[role]` is the Java main class of a role (`namesrv`, `broker`, `controller`, `tools`).
+* `MAIN_CLASSES[role]` is the Java main class of a role (`namesrv`, `broker`, `controller`, `tools`, `proxy`).
 * `jdk17_module_flags(role)` is the list of `--add-opens`/`--add-exports` flags the pinned RocketMQ release
   (see `rocketmq_operator.platforms.local.distribution.ROCKETMQ_VERSION`) needs on JDK 17 for that role.
   It is the measured minimum, not the community folklore list: see `docs/notes/local-start.md`.
@@ -12,6 +12,7 @@ Contract:
     (reached from `ReplicasInfoManager.<clinit>`) prints eight `InaccessibleObjectException` stack traces
     for `java.lang.StackTraceElement` fields; the controller still boots, but its Hessian state is half
     initialised. The namesrv role gets the same flag because it may host the controller.
+  - proxy: none known yet (it runs on Kubernetes only so far; measure it when the local platform runs it).
   - broker, tools: none. In RocketMQ 5.5.0 the store frees and inspects mapped buffers through Netty's
     `PlatformDependent` (Unsafe.invokeCleaner / directBufferAddress) instead of casting to
     `sun.nio.ch.DirectBuffer`, and `DefaultMappedFile`'s `isLoaded0` lookup fails with the (caught)
@@ -39,7 +40,7 @@ from types import MappingProxyType
 
 from rocketmq_operator.api.quantity import QuantityError, jvm_size
 
-ROLES: tuple[str, ...] = ("namesrv", "broker", "controller", "tools")
+ROLES: tuple[str, ...] = ("namesrv", "broker", "controller", "tools", "proxy")
 
 MAIN_CLASSES: Mapping[str, str] = MappingProxyType(
     {
@@ -47,6 +48,7 @@ MAIN_CLASSES: Mapping[str, str] = MappingProxyType(
         "broker": "org.apache.rocketmq.broker.BrokerStartup",
         "controller": "org.apache.rocketmq.controller.ControllerStartup",
         "tools": "org.apache.rocketmq.tools.command.MQAdminStartup",
+        "proxy": "org.apache.rocketmq.proxy.ProxyStartup",
     }
 )
 
@@ -58,6 +60,7 @@ JDK17_FLAGS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "broker": (),
         "controller": (_OPEN_JAVA_LANG,),
         "tools": (),
+        "proxy": (),
     }
 )
 

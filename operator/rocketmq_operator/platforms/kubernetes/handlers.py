@@ -15,6 +15,7 @@ from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.group_pass import observe_pass
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, connection_info
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
+from rocketmq_operator.platforms.kubernetes.proxy_pass import observe_proxy
 from rocketmq_operator.platforms.kubernetes.reconcile import Outcome, reconcile
 from rocketmq_operator.remoting import RemotingClient
 
@@ -22,7 +23,7 @@ from rocketmq_operator.remoting import RemotingClient
 RESYNC_SECONDS = float(os.environ.get("ROCKETMQ_OPERATOR_RESYNC_SECONDS", "30"))
 # How often each BrokerGroup's SyncStateSet, master and replicas are observed.
 OBSERVE_SECONDS = float(os.environ.get("ROCKETMQ_OPERATOR_OBSERVE_SECONDS", "2"))
-KINDS = ("brokergroups", "controllergroups")
+KINDS = ("brokergroups", "controllergroups", "proxies")
 
 
 def pass_lock(memo: kopf.Memo) -> asyncio.Lock:
@@ -132,6 +133,23 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
             await observe_pass(memo.kube, memo.remoting, memo.metrics, body, memo["group_memory"], logger)
         finally:
             memo.metrics.api_writes.labels(kind="observer").inc(memo.kube.writes - before)
+
+    @kopf.timer(
+        API_GROUP,
+        API_VERSION,
+        "proxies",
+        registry=registry,
+        id="proxies-observe",
+        interval=OBSERVE_SECONDS,
+        initial_delay=2.0,
+        idle=None,
+    )
+    async def observe_proxies(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        before = memo.kube.writes
+        try:
+            await observe_proxy(memo.kube, dict(body))
+        finally:
+            memo.metrics.api_writes.labels(kind="proxy-observer").inc(memo.kube.writes - before)
 
     @kopf.timer(
         API_GROUP,

@@ -46,6 +46,7 @@ API_VERSIONS: dict[str, str] = {
     "Event": "v1",
     "Node": "v1",
     "StatefulSet": "apps/v1",
+    "Deployment": "apps/v1",
     "PodDisruptionBudget": "policy/v1",
     "NetworkPolicy": "networking.k8s.io/v1",
     "StorageClass": "storage.k8s.io/v1",
@@ -53,6 +54,7 @@ API_VERSIONS: dict[str, str] = {
     "ControllerGroup": f"{API_GROUP}/{API_VERSION}",
     "Topic": f"{API_GROUP}/{API_VERSION}",
     "ConsumerGroup": f"{API_GROUP}/{API_VERSION}",
+    "Proxy": f"{API_GROUP}/{API_VERSION}",
 }
 
 

@@ -1,4 +1,4 @@
-"""The reconcile pipeline for one BrokerGroup or ControllerGroup, in ordered, guarded steps.
+"""The reconcile pipeline for one BrokerGroup, ControllerGroup or Proxy, in ordered, guarded steps.
 
 validate → resolve references → render → apply what differs → status. Each step either continues or stops
 with a condition that says why (a blocked reconcile is a state in status, never an exception loop). Nothing is
@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
+from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, Proxy
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.core.conditions import set_condition
 from rocketmq_operator.core.config_change import running_downgrade_warning
@@ -27,7 +27,7 @@ from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
 from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
 from rocketmq_operator.platforms.kubernetes.tls import certificate_objects
-from rocketmq_operator.render.kubernetes import RenderError, render_broker_group, render_controller_group
+from rocketmq_operator.render.kubernetes import RenderError, render_broker_group, render_controller_group, render_proxy
 from rocketmq_operator.render.kubernetes.network_policy import network_policy_names
 
 JSON = dict[str, Any]
@@ -142,6 +142,8 @@ async def reconcile(kube: KubeClient, body: JSON) -> Outcome:
             outcome.downgrade = running_downgrade_warning(reported, resource.spec.version)
             if outcome.downgrade is not None:
                 outcome.warnings.append(outcome.downgrade)
+        elif isinstance(resource, Proxy):
+            objects = await _render_proxy(kube, resource, namespace, outcome)
         if objects is not None and isinstance(resource, BrokerGroup | ControllerGroup):
             # The certificate Secret comes first: a pod with spec.tls cannot start without it.
             certificates, blocked = await certificate_objects(kube, resource, namespace)
@@ -182,6 +184,23 @@ async def _render_broker(kube: KubeClient, bg: BrokerGroup, namespace: str, outc
         outcome.blocked_reason, outcome.blocked_message = blocked
         return None
     return [*auth_objects, *objects]
+
+
+async def _render_proxy(kube: KubeClient, proxy: Proxy, namespace: str, outcome: Outcome) -> list[JSON] | None:
+    cg: ControllerGroup | None = None
+    if proxy.spec.controller_ref is not None and not proxy.spec.name_servers:
+        lookup = await controller_group(kube, namespace, proxy.spec.controller_ref.name)
+        if lookup.resource is None:
+            outcome.blocked_reason = lookup.reason
+            outcome.blocked_message = lookup.message
+            return None
+        cg = lookup.resource
+    try:
+        return render_proxy(proxy, cg)
+    except RenderError as exc:
+        outcome.blocked_reason = "NotRenderable"
+        outcome.blocked_message = str(exc)
+        return None
 
 
 def desired_status(body: JSON, outcome: Outcome, now: str) -> JSON:

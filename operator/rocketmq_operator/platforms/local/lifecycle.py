@@ -44,7 +44,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from rocketmq_operator.api.models import AnyResource
+from rocketmq_operator.api.models import AnyResource, Proxy
 from rocketmq_operator.api.validation import ManifestError, SecretDoc, validate_files
 from rocketmq_operator.platforms.console import EXIT_INTERRUPTED, Frames, Ticker
 from rocketmq_operator.platforms.local import commands
@@ -135,7 +135,15 @@ def validate(files: Sequence[str]) -> tuple[list[AnyResource], list[str], list[s
     """Resources, error lines and warning lines, exactly as `rocketmq-operator validate` reports them, and the
     Secrets given with them."""
     manifests = validate_files(files)
-    return manifests.resources, manifests.errors, manifests.warnings, manifests.secrets
+    errors = list(manifests.errors)
+    for r in manifests.resources:
+        if isinstance(r, Proxy):
+            errors.append(
+                f"Proxy/{r.metadata.name}: the local platform does not run RocketMQ proxies yet (only Kubernetes "
+                "does); rule: local up and local apply run BrokerGroups, ControllerGroups, Topics and "
+                "ConsumerGroups; fix: remove the Proxy from these files, or apply it to a Kubernetes cluster"
+            )
+    return manifests.resources, errors, manifests.warnings, manifests.secrets
 
 
 def _try_read(layout: StateLayout) -> LocalState | None:

@@ -1,4 +1,4 @@
-"""Kubernetes objects for BrokerGroups and ControllerGroups: pure, deterministic dicts.
+"""Kubernetes objects for BrokerGroups, ControllerGroups and Proxies: pure, deterministic dicts.
 
 Same input, same output, byte for byte (a test pins golden files): the operator applies exactly what
 `rocketmq-operator render` prints, adding only owner references, except that an existing StatefulSet keeps the
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup
+from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup, Proxy
 from rocketmq_operator.render.kubernetes.broker_group import BROKER_PORTS, broker_config_files, render_broker_group
 from rocketmq_operator.render.kubernetes.controller_group import CONTROLLER_PORTS, render_controller_group
 from rocketmq_operator.render.kubernetes.kinds import config_hash
@@ -36,6 +36,7 @@ from rocketmq_operator.render.kubernetes.names import (
     namespace_of,
     selector,
 )
+from rocketmq_operator.render.kubernetes.proxy import proxy_endpoint, render_proxy
 
 __all__ = [
     "ANNOTATION_CONFIG_HASH",
@@ -60,15 +61,17 @@ __all__ = [
     "labels",
     "name_server_addresses",
     "namespace_of",
+    "proxy_endpoint",
     "render_all",
     "render_broker_group",
     "render_controller_group",
+    "render_proxy",
     "selector",
 ]
 
 
 def render_all(resources: Sequence[AnyResource]) -> list[JSON]:
-    """Every object for a set of manifests; BrokerGroups find their ControllerGroup among them."""
+    """Every object for a set of manifests; BrokerGroups and Proxies find their ControllerGroup among them."""
     controllers = {(namespace_of(r), r.metadata.name): r for r in resources if isinstance(r, ControllerGroup)}
     out: list[JSON] = []
     for r in resources:
@@ -78,4 +81,8 @@ def render_all(resources: Sequence[AnyResource]) -> list[JSON]:
         if isinstance(r, BrokerGroup):
             cg = controllers.get((namespace_of(r), controller_ref_name(r))) if r.spec.controller_ref else None
             out.extend(render_broker_group(r, cg))
+    for r in resources:
+        if isinstance(r, Proxy):
+            ref = r.spec.controller_ref.name if r.spec.controller_ref else ""
+            out.extend(render_proxy(r, controllers.get((namespace_of(r), ref)) if ref else None))
     return out

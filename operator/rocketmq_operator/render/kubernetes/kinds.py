@@ -1,4 +1,4 @@
-"""One builder per Kubernetes kind: StatefulSet, Service, PodDisruptionBudget, ConfigMap."""
+"""One builder per Kubernetes kind: StatefulSet, Deployment, Service, PodDisruptionBudget, ConfigMap."""
 
 from __future__ import annotations
 
@@ -115,6 +115,92 @@ def config_hash(data: dict[str, str]) -> str:
     return digest.hexdigest()[:16]
 
 
+def pod_template_spec(
+    *,
+    name: str,
+    component: str,
+    image: str,
+    pull_policy: str | None,
+    role_arg: str,
+    java_opts: list[str],
+    ports: list[JSON],
+    probe_port: int,
+    config_map: str,
+    resources: ResourceRequirements,
+    node_selector: dict[str, str],
+    tolerations: list[dict[str, Any]],
+    affinity: dict[str, Any],
+    readiness_gate: bool,
+    spread: list[dict[str, Any]] | None = None,
+    priority_class: str | None = None,
+    secret_config: str | None = None,
+    tls_secret: str | None = None,
+    data_volume: JSON | None = None,
+) -> JSON:
+    """The pod of a StatefulSet or a Deployment. ``secret_config``: a Secret mounted at SECRET_CONFIG_DIR, whose
+    *.properties the entrypoint appends to the process's copy of its config. ``tls_secret``: the certificate
+    Secret mounted at TLS_DIR (RocketMQ reads the files at start and, in brokers and name servers, again when they
+    change). ``data_volume``: the volume mounted at DATA_DIR when no claim template provides it."""
+    pod_sc, container_sc = _security_context()
+    container: JSON = {
+        "name": component,
+        "image": image,
+        "args": [role_arg],
+        "env": _env(java_opts),
+        "ports": ports,
+        # A TCP connect costs the kubelet next to nothing, and every roll step, failover and scale-up waits for
+        # the restarted pod's startup and then its readiness probe: with 5 s periods that was 0-10 s per pod on
+        # top of the JVM's own start. Still 5 min to start and 60 s to a restart; unready after 6 s (was 15 s).
+        "readinessProbe": {"tcpSocket": {"port": probe_port}, "periodSeconds": 2, "failureThreshold": 3},
+        "livenessProbe": {"tcpSocket": {"port": probe_port}, "periodSeconds": 10, "failureThreshold": 6},
+        "startupProbe": {"tcpSocket": {"port": probe_port}, "periodSeconds": 1, "failureThreshold": 300},
+        "securityContext": container_sc,
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "data", "mountPath": DATA_DIR},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+    }
+    if pull_policy:
+        container["imagePullPolicy"] = pull_policy
+    res = _resources(resources)
+    if res:
+        container["resources"] = res
+    pod_spec: JSON = {
+        "securityContext": pod_sc,
+        "terminationGracePeriodSeconds": 60,
+        "affinity": _anti_affinity(group_of(name, component), component, affinity),
+        "topologySpreadConstraints": _spread(group_of(name, component), component, spread),
+        "containers": [container],
+        "volumes": [
+            {"name": "config", "configMap": {"name": config_map}},
+            {"name": "tmp", "emptyDir": {}},
+        ],
+    }
+    if data_volume is not None:
+        pod_spec["volumes"].append({"name": "data", **data_volume})
+    if secret_config is not None:
+        # At the entrypoint's default ROCKETMQ_SECRET_CONFIG_DIR (no env: every other pod template stays as it was).
+        container["volumeMounts"].append({"name": "secret-config", "mountPath": SECRET_CONFIG_DIR, "readOnly": True})
+        # Owner read-only; the pod's fsGroup makes the files readable by the non-root user.
+        pod_spec["volumes"].append(
+            {"name": "secret-config", "secret": {"secretName": secret_config, "defaultMode": 0o440}}
+        )
+    if tls_secret is not None:
+        container["volumeMounts"].append({"name": "tls", "mountPath": TLS_DIR, "readOnly": True})
+        pod_spec["volumes"].append({"name": "tls", "secret": {"secretName": tls_secret, "defaultMode": 0o440}})
+    if readiness_gate:
+        # Flipped by the operator when the replica is in the SyncStateSet (or is master).
+        pod_spec["readinessGates"] = [{"conditionType": READINESS_GATE_IN_SYNC}]
+    if node_selector:
+        pod_spec["nodeSelector"] = dict(sorted(node_selector.items()))
+    if tolerations:
+        pod_spec["tolerations"] = tolerations
+    if priority_class:
+        pod_spec["priorityClassName"] = priority_class
+    return pod_spec
+
+
 def statefulset(
     *,
     name: str,
@@ -146,61 +232,26 @@ def statefulset(
     """``secret_config``: a Secret mounted at SECRET_CONFIG_DIR, whose *.properties the entrypoint appends to the
     process's copy of its config. ``tls_secret``: the certificate Secret mounted at TLS_DIR (RocketMQ reads the
     files at start and, in brokers and name servers, again when they change)."""
-    pod_sc, container_sc = _security_context()
-    container: JSON = {
-        "name": component,
-        "image": image,
-        "args": [role_arg],
-        "env": _env(java_opts),
-        "ports": ports,
-        # A TCP connect costs the kubelet next to nothing, and every roll step, failover and scale-up waits for
-        # the restarted pod's startup and then its readiness probe: with 5 s periods that was 0-10 s per pod on
-        # top of the JVM's own start. The same budgets as before: 5 min to start, 6 s / 60 s to unready / restart.
-        "readinessProbe": {"tcpSocket": {"port": probe_port}, "periodSeconds": 2, "failureThreshold": 3},
-        "livenessProbe": {"tcpSocket": {"port": probe_port}, "periodSeconds": 10, "failureThreshold": 6},
-        "startupProbe": {"tcpSocket": {"port": probe_port}, "periodSeconds": 1, "failureThreshold": 300},
-        "securityContext": container_sc,
-        "volumeMounts": [
-            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
-            {"name": "data", "mountPath": DATA_DIR},
-            {"name": "tmp", "mountPath": "/tmp"},
-        ],
-    }
-    if pull_policy:
-        container["imagePullPolicy"] = pull_policy
-    res = _resources(resources)
-    if res:
-        container["resources"] = res
-    pod_spec: JSON = {
-        "securityContext": pod_sc,
-        "terminationGracePeriodSeconds": 60,
-        "affinity": _anti_affinity(group_of(name, component), component, affinity),
-        "topologySpreadConstraints": _spread(group_of(name, component), component, spread),
-        "containers": [container],
-        "volumes": [
-            {"name": "config", "configMap": {"name": config_map}},
-            {"name": "tmp", "emptyDir": {}},
-        ],
-    }
-    if secret_config is not None:
-        # At the entrypoint's default ROCKETMQ_SECRET_CONFIG_DIR (no env: every other pod template stays as it was).
-        container["volumeMounts"].append({"name": "secret-config", "mountPath": SECRET_CONFIG_DIR, "readOnly": True})
-        # Owner read-only; the pod's fsGroup makes the files readable by the non-root user.
-        pod_spec["volumes"].append(
-            {"name": "secret-config", "secret": {"secretName": secret_config, "defaultMode": 0o440}}
-        )
-    if tls_secret is not None:
-        container["volumeMounts"].append({"name": "tls", "mountPath": TLS_DIR, "readOnly": True})
-        pod_spec["volumes"].append({"name": "tls", "secret": {"secretName": tls_secret, "defaultMode": 0o440}})
-    if readiness_gate:
-        # Flipped by the operator when the replica is in the SyncStateSet (or is master).
-        pod_spec["readinessGates"] = [{"conditionType": READINESS_GATE_IN_SYNC}]
-    if node_selector:
-        pod_spec["nodeSelector"] = dict(sorted(node_selector.items()))
-    if tolerations:
-        pod_spec["tolerations"] = tolerations
-    if priority_class:
-        pod_spec["priorityClassName"] = priority_class
+    pod_spec = pod_template_spec(
+        name=name,
+        component=component,
+        image=image,
+        pull_policy=pull_policy,
+        role_arg=role_arg,
+        java_opts=java_opts,
+        ports=ports,
+        probe_port=probe_port,
+        config_map=config_map,
+        resources=resources,
+        node_selector=node_selector,
+        tolerations=tolerations,
+        affinity=affinity,
+        readiness_gate=readiness_gate,
+        spread=spread,
+        priority_class=priority_class,
+        secret_config=secret_config,
+        tls_secret=tls_secret,
+    )
     group = group_of(name, component)
     return {
         "apiVersion": "apps/v1",
@@ -224,6 +275,37 @@ def statefulset(
                 "spec": pod_spec,
             },
             "volumeClaimTemplates": [_pvc_template(storage_size, storage_class)],
+        },
+    }
+
+
+def deployment(
+    *,
+    name: str,
+    namespace: str,
+    component: str,
+    replicas: int,
+    config_digest: str,
+    pod_spec: JSON,
+) -> JSON:
+    """A Deployment of stateless pods (proxies) that a change replaces one at a time, a new pod Ready before an
+    old one goes: never every pod down at once, whatever the replica count."""
+    group = group_of(name, component)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels(group, component)},
+        "spec": {
+            "replicas": replicas,
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            "selector": {"matchLabels": selector(group, component)},
+            "template": {
+                "metadata": {
+                    "labels": labels(group, component),
+                    "annotations": {ANNOTATION_CONFIG_HASH: config_digest},
+                },
+                "spec": pod_spec,
+            },
         },
     }
 

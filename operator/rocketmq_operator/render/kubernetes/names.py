@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rocketmq_operator.api.models import DEFAULT_IMAGE_REPOSITORY, BrokerGroup, ControllerGroup
+from rocketmq_operator.api.models import DEFAULT_IMAGE_REPOSITORY, BrokerGroup, ControllerGroup, Proxy
 from rocketmq_operator.render.config import (
     BROKER_PORT,
     CONTROLLER_PORT,
@@ -102,7 +102,7 @@ def raft_addresses(cg: ControllerGroup, namespace: str) -> list[str]:
     return [f"{pod_dns(cg.metadata.name, i, namespace)}:{RAFT_PORT}" for i in range(cg.spec.replicas)]
 
 
-def namespace_of(resource: BrokerGroup | ControllerGroup, default: str = "default") -> str:
+def namespace_of(resource: BrokerGroup | ControllerGroup | Proxy, default: str = "default") -> str:
     return resource.metadata.namespace or default
 
 

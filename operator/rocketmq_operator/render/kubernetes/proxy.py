@@ -1,0 +1,125 @@
+"""The objects of one Proxy: rmq-proxy.json in a ConfigMap, a Deployment, the Service clients connect to and a
+PodDisruptionBudget.
+
+Proxies in cluster mode keep no state (routes come from the name servers, messages go straight to the brokers),
+so they are a Deployment that a change rolls one pod at a time, a new one Ready first. They run from the broker
+image, which holds the whole distribution (`rocketmq-entrypoint.sh proxy`). The Service is the one address
+clients use: ClusterIP inside the cluster, NodePort or LoadBalancer outside it.
+"""
+
+from __future__ import annotations
+
+from rocketmq_operator.api.models import (
+    DEFAULT_IMAGE_REPOSITORY,
+    DEFAULT_PROXY_GRPC_PORT,
+    DEFAULT_PROXY_REMOTING_PORT,
+    ControllerGroup,
+    Proxy,
+)
+from rocketmq_operator.render.config import PROXY_CONFIG_FILE, proxy_config, proxy_config_text
+from rocketmq_operator.render.jvm import jvm_options
+from rocketmq_operator.render.kubernetes.kinds import (
+    config_hash,
+    config_map,
+    deployment,
+    pod_disruption_budget,
+    pod_template_spec,
+    service,
+)
+from rocketmq_operator.render.kubernetes.names import JSON, RenderError, name_server_addresses, namespace_of
+
+COMPONENT = "proxy"
+DEFAULT_PROXY_HEAP = "512Mi"
+
+
+def proxy_image(proxy: Proxy) -> str:
+    return proxy.spec.image or f"{DEFAULT_IMAGE_REPOSITORY}/rocketmq-broker:{proxy.spec.version}"
+
+
+def proxy_ports(proxy: Proxy) -> list[JSON]:
+    ports: list[JSON] = [
+        {"name": "grpc", "containerPort": DEFAULT_PROXY_GRPC_PORT, "protocol": "TCP"},
+        {"name": "remoting", "containerPort": DEFAULT_PROXY_REMOTING_PORT, "protocol": "TCP"},
+    ]
+    if proxy.spec.metrics.enabled:
+        ports.append({"name": "metrics", "containerPort": proxy.spec.metrics.port, "protocol": "TCP"})
+    return ports
+
+
+def proxy_name_servers(proxy: Proxy, cg: ControllerGroup | None) -> list[str]:
+    if proxy.spec.name_servers:
+        return list(proxy.spec.name_servers)
+    if cg is None:
+        ref = proxy.spec.controller_ref.name if proxy.spec.controller_ref else ""
+        raise RenderError(
+            f"Proxy {proxy.metadata.name}: spec.controllerRef.name: ControllerGroup '{ref}' not found in namespace "
+            f"{namespace_of(proxy)}; rule: a Proxy reads routes from its ControllerGroup's name servers; fix: "
+            "create that ControllerGroup or list spec.nameServers"
+        )
+    return name_server_addresses(cg, namespace_of(cg))
+
+
+def proxy_endpoint_of(name: str, namespace: str) -> str:
+    """The gRPC endpoint clients inside the cluster use: the proxies' Service's DNS name and port."""
+    return f"{name}.{namespace}.svc:{DEFAULT_PROXY_GRPC_PORT}"
+
+
+def proxy_endpoint(proxy: Proxy) -> str:
+    return proxy_endpoint_of(proxy.metadata.name, namespace_of(proxy))
+
+
+def _service(proxy: Proxy, namespace: str, ports: list[JSON]) -> JSON:
+    svc = service(proxy.metadata.name, namespace, COMPONENT, proxy.metadata.name, ports, headless=False)
+    spec = proxy.spec.service
+    svc["spec"]["type"] = spec.type
+    if spec.grpc_node_port is not None:
+        next(p for p in svc["spec"]["ports"] if p["name"] == "grpc")["nodePort"] = spec.grpc_node_port
+    if spec.load_balancer_source_ranges:
+        svc["spec"]["loadBalancerSourceRanges"] = list(spec.load_balancer_source_ranges)
+    if spec.annotations:
+        svc["metadata"]["annotations"] = dict(sorted(spec.annotations.items()))
+    return svc
+
+
+def render_proxy(proxy: Proxy, cg: ControllerGroup | None) -> list[JSON]:
+    name = proxy.metadata.name
+    namespace = namespace_of(proxy)
+    ports = proxy_ports(proxy)
+    conf = proxy_config(proxy, proxy_name_servers(proxy, cg), DEFAULT_PROXY_GRPC_PORT, DEFAULT_PROXY_REMOTING_PORT)
+    files = {PROXY_CONFIG_FILE: proxy_config_text(conf)}
+    java = [
+        *jvm_options("proxy", proxy.spec.jvm.heap or DEFAULT_PROXY_HEAP, proxy.spec.jvm.direct_memory),
+        *proxy.spec.jvm.extra_options,
+    ]
+    pod = pod_template_spec(
+        name=name,
+        component=COMPONENT,
+        image=proxy_image(proxy),
+        pull_policy=proxy.spec.image_pull_policy,
+        role_arg="proxy",
+        java_opts=java,
+        ports=ports,
+        probe_port=DEFAULT_PROXY_GRPC_PORT,
+        config_map=f"{name}-config",
+        resources=proxy.spec.resources,
+        node_selector=proxy.spec.node_selector,
+        tolerations=proxy.spec.tolerations,
+        affinity=proxy.spec.affinity,
+        readiness_gate=False,
+        spread=proxy.spec.topology_spread_constraints,
+        data_volume={"emptyDir": {}},  # logs only: a proxy keeps no state
+    )
+    client_ports = [p for p in ports if p["name"] != "metrics"]
+    return [
+        config_map(f"{name}-config", namespace, COMPONENT, name, files),
+        deployment(
+            name=name,
+            namespace=namespace,
+            component=COMPONENT,
+            replicas=proxy.spec.replicas,
+            config_digest=config_hash(files),  # the image and JVM flags are in the template already
+            pod_spec=pod,
+        ),
+        _service(proxy, namespace, client_ports),
+        pod_disruption_budget(name, namespace, COMPONENT, name),
+    ]
