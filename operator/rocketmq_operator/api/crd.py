@@ -157,7 +157,7 @@ def _cel_validations(rules: tuple[Rule, ...], scope: str) -> list[JSON]:
 
 
 def _bound_config_maps(spec_schema: JSON) -> None:
-    for key in ("brokerConfig", "controllerConfig"):
+    for key in ("brokerConfig", "controllerConfig", "proxyConfig"):
         prop = spec_schema.get("properties", {}).get(key)
         if prop is not None:
             prop["maxProperties"] = MAX_CONFIG_KEYS
