@@ -19,8 +19,8 @@ Contract:
      waiting for the timeouts of requests to it first. A master elected in this pass gets them in the next.
   4. `publish`: status, metrics, events and whatever the platform derives from the observation, knowing
      whether the topics are asserted (a group is reported writable only once they are).
-  5. `platform`: the platform's own steps (Kubernetes: storage growth), last, so that none of them can keep
-     the steps above from running.
+  5. `platform`: the platform's own steps (Kubernetes: storage growth, then node loss), last, so that none of
+     them can keep the steps above from running.
 * Every step is the platform's; this module decides only which run and in what order. It does no I/O itself.
 """
 
