@@ -500,6 +500,35 @@ def _network_peer_rules(kind: Kind, field: str, get: Callable[[Any], list[Any]])
     ]
 
 
+def _name_server_rules(kind: Kind, problem: str, values: dict[str, Placeholder]) -> list[Rule]:
+    """A kind that talks to name servers names them: its ControllerGroup's, or a host:port list."""
+    return [
+        Rule(
+            id=f"{kind}.nameServers.required",
+            kind=kind,
+            scope="spec",
+            field_path=".nameServers",
+            problem=problem,
+            rule=f"a {kind} needs controllerRef (its name servers) or nameServers",
+            fix="set spec.controllerRef.name, or list spec.nameServers as host:port",
+            cel="has(self.controllerRef) || (has(self.nameServers) && size(self.nameServers) > 0)",
+            valid=lambda r: r.spec.controller_ref is not None or bool(r.spec.name_servers),
+            values=values,
+        ),
+        Rule(
+            id=f"{kind}.nameServers.format",
+            kind=kind,
+            scope="spec",
+            field_path=".nameServers",
+            problem="name server addresses must be host:port",
+            rule="each entry of nameServers is host:port",
+            fix="write entries like 'rocketmq-ns-0.rocketmq-ns-headless:9876'",
+            cel=f"!has(self.nameServers) || self.nameServers.all(a, a.matches({_cel_string(HOST_PORT_PATTERN)}))",
+            valid=lambda r: all(_re(HOST_PORT_PATTERN).match(a) for a in r.spec.name_servers),
+        ),
+    ]
+
+
 def _broker_rules() -> list[Rule]:
     k: Kind = "BrokerGroup"
     modes = [m.value for m in HAMode]
@@ -544,28 +573,10 @@ def _broker_rules() -> list[Rule]:
             cel="self.haMode != 'controller' || has(self.controllerRef)",
             valid=lambda r: r.spec.ha_mode != HAMode.CONTROLLER or r.spec.controller_ref is not None,
         ),
-        Rule(
-            id="BrokerGroup.nameServers.required",
-            kind=k,
-            scope="spec",
-            field_path=".nameServers",
-            problem="mode '{mode}' has no name servers to register with",
-            rule="a BrokerGroup needs controllerRef (its name servers) or nameServers",
-            fix="set spec.controllerRef.name, or list spec.nameServers as host:port",
-            cel="has(self.controllerRef) || (has(self.nameServers) && size(self.nameServers) > 0)",
-            valid=lambda r: r.spec.controller_ref is not None or bool(r.spec.name_servers),
-            values={"mode": Placeholder("self.haMode", lambda r: r.spec.ha_mode)},
-        ),
-        Rule(
-            id="BrokerGroup.nameServers.format",
-            kind=k,
-            scope="spec",
-            field_path=".nameServers",
-            problem="name server addresses must be host:port",
-            rule="each entry of nameServers is host:port",
-            fix="write entries like 'rocketmq-ns-0.rocketmq-ns-headless:9876'",
-            cel=f"!has(self.nameServers) || self.nameServers.all(a, a.matches({_cel_string(HOST_PORT_PATTERN)}))",
-            valid=lambda r: all(_re(HOST_PORT_PATTERN).match(a) for a in r.spec.name_servers),
+        *_name_server_rules(
+            k,
+            "mode '{mode}' has no name servers to register with",
+            {"mode": Placeholder("self.haMode", lambda r: r.spec.ha_mode)},
         ),
         Rule(
             id="BrokerGroup.slaveActingMaster.replicas",
@@ -868,10 +879,18 @@ def _enum_rule(kind: Kind, field: str, attr: str, values: Sequence[str], fix: st
         rule=f"{field} is one of " + ", ".join(values),
         fix=fix,
         cel=f"self.{field} in {_cel_list(values)}",
-        valid=lambda r: getattr(r.spec, attr) in values,
-        values={"value": Placeholder(f"self.{field}", lambda r: getattr(r.spec, attr))},
+        valid=lambda r: _spec_attr(r, attr) in values,
+        values={"value": Placeholder(f"self.{field}", lambda r: _spec_attr(r, attr))},
         choices=tuple(values),
     )
+
+
+def _spec_attr(resource: Any, attr: str) -> Any:
+    """A spec attribute by its dotted Python path (`service.type`)."""
+    value = resource.spec
+    for part in attr.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def _topic_rules() -> list[Rule]:
@@ -1008,28 +1027,7 @@ def _proxy_rules() -> list[Rule]:
             valid=lambda r: 1 <= r.spec.replicas <= MAX_PROXY_REPLICAS,
             values={"value": Placeholder("self.replicas", lambda r: r.spec.replicas)},
         ),
-        Rule(
-            id="Proxy.nameServers.required",
-            kind=k,
-            scope="spec",
-            field_path=".nameServers",
-            problem="the proxies have no name servers to read routes from",
-            rule="a Proxy needs controllerRef (its name servers) or nameServers",
-            fix="set spec.controllerRef.name, or list spec.nameServers as host:port",
-            cel="has(self.controllerRef) || (has(self.nameServers) && size(self.nameServers) > 0)",
-            valid=lambda r: r.spec.controller_ref is not None or bool(r.spec.name_servers),
-        ),
-        Rule(
-            id="Proxy.nameServers.format",
-            kind=k,
-            scope="spec",
-            field_path=".nameServers",
-            problem="name server addresses must be host:port",
-            rule="each entry of nameServers is host:port",
-            fix="write entries like 'rocketmq-ns-0.rocketmq-ns-headless:9876'",
-            cel=f"!has(self.nameServers) || self.nameServers.all(a, a.matches({_cel_string(HOST_PORT_PATTERN)}))",
-            valid=lambda r: all(_re(HOST_PORT_PATTERN).match(a) for a in r.spec.name_servers),
-        ),
+        *_name_server_rules(k, "the proxies have no name servers to read routes from", {}),
         Rule(
             id="Proxy.routeRefreshSeconds.range",
             kind=k,
@@ -1042,18 +1040,13 @@ def _proxy_rules() -> list[Rule]:
             valid=lambda r: 1 <= r.spec.route_refresh_seconds <= 300,
             values={"value": Placeholder("self.routeRefreshSeconds", lambda r: r.spec.route_refresh_seconds)},
         ),
-        Rule(
-            id="Proxy.service.type.enum",
-            kind=k,
-            scope="spec",
-            field_path=".service.type",
-            problem="'{value}' is not a Service type",
-            rule="service.type is one of " + ", ".join(types),
-            fix="use ClusterIP inside the cluster, NodePort or LoadBalancer for clients outside it",
-            cel=f"self.service.type in {_cel_list(types)}",
-            valid=lambda r: r.spec.service.type in types,
-            values={"value": Placeholder("self.service.type", lambda r: r.spec.service.type)},
-            choices=tuple(types),
+        _enum_rule(
+            k,
+            "service.type",
+            "service.type",
+            types,
+            "use ClusterIP inside the cluster, NodePort or LoadBalancer for clients outside it",
+            "a Service type",
         ),
         Rule(
             id="Proxy.service.grpcNodePort.range",
