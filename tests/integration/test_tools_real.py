@@ -131,8 +131,14 @@ async def test_in_sync_replicas_not_enough_is_retried_then_failed(cluster: Any) 
         finally:
             await client.update_broker_config(master, {"minInSyncReplicas": 1})
     assert refused.acknowledged == 0 and not refused.ok
-    assert refused.failures == {"IN_SYNC_REPLICAS_NOT_ENOUGH": 5}
-    assert refused.attempt_failures == {"IN_SYNC_REPLICAS_NOT_ENOUGH": 10}
+    # Every send refused and retried once. Under CPU load the broker's own flow control may answer an attempt
+    # first (SYSTEM_BUSY: the request waited in its send queue too long; seen once beside a 2-core hog), which
+    # stores nothing either; the refusal this test is about must be among them.
+    refusals = {"IN_SYNC_REPLICAS_NOT_ENOUGH", "SYSTEM_BUSY"}
+    assert set(refused.failures) <= refusals and sum(refused.failures.values()) == 5, refused.failures
+    assert refused.failures.get("IN_SYNC_REPLICAS_NOT_ENOUGH", 0) >= 1, refused.failures
+    assert set(refused.attempt_failures) <= refusals, refused.attempt_failures
+    assert sum(refused.attempt_failures.values()) == 10, refused.attempt_failures
     assert refused.acknowledged_digest == "0" * 64 and refused.sent_digest != "0" * 64
     # Nothing of the refused messages was appended: only the first message is there.
     read = await consume(namesrv, topic, idle_timeout=0.3)
