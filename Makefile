@@ -17,7 +17,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[kubernetes,dev,spark]'
+	$(BIN)/python -m pip install --quiet -e '.[kubernetes,dev,spark,grpc]'
 	@touch $(STAMP)
 
 run: install

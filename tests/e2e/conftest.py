@@ -244,14 +244,16 @@ def group_in(operator: Node) -> Callable[..., Group]:
 
 @pytest.fixture(scope="package")
 def quickstart(operator: Node) -> Group:
-    """examples/quickstart.yaml applied as a user would, healthy.
+    """examples/proxy.yaml applied as a user would, healthy: the quickstart (the same ControllerGroup, BrokerGroup,
+    Topic and ConsumerGroup) with two Proxies in front of it, which start beside the brokers (tests/e2e/test_proxy.py
+    reaches them; the other tests only use the group).
 
     Set up again, it finds the group there and waits for it to be healthy: a pytest-xdist worker that has not yet
     received its next test tears every fixture down after the current one (it cannot know the next is in the same
     package), so on two workers this runs more than once per run."""
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ROCKETMQ_NS}}
     operator.kubectl("apply", "-f", "-", input=json.dumps(namespace))
-    operator.kubectl("-n", ROCKETMQ_NS, "apply", "-f", ROOT / "examples" / "quickstart.yaml")
+    operator.kubectl("-n", ROCKETMQ_NS, "apply", "-f", ROOT / "examples" / "proxy.yaml")
     group = Group(operator)
     seconds = group.wait_healthy(timeout=900)
     print(f"quickstart apply -> healthy in {seconds:.0f}s")

@@ -575,7 +575,7 @@ def test_tls_is_fixed_at_creation_on_both_kinds(crds: Any) -> None:
         crds.kubectl("delete", "brokergroup", "bg-tls", "-n", "default", "--wait=false", check=False)
 
 
-PROXY_MANIFEST = ROOT / "tests" / "golden" / "inputs" / "proxy.yaml"
+PROXY_MANIFEST = ROOT / "tests" / "golden" / "inputs" / "proxy-service.yaml"
 
 
 def test_a_proxy_is_a_deployment_and_a_node_port_service_with_truthful_status(operator: Operator) -> None:

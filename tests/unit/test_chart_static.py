@@ -416,7 +416,7 @@ def _platform_calls() -> set[tuple[str, str, str]]:
                 group, resource = KIND_RESOURCES[kind]
                 sub = "/status" if method == "patch_status" else ""
                 calls.add((group, resource + sub, _VERB.get(method, "patch")))
-    manifests = (ROOT / "examples" / "quickstart.yaml", ROOT / "tests" / "golden" / "inputs" / "proxy.yaml")
+    manifests = (ROOT / "examples" / "quickstart.yaml", ROOT / "tests" / "golden" / "inputs" / "proxy-service.yaml")
     resources = [r.resource for m in manifests for r in validate_file(m) if r.resource]
     for obj in render_all(resources):
         if obj["kind"] in KIND_RESOURCES:

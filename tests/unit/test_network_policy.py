@@ -35,6 +35,16 @@ NAMESPACE_BROKERS = {
         }
     }
 }
+# The namespace's proxies (RocketMQ 5's gRPC front door) read routes from the name servers and send to the brokers.
+NAMESPACE_PROXIES = {
+    "podSelector": {
+        "matchLabels": {
+            "app.kubernetes.io/name": "rocketmq",
+            "app.kubernetes.io/component": "proxy",
+            "app.kubernetes.io/managed-by": "rocketmq-operator",
+        }
+    }
+}
 
 
 def _parse(doc: JSON) -> Any:
@@ -105,7 +115,7 @@ def test_broker_metrics_rule_follows_the_exporter_port() -> None:
     }
 
 
-def test_narrowed_broker_clients_still_admit_the_operator_the_brokers_and_the_controllers() -> None:
+def test_narrowed_broker_clients_still_admit_the_operator_the_brokers_the_proxies_and_the_controllers() -> None:
     clients = [
         {"namespaceSelector": {"matchLabels": {"team": "orders"}}},
         {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}},
@@ -114,7 +124,7 @@ def test_narrowed_broker_clients_still_admit_the_operator_the_brokers_and_the_co
     bg = _bg(networkPolicy={"clients": clients, "metrics": monitoring})
     sources = _sources(_policies(render_broker_group(bg, _cg()))["broker-a"])
     controllers = {"podSelector": {"matchLabels": selector("ctl", "controller")}}
-    assert sources[10911] == [*clients, OPERATOR, NAMESPACE_BROKERS, controllers]
+    assert sources[10911] == [*clients, OPERATOR, NAMESPACE_BROKERS, NAMESPACE_PROXIES, controllers]
     assert sources[10909] == sources[10911]
     assert sources[5557] == monitoring
     # Without a ControllerGroup (classic modes with spec.nameServers) there are no controllers to admit.
@@ -123,6 +133,7 @@ def test_narrowed_broker_clients_still_admit_the_operator_the_brokers_and_the_co
         *clients,
         OPERATOR,
         NAMESPACE_BROKERS,
+        NAMESPACE_PROXIES,
     ]
 
 
@@ -160,7 +171,7 @@ def test_standalone_name_servers_get_their_own_policy() -> None:
     assert 9876 not in _sources(policies["ctl"])
     namesrv = policies["ctl-namesrv"]
     assert namesrv["spec"]["podSelector"]["matchLabels"] == selector("ctl", "namesrv")
-    assert _sources(namesrv) == {9876: [*clients, OPERATOR, NAMESPACE_BROKERS]}
+    assert _sources(namesrv) == {9876: [*clients, OPERATOR, NAMESPACE_BROKERS, NAMESPACE_PROXIES]}
 
 
 def test_rendering_does_not_share_objects_between_rules() -> None:

@@ -37,7 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,7 +60,8 @@ from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.remoting.admin import SubscriptionGroupInfo, TopicAdmin
 from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.noloss import missing_acknowledged
-from rocketmq_operator.tools.produce import ProduceReport, SendRecord, SteadyProducer
+from rocketmq_operator.tools.produce import ProduceReport, SteadyProducer
+from rocketmq_operator.tools.stats import Answered
 
 T = TypeVar("T")
 
@@ -300,7 +301,8 @@ async def _recovered(producer: SteadyProducer, killed_at: float, timeout: float)
     return False
 
 
-def _pause(records: list[SendRecord], start: float, end: float) -> float:
+def write_pause(records: Sequence[Answered], start: float, end: float) -> float:
+    """The longest gap between two acknowledgements from 5 s before `start` to `end` (the write pause)."""
     acks = sorted(r.end for r in records if r.ok and start - 5 <= r.end <= end)
     gaps = [b - a for a, b in itertools.pairwise(acks)]
     return max(gaps, default=0.0)
@@ -493,7 +495,7 @@ async def _trial(run: _FailoverRun) -> Trial:
         election_s=round(elected_at - killed_at, 3),
         observe_lag_s=round(max(0.0, observed_at - elected_at), 3),
         rto_s=round(worst, 3),
-        pause_s=round(_pause(recs, killed_at, now), 3),
+        pause_s=round(write_pause(recs, killed_at, now), 3),
         failed_sends=sum(w.failed for w in windows),
         recovered=recovered,
         fault=run.fault,

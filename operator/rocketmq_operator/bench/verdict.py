@@ -49,6 +49,11 @@ def failover_failures(doc: dict[str, Any]) -> list[str]:
     return _lost(doc) + _deposed(doc, "stale_route_acks") + _extra(doc, "per_trial", "trial")
 
 
+def proxy_failover_failures(doc: dict[str, Any]) -> list[str]:
+    """`bench proxy-failover`: acknowledged messages not read back through the proxies."""
+    return _lost(doc)
+
+
 def switchover_failures(doc: dict[str, Any]) -> list[str]:
     """`bench switchover`: lost messages, deposed acknowledgements, elections beyond one per switchover."""
     return _lost(doc) + _deposed(doc, "stale_route_acks_after_election") + _extra(doc, "per_switchover", "switchover")

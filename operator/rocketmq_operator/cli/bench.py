@@ -143,6 +143,23 @@ def cmd_failover(args: argparse.Namespace) -> int:
     return _verdict("bench failover", verdict.failover_failures(doc))
 
 
+def cmd_proxy_failover(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.proxy import run_proxy_failover
+
+    state_dir = Path(args.state_dir or ".bench-state/proxy-failover").resolve()
+    try:
+        doc = _run(
+            "bench proxy-failover",
+            state_dir,
+            args.keep,
+            run_proxy_failover(args.files, state_dir, args.trials, args.rate, args.keep),
+        )
+    except Interrupted as exc:
+        return _interrupted(exc)
+    print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_trial"}, indent=2))
+    return _verdict("bench proxy-failover", verdict.proxy_failover_failures(doc))
+
+
 def cmd_routes(args: argparse.Namespace) -> int:
     from rocketmq_operator.bench.routes import run_bench
 
@@ -297,7 +314,8 @@ def register(sub: Any) -> None:
     c.add_argument("--json", action="store_true", help="include every fault")
     c.set_defaults(func=cmd_chaos)
     bench = sub.add_parser(
-        "bench", help="benchmarks that print JSON (failover, routes, upgrade, switchover, quorum, spark)"
+        "bench",
+        help="benchmarks that print JSON (failover, proxy-failover, routes, upgrade, switchover, quorum, spark)",
     )
     bsub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
     p = bsub.add_parser("failover", help="SIGKILL or SIGSTOP the master N times under load on the local platform")
@@ -324,6 +342,17 @@ def register(sub: Any) -> None:
     p.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     p.add_argument("--json", action="store_true", help="include every trial")
     p.set_defaults(func=cmd_failover)
+    pf = bsub.add_parser(
+        "proxy-failover",
+        help="SIGKILL the master N times under a default gRPC client sending through the proxies (local platform)",
+    )
+    pf.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    pf.add_argument("--trials", type=int, default=10)
+    pf.add_argument("--rate", type=float, default=50.0, help="at most this many synchronous sends per second")
+    pf.add_argument("--state-dir", help="default: .bench-state/proxy-failover")
+    pf.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
+    pf.add_argument("--json", action="store_true", help="include every trial")
+    pf.set_defaults(func=cmd_proxy_failover)
     r = bsub.add_parser("routes", help="restart every name server N times; time until the master's route is back")
     r.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
     r.add_argument("--trials", type=int, default=5)

@@ -349,9 +349,6 @@ def rocksdb_library_dir(home: Path) -> Path | None:
     return target if any(target.glob("librocksdbjni*")) else None
 
 
-# The roles this platform starts (the proxy runs on Kubernetes only so far: issue 31).
-LOCAL_ROLES: tuple[str, ...] = tuple(r for r in ROLES if r != "proxy")
-
 JAVA_OPTS_ENV = "ROCKETMQ_OPERATOR_JAVA_OPTS"
 """JVM flags appended to every local RocketMQ process, last (they win). The test suite sets
 `-XX:TieredStopAtLevel=1`: a broker's C2 compiler thread burns about 12 CPU-seconds in its first two minutes,
@@ -385,8 +382,8 @@ def java_command(
     `extra` are JVM flags appended after the standard ones (later flags win). Unless `tls` is true, server
     roles get `TLS_DISABLED_FLAGS` (no self-signed-certificate TLS listener: faster start, less memory).
     """
-    if role not in LOCAL_ROLES:
-        raise ValueError(f"the local platform does not run RocketMQ role {role!r}; it runs {', '.join(LOCAL_ROLES)}")
+    if role not in ROLES:
+        raise ValueError(f"unknown RocketMQ role {role!r}; expected one of {', '.join(ROLES)}")
     rocketmq_home = Path(home) if home is not None else dist_dir(version)
     if role == "tools" and config_file is not None:
         raise ValueError("the tools role takes no config file; pass the mqadmin sub-command in args")
@@ -415,7 +412,10 @@ def java_command(
         f"{rocketmq_home / 'lib' / '*'}{os.pathsep}{rocketmq_home / 'conf'}",
         MAIN_CLASSES[role],
     ]
-    if config_file is not None:
+    if config_file is not None and role == "proxy":
+        # ProxyStartup reads rmq-proxy.json from -pc; cluster mode: routes from the name servers, no broker inside.
+        argv += ["-pc", str(Path(config_file).resolve()), "-pm", "cluster"]
+    elif config_file is not None:
         argv += ["-c", str(Path(config_file).resolve())]
     argv += list(args)
     return argv

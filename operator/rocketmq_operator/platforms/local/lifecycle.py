@@ -8,8 +8,9 @@ Contract:
   there, with one line on stderr saying how to start them (`status` and `env` print what they know first;
   `kill`, `start`, `local apply` and `switchover` raise or print `not_running`). Progress goes to stdout,
   warnings to stderr.
-* `env`: `export NAMESRV_ADDR=<name servers>` (shell-quoted, for `eval "$(rocketmq-operator local env)"`), and
-  `export ROCKETMQ_TLS_CA=<the cluster's authority>` when spec.tls is on, from
+* `env`: `export NAMESRV_ADDR=<name servers>` (shell-quoted, for `eval "$(rocketmq-operator local env)"`),
+  `export ROCKETMQ_PROXY_ENDPOINT=<the first proxy's gRPC host:port>` when the manifests have a Proxy,
+  and `export ROCKETMQ_TLS_CA=<the cluster's authority>` when spec.tls is on, from
   state.json; the addresses stay the same across `down` and `up` (the ports are reused).
 * `up`: validate (the operator's own validation) → refuse a different manifest while one runs or while its
   data is kept → ensure the distribution and java → reuse the ports in state.json when all are still free, else
@@ -44,7 +45,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from rocketmq_operator.api.models import AnyResource, Proxy
+from rocketmq_operator.api.models import AnyResource
 from rocketmq_operator.api.validation import ManifestError, SecretDoc, validate_files
 from rocketmq_operator.platforms.console import EXIT_INTERRUPTED, Frames, Ticker
 from rocketmq_operator.platforms.local import commands
@@ -136,13 +137,6 @@ def validate(files: Sequence[str]) -> tuple[list[AnyResource], list[str], list[s
     Secrets given with them."""
     manifests = validate_files(files)
     errors = list(manifests.errors)
-    for r in manifests.resources:
-        if isinstance(r, Proxy):
-            errors.append(
-                f"Proxy/{r.metadata.name}: the local platform does not run RocketMQ proxies yet (only Kubernetes "
-                "does); rule: local up and local apply run BrokerGroups, ControllerGroups, Topics and "
-                "ConsumerGroups; fix: remove the Proxy from these files, or apply it to a Kubernetes cluster"
-            )
     return manifests.resources, errors, manifests.warnings, manifests.secrets
 
 
@@ -261,6 +255,22 @@ def group_ready(group: dict[str, Any]) -> bool:
     return True
 
 
+def proxy_progress_lines(proxies: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(Proxy, line) per Proxy: how many of its proxies answer, and their gRPC endpoints."""
+    by_proxy: dict[str, list[dict[str, Any]]] = {}
+    for p in proxies:
+        by_proxy.setdefault(str(p["proxy"]), []).append(p)
+    return [
+        (
+            name,
+            f"{name}: {sum(1 for p in ps if p['ready'])}/{len(ps)} proxies answer (gRPC "
+            + ";".join(str(p["endpoint"]) for p in ps)
+            + ")",
+        )
+        for name, ps in by_proxy.items()
+    ]
+
+
 def progress_line(group: dict[str, Any]) -> str:
     replicas = group.get("replicas") or []
     alive = sum(1 for r in replicas if r.get("alive"))
@@ -298,15 +308,17 @@ async def wait_ready(layout: StateLayout, timeout: float, out: Out = _stdout, co
             phase0 = [r for r in state.replicas if r.phase == 0 and r.desired == RUNNING]
             answers = await asyncio.gather(*(port_answers(f"127.0.0.1:{p}") for r in phase0 for p in r.ports.values()))
             elapsed = time.monotonic() - started
-            lines = [progress_line(group) for group in doc["groups"]]
+            named = [(group["name"], progress_line(group)) for group in doc["groups"]]
+            named += proxy_progress_lines(doc.get("proxies") or [])
             if ticker.live:
-                ticker.update(f"[{elapsed:6.1f}s] " + "; ".join(lines))
+                ticker.update(f"[{elapsed:6.1f}s] " + "; ".join(line for _, line in named))
             else:
-                for group, line in zip(doc["groups"], lines, strict=True):
-                    if last.get(group["name"]) != line:
+                for name, line in named:
+                    if last.get(name) != line:
                         out(f"[{elapsed:6.1f}s] {line}")
-                        last[group["name"]] = line
-            if all(answers) and all(group_ready(g) for g in doc["groups"]):
+                        last[name] = line
+            proxies_ready = all(p["ready"] for p in doc.get("proxies") or [])
+            if all(answers) and proxies_ready and all(group_ready(g) for g in doc["groups"]):
                 break
             if elapsed > timeout:
                 ticker.__exit__(None, None, None)
@@ -724,6 +736,13 @@ def env(state_dir: Path, *, out: Out = _stdout) -> int:
         return EXIT_FAILED
     # Exported: the clients a shell starts after the eval (mqadmin, a producer) read it from their environment.
     out(f"export NAMESRV_ADDR={shlex.quote(';'.join(state.name_servers))}")
+    proxies = state.proxy_endpoints
+    if proxies:
+        # One proxy's gRPC endpoint, as a Service address is on Kubernetes. Not every proxy `;`-joined: nothing
+        # balances between local proxies, and rocketmq-python-client 5.1.2 given two proxies' addresses sends a
+        # receive to a proxy its settings never reached (the proxy answers a NullPointerException). `local status`
+        # lists every proxy's endpoint.
+        out(f"export ROCKETMQ_PROXY_ENDPOINT={shlex.quote(proxies[0])}")
     tls = client_tls(state)
     if tls is not None and tls.ca_file is not None:
         out(f"export ROCKETMQ_TLS_CA={shlex.quote(tls.ca_file)}")  # read by produce/consume (--tls-ca)

@@ -33,11 +33,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rocketmq_operator.api.models import AnyResource, BrokerGroup, ConsumerGroup, ControllerGroup, HAMode, Topic
+from rocketmq_operator.api.models import (
+    AnyResource,
+    BrokerGroup,
+    ConsumerGroup,
+    ControllerGroup,
+    HAMode,
+    Proxy,
+    Topic,
+)
 from rocketmq_operator.api.validation import given_twice, repeated, resource_key
 from rocketmq_operator.platforms.local.distribution import java_command
 from rocketmq_operator.platforms.local.layout import StateLayout
-from rocketmq_operator.platforms.local.ports import BROKER_OFFSETS, SINGLE, PortNeed
+from rocketmq_operator.platforms.local.ports import BROKER_OFFSETS, PROXY_OFFSETS, SINGLE, PortNeed
 from rocketmq_operator.platforms.local.state import GroupInfo, LocalState, ReplicaProcess
 from rocketmq_operator.render.config import (
     BrokerPlacement,
@@ -47,6 +55,8 @@ from rocketmq_operator.render.config import (
     controller_config,
     namesrv_config,
     properties_text,
+    proxy_config,
+    proxy_config_text,
 )
 from rocketmq_operator.render.jvm import tls_flags
 
@@ -61,12 +71,15 @@ BROKER_DIRECT_MEMORY = "256m"
 NAMESRV_WITH_CONTROLLER_HEAP = "192m"
 CONTROLLER_HEAP = "128m"
 NAMESRV_HEAP = "128m"
+PROXY_HEAP = "192m"
 
 BROKER_PLATFORM_DEFAULTS: Mapping[str, str] = {
     "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
     "mappedFileSizeConsumeQueue": str(30_000 * 20),  # a multiple of the 20-byte entry
     "messageIndexEnable": "false",  # an index file is ~400 MB
-    "timerWheelEnable": "false",  # the timer wheel maps ~37 MiB plus as much direct memory
+    # The timer wheel maps ~37 MiB plus as much direct memory; left on when the manifests have a Proxy (its gRPC
+    # consumers pop, which needs it: `broker_placement`).
+    "timerWheelEnable": "false",
     "diskMaxUsedSpaceRatio": "95",
 }
 CONTROLLER_PLATFORM_DEFAULTS: Mapping[str, str] = {
@@ -92,7 +105,7 @@ class _Process:
     phase: int
     ports: dict[str, int]
     address: str
-    conf: dict[str, str]
+    conf: Mapping[str, object]
     heap: str
     direct_memory: str | None
     extra: tuple[str, ...]
@@ -120,6 +133,14 @@ def _namesrv_names(cg: ControllerGroup) -> list[str]:
 
 def _broker_names(bg: BrokerGroup) -> list[str]:
     return [f"{bg.metadata.name}-{i}" for i in range(bg.spec.replicas)]
+
+
+def _proxy_names(proxy: Proxy) -> list[str]:
+    return [f"{proxy.metadata.name}-{i}" for i in range(proxy.spec.replicas)]
+
+
+def _proxies(resources: Sequence[Resource]) -> list[Proxy]:
+    return [r for r in resources if isinstance(r, Proxy)]
 
 
 def _controllers(resources: Sequence[Resource]) -> list[ControllerGroup]:
@@ -158,6 +179,8 @@ def port_needs(resources: Sequence[Resource]) -> list[PortNeed]:
         needs.extend(PortNeed(f"{name}.namesrv", SINGLE) for name in _namesrv_names(cg))
     for bg in _brokers(resources):
         needs.extend(PortNeed(f"{name}.listen", BROKER_OFFSETS) for name in _broker_names(bg))
+    for proxy in _proxies(resources):
+        needs.extend(PortNeed(f"{name}.grpc", PROXY_OFFSETS) for name in _proxy_names(proxy))
     return needs
 
 
@@ -190,18 +213,56 @@ def controller_placement(cg: ControllerGroup, ports: Mapping[str, int], layout: 
     )
 
 
-def find_controller_group(bg: BrokerGroup, resources: Sequence[Resource]) -> ControllerGroup | None:
-    if bg.spec.controller_ref is None:
+def find_controller_group(owner: BrokerGroup | Proxy, resources: Sequence[Resource]) -> ControllerGroup | None:
+    if owner.spec.controller_ref is None:
         return None
     for cg in _controllers(resources):
-        if cg.metadata.name == bg.spec.controller_ref.name and cg.metadata.namespace == bg.metadata.namespace:
+        if cg.metadata.name == owner.spec.controller_ref.name and cg.metadata.namespace == owner.metadata.namespace:
             return cg
     return None
 
 
+def proxy_ports(name: str, ports: Mapping[str, int]) -> dict[str, int]:
+    """A local proxy's ports: gRPC (what clients dial), remoting, and its Prometheus exporter, one block."""
+    grpc = ports[f"{name}.grpc"]
+    return {"grpc": grpc, "remoting": grpc + 1, "metrics": grpc + 2}
+
+
+def proxy_name_servers_here(proxy: Proxy, resources: Sequence[Resource], ports: Mapping[str, int]) -> list[str]:
+    """The name servers a local proxy reads routes from: spec.nameServers, else its ControllerGroup's."""
+    if proxy.spec.name_servers:
+        return list(proxy.spec.name_servers)
+    cg = find_controller_group(proxy, resources)
+    if cg is None:
+        ref = proxy.spec.controller_ref.name if proxy.spec.controller_ref else ""
+        raise PlacementError(
+            f"Proxy/{proxy.metadata.name}: spec.controllerRef.name '{ref}' is not a ControllerGroup in these "
+            "manifests; the local platform runs only what it is given; fix: add the ControllerGroup's file with "
+            "another -f, or set spec.nameServers"
+        )
+    return controller_endpoints(cg, ports)[0]
+
+
+def proxy_conf(proxy: Proxy, name: str, resources: Sequence[Resource], ports: Mapping[str, int]) -> dict[str, object]:
+    """rmq-proxy.json of one local proxy: the renderer Kubernetes uses, with this proxy's own ports (every proxy
+    shares 127.0.0.1, so its exporter cannot keep spec.metrics.port)."""
+    own = proxy_ports(name, ports)
+    conf = proxy_config(proxy, proxy_name_servers_here(proxy, resources, ports), own["grpc"], own["remoting"])
+    if proxy.spec.metrics.enabled:
+        conf |= {"metricsPromExporterHost": LOCALHOST, "metricsPromExporterPort": own["metrics"]}
+    return conf
+
+
 def broker_placement(
-    bg: BrokerGroup, cg: ControllerGroup | None, ports: Mapping[str, int], layout: StateLayout
+    bg: BrokerGroup,
+    cg: ControllerGroup | None,
+    ports: Mapping[str, int],
+    layout: StateLayout,
+    *,
+    timer_wheel: bool = False,
 ) -> BrokerPlacement:
+    """`timer_wheel`: keep RocketMQ's timer wheel on (its default) instead of the platform's saving: a proxy's
+    gRPC consumers pop, and the broker refuses a pop ("forbidden because timerWheelEnable is false")."""
     controllers: list[str] = []
     if bg.spec.name_servers:
         name_servers = list(bg.spec.name_servers)
@@ -231,7 +292,9 @@ def broker_placement(
         name_servers=name_servers,
         controllers=controllers,
         replicas=replicas,
-        platform_defaults=dict(BROKER_PLATFORM_DEFAULTS),
+        platform_defaults={
+            k: v for k, v in BROKER_PLATFORM_DEFAULTS.items() if not (timer_wheel and k == "timerWheelEnable")
+        },
     )
 
 
@@ -249,9 +312,14 @@ def check_names(resources: Sequence[Resource]) -> None:
         raise PlacementError(given_twice(key))
     owners: dict[str, str] = {}
     for r in resources:
-        if not isinstance(r, BrokerGroup | ControllerGroup):
+        if isinstance(r, ControllerGroup):
+            names = _controller_names(r) + _namesrv_names(r)
+        elif isinstance(r, BrokerGroup):
+            names = _broker_names(r)
+        elif isinstance(r, Proxy):
+            names = _proxy_names(r)
+        else:
             continue  # Topics and ConsumerGroups run no process
-        names = _controller_names(r) + _namesrv_names(r) if isinstance(r, ControllerGroup) else _broker_names(r)
         for name in names:
             if name in owners:
                 raise PlacementError(
@@ -300,7 +368,7 @@ def _processes(resources: Sequence[Resource], ports: Mapping[str, int], layout: 
             )  # fmt: skip
     for bg in _brokers(resources):
         ref = find_controller_group(bg, resources)
-        bplacement = broker_placement(bg, ref, ports, layout)
+        bplacement = broker_placement(bg, ref, ports, layout, timer_wheel=bool(_proxies(resources)))
         extra = tuple(bg.spec.jvm.extra_options)
         for i, replica in enumerate(_broker_names(bg)):
             port = ports[f"{replica}.listen"]
@@ -310,6 +378,19 @@ def _processes(resources: Sequence[Resource], ports: Mapping[str, int], layout: 
                     replica, "broker", bg.metadata.name, "BrokerGroup", i, _broker_phase(bg, i),
                     {"listen": port, "vip": port - 2, "ha": port + 1}, _addr(port),
                     conf, BROKER_HEAP, BROKER_DIRECT_MEMORY, extra,
+                )
+            )  # fmt: skip
+    for proxy in _proxies(resources):
+        extra = tuple(proxy.spec.jvm.extra_options)
+        for i, replica in enumerate(_proxy_names(proxy)):
+            own = proxy_ports(replica, ports)
+            # Started after the brokers (phase 3): a proxy only reads routes, and its JVM would otherwise take CPU
+            # from the brokers' start on a small machine. Start-up waits on its gRPC and remoting ports.
+            out.append(
+                _Process(
+                    replica, "proxy", proxy.metadata.name, "Proxy", i, 3,
+                    {"grpc": own["grpc"], "remoting": own["remoting"]}, _addr(own["grpc"]),
+                    proxy_conf(proxy, replica, resources, ports), PROXY_HEAP, None, extra,
                 )
             )  # fmt: skip
     return out
@@ -326,6 +407,16 @@ def _groups(resources: Sequence[Resource], ports: Mapping[str, int]) -> list[Gro
                 replicas=_controller_names(cg) + _namesrv_names(cg),
                 name_servers=name_servers,
                 controllers=controllers,
+            )
+        )
+    for proxy in _proxies(resources):
+        groups.append(
+            GroupInfo(
+                name=proxy.metadata.name,
+                kind="Proxy",
+                replicas=_proxy_names(proxy),
+                name_servers=proxy_name_servers_here(proxy, resources, ports),
+                controllers=[],
             )
         )
     for bg in _brokers(resources):
@@ -347,10 +438,13 @@ def _groups(resources: Sequence[Resource], ports: Mapping[str, int]) -> list[Gro
 
 def render_configs(resources: Sequence[Resource], ports: Mapping[str, int], layout: StateLayout) -> dict[str, str]:
     """Config file text per process name (what `local up` writes to conf/<replica>.conf)."""
-    return {
-        p.name: properties_text(p.conf, HEADER.format(kind=p.kind, name=p.group))
-        for p in _processes(resources, ports, layout)
-    }
+    return {p.name: _config_text(p) for p in _processes(resources, ports, layout)}
+
+
+def _config_text(p: _Process) -> str:
+    if p.kind == "Proxy":
+        return proxy_config_text(p.conf)  # JSON (rmq-proxy.json), which has no comment for the header
+    return properties_text({k: str(v) for k, v in p.conf.items()}, HEADER.format(kind=p.kind, name=p.group))
 
 
 def build_state(

@@ -6,7 +6,7 @@ Contract:
   for `o` in `offsets` must be free. A broker needs `(-2, -1, 0, 1)`: the VIP server binds `listenPort-2`,
   the HA server `listenPort+1` (docs/notes/local-start.md), and its Prometheus exporter `listenPort-1`
   (spec.metrics; `placement.broker_placement`), so one block holds all of a broker's ports.
-  A name server or controller needs `(0,)`.
+  A name server or controller needs `(0,)`; a proxy `(0, 1, 2)`: gRPC, remoting, and its exporter.
 * `allocate(needs, seed, is_free)` is pure apart from `is_free`: the needs are packed in order into one block
   of consecutive ports; candidate blocks are tried in a fixed order that starts at a block chosen by `seed`
   (a hash of the state directory, see `seed_for`), so the same state directory gets the same ports whenever
@@ -33,6 +33,7 @@ PORT_HIGH = 32700
 BLOCK = 100
 
 BROKER_OFFSETS: tuple[int, ...] = (-2, -1, 0, 1)
+PROXY_OFFSETS: tuple[int, ...] = (0, 1, 2)  # gRPC, remoting, Prometheus exporter (placement.proxy_ports)
 SINGLE: tuple[int, ...] = (0,)
 
 

@@ -9,7 +9,8 @@ Contract:
   `stateDir`, `supervisor` {pid, running, phase}, `nameServers`, `controllers` (`host:port`), `processes`
   (every supervised process: name, role, group, pid, running, desired, restarts, suspended, address, log) and
   `groups`: per BrokerGroup the `BrokerGroupStatus` dumped by alias (camelCase) plus `name`, `nameServers`,
-  `controllers`, and per replica the local `pid`, `restarts`, `desired`, `suspended`.
+  `controllers`, and per replica the local `pid`, `restarts`, `desired`, `suspended`; and `proxies`: per
+  proxy process its name, its Proxy, its gRPC `endpoint` and `ready` (running, its ports answer).
   When nothing runs (`nothing_runs`: no supervisor, no supervised process, e.g. after `local down`) nothing
   is asked over the network and nothing is persisted: the document has `stopped: true` and each group
   `phase: Stopped`, no master, `writable: false` (`stopped_groups`).
@@ -24,6 +25,7 @@ Contract:
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -38,8 +40,9 @@ from rocketmq_operator.core.status_view import STOPPED, cell, group_lines, repli
 from rocketmq_operator.platforms.local.group_states import observe
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
+from rocketmq_operator.platforms.local.ports import port_answers
 from rocketmq_operator.platforms.local.roll import with_rollout
-from rocketmq_operator.platforms.local.state import LocalState, pid_alive, write_json_atomic
+from rocketmq_operator.platforms.local.state import LocalState, ReplicaProcess, pid_alive, write_json_atomic
 from rocketmq_operator.platforms.local.topics import topics_status_path
 
 
@@ -132,6 +135,23 @@ def _process_doc(state: LocalState) -> list[dict[str, Any]]:
     ]
 
 
+async def proxy_docs(state: LocalState, stopped: bool) -> list[dict[str, Any]]:
+    """Every local proxy: its gRPC endpoint and whether it is ready (running, and its gRPC and remoting ports
+    answer: what the pod's readiness probe checks on Kubernetes)."""
+    proxies = [r for r in state.replicas if r.role == "proxy"]
+
+    async def ready(r: ReplicaProcess) -> bool:
+        if stopped or not pid_alive(r.pid, r.run_config):
+            return False
+        return all(await asyncio.gather(*(port_answers(f"127.0.0.1:{p}") for p in r.ports.values())))
+
+    answers = await asyncio.gather(*(ready(r) for r in proxies))
+    return [
+        {"name": r.name, "proxy": r.group, "endpoint": r.address, "ready": ok}
+        for r, ok in zip(proxies, answers, strict=True)
+    ]
+
+
 async def collect(state: LocalState, layout: StateLayout, *, persist: bool = True) -> dict[str, Any]:
     specs = {r.metadata.name: r for r in load_resources(state) if isinstance(r, BrokerGroup)}
     stopped = nothing_runs(state)
@@ -178,6 +198,7 @@ async def collect(state: LocalState, layout: StateLayout, *, persist: bool = Tru
         "controllers": state.controllers,
         "processes": _process_doc(state),
         "groups": groups,
+        "proxies": await proxy_docs(state, stopped),
     }
 
 

@@ -154,6 +154,11 @@ class LocalState:
     def controllers(self) -> list[str]:
         return [a for g in self.groups if g.kind == "ControllerGroup" for a in g.controllers]
 
+    @property
+    def proxy_endpoints(self) -> list[str]:
+        """The gRPC `host:port` of every proxy, in start order (what `local env` exports)."""
+        return [r.address for r in self.replicas if r.role == "proxy"]
+
     def replica(self, name: str) -> ReplicaProcess | None:
         return next((r for r in self.replicas if r.name == name), None)
 

@@ -2,8 +2,8 @@
 
 Each port is opened to the peers that use it and no wider: a port whose clients the spec leaves open (the
 default) has a rule without `from` (anyone); a narrowed one also admits what the operator and RocketMQ itself
-need there (the operator's pods, the namespace's broker pods, the group's controllers). Ports are read from the
-same lists the StatefulSets expose, never restated. Policies add up in Kubernetes: a user's own NetworkPolicy
+need there (the operator's pods, the namespace's broker and proxy pods, the group's controllers). Ports are read
+from the same lists the StatefulSets expose, never restated. Policies add up in Kubernetes: a user's own NetworkPolicy
 selecting the same pods can only open more.
 """
 
@@ -21,6 +21,9 @@ BROKER_POD_LABELS: dict[str, str] = {
 }
 """Every broker pod the operator runs (any group): a controller's brokers, and a broker's peers across groups."""
 
+PROXY_POD_LABELS: dict[str, str] = {**BROKER_POD_LABELS, "app.kubernetes.io/component": "proxy"}
+"""Every proxy pod the operator runs: a proxy reads routes from the name servers and sends to the brokers."""
+
 
 def operator_peer() -> JSON:
     """The operator's pods in any namespace, by the label the chart puts on them (rocketmq-operator.dev/operator)."""
@@ -29,6 +32,10 @@ def operator_peer() -> JSON:
 
 def namespace_brokers_peer() -> JSON:
     return {"podSelector": {"matchLabels": dict(BROKER_POD_LABELS)}}
+
+
+def namespace_proxies_peer() -> JSON:
+    return {"podSelector": {"matchLabels": dict(PROXY_POD_LABELS)}}
 
 
 def group_peer(group: str, component: str) -> JSON:
@@ -95,8 +102,9 @@ def broker_network_policy(bg: BrokerGroup, cg: ControllerGroup | None, ports: Se
     name = bg.metadata.name
     spec = bg.spec.network_policy
     # A slave reads topics and offsets from its master's remoting port, a slave acting as master sends to other
-    # groups' brokers, the operator administers every broker there, and controllers notify role changes there.
-    always = [operator_peer(), namespace_brokers_peer()]
+    # groups' brokers, the operator administers every broker there, controllers notify role changes there, and the
+    # namespace's proxies send and pull there for their gRPC clients.
+    always = [operator_peer(), namespace_brokers_peer(), namespace_proxies_peer()]
     if cg is not None:
         always.append(group_peer(cg.metadata.name, "controller"))
     rules = [
@@ -117,7 +125,9 @@ def controller_network_policies(
     name = cg.metadata.name
     namespace = namespace_of(cg)
     spec = cg.spec.network_policy
-    name_server_sources = clients_or_anyone(spec.clients, [operator_peer(), namespace_brokers_peer()])
+    name_server_sources = clients_or_anyone(
+        spec.clients, [operator_peer(), namespace_brokers_peer(), namespace_proxies_peer()]
+    )
     rules: list[JSON] = []
     if port_named(ports, "namesrv"):
         rules.append(ingress(port_named(ports, "namesrv"), name_server_sources))

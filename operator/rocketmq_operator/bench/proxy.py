@@ -1,0 +1,144 @@
+"""`rocketmq-operator bench proxy-failover`: the master SIGKILLed N times under RocketMQ 5's own gRPC client,
+with its default settings, sending through the local platform's proxies.
+
+What an application on RocketMQ 5 sees during a failover: the client (`tools.grpc_client`, rocketmq-python-client)
+sends synchronously, one message at a time, to the first proxy's endpoint (one proxy per client, as behind a
+Service); the proxy reads routes from the name servers every `spec.routeRefreshSeconds` and sends to the
+master. Per trial, on one wall clock:
+
+* `writable_again_s`: the SIGKILL (as the supervisor sent it) → the first acknowledgement of a send that started
+  after it (what issue 31 measured for a default remoting client straight to the brokers: 23.3 s p50 / 28.9 s
+  p99, because it keeps its route for 30 s);
+* `pause_s`: the longest gap between two acknowledgements around the kill (the write pause, retries included);
+* `failed`: sends that failed after the client's own attempts.
+
+At the end every acknowledged key is read back through the proxies by a SimpleConsumer (`lost`: keys not read
+back). The manifests must hold a Proxy, a controller-mode BrokerGroup, and a Topic and ConsumerGroup it declares
+(examples/proxy.yaml).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from rocketmq_operator.api.models import ConsumerGroup, Topic
+from rocketmq_operator.bench import phase
+from rocketmq_operator.bench.failover import (
+    Group,
+    _signal,
+    full_sync_state_set,
+    percentile,
+    retrying,
+    run_cli,
+    up_controller_group,
+    wait_for,
+    write_pause,
+)
+from rocketmq_operator.platforms.local.auth import state_client
+from rocketmq_operator.platforms.local.placement import load_resources
+from rocketmq_operator.platforms.local.state import LocalState
+from rocketmq_operator.tools.grpc_client import GrpcSend, SteadyGrpcProducer, receive_keys
+from rocketmq_operator.tools.noloss import missing_acknowledged
+
+RECOVERY_TIMEOUT_S = 120.0
+
+
+def topic_and_group(state: LocalState, group: str) -> tuple[str, str]:
+    """A Topic on `group` and a ConsumerGroup that reads it, declared in the manifests; SystemExit otherwise."""
+    resources = load_resources(state)
+    topics = [r.metadata.name for r in resources if isinstance(r, Topic) and group in r.spec.broker_groups]
+    for cg in (r for r in resources if isinstance(r, ConsumerGroup)):
+        for topic in topics:
+            if topic in cg.spec.topics:
+                return topic, cg.metadata.name
+    raise SystemExit(
+        f"error: bench proxy-failover needs a Topic on BrokerGroup {group} and a ConsumerGroup that reads it in the "
+        "manifests (gRPC clients do not create topics); fix: declare both, as examples/proxy.yaml does"
+    )
+
+
+async def run_proxy_failover(files: list[str], state_dir: Path, trials: int, rate: float, keep: bool) -> dict[str, Any]:
+    state, group = await up_controller_group(files, state_dir, "proxy-failover")
+    if not state.proxy_endpoints:
+        await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
+        raise SystemExit("error: bench proxy-failover needs a Proxy in the manifests; fix: add one, as "
+                         "examples/proxy.yaml does")  # fmt: skip
+    # One proxy per client, as behind a Service (see `local env`); the read-back goes through the last proxy.
+    endpoint, reader = state.proxy_endpoints[0], state.proxy_endpoints[-1]
+    topic, consumer_group = topic_and_group(state, group)
+    per_trial: list[dict[str, Any]] = []
+    bench_group = Group(state, group)
+    producer = SteadyGrpcProducer(endpoint, topic, rate)
+    records: list[GrpcSend] = []
+    try:
+        async with state_client(state, connect_timeout=1.0, request_timeout=2.0) as client:
+            await asyncio.to_thread(producer.start)
+            for _ in range(trials):
+                # One fault at a time: the killed broker is back in the SyncStateSet before the next kill.
+                await wait_for("a full SyncStateSet", lambda: full_sync_state_set(bench_group, client), 180, 0.2)
+                phase.announce("steady traffic before the kill")
+                await asyncio.sleep(3.0)
+                master_id, _, _ = await retrying(lambda: bench_group.controller_master(client))
+                before = await _replica_of(bench_group, client, master_id)
+                killed_at = await _signal(state_dir, before)
+
+                async def acked_after(killed_at: float = killed_at) -> bool:
+                    return any(r.ok and r.start > killed_at for r in producer.records)
+
+                await wait_for("an acknowledgement after the kill", acked_after, RECOVERY_TIMEOUT_S, interval=0.05)
+                await asyncio.sleep(1.0)  # a little steady traffic after the recovery
+                records = list(producer.records)
+                first = min(r.end for r in records if r.ok and r.start > killed_at)
+                around = [r for r in records if r.start >= killed_at - 5]
+                per_trial.append(
+                    {
+                        "killed": before,
+                        "writable_again_s": round(first - killed_at, 3),
+                        "pause_s": round(write_pause(records, killed_at, time.time()), 3),
+                        "failed": sum(1 for r in around if not r.ok),
+                        "failed_statuses": sorted({r.status for r in around if not r.ok}),
+                    }
+                )
+        records = list(await asyncio.to_thread(producer.stop))
+        acked = {r.key for r in records if r.ok}
+        phase.announce("reading every acknowledged key back through the proxies")
+        got = await asyncio.to_thread(receive_keys, reader, consumer_group, topic, acked, idle_s=20.0)
+        lost = missing_acknowledged(acked, got)
+    finally:
+        await asyncio.to_thread(producer.stop)  # a no-op once stopped; an interrupted run stops its thread here
+        if not keep:
+            await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
+
+    def summary(key: str) -> dict[str, float | None]:
+        values = [float(t[key]) for t in per_trial]
+        return {"p50": percentile(values, 0.5), "p99": percentile(values, 0.99), "max": max(values, default=None)}
+
+    return {
+        "bench": "proxy-failover",
+        "client": "rocketmq-python-client (gRPC), default settings, synchronous sends",
+        "proxies": len(state.proxy_endpoints),
+        "trials": len(per_trial),
+        "rate": rate,
+        "sent": len(records),
+        "acknowledged": len(acked),
+        "failed": sum(1 for r in records if not r.ok),
+        "lost": len(lost),
+        "lost_keys": sorted(lost)[:20],
+        "writable_again_s": summary("writable_again_s"),
+        "pause_s": summary("pause_s"),
+        "per_trial": per_trial,
+    }
+
+
+async def _replica_of(group: Group, client: Any, broker_id: int | None) -> str:
+    """The local replica name of the controller's master `broker_id` (from the brokers' own reports)."""
+    from rocketmq_operator.control.observe import observe_groups
+
+    states = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
+    for r in states[group.name].replicas:
+        if broker_id is not None and r.broker_id == broker_id:
+            return r.name
+    raise RuntimeError(f"no replica of {group.name} reports broker id {broker_id} (the controller's master)")

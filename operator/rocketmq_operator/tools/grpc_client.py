@@ -1,0 +1,246 @@
+"""RocketMQ 5's own gRPC clients through the Proxy, for tests and benchmarks.
+
+What an application on RocketMQ 5 runs: `rocketmq-python-client` (apache/rocketmq-clients, the `grpc` extra),
+used here with its defaults (3 send attempts with backoff, 3 s request timeout), never our remoting code: the
+point is to measure what such a client sees. That client is synchronous (it runs its own threads), so this module
+is too; callers in asyncio code run it in a thread.
+
+Contract:
+
+* `GrpcProducer(endpoints, topic)` is a started producer (`with` closes it); `send(seq, key, body)` returns a
+  `GrpcSend`: `ok` when the proxy answered with a receipt (the broker stored it), otherwise `status` is the
+  exception's class name and `error` its text. `endpoints` is `host:port[;host:port...]`, as the clients take it.
+* `SteadyGrpcProducer(endpoints, topic, rate)`: one thread sending one message at a time (synchronously, like an
+  application's `send`) at most `rate` per second, from `start()` until `stop()`; `records` in send order. Keys
+  are `<prefix><seq>`. Its records fit `tools.stats.recovery_windows`.
+* `receive_keys(endpoints, group, topic, expected, idle_s)`: a SimpleConsumer that receives (long polling) and
+  acks until every expected key was seen or nothing arrived for `idle_s`; returns every key seen (duplicates
+  folded). Each message is acked after it is recorded, so an unacked one (or one whose ack failed) comes back
+  after `invisible_s`. A
+  failed receive is tried again; `GrpcReceiveError` when the last one before the deadline failed too.
+* `GrpcClientMissing` when the `grpc` extra is not installed (one line naming the fix).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from rocketmq_operator.tools.produce import default_key_prefix, message_key
+
+
+class GrpcClientMissing(RuntimeError):
+    """rocketmq-python-client is not installed."""
+
+
+class GrpcReceiveError(RuntimeError):
+    """Receiving kept failing until the idle deadline (the last error is in the message)."""
+
+
+def _client() -> Any:
+    try:
+        import rocketmq
+    except ImportError as exc:  # pragma: no cover - the dev install has it
+        raise GrpcClientMissing(
+            "RocketMQ's gRPC client is not installed; fix: pip install 'rocketmq-operator[grpc]' "
+            "(rocketmq-python-client)"
+        ) from exc
+    return rocketmq
+
+
+@dataclass(frozen=True, slots=True)
+class GrpcSend:
+    """One message sent through the proxy (all of the client's own attempts)."""
+
+    seq: int
+    key: str
+    start: float
+    """Wall clock (epoch seconds) when `send` was called."""
+    end: float
+    """Wall clock when it returned or raised."""
+    ok: bool
+    status: str
+    error: str | None = None
+    message_id: str | None = None
+
+    @property
+    def latency_ms(self) -> float:
+        return (self.end - self.start) * 1000.0
+
+
+def _configuration(endpoints: str, request_timeout_s: float | None) -> Any:
+    rocketmq = _client()
+    credentials = rocketmq.Credentials()
+    if request_timeout_s is None:
+        return rocketmq.ClientConfiguration(endpoints, credentials)
+    return rocketmq.ClientConfiguration(endpoints, credentials, request_timeout=request_timeout_s)
+
+
+class GrpcProducer:
+    """A started gRPC producer of one topic; `close()` (or `with`) shuts it down."""
+
+    def __init__(self, endpoints: str, topic: str, *, request_timeout_s: float | None = None) -> None:
+        rocketmq = _client()
+        self.topic = topic
+        self._rocketmq = rocketmq
+        self._producer = rocketmq.Producer(_configuration(endpoints, request_timeout_s), (topic,))
+        self._producer.startup()
+
+    def send(self, seq: int, key: str, body: bytes) -> GrpcSend:
+        message = self._rocketmq.Message()
+        message.topic = self.topic
+        message.body = body
+        message.keys = key
+        start = time.time()
+        try:
+            receipt = self._producer.send(message)
+        except Exception as exc:
+            return GrpcSend(seq, key, start, time.time(), False, type(exc).__name__, str(exc)[:300])
+        return GrpcSend(seq, key, start, time.time(), True, "SEND_OK", message_id=str(receipt.message_id))
+
+    def close(self) -> None:
+        self._producer.shutdown()
+
+    def __enter__(self) -> GrpcProducer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class SteadyGrpcProducer:
+    """Synchronous sends, one at a time, at most `rate` per second, in a thread of its own."""
+
+    def __init__(
+        self,
+        endpoints: str,
+        topic: str,
+        rate: float = 50.0,
+        *,
+        size: int = 128,
+        key_prefix: str | None = None,
+        request_timeout_s: float | None = None,
+    ) -> None:
+        self.endpoints = endpoints
+        self.topic = topic
+        self.rate = rate
+        self.size = size
+        self.key_prefix = key_prefix or default_key_prefix()
+        self.request_timeout_s = request_timeout_s
+        self._records: list[GrpcSend] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"grpc-producer-{topic}", daemon=True)
+
+    @property
+    def records(self) -> tuple[GrpcSend, ...]:
+        with self._lock:
+            return tuple(self._records)
+
+    def acknowledged(self) -> set[str]:
+        return {r.key for r in self.records if r.ok}
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        """Start the thread; returns once the producer is started (its routes fetched), or raises why not."""
+        self._thread.start()
+        if not self._started.wait(timeout_s) or self._error is not None:
+            self._stop.set()
+            raise RuntimeError(f"the gRPC producer of {self.topic} did not start: {self._error or 'timed out'}")
+
+    def _run(self) -> None:
+        try:
+            producer = GrpcProducer(self.endpoints, self.topic, request_timeout_s=self.request_timeout_s)
+        except BaseException as exc:
+            self._error = exc
+            self._started.set()
+            return
+        self._started.set()
+        interval = 1.0 / self.rate
+        seq = 0
+        next_at = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                key = message_key(self.key_prefix, seq)
+                record = producer.send(seq, key, _body(key, self.size))
+                with self._lock:
+                    self._records.append(record)
+                seq += 1
+                # No burst after a stall: the next send is due one interval after this one at the earliest.
+                next_at = max(next_at + interval, time.monotonic())
+                self._stop.wait(max(0.0, next_at - time.monotonic()))
+        finally:
+            producer.close()
+
+    def stop(self) -> tuple[GrpcSend, ...]:
+        self._stop.set()
+        if self._thread.ident is not None:  # started (a stop before start, or twice, is a no-op)
+            self._thread.join(timeout=120)
+        return self.records
+
+    def __enter__(self) -> SteadyGrpcProducer:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+def _body(key: str, size: int) -> bytes:
+    text = (key + ":").encode()
+    return (text * (size // len(text) + 1))[:size]
+
+
+def receive_keys(
+    endpoints: str,
+    group: str,
+    topic: str,
+    expected: Iterable[str] = (),
+    *,
+    idle_s: float = 10.0,
+    invisible_s: int = 20,
+    batch: int = 32,
+) -> set[str]:
+    """Every key a SimpleConsumer of `group` receives on `topic` (each message acked once seen), until every
+    `expected` key was seen or nothing arrived for `idle_s` seconds."""
+    rocketmq = _client()
+    wanted = set(expected)
+    seen: set[str] = set()
+    # A long poll shorter than idle_s, so that an idle topic ends the loop on time.
+    await_s = max(1, min(20, int(idle_s / 2)))
+    consumer = rocketmq.SimpleConsumer(
+        _configuration(endpoints, None),
+        group,
+        {topic: rocketmq.FilterExpression()},
+        await_duration=await_s,
+    )
+    consumer.startup()
+    last_error: Exception | None = None
+    try:
+        last = time.monotonic()
+        while not (wanted and wanted <= seen) and time.monotonic() - last < idle_s:
+            try:
+                messages = consumer.receive(batch, invisible_s) or []  # an empty long poll returns []
+            except Exception as exc:  # e.g. right after start-up, before the proxy has the client's settings
+                last_error = exc
+                time.sleep(0.2)
+                continue
+            last_error = None
+            for message in messages:
+                seen.update(k for k in message.keys if k)
+                with contextlib.suppress(Exception):
+                    # A failed ack (seen right after a failover) only brings the message back after invisible_s: a
+                    # duplicate, which a no-loss check allows; its key is already read.
+                    consumer.ack(message)
+            if messages:
+                last = time.monotonic()
+    finally:
+        consumer.shutdown()
+    if last_error is not None and not (wanted and wanted <= seen):
+        raise GrpcReceiveError(f"receiving {topic} as {group} through {endpoints} failed: {last_error}")
+    return seen
