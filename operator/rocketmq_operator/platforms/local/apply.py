@@ -165,13 +165,14 @@ def _refuse_unscalable(existing: LocalState, texts: Mapping[str, str]) -> None:
 
 
 def _refuse_unrollable(existing: LocalState, state: LocalState) -> None:
-    """Rolls go through the controller's SyncStateSet: controller-mode BrokerGroups only, for now."""
+    """Rolls go through the controller's SyncStateSet: controller-mode BrokerGroups only, for now (a changed
+    Proxy is refused too: the local platform does not restart proxies one at a time yet)."""
     rollable = {g.name for g in existing.groups if g.kind == "BrokerGroup" and g.controller_mode}
     for r in state.replicas:
         old = existing.replica(r.name)
         if old is None or old.revision == r.target_revision or not old.revision or r.group in rollable:
             continue
-        what = "ControllerGroup" if r.kind == "ControllerGroup" else "BrokerGroup (not controller mode)"
+        what = {"ControllerGroup": "ControllerGroup", "Proxy": "Proxy"}.get(r.kind, "BrokerGroup (not controller mode)")
         raise lifecycle.LocalError(
             f"{what} {r.group}: replica {r.name} would need a restart (version or restart-only config), and "
             "`local apply` rolls only controller-mode BrokerGroups; fix: change only hot keys there, or "
