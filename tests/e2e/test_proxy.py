@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from e2e.e2e_helpers import pod_ready
-from rocketmq_operator.tools.grpc_client import GrpcProducer, receive_keys
+from rocketmq_operator.tools.grpc_client import receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged
 
 pytestmark = pytest.mark.xdist_group("quickstart")
@@ -73,9 +73,7 @@ def test_proxy_example_serves_a_grpc_client_on_the_host_through_the_node_port(qu
     # From the host, outside the pod network: the node's address and the node port.
     endpoint = f"{NODE_IP}:{node_port}"
     keys = [f"proxy-e2e-{i}" for i in range(40)]
-    with GrpcProducer(endpoint, TOPIC) as producer:
-        sends = [producer.send(i, key, key.encode()) for i, key in enumerate(keys)]
-    failed = [(s.key, s.status, s.error) for s in sends if not s.ok]
+    failed = [(s.key, s.status, s.error) for s in send_keys(endpoint, TOPIC, keys) if not s.ok]
     assert not failed, failed
     got = receive_keys(endpoint, GROUP, TOPIC, keys, idle_s=30)
     lost = missing_acknowledged(set(keys), got)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rocketmq_operator.tools.grpc_client import GrpcProducer, SteadyGrpcProducer, receive_keys
+from rocketmq_operator.tools.grpc_client import SteadyGrpcProducer, receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged
 
 pytestmark = pytest.mark.integration
@@ -60,9 +60,7 @@ def test_grpc_clients_through_local_proxies_and_a_master_kill(local_platform: An
         # Send through one proxy, receive through the other (they share nothing but the name servers and brokers):
         # every key acknowledged comes back to a SimpleConsumer.
         keys = [f"proxy-basic-{i}" for i in range(50)]
-        with GrpcProducer(endpoint, TOPIC) as producer:
-            sends = [producer.send(i, key, key.encode()) for i, key in enumerate(keys)]
-        failed = [(s.key, s.status, s.error) for s in sends if not s.ok]
+        failed = [(s.key, s.status, s.error) for s in send_keys(endpoint, TOPIC, keys) if not s.ok]
         assert not failed, failed
         got = receive_keys(other, CONSUMER_GROUP, TOPIC, keys, idle_s=20)
         assert not missing_acknowledged(set(keys), got), sorted(set(keys) - got)[:10]

@@ -10,6 +10,7 @@ Contract:
 * `GrpcProducer(endpoints, topic)` is a started producer (`with` closes it); `send(seq, key, body)` returns a
   `GrpcSend`: `ok` when the proxy answered with a receipt (the broker stored it), otherwise `status` is the
   exception's class name and `error` its text. `endpoints` is `host:port[;host:port...]`, as the clients take it.
+* `send_keys(endpoints, topic, keys)`: one message per key through one producer, every `GrpcSend` in order.
 * `SteadyGrpcProducer(endpoints, topic, rate)`: one thread sending one message at a time (synchronously, like an
   application's `send`) at most `rate` per second, from `start()` until `stop()`; `records` in send order. Keys
   are `<prefix><seq>`. Its records fit `tools.stats.recovery_windows`.
@@ -189,6 +190,12 @@ class SteadyGrpcProducer:
 
     def __exit__(self, *_: object) -> None:
         self.stop()
+
+
+def send_keys(endpoints: str, topic: str, keys: Iterable[str]) -> list[GrpcSend]:
+    """One message per key (its body the key), in order, through one started producer."""
+    with GrpcProducer(endpoints, topic) as producer:
+        return [producer.send(seq, key, key.encode()) for seq, key in enumerate(keys)]
 
 
 def _body(key: str, size: int) -> bytes:
