@@ -86,7 +86,11 @@ def test_java_command_shape(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         dist.java_command("broker", None)
     with pytest.raises(ValueError):
-        dist.java_command("proxy", conf)
+        dist.java_command("mystery", conf)
+    # A proxy reads rmq-proxy.json from -pc and runs in cluster mode (routes from the name servers).
+    proxy = dist.java_command("proxy", conf, home=tmp_path)
+    assert proxy[-5:] == [MAIN_CLASSES["proxy"], "-pc", str(conf.resolve()), "-pm", "cluster"]
+    assert "-c" not in proxy and "-Dtls.server.mode=disabled" in proxy
 
 
 def _free_port() -> int:
