@@ -138,6 +138,7 @@ OPERATOR_OWNED_PROXY_KEYS: dict[str, str] = {
     "grpcServerPort": "(fixed per platform)",
     "remotingListenPort": "(fixed per platform)",
     "topicRouteServiceCacheRefreshSeconds": "spec.routeRefreshSeconds",
+    "useEndpointPortFromRequest": "(on: routes name the port the client dialled, a node port or a load balancer's)",
     "metricsExporterType": "spec.metrics.enabled",
     "metricsPromExporterPort": "spec.metrics.port",
     "rocketmqHome": "(the image)",

@@ -297,6 +297,9 @@ def proxy_config(proxy: Proxy, name_servers: Sequence[str], grpc_port: int, remo
         "grpcServerPort": grpc_port,
         "remotingListenPort": remoting_port,
         "topicRouteServiceCacheRefreshSeconds": proxy.spec.route_refresh_seconds,
+        # A route names the proxy's endpoint with the port the client dialled, not grpcServerPort: a client outside
+        # the cluster reaches a proxy through a node port (30081) or a load balancer, and was refused at 8081.
+        "useEndpointPortFromRequest": True,
     }
     if proxy.spec.metrics.enabled:
         conf |= {
