@@ -78,3 +78,16 @@ def test_proxy_example_serves_a_grpc_client_on_the_host_through_the_node_port(qu
     got = receive_keys(endpoint, GROUP, TOPIC, keys, idle_s=30)
     lost = missing_acknowledged(set(keys), got)
     assert not lost, sorted(lost)[:10]
+
+    # Deleting the Proxy deletes what it owns (its Deployment, Service and PodDisruptionBudget), as a user expects;
+    # the brokers keep serving. It also frees the two proxy JVMs for the tests after this one.
+    node.kubectl("-n", NS, "delete", "proxy", "proxy")
+
+    def proxy_objects_gone() -> bool:
+        names = node.kubectl(
+            "-n", NS, "get", "deployment,service,pdb", "-l", "app.kubernetes.io/instance=proxy", "-o", "name"
+        )
+        return not names.strip()
+
+    node.wait_for("the Proxy's Deployment, Service and PDB gone", proxy_objects_gone, timeout=300)
+    assert quickstart.healthy()
