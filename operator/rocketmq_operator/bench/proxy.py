@@ -37,6 +37,7 @@ from rocketmq_operator.bench.failover import (
     wait_for,
     write_pause,
 )
+from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState
@@ -135,8 +136,6 @@ async def run_proxy_failover(files: list[str], state_dir: Path, trials: int, rat
 
 async def _replica_of(group: Group, client: Any, broker_id: int | None) -> str:
     """The local replica name of the controller's master `broker_id` (from the brokers' own reports)."""
-    from rocketmq_operator.control.observe import observe_groups
-
     states = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
     for r in states[group.name].replicas:
         if broker_id is not None and r.broker_id == broker_id:

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rocketmq_operator.tools.digest import body_for
 from rocketmq_operator.tools.produce import default_key_prefix, message_key
 
 
@@ -168,7 +169,7 @@ class SteadyGrpcProducer:
         try:
             while not self._stop.is_set():
                 key = message_key(self.key_prefix, seq)
-                record = producer.send(seq, key, _body(key, self.size))
+                record = producer.send(seq, key, body_for(key, self.size))
                 with self._lock:
                     self._records.append(record)
                 seq += 1
@@ -196,11 +197,6 @@ def send_keys(endpoints: str, topic: str, keys: Iterable[str]) -> list[GrpcSend]
     """One message per key (its body the key), in order, through one started producer."""
     with GrpcProducer(endpoints, topic) as producer:
         return [producer.send(seq, key, key.encode()) for seq, key in enumerate(keys)]
-
-
-def _body(key: str, size: int) -> bytes:
-    text = (key + ":").encode()
-    return (text * (size // len(text) + 1))[:size]
 
 
 def receive_keys(
