@@ -14,10 +14,10 @@ include mk/images.mk
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[kubernetes,dev,spark,grpc]'
+# The versions are pinned in constraints.txt and installed from a wheelhouse in the project's cache, fetched once
+# (scripts/install-python.sh says why and how to re-pin).
+$(STAMP): pyproject.toml constraints.txt scripts/install-python.sh
+	scripts/install-python.sh $(VENV) $(PYTHON)
 	@touch $(STAMP)
 
 run: install
