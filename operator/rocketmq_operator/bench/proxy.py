@@ -1,4 +1,8 @@
-"""`rocketmq-operator bench proxy-failover`: the master SIGKILLed N times under RocketMQ 5's own gRPC client,
+"""The Proxy's benchmarks on the local platform: `bench proxy-failover` (below) and `bench proxy` (what the proxy
+costs a sender: throughput and send latency through it against straight to the brokers, with the same client and
+the same load in one run; `run_proxy_bench`).
+
+`bench proxy-failover`: the master SIGKILLed N times under RocketMQ 5's own gRPC client,
 with its default settings, sending through the local platform's proxies.
 
 What an application on RocketMQ 5 sees during a failover: the client (`tools.grpc_client`, rocketmq-python-client)
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +42,15 @@ from rocketmq_operator.bench.failover import (
     wait_for,
     write_pause,
 )
+from rocketmq_operator.bench.load import load_average_1m
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState
-from rocketmq_operator.tools.grpc_client import GrpcSend, SteadyGrpcProducer, receive_keys
+from rocketmq_operator.tools.grpc_client import GrpcSend, SteadyGrpcProducer, receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged
+from rocketmq_operator.tools.produce import ProduceReport, default_key_prefix, message_key, produce
+from rocketmq_operator.tools.stats import latency_summary
 
 RECOVERY_TIMEOUT_S = 120.0
 
@@ -141,3 +149,158 @@ async def _replica_of(group: Group, client: Any, broker_id: int | None) -> str:
         if broker_id is not None and r.broker_id == broker_id:
             return r.name
     raise RuntimeError(f"no replica of {group.name} reports broker id {broker_id} (the controller's master)")
+
+
+# ------------------------------------------------------------------------------------------- bench proxy
+
+WARMUP_MESSAGES = 2000  # per path, unrecorded: the JIT, the connections and the route caches warmed first
+
+
+def proxy_remoting_address(state: LocalState) -> str:
+    """The first proxy's remoting `host:port`: the proxy answers route queries there with its own address, so a
+    remoting client that takes it as its name server sends every message through the proxy."""
+    proxy = next(r for r in state.replicas if r.role == "proxy")
+    host = proxy.address.rsplit(":", 1)[0]
+    return f"{host}:{proxy.ports['remoting']}"
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    """``numerator / denominator`` to three places; None when either is missing or the denominator is 0."""
+    if numerator is None or not denominator:
+        return None
+    return round(numerator / denominator, 3)
+
+
+async def run_proxy_bench(
+    files: list[str],
+    state_dir: Path,
+    *,
+    count: int,
+    concurrency: int,
+    rate: float,
+    seconds: float,
+    rounds: int,
+    size: int,
+    grpc_count: int,
+    keep: bool,
+) -> dict[str, Any]:
+    """Throughput and send latency through the proxy against straight to the brokers: the same remoting producer
+    (`tools.produce`), the same topic, the same load, alternating paths within each round (ABBA over rounds) so
+    that the machine's drift falls on both. Saturated: `count` messages with `concurrency` in flight, the
+    throughput. Fixed rate: `rate` messages per second for `seconds`, the latency. Then, as an application on
+    RocketMQ 5 sends, `grpc_count` synchronous sends of rocketmq-python-client through the proxy."""
+    state, group = await up_controller_group(files, state_dir, "proxy")
+    if not state.proxy_endpoints:
+        await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
+        raise SystemExit("error: bench proxy needs a Proxy in the manifests; fix: add one, as examples/proxy.yaml does")
+    topic, _ = topic_and_group(state, group)
+    paths: dict[str, list[str]] = {"direct": state.name_servers, "proxy": [proxy_remoting_address(state)]}
+    saturated: dict[str, list[ProduceReport]] = {path: [] for path in paths}
+    fixed: dict[str, list[ProduceReport]] = {path: [] for path in paths}
+    grpc: list[GrpcSend] = []
+    fixed_count = max(1, int(rate * seconds))
+    try:
+        for path, namesrv in paths.items():
+            phase.announce(f"warming up the {path} path")
+            await produce(namesrv, topic, WARMUP_MESSAGES, size=size, concurrency=concurrency, create_topic=False,
+                          keep_records=False)  # fmt: skip
+        for round_index in range(rounds):
+            order = list(paths) if round_index % 2 == 0 else list(reversed(paths))
+            for path in order:
+                phase.announce(f"round {round_index + 1}/{rounds}: {path}, {count} messages, {concurrency} in flight")
+                saturated[path].append(
+                    await produce(paths[path], topic, count, size=size, concurrency=concurrency, create_topic=False)
+                )
+            for path in order:
+                phase.announce(f"round {round_index + 1}/{rounds}: {path}, {rate:g} messages/s for {seconds:g} s")
+                fixed[path].append(
+                    await produce(
+                        paths[path],
+                        topic,
+                        fixed_count,
+                        size=size,
+                        rate=rate,
+                        concurrency=concurrency,
+                        create_topic=False,
+                    )
+                )
+        if grpc_count > 0:
+            phase.announce(f"{grpc_count} synchronous sends of RocketMQ's gRPC client through the proxy")
+            prefix = default_key_prefix()
+            keys = [message_key(prefix, seq) for seq in range(grpc_count)]
+            grpc = await asyncio.to_thread(send_keys, state.proxy_endpoints[0], topic, keys)
+    finally:
+        if not keep:
+            await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
+    return proxy_bench_document(
+        saturated, fixed, grpc, concurrency=concurrency, rate=rate, seconds=seconds, size=size, topic=topic
+    )
+
+
+def proxy_bench_document(
+    saturated: dict[str, list[ProduceReport]],
+    fixed: dict[str, list[ProduceReport]],
+    grpc: list[GrpcSend],
+    *,
+    concurrency: int,
+    rate: float,
+    seconds: float,
+    size: int,
+    topic: str,
+) -> dict[str, Any]:
+    """The JSON of `bench proxy` from its runs (pure: table-tested)."""
+
+    def throughput(path: str) -> dict[str, Any]:
+        per_round = [r.msgs_per_s for r in saturated[path]]
+        return {
+            "msgs_per_s": percentile(per_round, 0.5),
+            "per_round": per_round,
+            "latency_ms": latency_summary([r.latency_ms for report in saturated[path] for r in report.records if r.ok]),
+        }
+
+    def latency(path: str) -> dict[str, Any]:
+        records = [r for report in fixed[path] for r in report.records if r.ok]
+        elapsed = sum(report.elapsed_s for report in fixed[path])
+        return {
+            "latency_ms": latency_summary([r.latency_ms for r in records]),
+            "achieved_msgs_per_s": round(len(records) / elapsed, 1) if elapsed > 0 else 0.0,
+        }
+
+    sat = {path: throughput(path) for path in saturated}
+    lat = {path: latency(path) for path in fixed}
+    grpc_ok = [s for s in grpc if s.ok]
+    grpc_elapsed = (max(s.end for s in grpc) - min(s.start for s in grpc)) if grpc else 0.0
+    reports = [r for runs in (*saturated.values(), *fixed.values()) for r in runs]
+    return {
+        "bench": "proxy",
+        "client": "this project's remoting producer (tools.produce), the same on both paths; through the proxy it "
+        "takes the proxy's remoting port as its name server",
+        "topic": topic,
+        "size": size,
+        "rounds": len(saturated.get("direct", [])),
+        "saturated": {
+            "concurrency": concurrency,
+            **sat,
+            "proxy_over_direct_msgs_per_s": ratio(sat["proxy"]["msgs_per_s"], sat["direct"]["msgs_per_s"]),
+        },
+        "fixed_rate": {
+            "rate": rate,
+            "seconds": seconds,
+            **lat,
+            "proxy_over_direct_p50": ratio(lat["proxy"]["latency_ms"]["p50"], lat["direct"]["latency_ms"]["p50"]),
+            "proxy_over_direct_p99": ratio(lat["proxy"]["latency_ms"]["p99"], lat["direct"]["latency_ms"]["p99"]),
+        },
+        "grpc_via_proxy": {
+            "client": "rocketmq-python-client (gRPC), default settings, one synchronous send at a time",
+            "sent": len(grpc),
+            "acknowledged": len(grpc_ok),
+            "latency_ms": latency_summary([s.latency_ms for s in grpc_ok]),
+            "msgs_per_s": round(len(grpc_ok) / grpc_elapsed, 1) if grpc_elapsed > 0 else 0.0,
+        },
+        "sent": sum(r.sent for r in reports) + len(grpc),
+        "failed": sum(r.sent - r.acknowledged for r in reports) + len(grpc) - len(grpc_ok),
+        "failures": dict(
+            sum((Counter(r.failures) for r in reports), Counter()) + Counter(s.status for s in grpc if not s.ok)
+        ),
+        "load_avg_1m": load_average_1m(),
+    }

@@ -54,6 +54,14 @@ def proxy_failover_failures(doc: dict[str, Any]) -> list[str]:
     return _lost(doc)
 
 
+def proxy_bench_failures(doc: dict[str, Any]) -> list[str]:
+    """`bench proxy`: any send that failed (a throughput or latency figure with failures in it is not one)."""
+    failed = int(doc.get("failed") or 0)
+    if failed == 0:
+        return []
+    return [f"{failed} of {doc.get('sent')} sends failed ({doc.get('failures')}): the figures do not stand"]
+
+
 def switchover_failures(doc: dict[str, Any]) -> list[str]:
     """`bench switchover`: lost messages, deposed acknowledgements, elections beyond one per switchover."""
     return _lost(doc) + _deposed(doc, "stale_route_acks_after_election") + _extra(doc, "per_switchover", "switchover")

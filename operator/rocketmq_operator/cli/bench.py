@@ -30,6 +30,7 @@ from rocketmq_operator.bench import verdict
 from rocketmq_operator.bench.load import CpuLoad
 from rocketmq_operator.bench.phase import listening
 from rocketmq_operator.cli import bench_spark
+from rocketmq_operator.cli.arguments import positive_float, positive_int
 from rocketmq_operator.platforms.console import EXIT_INTERRUPTED, Ticker, stderr_terminal
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.lifecycle import our_pids
@@ -158,6 +159,30 @@ def cmd_proxy_failover(args: argparse.Namespace) -> int:
         return _interrupted(exc)
     print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_trial"}, indent=2))
     return _verdict("bench proxy-failover", verdict.proxy_failover_failures(doc))
+
+
+def cmd_proxy(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.proxy import run_proxy_bench
+
+    state_dir = Path(args.state_dir or ".bench-state/proxy").resolve()
+    bench = run_proxy_bench(
+        args.files,
+        state_dir,
+        count=args.count,
+        concurrency=args.concurrency,
+        rate=args.rate,
+        seconds=args.seconds,
+        rounds=args.rounds,
+        size=args.size,
+        grpc_count=args.grpc_count,
+        keep=args.keep,
+    )
+    try:
+        doc = _run("bench proxy", state_dir, args.keep, bench)
+    except Interrupted as exc:
+        return _interrupted(exc)
+    print(json.dumps(doc, indent=2))
+    return _verdict("bench proxy", verdict.proxy_bench_failures(doc))
 
 
 def cmd_routes(args: argparse.Namespace) -> int:
@@ -315,7 +340,7 @@ def register(sub: Any) -> None:
     c.set_defaults(func=cmd_chaos)
     bench = sub.add_parser(
         "bench",
-        help="benchmarks that print JSON (failover, proxy-failover, routes, upgrade, switchover, quorum, spark)",
+        help="benchmarks that print JSON (failover, proxy, proxy-failover, routes, upgrade, switchover, quorum, spark)",
     )
     bsub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
     p = bsub.add_parser("failover", help="SIGKILL or SIGSTOP the master N times under load on the local platform")
@@ -353,6 +378,23 @@ def register(sub: Any) -> None:
     pf.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     pf.add_argument("--json", action="store_true", help="include every trial")
     pf.set_defaults(func=cmd_proxy_failover)
+    px = bsub.add_parser(
+        "proxy",
+        help="throughput and send latency through the proxy against straight to the brokers (local platform)",
+    )
+    px.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    px.add_argument("--count", type=positive_int, default=20000, help="messages per saturated run (default 20000)")
+    px.add_argument("--concurrency", type=positive_int, default=32, help="sends in flight (default 32)")
+    px.add_argument("--rate", type=positive_float, default=1000.0, help="the fixed-rate load, messages/s")
+    px.add_argument("--seconds", type=positive_float, default=10.0, help="each fixed-rate run's length (default 10)")
+    px.add_argument("--rounds", type=positive_int, default=3, help="rounds, paths alternating (default 3)")
+    px.add_argument("--size", type=positive_int, default=1024, help="message body bytes (default 1024)")
+    px.add_argument(
+        "--grpc-count", type=int, default=500, help="synchronous gRPC-client sends through the proxy (0: none)"
+    )
+    px.add_argument("--state-dir", help="default: .bench-state/proxy")
+    px.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
+    px.set_defaults(func=cmd_proxy)
     r = bsub.add_parser("routes", help="restart every name server N times; time until the master's route is back")
     r.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
     r.add_argument("--trials", type=int, default=5)

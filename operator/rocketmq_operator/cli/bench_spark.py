@@ -27,6 +27,7 @@ import sys
 import tempfile
 from typing import Any
 
+from rocketmq_operator.cli.arguments import positive_int
 from rocketmq_operator.spark.bench import DEFAULT_MASTER, DEFAULT_MESSAGES, DEFAULT_ROUNDS, DEFAULT_SIZE
 
 EXIT_OK = 0
@@ -200,13 +201,6 @@ def cmd_bench_spark(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def register_bench(bench_sub: Any) -> None:
     """Add ``spark`` to the subcommands of ``bench`` (``rocketmq_operator.cli.bench`` calls this); idempotent."""
     if "spark" in getattr(bench_sub, "choices", {}):
@@ -220,14 +214,14 @@ def register_bench(bench_sub: Any) -> None:
     p.add_argument("-f", "--file", action="append", default=[], metavar="FILE", help="manifest for `local up`")
     p.add_argument("--state-dir", metavar="DIR", help="local platform state directory (as for `local up`)")
     p.add_argument("--namesrv", metavar="HOST:PORT[;...]", help="use this running cluster instead of -f")
-    p.add_argument("--messages", type=_positive, default=DEFAULT_MESSAGES, metavar="N")
-    p.add_argument("--size", type=_positive, default=DEFAULT_SIZE, metavar="BYTES", help="body size (1024)")
+    p.add_argument("--messages", type=positive_int, default=DEFAULT_MESSAGES, metavar="N")
+    p.add_argument("--size", type=positive_int, default=DEFAULT_SIZE, metavar="BYTES", help="body size (1024)")
     p.add_argument("--topic", help="topic to use (default: a fresh bench-spark-<hex>)")
     p.add_argument("--master", default=DEFAULT_MASTER, help="Spark master (local[2])")
     p.add_argument("--read-from", choices=("auto", "master"), default="auto")
     p.add_argument(
         "--rounds",
-        type=_positive,
+        type=positive_int,
         default=DEFAULT_ROUNDS,
         metavar="K",
         help=f"rounds of (raw read, Spark read); each side's fastest counts ({DEFAULT_ROUNDS})",
