@@ -263,8 +263,11 @@ def node_images(bin_dir: Path) -> dict[str, Path]:
 # ---------------------------------------------------------------- config files
 
 
-def _containerd_config(nd: Path) -> str:
+def _containerd_config(nd: Path, runc_root: Path | None = None) -> str:
+    """``runc_root``: runc's state directory (default: containerd's shared /run/containerd/runc); a node of a
+    multi-node cluster keeps its own, so that no two containerds share one."""
     cri = 'plugins."io.containerd.grpc.v1.cri"'
+    root_line = f'\n        Root = "{runc_root}"' if runc_root else ""
     return f"""version = 2
 root = "{nd / "containerd" / "root"}"
 state = "{nd / "containerd" / "state"}"
@@ -307,7 +310,7 @@ disabled_plugins = [
       runtime_type = "io.containerd.runc.v2"
       [{cri}.containerd.runtimes.runc.options]
         SystemdCgroup = false
-        BinaryName = "{shutil.which("runc") or "runc"}"
+        BinaryName = "{shutil.which("runc") or "runc"}"{root_line}
   [{cri}.cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "{nd / "cni" / "net.d"}"
@@ -315,7 +318,7 @@ disabled_plugins = [
 """
 
 
-def _cni_config(nd: Path) -> str:
+def _cni_config(nd: Path, bridge: str = BRIDGE, subnet: str = POD_CIDR, gateway: str = NODE_IP) -> str:
     return json.dumps(
         {
             "cniVersion": "1.0.0",
@@ -323,13 +326,13 @@ def _cni_config(nd: Path) -> str:
             "plugins": [
                 {
                     "type": "bridge",
-                    "bridge": BRIDGE,
+                    "bridge": bridge,
                     "isGateway": True,
                     "ipMasq": False,  # nothing leaves this machine; see the guard table
                     "hairpinMode": True,  # a pod reaching itself through its Service
                     "ipam": {
                         "type": "host-local",
-                        "ranges": [[{"subnet": POD_CIDR, "gateway": NODE_IP}]],
+                        "ranges": [[{"subnet": subnet, "gateway": gateway}]],
                         "routes": [{"dst": "0.0.0.0/0"}],
                         "dataDir": str(nd / "cni" / "ipam"),
                     },
@@ -340,18 +343,30 @@ def _cni_config(nd: Path) -> str:
     )
 
 
-def _kubelet_config(nd: Path, state: Path, healthz_port: int, kubelet_port: int) -> str:
-    cfg = {
+def _kubelet_config(
+    nd: Path,
+    state: Path,
+    healthz_port: int,
+    kubelet_port: int,
+    *,
+    address: str = NODE_IP,
+    healthz_address: str = "127.0.0.1",
+    pod_cidr: str = POD_CIDR,
+    cgroup_root: str | None = None,
+) -> str:
+    """``cgroup_root``: where the kubelet puts ``kubepods`` (default the hierarchy's root); each node of a multi-node
+    cluster has its own."""
+    cfg: dict[str, object] = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
         # This host runs cgroup v1 (hybrid); kubelet >= 1.35 refuses it unless told otherwise.
         "failCgroupV1": False,
         "cgroupDriver": "cgroupfs",
         "containerRuntimeEndpoint": f"unix://{nd / 'containerd' / 'containerd.sock'}",
-        "address": NODE_IP,
+        "address": address,
         "port": kubelet_port,
         "readOnlyPort": 0,
-        "healthzBindAddress": "127.0.0.1",
+        "healthzBindAddress": healthz_address,
         "healthzPort": healthz_port,
         "authentication": {
             "anonymous": {"enabled": False},
@@ -362,7 +377,7 @@ def _kubelet_config(nd: Path, state: Path, healthz_port: int, kubelet_port: int)
         "clusterDomain": "cluster.local",
         "clusterDNS": [CLUSTER_DNS],
         "resolvConf": str(nd / "resolv.conf"),
-        "podCIDR": POD_CIDR,
+        "podCIDR": pod_cidr,
         "failSwapOn": False,
         "protectKernelDefaults": False,
         "serializeImagePulls": False,
@@ -383,21 +398,32 @@ def _kubelet_config(nd: Path, state: Path, healthz_port: int, kubelet_port: int)
         "shutdownGracePeriod": "0s",
         "localStorageCapacityIsolation": True,
     }
+    if cgroup_root:
+        cfg["cgroupRoot"] = cgroup_root
     return json.dumps(cfg, indent=2)
 
 
-def _kube_proxy_config(nd: Path, healthz_port: int, metrics_port: int) -> str:
+def _kube_proxy_config(
+    nd: Path,
+    healthz_port: int,
+    metrics_port: int,
+    *,
+    name: str = NODE_NAME,
+    address: str = NODE_IP,
+    local_address: str = "127.0.0.1",
+    cluster_cidr: str = POD_CIDR,
+) -> str:
     cfg = {
         "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
         "kind": "KubeProxyConfiguration",
         "mode": "nftables",
         "clientConnection": {"kubeconfig": str(nd / "kube-proxy.kubeconfig")},
-        "hostnameOverride": NODE_NAME,
-        "bindAddress": NODE_IP,
-        "healthzBindAddress": f"127.0.0.1:{healthz_port}",
-        "metricsBindAddress": f"127.0.0.1:{metrics_port}",
-        "clusterCIDR": POD_CIDR,
-        "nodePortAddresses": [f"{NODE_IP}/32"],
+        "hostnameOverride": name,
+        "bindAddress": address,
+        "healthzBindAddress": f"{local_address}:{healthz_port}",
+        "metricsBindAddress": f"{local_address}:{metrics_port}",
+        "clusterCIDR": cluster_cidr,
+        "nodePortAddresses": [f"{address}/32"],
         # 0: leave the host's conntrack sysctls alone.
         "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
     }

@@ -16,6 +16,7 @@ MODULE_NAMES = {
     "harness": "rocketmq_operator_k8s_harness",
     "node": "node",
     "images": "rocketmq_operator_k8s_images",
+    "cluster": "rocketmq_operator_k8s_cluster",
 }
 
 

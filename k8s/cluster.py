@@ -1,0 +1,565 @@
+#!/usr/bin/env python3
+"""A real multi-node Kubernetes cluster on this machine, without Docker (issue 29, docs/notes/three-nodes.md).
+
+Python 3.11 stdlib only. The control plane of ``k8s/harness.py`` and one kube-scheduler run on the host, as for
+the one-node cluster of ``k8s/node.py``; each worker node is a **network namespace** of its own (``rmq-n<i>``)
+with its own address, containerd (own root, state, socket, runc root), bridge CNI (``cni0`` inside the
+namespace, pod CIDR 10.213.<i>.0/24), kubelet (its own ``cgroupRoot`` /rmq-n<i>) and kube-proxy, the way kind
+runs nodes as containers. The node daemons are started with ``nsenter --net=``, not ``ip netns exec`` (which would
+unshare the mount namespace: the kubelet's and containerd's mounts must be the host's).
+
+    cluster.py up     [--nodes 3] [--state-dir .k8s] [--no-build]
+    cluster.py down   [--state-dir .k8s]
+    cluster.py status [--state-dir .k8s]
+    cluster.py import IMAGE.tar [...] [--state-dir .k8s]   # into every node's containerd
+
+Network (``plan``): the host bridge ``rmqk8s0`` holds 10.213.0.1/24 (the API server's address, as today); node i
+is 10.213.0.<10+i> on a veth whose host end is a port of that bridge; in each namespace a route to every other
+node's pod CIDR through that node's address, and on the host one to each pod CIDR. Pod-to-pod traffic between
+nodes is switched by the host bridge, never forwarded by the host (its ``ip_forward`` is left alone), and the
+guard table ``inet rmq-node`` drops anything from 10.213.0.0/16 that would leave through another interface.
+Zones: ``topology.kubernetes.io/zone=zone-a|b|c...``, one per node, so spread rules mean something.
+
+``down`` removes what ``up`` made: processes (daemons, pods, shims), mounts, the namespaces (their veths, routes,
+rules and bridges go with them), cgroups, the bridge, the guard table. One cluster or node per machine: the
+record is ``k8s/node.py``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if "node" not in sys.modules:  # loaded by path, as tests/k8s_scripts.py does; node.py loads the harness
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location("node", HERE / "node.py")
+    assert _spec and _spec.loader
+    _module = importlib.util.module_from_spec(_spec)
+    sys.modules["node"] = _module
+    _spec.loader.exec_module(_module)
+node = sys.modules["node"]
+harness = node.harness  # type: ignore[attr-defined]
+build_tools = node.build_tools  # type: ignore[attr-defined]
+HarnessError = node.HarnessError  # type: ignore[attr-defined]
+
+API_ADDRESS = node.NODE_IP  # type: ignore[attr-defined]  # 10.213.0.1 on the host bridge
+BRIDGE = node.BRIDGE  # type: ignore[attr-defined]
+NETWORK = "10.213.0.0/16"  # node addresses and every pod CIDR
+GUARD_TABLE = node.GUARD_TABLE  # type: ignore[attr-defined]
+NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256, "proxy-metrics": 10249}
+MAX_NODES = 9  # 10.213.0.11-19 and pod CIDRs 10.213.1-9.0/24
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+DAEMONS = ("containerd", "kubelet", "kube-proxy")  # per node, start order; stopped in reverse
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """One worker node: its names and addresses (pure data, ``plan``)."""
+
+    index: int
+    name: str
+    zone: str
+    netns: str
+    veth: str  # host end, a port of the host bridge; the node end is eth0 in the namespace
+    ip: str
+    pod_cidr: str
+    gateway: str  # cni0's address in the namespace, the pods' gateway
+    cgroup: str  # the kubelet's cgroupRoot, in every v1 hierarchy
+
+    def routes(self, nodes: Sequence[NodePlan]) -> list[tuple[str, str]]:
+        """(destination, via) in this node's namespace: the other nodes' pod CIDRs through their addresses."""
+        return [(other.pod_cidr, other.ip) for other in nodes if other.index != self.index]
+
+
+def plan(count: int) -> list[NodePlan]:
+    """The address plan of ``count`` nodes (1..MAX_NODES)."""
+    if not 1 <= count <= MAX_NODES:
+        raise HarnessError(f"--nodes {count}: a cluster here has 1 to {MAX_NODES} nodes; fix: pick one of those")
+    zones = "abcdefghi"
+    return [
+        NodePlan(
+            index=i,
+            name=f"rmq-n{i}",
+            zone=f"zone-{zones[i - 1]}",
+            netns=f"rmq-n{i}",
+            veth=f"rmqv{i}",
+            ip=f"10.213.0.{10 + i}",
+            pod_cidr=f"10.213.{i}.0/24",
+            gateway=f"10.213.{i}.1",
+            cgroup=f"/rmq-n{i}",
+        )
+        for i in range(1, count + 1)
+    ]
+
+
+def guard_rules() -> str:
+    """The guard table: nothing from the cluster's addresses leaves through an interface other than the bridge."""
+    return f"""table inet {GUARD_TABLE} {{
+  chain forward {{
+    type filter hook forward priority -10; policy accept;
+    ip saddr {NETWORK} oifname != "{BRIDGE}" drop
+    ip daddr {NETWORK} iifname != "{BRIDGE}" drop
+  }}
+}}
+"""
+
+
+def _say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _run(
+    *argv: str, check: bool = True, input: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return node._run(*argv, check=check, input=input, timeout=timeout)  # type: ignore[attr-defined,no-any-return]
+
+
+def node_dir(state: Path, n: NodePlan) -> Path:
+    return state / "nodes" / n.name
+
+
+def in_netns(n: NodePlan, argv: Sequence[str]) -> list[str]:
+    """``argv`` run in the node's network namespace (and nothing else of it: the mounts stay the host's)."""
+    return ["nsenter", f"--net=/run/netns/{n.netns}", "--", *argv]
+
+
+# ---------------------------------------------------------------- network
+
+
+def _setup_network(nodes: Sequence[NodePlan]) -> None:
+    if _run("ip", "link", "show", BRIDGE, check=False).returncode != 0:
+        _run("ip", "link", "add", BRIDGE, "type", "bridge")
+    _run("ip", "addr", "replace", f"{API_ADDRESS}/24", "dev", BRIDGE)
+    _run("ip", "link", "set", BRIDGE, "up")
+    _run("nft", "delete", "table", "inet", GUARD_TABLE, check=False)
+    _run("nft", "-f", "-", input=guard_rules())
+    for n in nodes:
+        _run("ip", "netns", "del", n.netns, check=False)  # a leftover of a killed run
+        _run("ip", "netns", "add", n.netns)
+        _run("ip", "link", "add", n.veth, "type", "veth", "peer", "name", "eth0", "netns", n.netns)
+        _run("ip", "link", "set", n.veth, "master", BRIDGE, "up")
+        _run("ip", "-n", n.netns, "link", "set", "lo", "up")
+        _run("ip", "-n", n.netns, "addr", "add", f"{n.ip}/24", "dev", "eth0")
+        _run("ip", "-n", n.netns, "link", "set", "eth0", "up")
+        _run("ip", "-n", n.netns, "route", "add", "default", "via", API_ADDRESS)
+        for dst, via in n.routes(nodes):
+            _run("ip", "-n", n.netns, "route", "add", dst, "via", via)
+        _run("ip", "route", "replace", n.pod_cidr, "via", n.ip, "dev", BRIDGE)
+        # Per-namespace sysctls: a new namespace starts with forwarding off.
+        _run(*in_netns(n, ["sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"]))
+
+
+def _teardown_network(nodes: Sequence[NodePlan]) -> None:
+    for n in nodes:
+        _run("ip", "netns", "del", n.netns, check=False)  # its eth0 goes, and the veth's host end with it
+        _run("ip", "link", "del", n.veth, check=False)
+    _run("nft", "delete", "table", "inet", GUARD_TABLE, check=False)
+    if _run("ip", "link", "show", BRIDGE, check=False).returncode == 0:
+        _run("ip", "link", "del", BRIDGE, check=False)  # the host routes to the pod CIDRs go with it
+
+
+# ---------------------------------------------------------------- cgroups and processes
+
+
+def _hierarchies() -> list[Path]:
+    """The mounted v1 hierarchies (and the v2 one), real directories only (cpu,cpuacct links skipped)."""
+    return [p for p in sorted(CGROUP_ROOT.iterdir()) if p.is_dir() and not p.is_symlink()]
+
+
+def _make_cgroups(n: NodePlan) -> None:
+    for hierarchy in _hierarchies():
+        path = hierarchy / n.cgroup.lstrip("/")
+        path.mkdir(exist_ok=True)
+        if hierarchy.name == "cpuset":  # a new cpuset is empty: it must be given the parent's
+            for key in ("cpuset.cpus", "cpuset.mems"):
+                (path / key).write_text((hierarchy / key).read_text())
+
+
+def _cgroup_dirs(n: NodePlan) -> list[Path]:
+    """Every directory of the node's cgroup tree over all hierarchies, deepest first."""
+    dirs: list[Path] = []
+    for hierarchy in _hierarchies():
+        top = hierarchy / n.cgroup.lstrip("/")
+        if top.is_dir():
+            dirs += [Path(d) for d, _, _ in os.walk(top)]
+    return sorted(set(dirs), key=lambda p: len(p.parts), reverse=True)
+
+
+def _pod_pids(n: NodePlan) -> set[int]:
+    pids: set[int] = set()
+    for d in _cgroup_dirs(n):
+        if "kubepods" in d.parts:
+            with contextlib.suppress(OSError):
+                pids |= {int(x) for x in (d / "cgroup.procs").read_text().split()}
+    return pids
+
+
+def _stop_node(state: Path, n: NodePlan) -> None:
+    """Stop one node's daemons and every pod and shim of it; remove its cgroups."""
+    nd = node_dir(state, n)
+    for name in ("kube-proxy", "kubelet"):
+        harness._stop_pid(harness._read_pid(nd, name), state)  # type: ignore[attr-defined]
+    for _ in range(3):
+        pids = _pod_pids(n)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if not pids:
+            break
+        time.sleep(0.5)
+    harness._stop_pid(harness._read_pid(nd, "containerd"), state)  # type: ignore[attr-defined]
+    for pid in node._node_strays(nd):  # type: ignore[attr-defined]  # the node's shims and ctr imports
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while (_pod_pids(n) or node._node_strays(nd)) and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        time.sleep(0.2)
+    for d in _cgroup_dirs(n):
+        with contextlib.suppress(OSError):
+            d.rmdir()
+
+
+# ---------------------------------------------------------------- images
+
+
+def ctr(state: Path, n: NodePlan, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    sock = node_dir(state.resolve(), n) / "containerd" / "containerd.sock"
+    return _run("ctr", "--address", str(sock), "--namespace", "k8s.io", *args, timeout=timeout)
+
+
+def import_images(state: Path, nodes: Sequence[NodePlan], archives: Sequence[Path]) -> None:
+    """Import every archive into every node's containerd, all at once."""
+    for archive in archives:
+        if not archive.is_file():
+            raise HarnessError(f"no image archive at {archive}")
+
+    def one(n: NodePlan, archive: Path) -> None:
+        started = time.monotonic()
+        ctr(state, n, "images", "import", "--snapshotter", "overlayfs", str(archive))
+        _say(f"{n.name}: imported {archive.name} in {time.monotonic() - started:.1f}s")
+
+    jobs = [(n, a) for n in nodes for a in archives]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
+        for future in [pool.submit(one, n, a) for n, a in jobs]:
+            future.result()
+
+
+# ---------------------------------------------------------------- up / down
+
+
+def _record_nodes(record: dict | None) -> list[NodePlan]:
+    return [NodePlan(**n) for n in (record or {}).get("nodes", [])]
+
+
+def up(state_dir: Path, count: int, *, build: bool = True, timeout: float = 300.0) -> None:
+    state = state_dir.resolve()
+    nodes = plan(count)
+    node._preflight()  # type: ignore[attr-defined]
+    started = time.monotonic()
+    bin_dir = build_tools.build(quiet=True) if build else build_tools.bin_dir()
+    need = [b for b in build_tools.BINARIES if b not in ("helm", "promtool") and not (bin_dir / b).is_file()]
+    if need:
+        raise HarnessError(f"missing binaries in {bin_dir}: {', '.join(need)} (run `make k8s-tools`)")
+    record = node._read_record()  # type: ignore[attr-defined]
+    if record and Path(record["state_dir"]) != state and node.running_node():  # type: ignore[attr-defined]
+        raise HarnessError(
+            f"a node or cluster is already up with state dir {record['state_dir']}; one per machine: "
+            f"stop it first (`make k8s-cluster-down` or `make k8s-node-down` with that state dir)"
+        )
+    if record:  # stale, or ours: start clean
+        down(Path(record["state_dir"]), quiet=True)
+    record = {
+        "state_dir": str(state),
+        "started": time.time(),
+        "cluster": True,
+        "nodes": [asdict(n) for n in nodes],
+        "sysctls": {k: node._sysctl_read(k) for k in node.SYSCTLS},  # type: ignore[attr-defined]
+        "host_paths_before": [p for p in node.HOST_PATHS if os.path.lexists(p)],  # type: ignore[attr-defined]
+    }
+    node._write_record(record)  # type: ignore[attr-defined]
+    try:
+        _start(state, nodes, bin_dir, timeout)
+    except BaseException:
+        if os.environ.get("ROCKETMQ_OPERATOR_NODE_KEEP") == "1":
+            _say("cluster start failed; ROCKETMQ_OPERATOR_NODE_KEEP=1: left running, `make k8s-cluster-down` stops it")
+            raise
+        _say("cluster start failed or interrupted; stopping what was started ...")
+        down(state, quiet=True)
+        raise
+    _say(
+        f"cluster of {count} nodes up in {time.monotonic() - started:.1f}s\n"
+        f"  export KUBECONFIG={state / 'kubeconfig'} PATH={state / 'bin'}:$PATH"
+    )
+
+
+def _start(state: Path, nodes: Sequence[NodePlan], bin_dir: Path, timeout: float) -> None:
+    _say(f"network: bridge {BRIDGE} {API_ADDRESS}/24, nodes {', '.join(f'{n.name} {n.ip}' for n in nodes)}")
+    _setup_network(nodes)
+    certs = {
+        "kube-scheduler": "/CN=system:kube-scheduler",
+        "kube-proxy": "/CN=system:kube-proxy",
+        "apiserver-kubelet-client": "/O=system:masters/CN=kube-apiserver-kubelet-client",
+    }
+    certs |= {f"kubelet-{n.name}": f"/O=system:nodes/CN=system:node:{n.name}" for n in nodes}
+    pki = state / "pki"
+    cluster = harness.up(  # type: ignore[attr-defined]
+        state,
+        build=False,
+        bin_dir=bin_dir,
+        timeout=timeout,
+        address=API_ADDRESS,
+        extra_certs=certs,
+        apiserver_flags=(
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
+            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+            "--kubelet-preferred-address-types=InternalIP",
+            "--endpoint-reconciler-type=lease",
+        ),
+    )
+    sched_dir = state / "scheduler"
+    sched_dir.mkdir(parents=True, exist_ok=True)
+    (sched_dir / "logs").mkdir(exist_ok=True)
+    sched_kc = sched_dir / "kube-scheduler.kubeconfig"
+    harness._write_kubeconfig(sched_kc, cluster.server, pki, "kube-scheduler", "kube-scheduler")  # type: ignore[attr-defined]
+    sched_port = harness._free_port()  # type: ignore[attr-defined]
+    harness._spawn(  # type: ignore[attr-defined]
+        sched_dir,
+        "kube-scheduler",
+        [
+            str(bin_dir / "kube-scheduler"),
+            f"--kubeconfig={sched_kc}",
+            f"--authentication-kubeconfig={sched_kc}",
+            f"--authorization-kubeconfig={sched_kc}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={sched_port}",
+            "--leader-elect=false",
+            f"--cert-dir={sched_dir / 'certs'}",
+            "--v=1",
+        ],
+    )
+    images = node.node_images(bin_dir)  # type: ignore[attr-defined]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes)) as pool:
+        for future in [pool.submit(_start_node, state, n, cluster.server, bin_dir, images, timeout) for n in nodes]:
+            future.result()
+
+    env = harness.cluster_env(state)  # type: ignore[attr-defined]
+
+    def kc(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        res = subprocess.run(
+            [str(bin_dir / "kubectl"), *args], env=env, capture_output=True, text=True, input=input, timeout=120
+        )
+        if check and res.returncode != 0:
+            raise HarnessError(f"kubectl {' '.join(args)}: {res.stderr.strip()[:400]}")
+        return res
+
+    def all_ready() -> tuple[bool, str]:
+        res = kc(
+            "get",
+            "nodes",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=='Ready')].status} {end}",
+            check=False,
+        )
+        ready = {pair.split("=")[0] for pair in res.stdout.split() if pair.endswith("=True")}
+        return ready >= {n.name for n in nodes}, res.stdout + res.stderr
+
+    harness._wait("every node Ready", all_ready, timeout, state, None)  # type: ignore[attr-defined]
+    coredns_image = next(i for i in images if i.startswith(node.COREDNS_IMAGE_REPO))  # type: ignore[attr-defined]
+    _say("deploying CoreDNS")
+    kc("apply", "-f", "-", input=node._coredns_manifest(coredns_image))  # type: ignore[attr-defined]
+
+    def dns_ready() -> tuple[bool, str]:
+        res = kc("-n", "kube-system", "get", "deploy", "coredns", "-o", "jsonpath={.status.readyReplicas}", check=False)
+        return res.stdout.strip() == "1", res.stdout + res.stderr
+
+    harness._wait("CoreDNS Ready", dns_ready, timeout, state, None)  # type: ignore[attr-defined]
+    volumes = state / "volumes"
+    _say(f"creating {node.PERSISTENT_VOLUMES} hostPath PersistentVolumes under {volumes}")  # type: ignore[attr-defined]
+    kc("apply", "-f", "-", input=node._persistent_volumes(state))  # type: ignore[attr-defined]
+
+
+def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, images: dict[str, Path], timeout: float) -> None:
+    nd = node_dir(state, n)
+    for d in ("containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "logs"):
+        (nd / d).mkdir(parents=True, exist_ok=True)
+    pki = state / "pki"
+    harness._write_kubeconfig(nd / "kubelet.kubeconfig", server, pki, f"kubelet-{n.name}", f"kubelet-{n.name}")  # type: ignore[attr-defined]
+    harness._write_kubeconfig(nd / "kube-proxy.kubeconfig", server, pki, "kube-proxy", "kube-proxy")  # type: ignore[attr-defined]
+    (nd / "resolv.conf").write_text("# no upstream DNS: the node never queries a server off this machine\n")
+    (nd / "containerd" / "config.toml").write_text(
+        node._containerd_config(nd, runc_root=nd / "containerd" / "runc")  # type: ignore[attr-defined]
+    )
+    (nd / "cni" / "net.d" / "10-rmq-node.conflist").write_text(
+        node._cni_config(nd, bridge="cni0", subnet=n.pod_cidr, gateway=n.gateway)  # type: ignore[attr-defined]
+    )
+    (nd / "kubelet-config.json").write_text(
+        node._kubelet_config(  # type: ignore[attr-defined]
+            nd,
+            state,
+            NODE_PORTS["kubelet-healthz"],
+            NODE_PORTS["kubelet"],
+            address=n.ip,
+            healthz_address=n.ip,
+            pod_cidr=n.pod_cidr,
+            cgroup_root=n.cgroup,
+        )
+    )
+    (nd / "kube-proxy-config.json").write_text(
+        node._kube_proxy_config(  # type: ignore[attr-defined]
+            nd,
+            NODE_PORTS["proxy-healthz"],
+            NODE_PORTS["proxy-metrics"],
+            name=n.name,
+            address=n.ip,
+            local_address=n.ip,
+            cluster_cidr=NETWORK,
+        )
+    )
+    _make_cgroups(n)
+
+    def spawn(name: str, argv: list[str]) -> None:
+        harness._spawn(nd, name, in_netns(n, argv))  # type: ignore[attr-defined]
+
+    def wait(what: str, check: Callable[[], tuple[bool, str]], component: str, secs: float = timeout) -> None:
+        harness._wait(f"{n.name}: {what}", check, secs, nd, component)  # type: ignore[attr-defined]
+
+    def http_ok(url: str) -> Callable[[], tuple[bool, str]]:
+        def check() -> tuple[bool, str]:
+            import urllib.request
+
+            with urllib.request.urlopen(url, timeout=3) as resp:
+                return resp.status == 200, resp.read().decode(errors="replace")
+
+        return check
+
+    spawn("containerd", ["containerd", "--config", str(nd / "containerd" / "config.toml")])
+    sock = nd / "containerd" / "containerd.sock"
+    wait(
+        "containerd's socket",
+        lambda: (ctr(state, n, "version", timeout=5).returncode == 0 if sock.exists() else False, ""),
+        "containerd",
+        60,
+    )
+    import_images(state, [n], list(images.values()))
+    spawn(
+        "kubelet",
+        [
+            str(bin_dir / "kubelet"),
+            f"--config={nd / 'kubelet-config.json'}",
+            f"--kubeconfig={nd / 'kubelet.kubeconfig'}",
+            f"--hostname-override={n.name}",
+            f"--node-ip={n.ip}",
+            f"--node-labels=topology.kubernetes.io/zone={n.zone}",
+            f"--root-dir={nd / 'kubelet'}",
+            f"--cert-dir={nd / 'kubelet' / 'pki'}",
+            "--v=1",
+        ],
+    )
+    wait("kubelet /healthz", http_ok(f"http://{n.ip}:{NODE_PORTS['kubelet-healthz']}/healthz"), "kubelet")
+    spawn("kube-proxy", [str(bin_dir / "kube-proxy"), f"--config={nd / 'kube-proxy-config.json'}", "--v=1"])
+    wait("kube-proxy /healthz", http_ok(f"http://{n.ip}:{NODE_PORTS['proxy-healthz']}/healthz"), "kube-proxy")
+    _say(f"{n.name}: containerd, kubelet and kube-proxy up at {n.ip} ({n.zone}, pods {n.pod_cidr})")
+
+
+def down(state_dir: Path, *, quiet: bool = False) -> None:
+    state = state_dir.resolve()
+    record = node._read_record() or {}  # type: ignore[attr-defined]
+    if not record.get("cluster"):
+        node.down(state, quiet=quiet)  # type: ignore[attr-defined]  # a one-node cluster, or nothing
+        return
+    if Path(record.get("state_dir", "")) != state:
+        raise HarnessError(f"the cluster on this machine runs from {record['state_dir']}, not {state}")
+    nodes = _record_nodes(record)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+        for future in [pool.submit(_stop_node, state, n) for n in nodes]:
+            future.result()
+    harness._stop_pid(harness._read_pid(state / "scheduler", "kube-scheduler"), state)  # type: ignore[attr-defined]
+    harness._stop_all(state)  # type: ignore[attr-defined]
+    prefixes = [str(state)]
+    started = record.get("started", 0.0)
+    netns = Path("/run/netns")
+    if netns.is_dir():
+        for ns in netns.glob("cni-*"):
+            with contextlib.suppress(OSError):
+                if ns.stat().st_mtime >= started - 1:
+                    prefixes.append(str(ns))
+    node._unmount_all(prefixes)  # type: ignore[attr-defined]
+    for ns in prefixes[1:]:
+        with contextlib.suppress(OSError):
+            Path(ns).unlink()
+    _teardown_network(nodes)
+    for key, value in record.get("sysctls", {}).items():
+        if value is not None and node._sysctl_read(key) != value:  # type: ignore[attr-defined]
+            node._sysctl_write(key, value)  # type: ignore[attr-defined]
+    before = set(record.get("host_paths_before", node.HOST_PATHS))  # type: ignore[attr-defined]
+    for path in node.HOST_PATHS:  # type: ignore[attr-defined]
+        if path not in before and os.path.lexists(path) and not node._mounts_under([path]):  # type: ignore[attr-defined]
+            import shutil
+
+            shutil.rmtree(path, ignore_errors=True)
+    harness.down(state, quiet=True)  # type: ignore[attr-defined]
+    with contextlib.suppress(OSError):
+        node.registry_file().unlink()  # type: ignore[attr-defined]
+    if not quiet:
+        _say(f"cluster stopped; removed {state}, {len(nodes)} node namespaces, bridge {BRIDGE}, the guard table")
+
+
+def status(state_dir: Path) -> int:
+    state = state_dir.resolve()
+    record = node._read_record() or {}  # type: ignore[attr-defined]
+    rc = harness.status(state)  # type: ignore[attr-defined]
+    healthy = rc == 0
+    for n in _record_nodes(record):
+        nd = node_dir(state, n)
+        for c in DAEMONS:
+            pid = harness._read_pid(nd, c)  # type: ignore[attr-defined]
+            alive = harness._is_ours(pid, state)  # type: ignore[attr-defined]
+            healthy &= alive
+            print(f"{n.name:8} {c:12} pid {pid:<8} {'running' if alive else 'NOT RUNNING'}")
+    return 0 if healthy else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cmd", choices=("up", "down", "status", "import"))
+    ap.add_argument("archives", nargs="*", type=Path)
+    ap.add_argument("--nodes", type=int, default=3)
+    ap.add_argument("--state-dir", type=Path, default=Path(".k8s"))
+    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--timeout", type=float, default=300.0)
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "up":
+            up(args.state_dir, args.nodes, build=not args.no_build, timeout=args.timeout)
+        elif args.cmd == "down":
+            down(args.state_dir)
+        elif args.cmd == "status":
+            return status(args.state_dir)
+        elif args.cmd == "import":
+            if not args.archives:
+                raise HarnessError("import needs at least one image archive (OCI or docker-archive .tar)")
+            import_images(args.state_dir, _record_nodes(node._read_record()), args.archives)  # type: ignore[attr-defined]
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; `python3 k8s/cluster.py down` stops what was started", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""The multi-node cluster's address plan and the configs each node gets (`k8s/cluster.py`), as plain data: no
+namespace, process or cgroup is touched. The cluster itself is checked by bringing it up (docs/notes/three-nodes.md).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from pathlib import Path
+
+import pytest
+
+import k8s_scripts
+
+cluster = k8s_scripts.load("cluster")
+node = k8s_scripts.load("node")
+
+
+def test_three_nodes_have_distinct_names_zones_addresses_and_pod_cidrs() -> None:
+    nodes = cluster.plan(3)
+    assert [n.name for n in nodes] == ["rmq-n1", "rmq-n2", "rmq-n3"]
+    assert [n.zone for n in nodes] == ["zone-a", "zone-b", "zone-c"]
+    assert [n.ip for n in nodes] == ["10.213.0.11", "10.213.0.12", "10.213.0.13"]
+    assert [n.pod_cidr for n in nodes] == ["10.213.1.0/24", "10.213.2.0/24", "10.213.3.0/24"]
+    network = ipaddress.IPv4Network(cluster.NETWORK)
+    bridge = ipaddress.IPv4Network(f"{cluster.API_ADDRESS}/24", strict=False)
+    for n in nodes:
+        cidr = ipaddress.IPv4Network(n.pod_cidr)
+        assert cidr.subnet_of(network) and not cidr.overlaps(bridge), n  # the guard covers it; no clash
+        assert ipaddress.ip_address(n.ip) in bridge and ipaddress.ip_address(n.gateway) in cidr, n
+        assert len(n.veth) <= 15 and len(n.netns) <= 15, n  # interface names: IFNAMSIZ
+
+
+def test_each_node_routes_to_every_other_nodes_pods_through_that_node() -> None:
+    nodes = cluster.plan(3)
+    assert nodes[0].routes(nodes) == [("10.213.2.0/24", "10.213.0.12"), ("10.213.3.0/24", "10.213.0.13")]
+    assert cluster.plan(1)[0].routes(cluster.plan(1)) == []
+
+
+@pytest.mark.parametrize("count", [0, cluster.MAX_NODES + 1])
+def test_a_node_count_out_of_range_is_refused_naming_the_range(count: int) -> None:
+    with pytest.raises(cluster.HarnessError, match=rf"--nodes {count}: .* 1 to {cluster.MAX_NODES} nodes"):
+        cluster.plan(count)
+
+
+def test_the_guard_drops_the_whole_cluster_network_leaving_by_another_interface() -> None:
+    rules = cluster.guard_rules()
+    assert f'ip saddr {cluster.NETWORK} oifname != "{cluster.BRIDGE}" drop' in rules
+    assert f'ip daddr {cluster.NETWORK} iifname != "{cluster.BRIDGE}" drop' in rules
+
+
+def test_daemons_run_in_the_node_namespace_without_a_mount_namespace_of_their_own() -> None:
+    n = cluster.plan(2)[1]
+    argv = cluster.in_netns(n, ["kubelet", "--v=1"])
+    assert argv == ["nsenter", "--net=/run/netns/rmq-n2", "--", "kubelet", "--v=1"]
+
+
+def test_a_nodes_configs_name_its_address_cidr_cgroup_root_and_runc_root(tmp_path: Path) -> None:
+    n = cluster.plan(3)[2]
+    nd = tmp_path / "nodes" / n.name
+    kubelet = json.loads(
+        node._kubelet_config(
+            nd, tmp_path, 10248, 10250, address=n.ip, healthz_address=n.ip, pod_cidr=n.pod_cidr, cgroup_root=n.cgroup
+        )
+    )
+    assert (kubelet["address"], kubelet["healthzBindAddress"], kubelet["podCIDR"]) == (n.ip, n.ip, n.pod_cidr)
+    assert kubelet["cgroupRoot"] == "/rmq-n3"
+    proxy = json.loads(
+        node._kube_proxy_config(
+            nd, 10256, 10249, name=n.name, address=n.ip, local_address=n.ip, cluster_cidr=cluster.NETWORK
+        )
+    )
+    assert proxy["hostnameOverride"] == "rmq-n3" and proxy["nodePortAddresses"] == ["10.213.0.13/32"]
+    assert proxy["clusterCIDR"] == "10.213.0.0/16" and proxy["healthzBindAddress"] == "10.213.0.13:10256"
+    cni = json.loads(node._cni_config(nd, bridge="cni0", subnet=n.pod_cidr, gateway=n.gateway))
+    plugin = cni["plugins"][0]
+    assert plugin["bridge"] == "cni0" and plugin["ipam"]["ranges"] == [[{"subnet": n.pod_cidr, "gateway": n.gateway}]]
+    containerd = node._containerd_config(nd, runc_root=nd / "containerd" / "runc")
+    assert f'Root = "{nd / "containerd" / "runc"}"' in containerd
+    assert "Root =" not in node._containerd_config(nd)  # the one-node cluster's stays as it was
+    assert "cgroupRoot" not in json.loads(node._kubelet_config(nd, tmp_path, 1, 2))
