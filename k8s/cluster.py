@@ -12,6 +12,7 @@ unshare the mount namespace: the kubelet's and containerd's mounts must be the h
     cluster.py down   [--state-dir .k8s]
     cluster.py status [--state-dir .k8s]
     cluster.py import IMAGE.tar [...] [--state-dir .k8s]   # into every node's containerd
+    cluster.py check                                       # DNS and a Service from inside every node
 
 Network (``plan``): the host bridge ``rmqk8s0`` holds 10.213.0.1/24 (the API server's address, as today); node i
 is 10.213.0.<10+i> on a veth whose host end is a port of that bridge; in each namespace a route to every other
@@ -474,6 +475,56 @@ def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, images: di
     _say(f"{n.name}: containerd, kubelet and kube-proxy up at {n.ip} ({n.zone}, pods {n.pod_cidr})")
 
 
+# ---------------------------------------------------------------- check
+
+# Run by python3 inside a node's namespace: one DNS A query over UDP (stdlib only; no image, no pod needed),
+# printing the addresses of the answer, one per line.
+_DNS_QUERY = r"""
+import socket, struct, sys
+server, name = sys.argv[1], sys.argv[2]
+query = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+query += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0" + struct.pack(">HH", 1, 1)
+sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sock.settimeout(3)
+sock.sendto(query, (server, 53))
+data = sock.recv(4096)
+answers = struct.unpack(">H", data[6:8])[0]
+at = 12
+while data[at]:
+    at += data[at] + 1
+at += 5
+for _ in range(answers):
+    at += 2 if data[at] & 0xC0 == 0xC0 else len(data[at:].split(b"\0", 1)[0]) + 1
+    kind, _, _, length = struct.unpack(">HHIH", data[at:at + 10])
+    at += 10
+    if kind == 1:
+        print(socket.inet_ntoa(data[at:at + length]))
+    at += length
+"""
+
+
+def check(state_dir: Path) -> list[str]:
+    """What a user of the cluster relies on, from inside every node's namespace: the `kubernetes` Service's
+    name resolves through the cluster DNS (kube-proxy's rules there, CoreDNS on whichever node it runs: traffic
+    between nodes) and its address takes a TCP connection (the API server behind it). Returns the failures."""
+    record = node._read_record() or {}  # type: ignore[attr-defined]
+    failures: list[str] = []
+    for n in _record_nodes(record):
+        name = "kubernetes.default.svc.cluster.local"
+        res = _run(*in_netns(n, ["python3", "-c", _DNS_QUERY, node.CLUSTER_DNS, name]), check=False, timeout=30)  # type: ignore[attr-defined]
+        addresses = res.stdout.split()
+        if res.returncode != 0 or not addresses:
+            failures.append(f"{n.name}: {name} did not resolve through {node.CLUSTER_DNS}: {res.stderr.strip()[-300:]}")  # type: ignore[attr-defined]
+            continue
+        connect = "import socket, sys; socket.create_connection((sys.argv[1], 443), timeout=3).close()"
+        res = _run(*in_netns(n, ["python3", "-c", connect, addresses[0]]), check=False, timeout=30)
+        if res.returncode != 0:
+            failures.append(f"{n.name}: no TCP connection to {addresses[0]}:443: {res.stderr.strip()[-300:]}")
+        else:
+            _say(f"{n.name}: {name} -> {addresses[0]} through {node.CLUSTER_DNS}, and it takes a connection")  # type: ignore[attr-defined]
+    return failures
+
+
 def down(state_dir: Path, *, quiet: bool = False) -> None:
     state = state_dir.resolve()
     record = node._read_record() or {}  # type: ignore[attr-defined]
@@ -534,7 +585,7 @@ def status(state_dir: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=("up", "down", "status", "import"))
+    ap.add_argument("cmd", choices=("up", "down", "status", "import", "check"))
     ap.add_argument("archives", nargs="*", type=Path)
     ap.add_argument("--nodes", type=int, default=3)
     ap.add_argument("--state-dir", type=Path, default=Path(".k8s"))
@@ -548,6 +599,11 @@ def main(argv: list[str] | None = None) -> int:
             down(args.state_dir)
         elif args.cmd == "status":
             return status(args.state_dir)
+        elif args.cmd == "check":
+            failures = check(args.state_dir)
+            for failure in failures:
+                print(f"error: {failure}", file=sys.stderr)
+            return 1 if failures else 0
         elif args.cmd == "import":
             if not args.archives:
                 raise HarnessError("import needs at least one image archive (OCI or docker-archive .tar)")
