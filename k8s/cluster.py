@@ -31,7 +31,10 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import hashlib
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -256,6 +259,87 @@ def import_images(state: Path, nodes: Sequence[NodePlan], archives: Sequence[Pat
             future.result()
 
 
+# ---------------------------------------------------------------- the image seed
+
+SEED_DBS = ("io.containerd.metadata.v1.bolt/meta.db", "io.containerd.snapshotter.v1.overlayfs/metadata.db")
+SEED_DROP = ("io.containerd.grpc.v1.introspection/uuid",)  # each containerd makes its own identity
+
+
+def seed_dir(archives: Sequence[Path]) -> Path:
+    """Where the seed of these archives lives: their names carry their content keys, so a rebuilt image is a
+    new seed. Beside the binaries, under the cache."""
+    containerd = _run("containerd", "--version").stdout.split()[2]
+    names = [*sorted(a.name for a in archives), containerd]
+    key = hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
+    return build_tools.bin_dir().parent / "containerd-seed" / key
+
+
+def ensure_seed(archives: Sequence[Path]) -> Path:
+    """A containerd root holding every archive imported (made once by a throwaway containerd, under a lock; older
+    seeds deleted). Importing into N containerds would cost N times the CPU and the disk of one import: a node
+    is given a copy of the seed instead (`plant_seed`)."""
+    seed = seed_dir(archives)
+    if (seed / ".complete").is_file():
+        return seed
+    with build_tools._lock(seed.parent / ".lock"):  # type: ignore[attr-defined]
+        if (seed / ".complete").is_file():
+            return seed
+        for old in seed.parent.iterdir():
+            if old.is_dir() and old != seed:
+                shutil.rmtree(old, ignore_errors=True)
+        work = seed.parent / f".{seed.name}.building"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(seed, ignore_errors=True)
+        (work / "containerd").mkdir(parents=True)
+        (work / "logs").mkdir()
+        (work / "cni" / "net.d").mkdir(parents=True)
+        (work / "containerd" / "config.toml").write_text(node._containerd_config(work))  # type: ignore[attr-defined]
+        started = time.monotonic()
+        pid = harness._spawn(work, "containerd", ["containerd", "--config", str(work / "containerd" / "config.toml")])  # type: ignore[attr-defined]
+        sock = work / "containerd" / "containerd.sock"
+        try:
+
+            def answers() -> tuple[bool, str]:
+                if not sock.exists():
+                    return False, ""
+                res = _run("ctr", "--address", str(sock), "version", check=False, timeout=5)
+                return res.returncode == 0, res.stderr
+
+            harness._wait("the seed's containerd", answers, 60, work, "containerd")  # type: ignore[attr-defined]
+
+            def one(archive: Path) -> None:
+                _run("ctr", "--address", str(sock), "--namespace", "k8s.io", "images", "import", "--snapshotter",
+                     "overlayfs", str(archive), timeout=900)  # fmt: skip
+
+            with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(archives))) as pool:
+                for future in [pool.submit(one, a) for a in archives]:
+                    future.result()
+        finally:
+            harness._stop_pid(pid, work)  # type: ignore[attr-defined]
+        os.replace(work / "containerd" / "root", seed)
+        shutil.rmtree(work, ignore_errors=True)
+        (seed / ".complete").write_text(json.dumps([a.name for a in archives]) + "\n")
+        _say(f"image seed {seed.name}: {len(archives)} archives imported in {time.monotonic() - started:.0f}s")
+    return seed
+
+
+def plant_seed(seed: Path, root: Path) -> None:
+    """``root`` (a node's containerd root, not yet started) becomes a copy of the seed: every file a hard link
+    (content blobs and committed snapshots are never written again: overlay lower layers, content-addressed
+    blobs) but the two bolt databases, which containerd writes in place and so are real copies."""
+    shutil.rmtree(root, ignore_errors=True)
+    _run("cp", "-al", str(seed), str(root))
+    (root / ".complete").unlink(missing_ok=True)
+    for name in SEED_DROP:
+        (root / name).unlink(missing_ok=True)
+    for name in SEED_DBS:
+        path = root / name
+        if path.is_file():
+            copy = path.with_name(path.name + ".copy")
+            shutil.copy2(path, copy)
+            os.replace(copy, path)
+
+
 # ---------------------------------------------------------------- up / down
 
 
@@ -263,7 +347,9 @@ def _record_nodes(record: dict | None) -> list[NodePlan]:
     return [NodePlan(**n) for n in (record or {}).get("nodes", [])]
 
 
-def up(state_dir: Path, count: int, *, build: bool = True, timeout: float = 300.0) -> None:
+def up(state_dir: Path, count: int, *, build: bool = True, timeout: float = 300.0, images: Sequence[Path] = ()) -> None:
+    """``images``: archives every node has from the start (in the image seed, with the node's own pause and
+    CoreDNS images)."""
     state = state_dir.resolve()
     nodes = plan(count)
     node._preflight()  # type: ignore[attr-defined]
@@ -290,7 +376,7 @@ def up(state_dir: Path, count: int, *, build: bool = True, timeout: float = 300.
     }
     node._write_record(record)  # type: ignore[attr-defined]
     try:
-        _start(state, nodes, bin_dir, timeout)
+        _start(state, nodes, bin_dir, timeout, images)
     except BaseException:
         if os.environ.get("ROCKETMQ_OPERATOR_NODE_KEEP") == "1":
             _say("cluster start failed; ROCKETMQ_OPERATOR_NODE_KEEP=1: left running, `make k8s-cluster-down` stops it")
@@ -304,7 +390,9 @@ def up(state_dir: Path, count: int, *, build: bool = True, timeout: float = 300.
     )
 
 
-def _start(state: Path, nodes: Sequence[NodePlan], bin_dir: Path, timeout: float) -> None:
+def _start(
+    state: Path, nodes: Sequence[NodePlan], bin_dir: Path, timeout: float, role_archives: Sequence[Path]
+) -> None:
     _say(f"network: bridge {BRIDGE} {API_ADDRESS}/24, nodes {', '.join(f'{n.name} {n.ip}' for n in nodes)}")
     _setup_network(nodes)
     certs = {
@@ -352,8 +440,9 @@ def _start(state: Path, nodes: Sequence[NodePlan], bin_dir: Path, timeout: float
         ],
     )
     images = node.node_images(bin_dir)  # type: ignore[attr-defined]
+    seed = ensure_seed([*images.values(), *role_archives])
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes)) as pool:
-        for future in [pool.submit(_start_node, state, n, cluster.server, bin_dir, images, timeout) for n in nodes]:
+        for future in [pool.submit(_start_node, state, n, cluster.server, bin_dir, seed, timeout) for n in nodes]:
             future.result()
 
     env = harness.cluster_env(state)  # type: ignore[attr-defined]
@@ -392,7 +481,7 @@ def _start(state: Path, nodes: Sequence[NodePlan], bin_dir: Path, timeout: float
     kc("apply", "-f", "-", input=node._persistent_volumes(state))  # type: ignore[attr-defined]
 
 
-def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, images: dict[str, Path], timeout: float) -> None:
+def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, seed: Path, timeout: float) -> None:
     nd = node_dir(state, n)
     for d in ("containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "logs"):
         (nd / d).mkdir(parents=True, exist_ok=True)
@@ -430,6 +519,7 @@ def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, images: di
         )
     )
     _make_cgroups(n)
+    plant_seed(seed, nd / "containerd" / "root")
 
     def spawn(name: str, argv: list[str]) -> None:
         harness._spawn(nd, name, in_netns(n, argv))  # type: ignore[attr-defined]
@@ -454,7 +544,6 @@ def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, images: di
         "containerd",
         60,
     )
-    import_images(state, [n], list(images.values()))
     spawn(
         "kubelet",
         [
@@ -558,8 +647,6 @@ def down(state_dir: Path, *, quiet: bool = False) -> None:
     before = set(record.get("host_paths_before", node.HOST_PATHS))  # type: ignore[attr-defined]
     for path in node.HOST_PATHS:  # type: ignore[attr-defined]
         if path not in before and os.path.lexists(path) and not node._mounts_under([path]):  # type: ignore[attr-defined]
-            import shutil
-
             shutil.rmtree(path, ignore_errors=True)
     harness.down(state, quiet=True)  # type: ignore[attr-defined]
     with contextlib.suppress(OSError):
@@ -588,13 +675,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("cmd", choices=("up", "down", "status", "import", "check"))
     ap.add_argument("archives", nargs="*", type=Path)
     ap.add_argument("--nodes", type=int, default=3)
+    ap.add_argument("--image", dest="images", action="append", type=Path, default=[], help="an archive every node has")
     ap.add_argument("--state-dir", type=Path, default=Path(".k8s"))
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--timeout", type=float, default=300.0)
     args = ap.parse_args(argv)
     try:
         if args.cmd == "up":
-            up(args.state_dir, args.nodes, build=not args.no_build, timeout=args.timeout)
+            up(args.state_dir, args.nodes, build=not args.no_build, timeout=args.timeout, images=args.images)
         elif args.cmd == "down":
             down(args.state_dir)
         elif args.cmd == "status":

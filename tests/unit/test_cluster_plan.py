@@ -79,3 +79,22 @@ def test_a_nodes_configs_name_its_address_cidr_cgroup_root_and_runc_root(tmp_pat
     assert f'Root = "{nd / "containerd" / "runc"}"' in containerd
     assert "Root =" not in node._containerd_config(nd)  # the one-node cluster's stays as it was
     assert "cgroupRoot" not in json.loads(node._kubelet_config(nd, tmp_path, 1, 2))
+
+
+def test_a_planted_seed_links_every_file_but_the_databases_containerd_writes_in_place(tmp_path: Path) -> None:
+    seed = tmp_path / "seed"
+    blob = seed / "io.containerd.content.v1.content" / "blobs" / "sha256" / "ab"
+    layer = seed / "io.containerd.snapshotter.v1.overlayfs" / "snapshots" / "1" / "fs" / "bin" / "sh"
+    for path in (blob, layer, *(seed / name for name in cluster.SEED_DBS), *(seed / n for n in cluster.SEED_DROP)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(path.name)
+    (seed / ".complete").write_text("[]\n")
+    root = tmp_path / "node" / "root"
+    root.parent.mkdir()
+    cluster.plant_seed(seed, root)
+    for path in (blob, layer):
+        assert (root / path.relative_to(seed)).stat().st_ino == path.stat().st_ino  # the same file: no copy
+    for name in cluster.SEED_DBS:
+        copy = root / name
+        assert copy.read_text() == (seed / name).read_text() and copy.stat().st_ino != (seed / name).stat().st_ino
+    assert not any((root / n).exists() for n in cluster.SEED_DROP) and not (root / ".complete").exists()
