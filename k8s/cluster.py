@@ -4,8 +4,9 @@
 Python 3.11 stdlib only. The control plane of ``k8s/harness.py`` and one kube-scheduler run on the host, as for
 the one-node cluster of ``k8s/node.py``; each worker node is a **network namespace** of its own (``rmq-n<i>``)
 with its own address, containerd (own root, state, socket, runc root), bridge CNI (``cni0`` inside the
-namespace, pod CIDR 10.213.<i>.0/24), kubelet (its own ``cgroupRoot`` /rmq-n<i>) and kube-proxy, the way kind
-runs nodes as containers. The node daemons are started with ``nsenter --net=``, not ``ip netns exec`` (which would
+namespace, pod CIDR 10.213.<i>.0/24), kubelet (its own ``cgroupRoot`` /rmq-n<i>), kube-proxy and kube-router
+(its NetworkPolicy firewall only: iptables and ipsets of the node's namespace), the way kind runs nodes as
+containers. Images come from one seed (``ensure_seed``: imported once, hard-linked into every node). The node daemons are started with ``nsenter --net=``, not ``ip netns exec`` (which would
 unshare the mount namespace: the kubelet's and containerd's mounts must be the host's).
 
     cluster.py up     [--nodes 3] [--state-dir .k8s] [--no-build]
@@ -61,10 +62,40 @@ API_ADDRESS = node.NODE_IP  # type: ignore[attr-defined]  # 10.213.0.1 on the ho
 BRIDGE = node.BRIDGE  # type: ignore[attr-defined]
 NETWORK = "10.213.0.0/16"  # node addresses and every pod CIDR
 GUARD_TABLE = node.GUARD_TABLE  # type: ignore[attr-defined]
-NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256, "proxy-metrics": 10249}
+NODE_PORTS = {
+    "kubelet": 10250,
+    "kubelet-healthz": 10248,
+    "proxy-healthz": 10256,
+    "proxy-metrics": 10249,
+    "router-health": 20244,
+}
+SERVICE_CIDR = "10.0.0.0/24"  # the harness's --service-cluster-ip-range
+CLUSTER_PACKAGES = {"ipset": "ipset"}  # command -> Debian package, beyond the one-node cluster's (kube-router)
 MAX_NODES = 9  # 10.213.0.11-19 and pod CIDRs 10.213.1-9.0/24
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-DAEMONS = ("containerd", "kubelet", "kube-proxy")  # per node, start order; stopped in reverse
+DAEMONS = ("containerd", "kubelet", "kube-proxy", "kube-router")  # per node, start order; stopped in reverse
+# kube-router's NetworkPolicy controller reads these (its informers start whatever it runs) and writes nothing.
+KUBE_ROUTER_RBAC = """apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "rmq:kube-router"}
+rules:
+- apiGroups: [""]
+  resources: [pods, namespaces, nodes, services, endpoints]
+  verbs: [get, list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "rmq:kube-router"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "rmq:kube-router"}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-router"}
+"""
 
 
 @dataclass(frozen=True)
@@ -131,6 +162,37 @@ def _run(
 
 def node_dir(state: Path, n: NodePlan) -> Path:
     return state / "nodes" / n.name
+
+
+def kube_router_argv(binary: Path, nd: Path, n: NodePlan) -> list[str]:
+    """kube-router as the node's NetworkPolicy agent only: no routing (the routes are static), no service proxy
+    (kube-proxy's; the flaw reported for v2.1.0 is in that proxy), no CNI config of its own (bridge CNI's)."""
+    return [
+        str(binary),
+        f"--kubeconfig={nd / 'kube-router.kubeconfig'}",
+        f"--hostname-override={n.name}",
+        "--run-firewall=true",
+        "--run-router=false",
+        "--run-service-proxy=false",
+        "--enable-cni=false",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        f"--health-port={NODE_PORTS['router-health']}",
+        "--metrics-port=0",
+        "--v=1",
+    ]
+
+
+def missing_packages() -> list[str]:
+    """The Debian packages the cluster needs and this machine lacks (the node's and ipset)."""
+    extra = [pkg for cmd, pkg in CLUSTER_PACKAGES.items() if not shutil.which(cmd)]
+    return sorted({*node.missing_deps(), *extra})  # type: ignore[attr-defined]
+
+
+def deps() -> None:
+    need = missing_packages()
+    if need:
+        _say(f"apt-get install {' '.join(need)}")
+        node.apt_install(need)  # type: ignore[attr-defined]
 
 
 def in_netns(n: NodePlan, argv: Sequence[str]) -> list[str]:
@@ -212,7 +274,7 @@ def _pod_pids(n: NodePlan) -> set[int]:
 def _stop_node(state: Path, n: NodePlan) -> None:
     """Stop one node's daemons and every pod and shim of it; remove its cgroups."""
     nd = node_dir(state, n)
-    for name in ("kube-proxy", "kubelet"):
+    for name in ("kube-router", "kube-proxy", "kubelet"):
         harness._stop_pid(harness._read_pid(nd, name), state)  # type: ignore[attr-defined]
     for _ in range(3):
         pids = _pod_pids(n)
@@ -353,11 +415,14 @@ def up(state_dir: Path, count: int, *, build: bool = True, timeout: float = 300.
     state = state_dir.resolve()
     nodes = plan(count)
     node._preflight()  # type: ignore[attr-defined]
+    if missing_packages():
+        raise HarnessError(f"missing Debian packages: {' '.join(missing_packages())} (run `make k8s-cluster-deps`)")
     started = time.monotonic()
-    bin_dir = build_tools.build(quiet=True) if build else build_tools.bin_dir()
-    need = [b for b in build_tools.BINARIES if b not in ("helm", "promtool") and not (bin_dir / b).is_file()]
+    wanted = [*build_tools.NODE_BINARIES, "kube-router"]
+    bin_dir = build_tools.build(quiet=True, only=wanted) if build else build_tools.bin_dir()
+    need = [b for b in wanted if b != "helm" and not (bin_dir / b).is_file()]
     if need:
-        raise HarnessError(f"missing binaries in {bin_dir}: {', '.join(need)} (run `make k8s-tools`)")
+        raise HarnessError(f"missing binaries in {bin_dir}: {', '.join(need)} (run `make k8s-cluster-up`)")
     record = node._read_record()  # type: ignore[attr-defined]
     if record and Path(record["state_dir"]) != state and node.running_node():  # type: ignore[attr-defined]
         raise HarnessError(
@@ -398,6 +463,7 @@ def _start(
     certs = {
         "kube-scheduler": "/CN=system:kube-scheduler",
         "kube-proxy": "/CN=system:kube-proxy",
+        "kube-router": "/CN=system:kube-router",
         "apiserver-kubelet-client": "/O=system:masters/CN=kube-apiserver-kubelet-client",
     }
     certs |= {f"kubelet-{n.name}": f"/O=system:nodes/CN=system:node:{n.name}" for n in nodes}
@@ -439,12 +505,6 @@ def _start(
             "--v=1",
         ],
     )
-    images = node.node_images(bin_dir)  # type: ignore[attr-defined]
-    seed = ensure_seed([*images.values(), *role_archives])
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes)) as pool:
-        for future in [pool.submit(_start_node, state, n, cluster.server, bin_dir, seed, timeout) for n in nodes]:
-            future.result()
-
     env = harness.cluster_env(state)  # type: ignore[attr-defined]
 
     def kc(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -454,6 +514,13 @@ def _start(
         if check and res.returncode != 0:
             raise HarnessError(f"kubectl {' '.join(args)}: {res.stderr.strip()[:400]}")
         return res
+
+    kc("apply", "-f", "-", input=KUBE_ROUTER_RBAC)
+    images = node.node_images(bin_dir)  # type: ignore[attr-defined]
+    seed = ensure_seed([*images.values(), *role_archives])
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes)) as pool:
+        for future in [pool.submit(_start_node, state, n, cluster.server, bin_dir, seed, timeout) for n in nodes]:
+            future.result()
 
     def all_ready() -> tuple[bool, str]:
         res = kc(
@@ -488,6 +555,7 @@ def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, seed: Path
     pki = state / "pki"
     harness._write_kubeconfig(nd / "kubelet.kubeconfig", server, pki, f"kubelet-{n.name}", f"kubelet-{n.name}")  # type: ignore[attr-defined]
     harness._write_kubeconfig(nd / "kube-proxy.kubeconfig", server, pki, "kube-proxy", "kube-proxy")  # type: ignore[attr-defined]
+    harness._write_kubeconfig(nd / "kube-router.kubeconfig", server, pki, "kube-router", "kube-router")  # type: ignore[attr-defined]
     (nd / "resolv.conf").write_text("# no upstream DNS: the node never queries a server off this machine\n")
     (nd / "containerd" / "config.toml").write_text(
         node._containerd_config(nd, runc_root=nd / "containerd" / "runc")  # type: ignore[attr-defined]
@@ -561,7 +629,9 @@ def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, seed: Path
     wait("kubelet /healthz", http_ok(f"http://{n.ip}:{NODE_PORTS['kubelet-healthz']}/healthz"), "kubelet")
     spawn("kube-proxy", [str(bin_dir / "kube-proxy"), f"--config={nd / 'kube-proxy-config.json'}", "--v=1"])
     wait("kube-proxy /healthz", http_ok(f"http://{n.ip}:{NODE_PORTS['proxy-healthz']}/healthz"), "kube-proxy")
-    _say(f"{n.name}: containerd, kubelet and kube-proxy up at {n.ip} ({n.zone}, pods {n.pod_cidr})")
+    spawn("kube-router", kube_router_argv(bin_dir / "kube-router", nd, n))
+    wait("kube-router /healthz", http_ok(f"http://{n.ip}:{NODE_PORTS['router-health']}/healthz"), "kube-router")
+    _say(f"{n.name}: containerd, kubelet, kube-proxy and kube-router up at {n.ip} ({n.zone}, pods {n.pod_cidr})")
 
 
 # ---------------------------------------------------------------- check
@@ -672,7 +742,7 @@ def status(state_dir: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=("up", "down", "status", "import", "check"))
+    ap.add_argument("cmd", choices=("up", "down", "status", "import", "check", "deps"))
     ap.add_argument("archives", nargs="*", type=Path)
     ap.add_argument("--nodes", type=int, default=3)
     ap.add_argument("--image", dest="images", action="append", type=Path, default=[], help="an archive every node has")
@@ -687,6 +757,8 @@ def main(argv: list[str] | None = None) -> int:
             down(args.state_dir)
         elif args.cmd == "status":
             return status(args.state_dir)
+        elif args.cmd == "deps":
+            deps()
         elif args.cmd == "check":
             failures = check(args.state_dir)
             for failure in failures:

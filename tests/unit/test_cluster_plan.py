@@ -98,3 +98,10 @@ def test_a_planted_seed_links_every_file_but_the_databases_containerd_writes_in_
         copy = root / name
         assert copy.read_text() == (seed / name).read_text() and copy.stat().st_ino != (seed / name).stat().st_ino
     assert not any((root / n).exists() for n in cluster.SEED_DROP) and not (root / ".complete").exists()
+
+
+def test_kube_router_runs_only_its_network_policy_firewall(tmp_path: Path) -> None:
+    n = cluster.plan(3)[0]
+    argv = cluster.kube_router_argv(Path("/bin/kube-router"), tmp_path, n)
+    assert {"--run-firewall=true", "--run-router=false", "--run-service-proxy=false", "--enable-cni=false"} <= set(argv)
+    assert f"--hostname-override={n.name}" in argv and f"--service-cluster-ip-range={cluster.SERVICE_CIDR}" in argv
