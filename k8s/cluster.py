@@ -6,8 +6,9 @@ the one-node cluster of ``k8s/node.py``; each worker node is a **network namespa
 with its own address, containerd (own root, state, socket, runc root), bridge CNI (``cni0`` inside the
 namespace, pod CIDR 10.213.<i>.0/24), kubelet (its own ``cgroupRoot`` /rmq-n<i>), kube-proxy and kube-router
 (its NetworkPolicy firewall only: iptables and ipsets of the node's namespace), the way kind runs nodes as
-containers. Images come from one seed (``ensure_seed``: imported once, hard-linked into every node). The node daemons are started with ``nsenter --net=``, not ``ip netns exec`` (which would
-unshare the mount namespace: the kubelet's and containerd's mounts must be the host's).
+containers. Images come from one seed (``ensure_seed``: imported once, hard-linked into every node). The node
+daemons are started with ``nsenter --net=``, not ``ip netns exec`` (which would unshare the mount namespace:
+the kubelet's and containerd's mounts must be the host's).
 
     cluster.py up     [--nodes 3] [--state-dir .k8s] [--no-build]
     cluster.py down   [--state-dir .k8s]
