@@ -23,17 +23,33 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED_NODE_ENV = "ROCKETMQ_OPERATOR_E2E_NODE"
 """Set by scripts/run-tests.sh to the state directory of a node it brought up (with the operator installed) for
 the whole e2e run: the fixtures then use that node and neither start nor stop it."""
+NODES_ENV = "ROCKETMQ_OPERATOR_E2E_NODES"
+"""How many nodes: 1 (the default) is k8s/node.py's one-node cluster; more is k8s/cluster.py's, each node a network
+namespace with NetworkPolicies enforced (issue 29; not yet what `make test` runs)."""
 
 harness = k8s_scripts.load("harness")
 node = k8s_scripts.load("node")
 images = k8s_scripts.load("images")
+cluster_script = k8s_scripts.load("cluster")
+
+
+def node_count() -> int:
+    return int(os.environ.get(NODES_ENV, "1") or "1")
+
+
+def cluster_nodes() -> list[Any]:
+    """The multi-node cluster's node plans, from the machine's record ([] for the one-node cluster)."""
+    return list(cluster_script._record_nodes(node._read_record()))
+
+
 ROLES = ("broker", "controller", "operator", "spark")
 LATE_IMAGES = ("spark",)  # imported in the background; the tests that use one wait for it
 
 
 def wait_for_image(state: Path, role: str) -> None:
     """Return once the node has the image of ``role`` (imported in the background by `bring_up`)."""
-    node.wait_for_images(state, [images.archive(role)])
+    if not cluster_nodes():  # the multi-node cluster has every image from its seed
+        node.wait_for_images(state, [images.archive(role)])
 
 
 @dataclass
@@ -67,8 +83,17 @@ class Node:
         return res.stdout
 
     def tag_image(self, source: str, target: str) -> None:
-        """A second name for an image in the node's containerd (what a push of a new tag would give)."""
-        node.ctr(self.state_dir, "images", "tag", "--force", source, target)
+        """A second name for an image in every node's containerd (what a push of a new tag would give)."""
+        nodes = cluster_nodes()
+        if not nodes:
+            node.ctr(self.state_dir, "images", "tag", "--force", source, target)
+        for n in nodes:
+            cluster_script.ctr(self.state_dir, n, "images", "tag", "--force", source, target)
+
+    def node_address(self) -> str:
+        """An address where kube-proxy serves node ports, reachable from this machine."""
+        nodes = cluster_nodes()
+        return str(nodes[0].ip) if nodes else str(node.NODE_IP)
 
     def start_pod(
         self,
@@ -149,7 +174,8 @@ def missing_part() -> str | None:
     if need:
         return f"Debian packages missing for the node: {' '.join(need)} (make k8s-node-deps)"
     bin_dir = node.build_tools.bin_dir()
-    absent = [b for b in node.build_tools.NODE_BINARIES if not (bin_dir / b).is_file()]
+    wanted = [*node.build_tools.NODE_BINARIES, *(["kube-router"] if node_count() > 1 else [])]
+    absent = [b for b in wanted if not (bin_dir / b).is_file()]
     if absent:
         return f"binaries not built: {', '.join(absent)} (make k8s-node-tools)"
     for role in ROLES:
@@ -166,14 +192,17 @@ def missing_part() -> str | None:
 def bring_up(state: Path) -> Node:
     """The node up in ``state`` with the images imported; stopped again if that fails (and the error raised)."""
     try:
-        # Every image imported while the node starts; the tests need all but the Spark image at once, so it is
-        # imported after them (its test, the last, waits for it: `wait_for_image`).
-        first = [images.archive(role) for role in ROLES if role not in LATE_IMAGES]
-        later = [images.archive(role) for role in ROLES if role in LATE_IMAGES]
-        node.up(state, build=False, background_images=first, late_images=later)
-        node.wait_for_images(state, first)
+        if node_count() > 1:  # every image in the seed the nodes start from
+            cluster_script.up(state, node_count(), build=False, images=[images.archive(role) for role in ROLES])
+        else:
+            # Every image imported while the node starts; the tests need all but the Spark image at once, so it
+            # is imported after them (its test, the last, waits for it: `wait_for_image`).
+            first = [images.archive(role) for role in ROLES if role not in LATE_IMAGES]
+            later = [images.archive(role) for role in ROLES if role in LATE_IMAGES]
+            node.up(state, build=False, background_images=first, late_images=later)
+            node.wait_for_images(state, first)
     except BaseException:
-        node.down(state, quiet=True)
+        cluster_script.down(state, quiet=True)  # either kind: it goes by the machine's record
         raise
     return Node(state_dir=state, env=harness.cluster_env(state))
 
@@ -195,4 +224,4 @@ def tear_down(cluster: Node, diagnostics: Path) -> None:
         print(f"\ne2e diagnostics (resources, events, container logs): {diagnostics}")
     except Exception as exc:
         print(f"\nsaving e2e diagnostics failed: {exc}")
-    node.down(cluster.state_dir, quiet=True)
+    cluster_script.down(cluster.state_dir, quiet=True)  # either kind: it goes by the machine's record

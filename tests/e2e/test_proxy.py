@@ -17,7 +17,6 @@ from rocketmq_operator.tools.noloss import missing_acknowledged
 pytestmark = pytest.mark.xdist_group("quickstart")
 
 NS = "rocketmq"
-NODE_IP = "10.213.0.1"  # k8s/node.py: the node's address, where kube-proxy serves node ports
 TOPIC = "proxy-e2e"
 GROUP = "proxy-e2e-readers"
 
@@ -71,7 +70,7 @@ def test_proxy_example_serves_a_grpc_client_on_the_host_through_the_node_port(qu
     node.wait_for(f"topic {TOPIC} on the master", topic_asserted, timeout=300)
 
     # From the host, outside the pod network: the node's address and the node port.
-    endpoint = f"{NODE_IP}:{node_port}"
+    endpoint = f"{node.node_address()}:{node_port}"
     keys = [f"proxy-e2e-{i}" for i in range(40)]
     failed = [(s.key, s.status, s.error) for s in send_keys(endpoint, TOPIC, keys) if not s.ok]
     assert not failed, failed
