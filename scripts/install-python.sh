@@ -5,7 +5,8 @@
 #               into <cache>/wheels/<key>, <key> a hash of pyproject.toml and constraints.txt;
 #   after that: the install asks no index (`--no-index`): no PyPI round trips on the critical path of `make test`
 #               (measured 2026-11-27 23:47 UTC on this 2-core machine, byte-code compiled in both: 36 s for the
-#               whole install from the wheelhouse, 48 s for pip's install alone resolving against PyPI), and a PyPI hiccup cannot fail a warm run. Byte-code is compiled at install
+#               whole install from the wheelhouse, 48 s for pip's install alone resolving against PyPI), and a
+#               PyPI hiccup cannot fail a warm run. Byte-code is compiled at install
 #               (pip's default), never left to first import: where PYTHONDONTWRITEBYTECODE is set (this machine
 #               sets it) every process would compile every module it imports, every time; a warm `make test`
 #               installed with `--no-compile` ran its stage 1 in 10 min 47 s instead of about 9 min.
