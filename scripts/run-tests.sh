@@ -75,6 +75,10 @@ if ! "$MAKE_CMD" --no-print-directory install prepare-rocketmq; then
     wait "$background" 2>/dev/null
     exit 1
 fi
+# The project's own byte-code, written now: where PYTHONDONTWRITEBYTECODE is set (this machine sets it) every
+# process the tests start (CLI calls, supervisors, tools) would otherwise compile every module it imports (measured:
+# 0.14 s of CPU per process for the CLI's and the supervisor's imports). Up-to-date files are skipped.
+.venv/bin/python -m compileall -q -j 2 operator/rocketmq_operator >/dev/null
 echo "== $(stamp) stage 1: tests that need no cluster"
 
 # Integration files run beside the e2e tests instead of in stage 1 (each starts its own local clusters; about
