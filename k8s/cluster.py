@@ -40,6 +40,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -350,10 +351,11 @@ def ensure_seed(archives: Sequence[Path]) -> Path:
         for old in seed.parent.iterdir():
             if old.is_dir() and old != seed:
                 shutil.rmtree(old, ignore_errors=True)
-        work = seed.parent / f".{seed.name}.building"
-        shutil.rmtree(work, ignore_errors=True)
+        # A short directory for containerd's sockets (a unix socket path is at most 104 bytes; the cache's can be
+        # longer), on the cache's filesystem if /tmp is not (the root is renamed into place).
+        work = Path(tempfile.mkdtemp(prefix="rmq-seed-"))
         shutil.rmtree(seed, ignore_errors=True)
-        (work / "containerd").mkdir(parents=True)
+        (work / "containerd").mkdir(parents=True, exist_ok=True)
         (work / "logs").mkdir()
         (work / "cni" / "net.d").mkdir(parents=True)
         (work / "containerd" / "config.toml").write_text(node._containerd_config(work))  # type: ignore[attr-defined]
@@ -377,9 +379,12 @@ def ensure_seed(archives: Sequence[Path]) -> Path:
             with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(archives))) as pool:
                 for future in [pool.submit(one, a) for a in archives]:
                     future.result()
-        finally:
+        except BaseException:
             harness._stop_pid(pid, work)  # type: ignore[attr-defined]
-        os.replace(work / "containerd" / "root", seed)
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        harness._stop_pid(pid, work)  # type: ignore[attr-defined]
+        shutil.move(work / "containerd" / "root", seed)
         shutil.rmtree(work, ignore_errors=True)
         (seed / ".complete").write_text(json.dumps([a.name for a in archives]) + "\n")
         _say(f"image seed {seed.name}: {len(archives)} archives imported in {time.monotonic() - started:.0f}s")
