@@ -72,7 +72,6 @@ NODE_PORTS = {
     "router-health": 20244,
 }
 SERVICE_CIDR = "10.0.0.0/24"  # the harness's --service-cluster-ip-range
-CLUSTER_PACKAGES = {"ipset": "ipset"}  # command -> Debian package, beyond the one-node cluster's (kube-router)
 MAX_NODES = 9  # 10.213.0.11-19 and pod CIDRs 10.213.1-9.0/24
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 DAEMONS = ("containerd", "kubelet", "kube-proxy", "kube-router")  # per node, start order; stopped in reverse
@@ -182,19 +181,6 @@ def kube_router_argv(binary: Path, nd: Path, n: NodePlan) -> list[str]:
         "--metrics-port=0",
         "--v=1",
     ]
-
-
-def missing_packages() -> list[str]:
-    """The Debian packages the cluster needs and this machine lacks (the node's and ipset)."""
-    extra = [pkg for cmd, pkg in CLUSTER_PACKAGES.items() if not shutil.which(cmd)]
-    return sorted({*node.missing_deps(), *extra})  # type: ignore[attr-defined]
-
-
-def deps() -> None:
-    need = missing_packages()
-    if need:
-        _say(f"apt-get install {' '.join(need)}")
-        node.apt_install(need)  # type: ignore[attr-defined]
 
 
 def in_netns(n: NodePlan, argv: Sequence[str]) -> list[str]:
@@ -421,10 +407,8 @@ def up(state_dir: Path, count: int, *, build: bool = True, timeout: float = 300.
     state = state_dir.resolve()
     nodes = plan(count)
     node._preflight()  # type: ignore[attr-defined]
-    if missing_packages():
-        raise HarnessError(f"missing Debian packages: {' '.join(missing_packages())} (run `make k8s-cluster-deps`)")
     started = time.monotonic()
-    wanted = [*build_tools.NODE_BINARIES, "kube-router"]
+    wanted = list(build_tools.NODE_BINARIES)
     bin_dir = build_tools.build(quiet=True, only=wanted) if build else build_tools.bin_dir()
     need = [b for b in wanted if b != "helm" and not (bin_dir / b).is_file()]
     if need:
@@ -764,7 +748,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "status":
             return status(args.state_dir)
         elif args.cmd == "deps":
-            deps()
+            node.deps()  # type: ignore[attr-defined]
         elif args.cmd == "check":
             failures = check(args.state_dir)
             for failure in failures:

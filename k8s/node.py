@@ -58,6 +58,7 @@ DEBIAN_PACKAGES = {  # command -> Debian package
     "iptables": "iptables",
     "conntrack": "conntrack",
     "ip": "iproute2",
+    "ipset": "ipset",  # kube-router's NetworkPolicy firewall on the multi-node cluster (k8s/cluster.py)
 }
 SANDBOX_IMAGE = "localhost/rocketmq-operator/pause:1.0"
 COREDNS_IMAGE_REPO = "localhost/rocketmq-operator/coredns"

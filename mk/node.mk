@@ -21,12 +21,12 @@ K8S_CLUSTER := $(K8S_PYTHON) $(K8S_ROOT)/k8s/cluster.py
 NODES ?= 3
 
 .PHONY: k8s-node-tools k8s-promtool k8s-node-deps k8s-node-up k8s-node-down k8s-node-status k8s-import
-.PHONY: k8s-cluster-deps k8s-cluster-up k8s-cluster-down k8s-cluster-status
+.PHONY: k8s-cluster-up k8s-cluster-down k8s-cluster-status
 
 # Every pinned binary: the control plane's plus kube-scheduler, kubelet, kube-proxy, CoreDNS and pause.
 # Every binary but promtool, which only the chart's alert tests use (tests/k8s): `make test` builds it beside the
 # e2e tests (k8s-promtool), off the critical path of a cold run (253 s of Go, 2026-11-27).
-K8S_NODE_BINARIES := kube-apiserver,kube-controller-manager,kubectl,etcd,helm,kube-scheduler,kubelet,kube-proxy,coredns,pause
+K8S_NODE_BINARIES := kube-apiserver,kube-controller-manager,kubectl,etcd,helm,kube-scheduler,kubelet,kube-proxy,coredns,pause,kube-router
 
 k8s-node-tools:
 	$(K8S_BUILD) build -p $(K8S_BUILD_PARALLEL) --only $(K8S_NODE_BINARIES)
@@ -50,11 +50,7 @@ k8s-import:
 	@test -n "$(IMAGES)" || { echo "error: IMAGES is empty; usage: make k8s-import IMAGES='a.tar b.tar'" >&2; exit 2; }
 	$(K8S_NODE) import --state-dir $(K8S_STATE_DIR) $(IMAGES)
 
-k8s-cluster-deps:
-	$(K8S_CLUSTER) deps
-
-k8s-cluster-up: k8s-node-tools k8s-cluster-deps
-	$(K8S_BUILD) build -p $(K8S_BUILD_PARALLEL) --only kube-router
+k8s-cluster-up: k8s-node-tools k8s-node-deps
 	$(K8S_CLUSTER) up --nodes $(NODES) --no-build --state-dir $(K8S_STATE_DIR)
 
 k8s-cluster-down:

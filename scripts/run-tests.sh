@@ -7,7 +7,9 @@
 #   stage 1, foreground: the tests that need no cluster (unit, integration on real RocketMQ processes, spark;
 #               two pytest workers). It keeps both cores busy from start to end (measured: 90-100% CPU), so
 #               nothing else is put beside it but the build.
-#   stage 2, once the build is done: the e2e tests on the real one-node cluster in the foreground. They mostly
+#   stage 2, once the build is done: the e2e tests on the real three-node cluster (k8s/cluster.py: each node a
+#               network namespace, NetworkPolicies enforced; ROCKETMQ_OPERATOR_E2E_NODES=1 for the one-node
+#               cluster of k8s/node.py) in the foreground. They mostly
 #               wait (probes, elections, pods starting: 50-75% of the CPU idle, measured), so beside them, one
 #               after the other: the chaos campaign (marker chaos: nine JVMs under faults, in cgroups of their
 #               own: its iptables rules match only its own processes), the tests on the real API server (marker
@@ -128,7 +130,7 @@ grep -E '^(built|base image|k8s tools ready|.* up to date)' "$build_log" || true
 ) &
 side_line=$!
 
-echo "== $(stamp) stage 2: e2e tests on the real one-node cluster (tests/e2e); beside them: the tests on the real" \
+echo "== $(stamp) stage 2: e2e tests on the real cluster (tests/e2e, three nodes); beside them: the tests on the real" \
     "API server, the chaos campaign, lint and typecheck, then ${BESIDE_E2E[*]} (logs: $work/side-*.log)"
 # The node is brought up by tests/e2e/shared_node.py (images, the chart's operator) while the steps beside start.
 # One pytest process: two workers on the node (the quickstart's tests on one, the auth and TLS examples on the

@@ -5,7 +5,8 @@ Binaries: kube-apiserver, kube-controller-manager, kubectl, and for the node kub
 kube-proxy (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) from the module in this directory; helm
 and CoreDNS from the nested modules ./helm and ./coredns (kept separate so their newer dependencies never
 change the Kubernetes build graph); the node's sandbox program from ./pause (our own source, no deps);
-Prometheus's promtool from the nested module ./promtool (the chart's alert tests).
+Prometheus's promtool from the nested module ./promtool (the chart's alert tests); kube-router, the multi-node
+cluster's NetworkPolicy agent, from the nested module ./kube-router.
 
 The pins live in go.mod / go.sum (and helm/go.mod / helm/go.sum). Output goes to
 ``$ROCKETMQ_OPERATOR_CACHE/k8s/<k8s-version>/bin`` (default cache ``~/.cache/rocketmq-operator``).
@@ -57,13 +58,11 @@ BINARIES = (
     "coredns",
     "pause",
     "promtool",
+    "kube-router",
 )
-# What the node and its e2e tests need: all but promtool, which only the chart's alert tests use (built beside the
-# e2e tests by `make test`, `make k8s-promtool`).
+# What the nodes and their e2e tests need: all but promtool, which only the chart's alert tests use (built beside
+# the e2e tests by `make test`, `make k8s-promtool`).
 NODE_BINARIES = tuple(b for b in BINARIES if b != "promtool")
-# Built only when asked for by name (`--only`): the multi-node cluster's NetworkPolicy agent (k8s/cluster.py), which
-# `make test` does not run yet.
-ON_REQUEST = ("kube-router",)
 # The binaries a control plane without a node needs (harness.py checks these; the node needs NODE_BINARIES).
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
 
@@ -267,12 +266,12 @@ def build(parallel: int = 2, quiet: bool = False, only: Sequence[str] = ()) -> P
     """Build what is missing; ``only`` limits it to those binaries (`make test` needs no node binaries)."""
     v = Versions.load()
     out = bin_dir(v)
-    unknown = sorted(set(only) - set(BINARIES) - set(ON_REQUEST))
+    unknown = sorted(set(only) - set(BINARIES))
     if unknown:
-        raise SystemExit(f"error: --only {','.join(unknown)}: not one of {', '.join((*BINARIES, *ON_REQUEST))}")
+        raise SystemExit(f"error: --only {','.join(unknown)}: not one of {', '.join(BINARIES)}")
 
     def wanted(t: Target) -> bool:
-        return t.name in only if only else t.name not in ON_REQUEST
+        return not only or t.name in only
 
     if all(_up_to_date(out, t) for t in targets(v, dated=False) if wanted(t)):
         if not quiet:
