@@ -37,7 +37,6 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -264,24 +263,10 @@ def _stop_node(state: Path, n: NodePlan) -> None:
     nd = node_dir(state, n)
     for name in ("kube-router", "kube-proxy", "kubelet"):
         harness._stop_pid(harness._read_pid(nd, name), state)  # type: ignore[attr-defined]
-    for _ in range(3):
-        pids = _pod_pids(n)
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if not pids:
-            break
-        time.sleep(0.5)
+    pods, cgroups = (lambda: _pod_pids(n)), (lambda: _cgroup_dirs(n))
+    node._kill_pods_and_shims(nd, pods, cgroups)  # type: ignore[attr-defined]  # containers before containerd
     harness._stop_pid(harness._read_pid(nd, "containerd"), state)  # type: ignore[attr-defined]
-    for pid in node._node_strays(nd):  # type: ignore[attr-defined]  # the node's shims and ctr imports
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while (_pod_pids(n) or node._node_strays(nd)) and time.monotonic() < deadline:  # type: ignore[attr-defined]
-        time.sleep(0.2)
-    for d in _cgroup_dirs(n):
-        with contextlib.suppress(OSError):
-            d.rmdir()
+    node._kill_pods_and_shims(nd, pods, cgroups)  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------- images
@@ -454,26 +439,10 @@ def _start(
         "kube-scheduler": "/CN=system:kube-scheduler",
         "kube-proxy": "/CN=system:kube-proxy",
         "kube-router": "/CN=system:kube-router",
-        "apiserver-kubelet-client": "/O=system:masters/CN=kube-apiserver-kubelet-client",
     }
     certs |= {f"kubelet-{n.name}": f"/O=system:nodes/CN=system:node:{n.name}" for n in nodes}
     pki = state / "pki"
-    cluster = harness.up(  # type: ignore[attr-defined]
-        state,
-        build=False,
-        bin_dir=bin_dir,
-        timeout=timeout,
-        address=API_ADDRESS,
-        extra_certs=certs,
-        apiserver_flags=(
-            "--authorization-mode=Node,RBAC",
-            "--enable-admission-plugins=NodeRestriction",
-            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
-            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
-            "--kubelet-preferred-address-types=InternalIP",
-            "--endpoint-reconciler-type=lease",
-        ),
-    )
+    cluster = node.start_control_plane(state, bin_dir, timeout, API_ADDRESS, certs)  # type: ignore[attr-defined]
     sched_dir = state / "scheduler"
     sched_dir.mkdir(parents=True, exist_ok=True)
     (sched_dir / "logs").mkdir(exist_ok=True)
@@ -483,28 +452,9 @@ def _start(
     harness._spawn(  # type: ignore[attr-defined]
         sched_dir,
         "kube-scheduler",
-        [
-            str(bin_dir / "kube-scheduler"),
-            f"--kubeconfig={sched_kc}",
-            f"--authentication-kubeconfig={sched_kc}",
-            f"--authorization-kubeconfig={sched_kc}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={sched_port}",
-            "--leader-elect=false",
-            f"--cert-dir={sched_dir / 'certs'}",
-            "--v=1",
-        ],
+        node.scheduler_argv(bin_dir, sched_kc, sched_port, sched_dir / "certs"),  # type: ignore[attr-defined]
     )
-    env = harness.cluster_env(state)  # type: ignore[attr-defined]
-
-    def kc(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        res = subprocess.run(
-            [str(bin_dir / "kubectl"), *args], env=env, capture_output=True, text=True, input=input, timeout=120
-        )
-        if check and res.returncode != 0:
-            raise HarnessError(f"kubectl {' '.join(args)}: {res.stderr.strip()[:400]}")
-        return res
-
+    kc = node.kubectl_runner(bin_dir, state)  # type: ignore[attr-defined]
     kc("apply", "-f", "-", input=KUBE_ROUTER_RBAC)
     images = node.node_images(bin_dir)  # type: ignore[attr-defined]
     seed = ensure_seed([*images.values(), *role_archives])
@@ -585,14 +535,7 @@ def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, seed: Path
     def wait(what: str, check: Callable[[], tuple[bool, str]], component: str, secs: float = timeout) -> None:
         harness._wait(f"{n.name}: {what}", check, secs, nd, component)  # type: ignore[attr-defined]
 
-    def http_ok(url: str) -> Callable[[], tuple[bool, str]]:
-        def check() -> tuple[bool, str]:
-            import urllib.request
-
-            with urllib.request.urlopen(url, timeout=3) as resp:
-                return resp.status == 200, resp.read().decode(errors="replace")
-
-        return check
+    http_ok = node.http_ok  # type: ignore[attr-defined]
 
     spawn("containerd", ["containerd", "--config", str(nd / "containerd" / "config.toml")])
     sock = nd / "containerd" / "containerd.sock"
@@ -688,26 +631,12 @@ def down(state_dir: Path, *, quiet: bool = False) -> None:
             future.result()
     harness._stop_pid(harness._read_pid(state / "scheduler", "kube-scheduler"), state)  # type: ignore[attr-defined]
     harness._stop_all(state)  # type: ignore[attr-defined]
-    prefixes = [str(state)]
-    started = record.get("started", 0.0)
-    netns = Path("/run/netns")
-    if netns.is_dir():
-        for ns in netns.glob("cni-*"):
-            with contextlib.suppress(OSError):
-                if ns.stat().st_mtime >= started - 1:
-                    prefixes.append(str(ns))
-    node._unmount_all(prefixes)  # type: ignore[attr-defined]
-    for ns in prefixes[1:]:
-        with contextlib.suppress(OSError):
-            Path(ns).unlink()
+    node.release_mounts(state, record)  # type: ignore[attr-defined]
     _teardown_network(nodes)
     for key, value in record.get("sysctls", {}).items():
         if value is not None and node._sysctl_read(key) != value:  # type: ignore[attr-defined]
             node._sysctl_write(key, value)  # type: ignore[attr-defined]
-    before = set(record.get("host_paths_before", node.HOST_PATHS))  # type: ignore[attr-defined]
-    for path in node.HOST_PATHS:  # type: ignore[attr-defined]
-        if path not in before and os.path.lexists(path) and not node._mounts_under([path]):  # type: ignore[attr-defined]
-            shutil.rmtree(path, ignore_errors=True)
+    node.release_host_paths(record)  # type: ignore[attr-defined]
     harness.down(state, quiet=True)  # type: ignore[attr-defined]
     with contextlib.suppress(OSError):
         node.registry_file().unlink()  # type: ignore[attr-defined]

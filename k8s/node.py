@@ -38,8 +38,9 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 NODE_NAME = "rmq-node"
@@ -686,9 +687,18 @@ def _node_strays(state: Path) -> list[int]:
     return out
 
 
-def _kill_pods_and_shims(state: Path) -> None:
+def _kill_pods_and_shims(
+    state: Path,
+    pod_pids: Callable[[], set[int]] | None = None,
+    cgroup_dirs: Callable[[], list[Path]] | None = None,
+) -> None:
+    """SIGKILL every pod process (``pod_pids``: default this node's kubepods cgroups) and every shim or import
+    naming ``state``, wait for them to go, then remove the pods' cgroups (``cgroup_dirs``, deepest first). A node
+    of k8s/cluster.py passes its own cgroup tree."""
+    pod_pids = pod_pids or _pod_pids
+    cgroup_dirs = cgroup_dirs or _cgroup_dirs
     for _ in range(3):
-        pids = _pod_pids()
+        pids = pod_pids()
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -699,9 +709,9 @@ def _kill_pods_and_shims(state: Path) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while (_pod_pids() or _node_strays(state)) and time.monotonic() < deadline:
+    while (pod_pids() or _node_strays(state)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    for d in _cgroup_dirs():
+    for d in cgroup_dirs():
         with contextlib.suppress(OSError):
             d.rmdir()
 
@@ -836,6 +846,75 @@ def wait_for_images(state: Path, archives: list[Path], timeout: float = 900.0) -
         time.sleep(0.5)
 
 
+# ---------------------------------------------------------------- shared with k8s/cluster.py
+
+
+def start_control_plane(state: Path, bin_dir: Path, timeout: float, address: str, certs: dict[str, str]) -> Any:
+    """The control plane real nodes join (harness.up on ``address``): the Node authorizer and NodeRestriction, and
+    the API server's own client certificate for the kubelets, added to ``certs``."""
+    certs = {**certs, "apiserver-kubelet-client": "/O=system:masters/CN=kube-apiserver-kubelet-client"}
+    pki = state / "pki"
+    return harness.up(  # type: ignore[attr-defined]
+        state,
+        build=False,
+        bin_dir=bin_dir,
+        timeout=timeout,
+        address=address,
+        extra_certs=certs,
+        apiserver_flags=(
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
+            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+            "--kubelet-preferred-address-types=InternalIP",
+            # A node IP is not loopback: the `kubernetes` Service gets real endpoints (pods reach the API).
+            "--endpoint-reconciler-type=lease",
+        ),
+    )
+
+
+def scheduler_argv(bin_dir: Path, kubeconfig: Path, port: int, cert_dir: Path) -> list[str]:
+    """The one kube-scheduler of the cluster: its own identity, no leader election, serving on loopback."""
+    return [
+        str(bin_dir / "kube-scheduler"),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--leader-elect=false",
+        f"--cert-dir={cert_dir}",
+        "--v=1",
+    ]
+
+
+def http_ok(url: str) -> Callable[[], tuple[bool, str]]:
+    """A readiness check: ``url`` answers 200 (for `harness._wait`)."""
+
+    def check() -> tuple[bool, str]:
+        import urllib.request
+
+        with urllib.request.urlopen(url, timeout=3) as resp:
+            return resp.status == 200, resp.read().decode(errors="replace")
+
+    return check
+
+
+def kubectl_runner(bin_dir: Path, state: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``kc(*args, input=None, check=True)``: kubectl as the cluster's admin; HarnessError naming the command."""
+    env = harness.cluster_env(state)  # type: ignore[attr-defined]
+
+    def kc(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        res = subprocess.run(
+            [str(bin_dir / "kubectl"), *args], env=env, capture_output=True, text=True, input=input, timeout=120
+        )
+        if check and res.returncode != 0:
+            raise HarnessError(f"kubectl {' '.join(args)}: {res.stderr.strip()[:400]}")
+        return res
+
+    return kc
+
+
 def up(
     state_dir: Path,
     *,
@@ -900,26 +979,9 @@ def _start(
         "kube-scheduler": "/CN=system:kube-scheduler",
         "kube-proxy": "/CN=system:kube-proxy",
         "kubelet": f"/O=system:nodes/CN=system:node:{NODE_NAME}",
-        "apiserver-kubelet-client": "/O=system:masters/CN=kube-apiserver-kubelet-client",
     }
     pki = state / "pki"
-    cluster = harness.up(  # type: ignore[attr-defined]
-        state,
-        build=False,
-        bin_dir=bin_dir,
-        timeout=timeout,
-        address=NODE_IP,
-        extra_certs=certs,
-        apiserver_flags=(
-            "--authorization-mode=Node,RBAC",
-            "--enable-admission-plugins=NodeRestriction",
-            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
-            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
-            "--kubelet-preferred-address-types=InternalIP",
-            # A node IP is not loopback: the `kubernetes` Service gets real endpoints (pods reach the API).
-            "--endpoint-reconciler-type=lease",
-        ),
-    )
+    cluster = start_control_plane(state, bin_dir, timeout, NODE_IP, certs)
     nd = node_dir(state)
     for d in ("containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "logs"):
         (nd / d).mkdir(parents=True, exist_ok=True)
@@ -939,15 +1001,6 @@ def _start(
     def wait(what: str, check, component: str, secs: float = timeout) -> None:  # type: ignore[no-untyped-def]
         harness._wait(what, check, secs, nd, component)  # type: ignore[attr-defined]
 
-    def http_ok(url: str):  # type: ignore[no-untyped-def]
-        def check() -> tuple[bool, str]:
-            import urllib.request
-
-            with urllib.request.urlopen(url, timeout=3) as resp:
-                return resp.status == 200, resp.read().decode(errors="replace")
-
-        return check
-
     _say("starting containerd " + _run("containerd", "--version").stdout.split()[2])
     spawn("containerd", ["containerd", "--config", str(nd / "containerd" / "config.toml")])
     sock = nd / "containerd" / "containerd.sock"
@@ -963,20 +1016,7 @@ def _start(
 
     _say("starting kube-scheduler")
     sched_kc = str(nd / "kube-scheduler.kubeconfig")
-    spawn(
-        "kube-scheduler",
-        [
-            str(bin_dir / "kube-scheduler"),
-            f"--kubeconfig={sched_kc}",
-            f"--authentication-kubeconfig={sched_kc}",
-            f"--authorization-kubeconfig={sched_kc}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={sched_port}",
-            "--leader-elect=false",
-            f"--cert-dir={nd / 'scheduler-certs'}",
-            "--v=1",
-        ],
-    )
+    spawn("kube-scheduler", scheduler_argv(bin_dir, Path(sched_kc), sched_port, nd / "scheduler-certs"))
     _say("starting kubelet")
     spawn(
         "kubelet",
@@ -996,14 +1036,7 @@ def _start(
     spawn("kube-proxy", [str(bin_dir / "kube-proxy"), f"--config={nd / 'kube-proxy-config.json'}", "--v=1"])
     wait("kube-proxy /healthz", http_ok(f"http://127.0.0.1:{proxy_healthz}/healthz"), "kube-proxy")
 
-    env = harness.cluster_env(state)  # type: ignore[attr-defined]
-    kubectl = [str(bin_dir / "kubectl")]
-
-    def kc(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        res = subprocess.run(kubectl + list(args), env=env, capture_output=True, text=True, input=input, timeout=120)
-        if check and res.returncode != 0:
-            raise HarnessError(f"kubectl {' '.join(args)}: {res.stderr.strip()[:400]}")
-        return res
+    kc = kubectl_runner(bin_dir, state)
 
     def node_ready() -> tuple[bool, str]:
         res = kc(
@@ -1040,6 +1073,19 @@ def down(state_dir: Path, *, quiet: bool = False) -> None:
         raise HarnessError(f"the node on this machine runs from {record['state_dir']}, not {state}")
     _stop_node_components(state)
     harness._stop_all(state)  # type: ignore[attr-defined]
+    release_mounts(state, record)
+    _teardown_network(record)
+    release_host_paths(record)
+    harness.down(state, quiet=True)  # type: ignore[attr-defined]
+    with contextlib.suppress(OSError):
+        registry_file().unlink()
+    if not quiet:
+        _say(f"node stopped; removed {state}, bridge {BRIDGE}, nft tables, KUBE-* chains; sysctls restored")
+
+
+def release_mounts(state: Path, record: dict) -> None:
+    """Unmount everything under the state dir and the pod network namespaces (``/run/netns/cni-*``) made since
+    ``record``'s start, and remove those namespace files."""
     prefixes = [str(state)]
     started = record.get("started", 0.0)
     netns = Path("/run/netns")
@@ -1052,16 +1098,14 @@ def down(state_dir: Path, *, quiet: bool = False) -> None:
     for ns in prefixes[1:]:
         with contextlib.suppress(OSError):
             Path(ns).unlink()
-    _teardown_network(record)
+
+
+def release_host_paths(record: dict) -> None:
+    """Remove the host paths the kubelet and containerd made (`HOST_PATHS` absent before `up`, now unmounted)."""
     before = set(record.get("host_paths_before", HOST_PATHS))
     for path in HOST_PATHS:
         if path not in before and os.path.lexists(path) and not _mounts_under([path]):
             shutil.rmtree(path, ignore_errors=True)
-    harness.down(state, quiet=True)  # type: ignore[attr-defined]
-    with contextlib.suppress(OSError):
-        registry_file().unlink()
-    if not quiet:
-        _say(f"node stopped; removed {state}, bridge {BRIDGE}, nft tables, KUBE-* chains; sysctls restored")
 
 
 def status(state_dir: Path) -> int:

@@ -1,4 +1,5 @@
-"""End-to-end tests on a real one-node cluster (k8s/node.py, docs/node.md): real kubelet, containerd, pods.
+"""End-to-end tests on a real three-node cluster (k8s/cluster.py, docs/node.md "Three nodes"; the one-node cluster of
+k8s/node.py with ROCKETMQ_OPERATOR_E2E_NODES=1): real kubelets, containerds, pods, NetworkPolicies enforced.
 
 Part of ``make test`` (which builds the node's binaries and the images first). A missing part (root, Debian
 packages, binaries, images) skips them locally and fails them under ``CI=true`` (tests/real_parts.py).
