@@ -603,7 +603,13 @@ def check(state_dir: Path) -> list[str]:
     failures: list[str] = []
     for n in _record_nodes(record):
         name = "kubernetes.default.svc.cluster.local"
-        res = _run(*in_netns(n, ["python3", "-c", _DNS_QUERY, node.CLUSTER_DNS, name]), check=False, timeout=30)  # type: ignore[attr-defined]
+        # Right after `up` a node's kube-proxy may not have CoreDNS's endpoint yet (it rejects the query): retried.
+        deadline = time.monotonic() + 30
+        while True:
+            res = _run(*in_netns(n, ["python3", "-c", _DNS_QUERY, node.CLUSTER_DNS, name]), check=False, timeout=30)  # type: ignore[attr-defined]
+            if (res.returncode == 0 and res.stdout.split()) or time.monotonic() > deadline:
+                break
+            time.sleep(1)
         addresses = res.stdout.split()
         if res.returncode != 0 or not addresses:
             failures.append(f"{n.name}: {name} did not resolve through {node.CLUSTER_DNS}: {res.stderr.strip()[-300:]}")  # type: ignore[attr-defined]
