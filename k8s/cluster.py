@@ -319,8 +319,12 @@ def ensure_seed(archives: Sequence[Path]) -> Path:
     with build_tools._lock(seed.parent / ".lock"):  # type: ignore[attr-defined]
         if (seed / ".complete").is_file():
             return seed
-        for old in seed.parent.iterdir():
-            if old.is_dir() and old != seed:
+        # The newest other seed stays (`make k8s-cluster-up` by hand and `make test` use different image sets);
+        # older ones and interrupted builds go.
+        others = sorted((d for d in seed.parent.iterdir() if d.is_dir() and d != seed), key=lambda d: d.stat().st_mtime)
+        kept = [d for d in others if (d / ".complete").is_file()][-1:]
+        for old in others:
+            if old not in kept:
                 shutil.rmtree(old, ignore_errors=True)
         # A short directory for containerd's sockets (a unix socket path is at most 104 bytes; the cache's can be
         # longer), on the cache's filesystem if /tmp is not (the root is renamed into place).
