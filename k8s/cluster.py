@@ -241,21 +241,11 @@ def _make_cgroups(n: NodePlan) -> None:
 
 def _cgroup_dirs(n: NodePlan) -> list[Path]:
     """Every directory of the node's cgroup tree over all hierarchies, deepest first."""
-    dirs: list[Path] = []
-    for hierarchy in _hierarchies():
-        top = hierarchy / n.cgroup.lstrip("/")
-        if top.is_dir():
-            dirs += [Path(d) for d, _, _ in os.walk(top)]
-    return sorted(set(dirs), key=lambda p: len(p.parts), reverse=True)
+    return node._cgroup_dirs(n.cgroup.lstrip("/"))  # type: ignore[attr-defined,no-any-return]
 
 
 def _pod_pids(n: NodePlan) -> set[int]:
-    pids: set[int] = set()
-    for d in _cgroup_dirs(n):
-        if "kubepods" in d.parts:
-            with contextlib.suppress(OSError):
-                pids |= {int(x) for x in (d / "cgroup.procs").read_text().split()}
-    return pids
+    return node._pod_pids(n.cgroup.lstrip("/"))  # type: ignore[attr-defined,no-any-return]
 
 
 def _stop_node(state: Path, n: NodePlan) -> None:
@@ -274,7 +264,7 @@ def _stop_node(state: Path, n: NodePlan) -> None:
 
 def ctr(state: Path, n: NodePlan, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     sock = node_dir(state.resolve(), n) / "containerd" / "containerd.sock"
-    return _run("ctr", "--address", str(sock), "--namespace", "k8s.io", *args, timeout=timeout)
+    return node.ctr_at(sock, *args, timeout=timeout)  # type: ignore[attr-defined,no-any-return]
 
 
 def import_images(state: Path, nodes: Sequence[NodePlan], archives: Sequence[Path]) -> None:
@@ -348,8 +338,7 @@ def ensure_seed(archives: Sequence[Path]) -> Path:
             harness._wait("the seed's containerd", answers, 60, work, "containerd")  # type: ignore[attr-defined]
 
             def one(archive: Path) -> None:
-                _run("ctr", "--address", str(sock), "--namespace", "k8s.io", "images", "import", "--snapshotter",
-                     "overlayfs", str(archive), timeout=900)  # fmt: skip
+                node.ctr_at(sock, "images", "import", "--snapshotter", "overlayfs", str(archive), timeout=900)  # type: ignore[attr-defined]
 
             with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(archives))) as pool:
                 for future in [pool.submit(one, a) for a in archives]:

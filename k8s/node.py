@@ -657,22 +657,25 @@ def _unmount_all(prefixes: list[str]) -> None:
             subprocess.run(["umount", "-l", point], capture_output=True)
 
 
-def _cgroup_dirs() -> list[Path]:
-    """Every kubepods cgroup directory (cgroupfs driver), deepest first, over all hierarchies."""
+def _cgroup_dirs(top: str = "kubepods") -> list[Path]:
+    """Every directory of the cgroup tree ``top`` (default the kubelet's kubepods, cgroupfs driver), deepest first,
+    over all hierarchies. A node of k8s/cluster.py passes its own cgroup root."""
     dirs: list[Path] = []
     root = Path("/sys/fs/cgroup")
     for hierarchy in [p for p in root.iterdir() if p.is_dir()] + [root]:
-        top = hierarchy / "kubepods"
-        if top.is_dir():
-            dirs += [Path(d) for d, _, _ in os.walk(top)]
+        path = hierarchy / top
+        if path.is_dir():
+            dirs += [Path(d) for d, _, _ in os.walk(path)]
     return sorted(set(dirs), key=lambda p: len(p.parts), reverse=True)
 
 
-def _pod_pids() -> set[int]:
+def _pod_pids(top: str = "kubepods") -> set[int]:
+    """Every process in a kubepods cgroup under ``top``."""
     pids: set[int] = set()
-    for d in _cgroup_dirs():
-        with contextlib.suppress(OSError):
-            pids |= {int(x) for x in (d / "cgroup.procs").read_text().split()}
+    for d in _cgroup_dirs(top):
+        if "kubepods" in d.parts:
+            with contextlib.suppress(OSError):
+                pids |= {int(x) for x in (d / "cgroup.procs").read_text().split()}
     return pids
 
 
@@ -762,9 +765,13 @@ def _node_healthy(state: Path) -> bool:
     return all(harness._is_ours(harness._read_pid(nd, c), state) for c in NODE_COMPONENTS)  # type: ignore[attr-defined]
 
 
-def ctr(state: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    sock = node_dir(state.resolve()) / "containerd" / "containerd.sock"
+def ctr_at(sock: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``ctr`` against the containerd at ``sock``, in the kubelet's namespace (k8s.io)."""
     return _run("ctr", "--address", str(sock), "--namespace", "k8s.io", *args, timeout=timeout)
+
+
+def ctr(state: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return ctr_at(node_dir(state.resolve()) / "containerd" / "containerd.sock", *args, timeout=timeout)
 
 
 def import_images(state: Path, archives: list[Path]) -> None:
