@@ -259,3 +259,18 @@ def test_an_expired_authority_is_replaced_only_at_the_version_read() -> None:
     with pytest.raises(KubeError) as refused:
         asyncio.run(api.apply(stale))
     assert refused.value.status == 409
+
+
+def test_a_deleted_resource_waits_for_its_timers_seconds_not_a_minute() -> None:
+    """kopf keeps a deleted resource's finalizer until its timers exited and, for a timer caught mid-pass, looks
+    again only after ``cancellation_polling`` (60 s by default): `kubectl delete proxy --timeout=60s` timed out on
+    that wait in a CI run under load."""
+    import kopf
+
+    from rocketmq_operator.platforms.kubernetes.handlers import configure
+
+    settings = kopf.OperatorSettings()
+    assert settings.background.cancellation_polling == 60  # kopf's default, the one that bit
+    configure(settings)
+    assert settings.background.cancellation_polling <= 2
+    assert settings.watching.server_timeout == 300

@@ -37,13 +37,22 @@ def pass_lock(memo: kopf.Memo) -> asyncio.Lock:
     return lock
 
 
+def configure(settings: kopf.OperatorSettings) -> None:
+    """The operator's kopf settings (kept apart so a unit test reads them)."""
+    settings.posting.level = logging.INFO
+    settings.watching.server_timeout = 300
+    # A deleted resource keeps kopf's finalizer until its timers (resync, observe) have exited; one caught
+    # mid-pass is looked at again only after this many seconds (kopf's default is 60). A CI run under load
+    # saw `kubectl delete proxy --timeout=60s` time out on exactly that wait.
+    settings.background.cancellation_polling = 1.0
+
+
 def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-        settings.posting.level = logging.INFO
-        settings.watching.server_timeout = 300
+        configure(settings)
         memo.kube = await KubeClient.connect()
         memo.remoting = RemotingClient(connect_timeout=1.0, request_timeout=2.0)
         memo.metrics = OperatorMetrics()
