@@ -15,6 +15,8 @@ the kubelet's and containerd's mounts must be the host's).
     cluster.py status [--state-dir .k8s]
     cluster.py import IMAGE.tar [...] [--state-dir .k8s]   # into every node's containerd
     cluster.py check                                       # DNS and a Service from inside every node
+    cluster.py power-off --node rmq-n2                     # a machine that lost power: link cut, all killed
+    cluster.py power-on  --node rmq-n2                     # back on what it left on disk
 
 Network (``plan``): the host bridge ``rmqk8s0`` holds 10.213.0.1/24 (the API server's address, as today); node i
 is 10.213.0.<10+i> on a veth whose host end is a port of that bridge; in each namespace a route to every other
@@ -481,7 +483,9 @@ def _start(
     kc("apply", "-f", "-", input=node._persistent_volumes(state))  # type: ignore[attr-defined]
 
 
-def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, seed: Path, timeout: float) -> None:
+def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, seed: Path | None, timeout: float) -> None:
+    """``seed``: the image seed its containerd root becomes a copy of; None: a node powered on again, which keeps
+    the root (and every other directory) it had."""
     nd = node_dir(state, n)
     for d in ("containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "logs"):
         (nd / d).mkdir(parents=True, exist_ok=True)
@@ -491,7 +495,11 @@ def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, seed: Path
     harness._write_kubeconfig(nd / "kube-router.kubeconfig", server, pki, "kube-router", "kube-router")  # type: ignore[attr-defined]
     (nd / "resolv.conf").write_text("# no upstream DNS: the node never queries a server off this machine\n")
     (nd / "containerd" / "config.toml").write_text(
-        node._containerd_config(nd, runc_root=nd / "containerd" / "runc")  # type: ignore[attr-defined]
+        node._containerd_config(  # type: ignore[attr-defined]
+            nd,
+            runc_root=nd / "containerd" / "runc",
+            base_spec=node.base_runtime_spec(nd),  # type: ignore[attr-defined]
+        )
     )
     (nd / "cni" / "net.d" / "10-rmq-node.conflist").write_text(
         node._cni_config(nd, bridge="cni0", subnet=n.pod_cidr, gateway=n.gateway)  # type: ignore[attr-defined]
@@ -520,7 +528,8 @@ def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, seed: Path
         )
     )
     _make_cgroups(n)
-    plant_seed(seed, nd / "containerd" / "root")
+    if seed is not None:
+        plant_seed(seed, nd / "containerd" / "root")
 
     def spawn(name: str, argv: list[str]) -> None:
         harness._spawn(nd, name, in_netns(n, argv))  # type: ignore[attr-defined]
@@ -558,6 +567,43 @@ def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, seed: Path
     spawn("kube-router", kube_router_argv(bin_dir / "kube-router", nd, n))
     wait("kube-router /healthz", http_ok(f"http://{n.ip}:{NODE_PORTS['router-health']}/healthz"), "kube-router")
     _say(f"{n.name}: containerd, kubelet, kube-proxy and kube-router up at {n.ip} ({n.zone}, pods {n.pod_cidr})")
+
+
+# ---------------------------------------------------------------- a node lost and back
+
+
+def _node_named(state: Path, name: str) -> NodePlan:
+    record = node._read_record() or {}  # type: ignore[attr-defined]
+    if not record.get("cluster") or Path(record.get("state_dir", "")) != state:
+        raise HarnessError(f"no multi-node cluster runs from {state} (`make k8s-cluster-up` starts one)")
+    nodes = _record_nodes(record)
+    for n in nodes:
+        if n.name == name:
+            return n
+    raise HarnessError(f"no node {name!r} in this cluster; its nodes: {', '.join(n.name for n in nodes)}")
+
+
+def power_off(state_dir: Path, name: str) -> None:
+    """Node ``name`` as a machine that lost its power: its link cut first (no last word leaves it), then every
+    process of it killed at once (kube-router, kube-proxy, the kubelet, every pod and shim, containerd; the pods'
+    cgroups removed). What it has on disk stays, as a disk does: containerd's root, the kubelet's directory, the
+    pods' volumes. The API server learns of it only by the kubelet's silence (the node controller: `Unknown`)."""
+    state = state_dir.resolve()
+    n = _node_named(state, name)
+    _run("ip", "link", "set", n.veth, "down")
+    _stop_node(state, n)
+    _say(f"{n.name}: powered off (link down, every process killed)")
+
+
+def power_on(state_dir: Path, name: str, timeout: float = 300.0) -> None:
+    """Node ``name`` back after `power_off`: its link up and its daemons started on what they left on disk (no
+    image seed planted again); the kubelet then starts the pods the API server still binds to it."""
+    state = state_dir.resolve()
+    n = _node_named(state, name)
+    text = (state / "kubeconfig").read_text()
+    server = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.strip().startswith("server:"))
+    _run("ip", "link", "set", n.veth, "up")
+    _start_node(state, n, server, build_tools.bin_dir(), None, timeout)
 
 
 # ---------------------------------------------------------------- check
@@ -660,8 +706,9 @@ def status(state_dir: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=("up", "down", "status", "import", "check", "deps"))
+    ap.add_argument("cmd", choices=("up", "down", "status", "import", "check", "deps", "power-off", "power-on"))
     ap.add_argument("archives", nargs="*", type=Path)
+    ap.add_argument("--node", help="power-off, power-on: the node (rmq-n1, ...)")
     ap.add_argument("--nodes", type=int, default=3)
     ap.add_argument("--image", dest="images", action="append", type=Path, default=[], help="an archive every node has")
     ap.add_argument("--state-dir", type=Path, default=Path(".k8s"))
@@ -677,6 +724,13 @@ def main(argv: list[str] | None = None) -> int:
             return status(args.state_dir)
         elif args.cmd == "deps":
             node.deps()  # type: ignore[attr-defined]
+        elif args.cmd in ("power-off", "power-on"):
+            if not args.node:
+                raise HarnessError(f"{args.cmd} needs --node NAME (rmq-n1, rmq-n2, ...)")
+            if args.cmd == "power-off":
+                power_off(args.state_dir, args.node)
+            else:
+                power_on(args.state_dir, args.node, timeout=args.timeout)
         elif args.cmd == "check":
             failures = check(args.state_dir)
             for failure in failures:

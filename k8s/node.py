@@ -32,6 +32,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -78,6 +79,11 @@ SYSCTLS = (
 )
 # Host paths the kubelet/containerd create whatever their configuration says; removed at `down` if they
 # did not exist before `up`.
+CONTAINER_ENV = "ROCKETMQ_OPERATOR_NODE_CONTAINER_ENV"
+"""Environment variables every container on the node starts with (shell words, each NAME=value), set through
+containerd's base runtime spec: what a test suite wants of every pod without touching the manifests under test.
+The e2e tests set `JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1` (tests/e2e/e2e_node.py), the flag the local tests
+give every RocketMQ JVM. Unset: containerd's own default spec, unchanged."""
 HOST_PATHS = ("/run/netns", "/var/lib/cni", "/var/log/containers", "/var/log/pods", "/run/containerd")
 
 
@@ -265,11 +271,35 @@ def node_images(bin_dir: Path) -> dict[str, Path]:
 # ---------------------------------------------------------------- config files
 
 
-def _containerd_config(nd: Path, runc_root: Path | None = None) -> str:
+def base_runtime_spec(nd: Path, environ: dict[str, str] | None = None) -> Path | None:
+    """containerd's default container spec (`ctr oci spec`, what the CRI plugin starts from without one) with the
+    variables of `$ROCKETMQ_OPERATOR_NODE_CONTAINER_ENV` appended to its environment, written under ``nd``; None
+    when that is unset. The CRI plugin keeps the base spec's variables and adds the image's and the pod's (a
+    pod's own value of the same name wins)."""
+    words = shlex.split((os.environ if environ is None else environ).get(CONTAINER_ENV, ""))
+    bad = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]
+    if bad:
+        raise HarnessError(f"{CONTAINER_ENV}: {bad[0]!r} is not NAME=value; set it to NAME=value words")
+    if not words:
+        return None
+    res = subprocess.run(["ctr", "oci", "spec"], capture_output=True, text=True, timeout=60)
+    if res.returncode != 0:
+        raise HarnessError(f"ctr oci spec failed: {res.stderr.strip()}")
+    spec = json.loads(res.stdout)
+    spec["process"]["env"] = [*spec["process"].get("env", []), *words]
+    path = nd / "containerd" / "base-runtime-spec.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(spec, indent=2))
+    return path
+
+
+def _containerd_config(nd: Path, runc_root: Path | None = None, base_spec: Path | None = None) -> str:
     """``runc_root``: runc's state directory (default: containerd's shared /run/containerd/runc); a node of a
-    multi-node cluster keeps its own, so that no two containerds share one."""
+    multi-node cluster keeps its own, so that no two containerds share one. ``base_spec``: the base runtime spec
+    of every container (`base_runtime_spec`), or containerd's default."""
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     root_line = f'\n        Root = "{runc_root}"' if runc_root else ""
+    base_line = f'\n      base_runtime_spec = "{base_spec}"' if base_spec else ""
     return f"""version = 2
 root = "{nd / "containerd" / "root"}"
 state = "{nd / "containerd" / "state"}"
@@ -309,7 +339,7 @@ disabled_plugins = [
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
     [{cri}.containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
+      runtime_type = "io.containerd.runc.v2"{base_line}
       [{cri}.containerd.runtimes.runc.options]
         SystemdCgroup = false
         BinaryName = "{shutil.which("runc") or "runc"}"{root_line}
@@ -995,7 +1025,7 @@ def _start(
     for name in certs:
         harness._write_kubeconfig(nd / f"{name}.kubeconfig", cluster.server, pki, name, name)  # type: ignore[attr-defined]
     (nd / "resolv.conf").write_text("# no upstream DNS: the node never queries a server off this machine\n")
-    (nd / "containerd" / "config.toml").write_text(_containerd_config(nd))
+    (nd / "containerd" / "config.toml").write_text(_containerd_config(nd, base_spec=base_runtime_spec(nd)))
     (nd / "cni" / "net.d" / "10-rmq-node.conflist").write_text(_cni_config(nd))
     free = harness._free_port  # type: ignore[attr-defined]
     kubelet_healthz, kubelet_port, proxy_healthz, proxy_metrics, sched_port = free(), free(), free(), free(), free()

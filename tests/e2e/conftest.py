@@ -159,13 +159,17 @@ class Group:
         timeout: float = 900,
         env: dict[str, str] | None = None,
         secret_mounts: dict[str, str] | None = None,
+        node_name: str | None = None,
     ) -> dict[str, Any] | None:
         """Run ``rocketmq-operator ARGS --json`` in a pod of the operator image, inside the cluster (as a user's
         job would: DNS names, the name server's Service). Returns its JSON report when ``wait``."""
         image = f"ghcr.io/rocketmq-operator/rocketmq-operator:{operator_version()}"
         # stderr after the report: `kubectl logs` interleaves the two streams of a container
         script = 'rocketmq-operator "$@" --json 2>/tmp/stderr; rc=$?; cat /tmp/stderr; exit $rc'
-        self.node.start_pod(self.ns, pod, image, "sh", "-c", script, "sh", *args, env=env, secret_mounts=secret_mounts)
+        self.node.start_pod(
+            self.ns, pod, image, "sh", "-c", script, "sh", *args,
+            env=env, secret_mounts=secret_mounts, node_name=node_name,
+        )  # fmt: skip
         if not wait:
             return None
         return self.tool_result(pod, timeout=timeout)
@@ -197,12 +201,15 @@ class Group:
         wait: bool = True,
         env: dict[str, str] | None = None,
         secret_mounts: dict[str, str] | None = None,
+        node_name: str | None = None,
     ) -> dict[str, Any] | None:
         """``rocketmq-operator produce`` COUNT keyed messages to the quickstart's declared topic, from a pod;
-        ``env``: e.g. the ACL 2.0 user to sign as (ROCKETMQ_ACCESS_KEY, ROCKETMQ_SECRET_KEY)."""
+        ``env``: e.g. the ACL 2.0 user to sign as (ROCKETMQ_ACCESS_KEY, ROCKETMQ_SECRET_KEY); ``node_name``: the
+        node the producer runs on."""
         return self.tool(
             pod, "produce", "--namesrv", self.name_servers(), "--topic", TOPIC, "--count", str(count),
-            "--no-create-topic", "--key-prefix", f"{pod}-", *extra, wait=wait, env=env, secret_mounts=secret_mounts,
+            "--no-create-topic", "--key-prefix", f"{pod}-", *extra,
+            wait=wait, env=env, secret_mounts=secret_mounts, node_name=node_name,
         )  # fmt: skip
 
     def consume_all(self, pod: str, env: dict[str, str] | None = None, report_keys: bool = False) -> dict[str, Any]:

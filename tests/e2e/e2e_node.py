@@ -43,6 +43,13 @@ def cluster_nodes() -> list[Any]:
     return list(cluster_script._record_nodes(node._read_record()))
 
 
+CONTAINER_ENV = "JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1"
+"""What every container on the test nodes starts with (k8s/node.py `CONTAINER_ENV`, through containerd's base
+runtime spec; an empty `$ROCKETMQ_OPERATOR_NODE_CONTAINER_ENV` turns it off): the RocketMQ JVMs in the pods run
+without the C2 compiler, as the local tests' JVMs do (tests/integration/conftest.py `c1_only_jvms`). RocketMQ's
+behaviour is the same, its peak speed lower; C2 took about 12 CPU-seconds of each broker's first two minutes, and
+the e2e line starts some 25 RocketMQ JVMs beside the side line's on two cores."""
+
 ROLES = ("broker", "controller", "operator", "spark")
 LATE_IMAGES = ("spark",)  # imported in the background; the tests that use one wait for it
 
@@ -104,11 +111,13 @@ class Node:
         *command: str,
         env: dict[str, str] | None = None,
         secret_mounts: dict[str, str] | None = None,
+        node_name: str | None = None,
     ) -> None:
         """Start a one-shot pod running ``command`` in a locally built image (never pulled); ``secret_mounts``:
-        Secret name -> the directory it is mounted at (read-only)."""
+        Secret name -> the directory it is mounted at (read-only); ``node_name``: the node it runs on (unset: the
+        scheduler's choice)."""
         mounts = sorted((secret_mounts or {}).items())
-        overrides = {
+        overrides: dict[str, Any] = {
             "spec": {
                 "volumes": [{"name": f"secret-{i}", "secret": {"secretName": s}} for i, (s, _) in enumerate(mounts)],
                 "containers": [
@@ -121,10 +130,12 @@ class Node:
                 ],
             }
         }
+        if node_name:
+            overrides["spec"]["nodeName"] = node_name
         self.kubectl(
             "-n", ns, "run", pod, "--restart=Never", f"--image={image}", "--image-pull-policy=Never",
             *(f"--env={k}={v}" for k, v in (env or {}).items()),
-            *(["--override-type=strategic", f"--overrides={json.dumps(overrides)}"] if mounts else []),
+            *(["--override-type=strategic", f"--overrides={json.dumps(overrides)}"] if mounts or node_name else []),
             "--command", "--", *command,
         )  # fmt: skip
 
@@ -191,6 +202,7 @@ def missing_part() -> str | None:
 
 def bring_up(state: Path) -> Node:
     """The node up in ``state`` with the images imported; stopped again if that fails (and the error raised)."""
+    os.environ.setdefault(node.CONTAINER_ENV, CONTAINER_ENV)
     try:
         if node_count() > 1:  # every image in the seed the nodes start from
             cluster_script.up(state, node_count(), build=False, images=[images.archive(role) for role in ROLES])

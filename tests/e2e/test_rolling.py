@@ -1,7 +1,12 @@
-"""A rolling update of the quickstart group on the real node, as a user starts one: a new broker image tag in
-the BrokerGroup, while a producer sends. The operator deletes the broker pods one at a time in quorum-safe
-order (slaves first, the master last after a switchover), `kubectl get bg` shows the progress, and every
-acknowledged message is read back afterwards.
+"""The changes that move the quickstart group's pods on the real cluster, each while a producer sends, each
+followed by a read-back of every acknowledged key:
+
+* a rolling update as a user starts one, a new broker image tag in the BrokerGroup: the operator deletes the
+  broker pods one at a time in quorum-safe order (slaves first, the master last after a switchover), and
+  `kubectl get bg` shows the progress;
+* `kubectl drain` of the master's node (three nodes only): the operator switches the master to an in-sync slave on
+  a schedulable node before the eviction can take it (the `<group>-master` PodDisruptionBudget holds the eviction
+  until then), and the evicted pod starts again on another node (docs/rolling.md, "Switchover before a node drain").
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from e2e.e2e_node import node_count
+from real_parts import missing
 from rocketmq_operator.tools.noloss import reports_no_loss_failure
 
 # For a run on two pytest workers sharing one node (`-n 2 --dist loadgroup`): the quickstart's tests on one worker,
@@ -126,3 +133,59 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(quicksta
     if read_back == during["acknowledged"] and consumed["duplicates"] == baseline["duplicates"] and complete_baseline:
         digest = (int(consumed["digest"], 16) - int(baseline["digest"], 16)) % 2**256
         assert digest == int(during["acknowledged_digest"], 16)
+
+
+def _condition(group: Any, kind: str) -> dict[str, Any]:
+    return next((c for c in group.status().get("conditions") or [] if c.get("type") == kind), {})
+
+
+def test_a_drain_of_the_masters_node_moves_the_master_first_with_no_loss(quickstart: Any) -> None:
+    if node_count() < 3:
+        missing("a drain needs a schedulable node for the master (ROCKETMQ_OPERATOR_E2E_NODES unset or 3)")
+    group = quickstart
+    node = group.node
+    group.wait_healthy()
+    old_master = group.master()
+    assert old_master is not None
+    before = group.pods()
+    drained = before[old_master]["spec"]["nodeName"]
+    masters_before = len(group.events("MasterChanged"))
+    offset_before = group.master_offset()
+    group.produce(
+        "produce-through-drain", 40_000, "--rate", "150", "--timeout", "3", "--retries", "2",
+        "--concurrency", str(IN_FLIGHT), "--report-keys", wait=False,
+    )  # fmt: skip
+    group.wait_master_takes_writes(offset_before, "the producer's first sends stored by the master")
+    try:
+        # The group's pods only: the quickstart's one name server and the producer stay where they are (a
+        # ControllerGroup of one replica has nowhere to go; its budget would hold a whole-node drain for ever).
+        out = node.kubectl(
+            "drain", drained, "--pod-selector", f"rocketmq-operator.dev/group={group.name}", "--ignore-daemonsets",
+            "--delete-emptydir-data", "--timeout=600s", timeout=660,
+        )  # fmt: skip
+        print(f"kubectl drain {drained}:\n{out}")
+        new_master = group.master()
+        assert new_master is not None and new_master != old_master, group.status()
+        after = group.pods()
+        # Moved by the switchover while its pod still ran, not failed over after the eviction: the new master's
+        # pod is the one it had before the drain, on a schedulable node, and one master change in all.
+        assert after[new_master]["metadata"]["uid"] == before[new_master]["metadata"]["uid"], (before, after)
+        assert after[new_master]["spec"]["nodeName"] != drained, after[new_master]["spec"]
+        drain = _condition(group, "DrainSwitchover")
+        assert (drain.get("status"), drain.get("reason")) == ("True", "Switched"), drain
+        group.wait_healthy()
+        placed = {name: pod["spec"]["nodeName"] for name, pod in group.pods().items()}
+        assert drained not in placed.values(), placed  # the evicted pod started again elsewhere
+        assert len(group.events("MasterChanged")) - masters_before == 1, group.events("MasterChanged")
+        group.wait_master_takes_writes(group.master_offset(), "the master taking sends after the drain")
+    finally:
+        node.kubectl("uncordon", drained)
+    group.interrupt("produce-through-drain")
+    during = group.tool_result("produce-through-drain")
+    consumed = group.consume_all("consume-after-drain", report_keys=True)
+    assert consumed["body_mismatches"] == 0, consumed
+    loss = reports_no_loss_failure([during], consumed)
+    assert loss is None, loss
+    read_back = len({k for k in consumed["keys"] if str(k).startswith("produce-through-drain-")})
+    print(f"through the drain: sent {during['sent']}, acknowledged {during['acknowledged']}; read back {read_back}")
+    assert during["acknowledged"] > 0 and read_back >= during["acknowledged"], (during, read_back)

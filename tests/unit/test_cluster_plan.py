@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,16 @@ def test_kube_router_runs_only_its_network_policy_firewall(tmp_path: Path) -> No
     argv = cluster.kube_router_argv(Path("/bin/kube-router"), tmp_path, n)
     assert {"--run-firewall=true", "--run-router=false", "--run-service-proxy=false", "--enable-cni=false"} <= set(argv)
     assert f"--hostname-override={n.name}" in argv and f"--service-cluster-ip-range={cluster.SERVICE_CIDR}" in argv
+
+
+def test_the_container_environment_goes_into_a_base_runtime_spec_or_nowhere(tmp_path: Path) -> None:
+    """`$ROCKETMQ_OPERATOR_NODE_CONTAINER_ENV` unset or empty: containerd's own default, no base spec line; a word
+    that is not NAME=value is refused with the variable's name and the rule (before containerd is asked)."""
+    assert node.base_runtime_spec(tmp_path, {}) is None
+    assert node.base_runtime_spec(tmp_path, {node.CONTAINER_ENV: ""}) is None
+    assert "base_runtime_spec" not in node._containerd_config(tmp_path)
+    with pytest.raises(node.HarnessError, match=f"{node.CONTAINER_ENV}: '-XX:TieredStopAtLevel=1' is not NAME=value"):
+        node.base_runtime_spec(tmp_path, {node.CONTAINER_ENV: "-XX:TieredStopAtLevel=1"})
+    config = node._containerd_config(tmp_path, base_spec=tmp_path / "spec.json")
+    runc = tomllib.loads(config)["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["runc"]
+    assert runc["base_runtime_spec"] == str(tmp_path / "spec.json")  # the runc runtime's own key
