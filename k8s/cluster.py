@@ -600,8 +600,10 @@ def power_on(state_dir: Path, name: str, timeout: float = 300.0) -> None:
     image seed planted again); the kubelet then starts the pods the API server still binds to it."""
     state = state_dir.resolve()
     n = _node_named(state, name)
-    text = (state / "kubeconfig").read_text()
-    server = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.strip().startswith("server:"))
+    server = json.loads((state / "kubeconfig").read_text())["clusters"][0]["cluster"]["server"]  # harness writes JSON
+    sockets = node_dir(state, n) / "containerd"
+    for stale in ("containerd.sock", "containerd.sock.ttrpc"):  # a machine's /run does not survive its power
+        (sockets / stale).unlink(missing_ok=True)
     _run("ip", "link", "set", n.veth, "up")
     _start_node(state, n, server, build_tools.bin_dir(), None, timeout)
 

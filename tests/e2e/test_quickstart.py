@@ -55,7 +55,9 @@ def test_quickstart_brokers_ready_with_master_and_sync_state_set(quickstart: Any
     # The connection ConfigMap names the name servers by their StatefulSet DNS names.
     conn = operator.json("-n", NS, "get", "configmap", "rocketmq-ctl-connection")["data"]
     assert conn["nameServers"] == "rocketmq-ctl-0.rocketmq-ctl-headless.rocketmq.svc:9876"
-    assert operator.json("-n", NS, "get", "pdb", "broker-a")["spec"]["maxUnavailable"] == 1
+    # Two disjoint budgets: the master's pod (minAvailable 1) and every other pod, one at a time.
+    assert operator.json("-n", NS, "get", "pdb", "broker-a")["spec"]["minAvailable"] == 1
+    assert operator.json("-n", NS, "get", "pdb", "broker-a-master")["spec"]["minAvailable"] == 1
     # Real RocketMQ brokers: the JVM in the master's container runs BrokerStartup.
     procs = operator.kubectl("-n", NS, "exec", master, "--", "sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
     assert "org.apache.rocketmq.broker.BrokerStartup" in procs

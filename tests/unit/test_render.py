@@ -108,6 +108,15 @@ def test_quickstart_controller_mode() -> None:
     # No voluntary eviction of the master's pod: a drain waits until the operator has switched the master away.
     assert master_pdb["spec"]["minAvailable"] == 1  # type: ignore[index]
     assert master_pdb["spec"]["selector"]["matchLabels"][LABEL_ROLE] == "master"  # type: ignore[index]
+    # The rest of the group in a budget of its own: the eviction API refuses a pod two budgets select (a 500 that
+    # `kubectl drain` does not retry). Every pod not labelled master (NotIn also takes a pod not labelled yet), one
+    # at a time: an integer minAvailable (with maxUnavailable the controller would expect the whole StatefulSet).
+    replica_pdb = next(o for o in objects if o["metadata"]["name"] == "broker-a" and o["kind"] == "PodDisruptionBudget")  # type: ignore[index]
+    assert LABEL_ROLE not in replica_pdb["spec"]["selector"]["matchLabels"]  # type: ignore[index]
+    assert replica_pdb["spec"]["minAvailable"] == 1 and "maxUnavailable" not in replica_pdb["spec"]  # type: ignore[index]
+    assert replica_pdb["spec"]["selector"]["matchExpressions"] == [  # type: ignore[index]
+        {"key": LABEL_ROLE, "operator": "NotIn", "values": ["master"]}
+    ]
     conn = next(o for o in objects if o["metadata"]["name"] == "rocketmq-ctl-connection")  # type: ignore[index]
     assert conn["data"]["nameServers"] == "rocketmq-ctl-0.rocketmq-ctl-headless.default.svc:9876"  # type: ignore[index]
 

@@ -17,6 +17,7 @@ from rocketmq_operator.render.kubernetes.kinds import (
     config_map,
     master_disruption_budget,
     pod_disruption_budget,
+    replica_disruption_budget,
     service,
     statefulset,
 )
@@ -146,13 +147,16 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: in
             secret_config=auth_config_secret_name(name) if bg.spec.auth.enabled else None,
             tls_secret=tls_secret_name(bg),
         ),
-        pod_disruption_budget(name, namespace, "broker", name),
-        # Controller mode can move the master before its pod is evicted (a drain's switchover); a classic
-        # master cannot move, and a budget on it would only hang the drain.
+        # Controller mode can move the master before its pod is evicted (a drain's switchover): a budget for the
+        # master and one for the rest, disjoint; a classic master cannot move, and a budget on it would only hang
+        # the drain: one budget over the group.
         *(
-            [master_disruption_budget(f"{name}-master", namespace, name, LABEL_ROLE)]
+            [
+                replica_disruption_budget(name, namespace, name, LABEL_ROLE, bg.spec.replicas),
+                master_disruption_budget(f"{name}-master", namespace, name, LABEL_ROLE),
+            ]
             if bg.spec.ha_mode == HAMode.CONTROLLER.value
-            else []
+            else [pod_disruption_budget(name, namespace, "broker", name)]
         ),
         *([broker_network_policy(bg, cg, ports)] if bg.spec.network_policy.enabled else []),
     ]

@@ -344,9 +344,32 @@ def pod_disruption_budget(name: str, namespace: str, component: str, group: str)
     }
 
 
+def replica_disruption_budget(name: str, namespace: str, group: str, role_label: str, replicas: int) -> JSON:
+    """The budget of a controller-mode group's pods but the master's: one of them at a time. Disjoint from
+    `master_disruption_budget`: the eviction API refuses a pod that two budgets select ("This pod has more than one
+    PodDisruptionBudget, which the eviction subresource does not support", a 500 that `kubectl drain` does not
+    retry; seen on the real three-node cluster), so this one selects every pod of the group not labelled master
+    (`NotIn` also selects a pod not labelled yet: a replica just made counts as unavailable until Ready). An integer
+    `minAvailable`, not `maxUnavailable`: with `maxUnavailable` the disruption controller expects the
+    StatefulSet's whole scale among the selected pods and, the master left out, would never allow one."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels(group, "broker")},
+        "spec": {
+            "minAvailable": max(replicas - 2, 0),
+            "selector": {
+                "matchLabels": selector(group, "broker"),
+                "matchExpressions": [{"key": role_label, "operator": "NotIn", "values": ["master"]}],
+            },
+        },
+    }
+
+
 def master_disruption_budget(name: str, namespace: str, group: str, role_label: str) -> JSON:
     """No voluntary eviction of the pod labelled master (CloudNativePG's primary budget): a drain waits on it
-    until the operator has switched the master to a pod on a schedulable node and moved the label."""
+    (the eviction refused with 429, which `kubectl drain` retries) until the operator has switched the master to a
+    pod on a schedulable node and moved the label."""
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
