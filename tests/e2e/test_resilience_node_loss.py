@@ -14,6 +14,9 @@ The quickstart's name server and controller, the operator and CoreDNS run one re
 hold them, or the test would measure their absence (a ControllerGroup of one replica cannot elect without its
 pod). The test moves them off the node it powers off (cordon, delete, uncordon), then makes that node's broker
 the master with a switchover, and runs its producer on another node.
+
+After tests/e2e/test_resilience.py (file order): its no-loss checks count the quickstart topic's messages, and this
+test's producer adds to them.
 """
 
 from __future__ import annotations
