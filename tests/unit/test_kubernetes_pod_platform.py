@@ -1,4 +1,5 @@
-"""The Kubernetes fence: delete the pod with grace period 0, but only the container that was master."""
+"""The Kubernetes fence: delete the pod with grace period 1 (never a force deletion), but only the container that
+was master."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def test_fence_deletes_only_the_deposed_container(
     kube = FakeKube()
     platform = PodPlatform(kube, "ns", [pod("broker-a-1", started)])  # type: ignore[arg-type]
     done = asyncio.run(platform.fence(REPLICA, started_before=started_before))
-    assert (kube.deleted == [("Pod", "ns", "broker-a-1", 0)]) is deleted
+    assert (kube.deleted == [("Pod", "ns", "broker-a-1", 1)]) is deleted  # 0 would skip the kubelet
     assert bool(done) is deleted
 
 

@@ -156,7 +156,7 @@ class FailoverSpec(Model):
     detection_seconds: float = Field(
         default=DEFAULT_DETECTION_SECONDS,
         description="Seconds the master may go without answering the operator before it is fenced (its process "
-        "killed, or its pod deleted with grace period 0) and the controller is asked to elect; the controller "
+        "killed, or its pod deleted) and the controller is asked to elect; the controller "
         "alone would wait controllerHeartBeatTimeoutMills (10 s). Lower is faster failover; a stop-the-world "
         "pause longer than this causes a needless failover. 1 to 60.",
     )

@@ -6,8 +6,8 @@ platform, and never raises for a broker or controller that does not answer: the 
 `run_replication_policy`: fence deposed masters, fail over a master that does not answer, re-attach slaves
 (`control.routes`), re-register a master a name server lost, and unfence what a switchover that died left fenced
 once its lease has lapsed (`control.fence`). Fencing a master that does not answer, or a deposed one, is the
-platform's (`FailoverPlatform.fence`: the local supervisor kills the process it owns; Kubernetes deletes the pod
-with grace period 0); fencing one that answers is `control.fence.fence_config`.
+platform's (`FailoverPlatform.fence`: the local supervisor kills the process it owns; Kubernetes deletes the pod,
+never by force); fencing one that answers is `control.fence.fence_config`.
 """
 
 from __future__ import annotations

@@ -8,9 +8,10 @@ the same the local supervisor runs (`KubernetesPassSteps`): the user's fences (a
 over a master that does not answer: fence first, then elect; re-attach slaves; re-register a lost route), the
 switchover before a node drain (`drain`), hot keys and one roll step (`roll`); users and topics; the status
 (`core.status`, written only where it changed, through `status_writer`), pod labels and readiness conditions,
-one Event per master change; storage expansion (`storage`). Fencing here deletes the pod with grace period 0:
-its process cannot acknowledge anything once the kubelet kills it, and the StatefulSet brings it back as a new
-process that registers as the controller says. Everything is derived again from the cluster and the brokers;
+one Event per master change; storage expansion (`storage`). Fencing here deletes the pod with grace period 1
+(`FENCE_GRACE_PERIOD_S`): its process cannot acknowledge anything once the kubelet kills it, and the StatefulSet
+brings it back as a new process that registers as the controller says, once the kubelet has confirmed the old one
+gone. Everything is derived again from the cluster and the brokers;
 the in-memory facts (`control.policy.PolicyMemory`) only time grace periods and remember deposed masters until
 they answer as slaves.
 """
@@ -469,6 +470,16 @@ async def _sync_pod(kube: KubeClient, ns: str, pod: JSON, replica: ReplicaStatus
         await kube.patch_strategic("Pod", ns, pod_name, {"status": {"conditions": [gate]}}, "status")
 
 
+FENCE_GRACE_PERIOD_S = 1
+"""The fence's pod deletion: 1 s, not 0. Grace period 0 is a force deletion: the API server removes the object
+at once, without the kubelet, and the StatefulSet makes the same identity again while the old process may still
+run (a partitioned node). Seen on the three-node cluster with a powered-off node: the force-deleted master's pod
+was made again at once and scheduled back onto the dead node, which the node controller still counted Ready. With
+1 s the object stays until the kubelet confirms the containers gone (`Terminating` for as long as a lost node
+stays lost: at most one pod per identity). It kills no later: the kubelet stops a container with SIGTERM and
+SIGKILLs it after at least 2 s whatever the grace period (its `minimumGracePeriodInSeconds`)."""
+
+
 class PodPlatform:
     """What only Kubernetes can do to a broker replica: delete its pod."""
 
@@ -492,8 +503,8 @@ class PodPlatform:
             # deposed container started long before (it had to start, register and be elected).
             if started is None or started + 1.0 >= started_before:
                 return ""  # not the container that was master (restarted since, or not running)
-        await self.kube.delete("Pod", self.namespace, replica.name, grace_period_s=0)
-        return f"deleted pod {replica.name} with grace period 0"
+        await self.kube.delete("Pod", self.namespace, replica.name, grace_period_s=FENCE_GRACE_PERIOD_S)
+        return f"deleted pod {replica.name} with grace period {FENCE_GRACE_PERIOD_S} s"
 
     async def restart(self, replica: ReplicaObservation) -> None:
         await self.kube.delete("Pod", self.namespace, replica.name)
