@@ -26,6 +26,7 @@ import k8s_scripts
 from e2e.e2e_helpers import operator_version, pod_ready
 from e2e.e2e_node import SHARED_NODE_ENV, Node, bring_up, install_operator, missing_part, tear_down
 from real_parts import IN_CI, missing
+from rocketmq_operator.tools.noloss import reports_no_loss_failure
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -138,6 +139,26 @@ class Group:
             e for e in items
             if e.get("reason") == reason and (e.get("involvedObject") or {}).get("name") == self.name
         ]  # fmt: skip
+
+    def condition(self, kind: str) -> dict[str, Any]:
+        """The group's status condition of ``kind`` ({} when absent)."""
+        return next((c for c in self.status().get("conditions") or [] if c.get("type") == kind), {})
+
+    def stop_and_read_back(self, producer: str) -> tuple[dict[str, Any], dict[str, Any], int]:
+        """Ctrl-C for ``producer`` (a `produce --report-keys` pod), then, once the group is healthy, every message
+        of the topic read back: no body changed and every acknowledged key there (duplicates, failed sends that
+        were stored anyway and the sends in flight at Ctrl-C allowed: tools/noloss.py). Returns the producer's
+        report, the read-back's, and how many of this producer's own keys were read back."""
+        self.interrupt(producer)
+        during = self.tool_result(producer)
+        self.wait_healthy()
+        consumed = self.consume_all(f"consume-after-{producer}", report_keys=True)
+        assert consumed["body_mismatches"] == 0, consumed
+        loss = reports_no_loss_failure([during], consumed)
+        assert loss is None, loss
+        read_back = len({k for k in consumed["keys"] if str(k).startswith(f"{producer}-")})
+        print(f"{producer}: sent {during['sent']}, acknowledged {during['acknowledged']}; read back {read_back}")
+        return during, consumed, read_back
 
     def master_endpoints(self) -> list[str]:
         slices = self.node.json(

@@ -19,7 +19,6 @@ import pytest
 
 from e2e.e2e_node import node_count
 from real_parts import missing
-from rocketmq_operator.tools.noloss import reports_no_loss_failure
 
 # For a run on two pytest workers sharing one node (`-n 2 --dist loadgroup`): the quickstart's tests on one worker,
 # in file order, since they share its group; the other examples each in a namespace of their own. `make test` runs
@@ -112,19 +111,12 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(quicksta
 
     # Sends after the roll: the last restarted pod is back and the master takes them.
     group.wait_master_takes_writes(group.master_offset(), "the master taking sends after the roll")
-    group.interrupt("produce-through-roll")
-    during = group.tool_result("produce-through-roll")
-    group.wait_healthy()
-    consumed = group.consume_all("consume-after-roll", report_keys=True)
-    assert consumed["body_mismatches"] == 0, consumed
     # By key: every key acknowledged through the roll is read back (duplicates, failed sends that were stored
     # anyway and the sends in flight at Ctrl-C are allowed); the counts below cannot see a loss hidden by those.
-    loss = reports_no_loss_failure([during], consumed)
-    assert loss is None, loss
-    # This producer's own keys (unique per producer pod), not a difference of totals: a baseline read short of
-    # what the earlier tests had stored (at load 38 it was) made the difference larger than what was sent.
-    read_back = len({k for k in consumed["keys"] if str(k).startswith("produce-through-roll-")})
-    print(f"through the roll: sent {during['sent']}, acknowledged {during['acknowledged']}; read back {read_back}")
+    # `read_back` counts this producer's own keys (unique per producer pod), not a difference of totals: a
+    # baseline read short of what the earlier tests had stored (at load 38 it was) made the difference larger
+    # than what was sent.
+    during, consumed, read_back = group.stop_and_read_back("produce-through-roll")
     # A send that failed after its retries may or may not be stored, and so may the sends in flight at Ctrl-C
     # (not counted in `sent`): bounded by both sides, exact when the read-back is what was acknowledged.
     in_flight = IN_FLIGHT if during.get("interrupted") else 0
@@ -133,10 +125,6 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(quicksta
     if read_back == during["acknowledged"] and consumed["duplicates"] == baseline["duplicates"] and complete_baseline:
         digest = (int(consumed["digest"], 16) - int(baseline["digest"], 16)) % 2**256
         assert digest == int(during["acknowledged_digest"], 16)
-
-
-def _condition(group: Any, kind: str) -> dict[str, Any]:
-    return next((c for c in group.status().get("conditions") or [] if c.get("type") == kind), {})
 
 
 def test_a_drain_of_the_masters_node_moves_the_master_first_with_no_loss(quickstart: Any) -> None:
@@ -171,7 +159,7 @@ def test_a_drain_of_the_masters_node_moves_the_master_first_with_no_loss(quickst
         # pod is the one it had before the drain, on a schedulable node, and one master change in all.
         assert after[new_master]["metadata"]["uid"] == before[new_master]["metadata"]["uid"], (before, after)
         assert after[new_master]["spec"]["nodeName"] != drained, after[new_master]["spec"]
-        drain = _condition(group, "DrainSwitchover")
+        drain = group.condition("DrainSwitchover")
         assert (drain.get("status"), drain.get("reason")) == ("True", "Switched"), drain
         group.wait_healthy()
         placed = {name: pod["spec"]["nodeName"] for name, pod in group.pods().items()}
@@ -180,12 +168,5 @@ def test_a_drain_of_the_masters_node_moves_the_master_first_with_no_loss(quickst
         group.wait_master_takes_writes(group.master_offset(), "the master taking sends after the drain")
     finally:
         node.kubectl("uncordon", drained)
-    group.interrupt("produce-through-drain")
-    during = group.tool_result("produce-through-drain")
-    consumed = group.consume_all("consume-after-drain", report_keys=True)
-    assert consumed["body_mismatches"] == 0, consumed
-    loss = reports_no_loss_failure([during], consumed)
-    assert loss is None, loss
-    read_back = len({k for k in consumed["keys"] if str(k).startswith("produce-through-drain-")})
-    print(f"through the drain: sent {during['sent']}, acknowledged {during['acknowledged']}; read back {read_back}")
+    during, _, read_back = group.stop_and_read_back("produce-through-drain")
     assert during["acknowledged"] > 0 and read_back >= during["acknowledged"], (during, read_back)
