@@ -76,6 +76,15 @@ SERVICE_CIDR = "10.0.0.0/24"  # the harness's --service-cluster-ip-range
 MAX_NODES = 9  # 10.213.0.11-19 and pod CIDRs 10.213.1-9.0/24
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 DAEMONS = ("containerd", "kubelet", "kube-proxy", "kube-router")  # per node, start order; stopped in reverse
+# The cluster's storage (docs/node.md, "Storage that grows"): loop devices on sparse files, `local` PVs of the
+# default StorageClass, which allows expansion (k8s/resizer.py plays the back end's half).
+EXPANDABLE_CLASS = "rmq-expandable"
+VOLUMES = 12  # the e2e tests' claims with room to spare: volumes are Retain, a deleted claim's is not reused
+VOLUME_SIZE = "10Gi"  # the examples' broker size; a 1Gi controller claim binds one too
+VOLUME_BYTES = 10 * 2**30
+# XFS, not ext4: growing a mounted ext4 needs CAP_SYS_RESOURCE (EXT4_IOC_RESIZE_FS), which root lacks on machines
+# like this one (a sandbox's bounding set; "resize2fs: Permission denied"); xfs_growfs needs CAP_SYS_ADMIN only.
+VOLUME_FS = "xfs"
 # kube-router's NetworkPolicy controller reads these (its informers start whatever it runs) and writes nothing.
 KUBE_ROUTER_RBAC = """apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -478,9 +487,77 @@ def _start(
         return res.stdout.strip() == "1", res.stdout + res.stderr
 
     harness._wait("CoreDNS Ready", dns_ready, timeout, state, None)  # type: ignore[attr-defined]
+    loops = attach_volumes(state)
+    _say(f"storage: {len(loops)} local PersistentVolumes of {VOLUME_SIZE} on loop devices, class {EXPANDABLE_CLASS}")
+    kc("apply", "-f", "-", input=local_volumes([loop["device"] for loop in loops], nodes))
+    harness._spawn(state, "resizer", [sys.executable, str(HERE / "resizer.py"), "--state-dir", str(state)])  # type: ignore[attr-defined]
+
+
+def local_volumes(devices: Sequence[str], nodes: Sequence[NodePlan]) -> str:
+    """The default StorageClass (expandable, bound when a pod is scheduled) and one `local` PV per loop device.
+    Every node may mount every volume, as a network disk follows its pod: a drained or lost node's replica can
+    start elsewhere on its own data (all nodes are this machine). The kubelet formats a volume at its first mount
+    and grows its file system online (`xfs_growfs`) once the back end has grown the device."""
+    items: list[dict[str, object]] = [
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {
+                "name": EXPANDABLE_CLASS,
+                "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+            },
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "allowVolumeExpansion": True,
+            "reclaimPolicy": "Retain",
+        }
+    ]
+    anywhere = {"key": "kubernetes.io/hostname", "operator": "In", "values": [n.name for n in nodes]}
+    for i, device in enumerate(devices):
+        items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": f"rmq-pv{i}"},
+                "spec": {
+                    "capacity": {"storage": VOLUME_SIZE},
+                    "accessModes": ["ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "storageClassName": EXPANDABLE_CLASS,
+                    "volumeMode": "Filesystem",
+                    "local": {"path": device, "fsType": VOLUME_FS},
+                    "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [anywhere]}]}},
+                },
+            }
+        )
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+
+
+def attach_volumes(state: Path) -> list[dict[str, str]]:
+    """`VOLUMES` sparse files under the state dir, each on a loop device; recorded at once, so that `down` detaches
+    them whatever fails later."""
     volumes = state / "volumes"
-    _say(f"creating {node.PERSISTENT_VOLUMES} hostPath PersistentVolumes under {volumes}")  # type: ignore[attr-defined]
-    kc("apply", "-f", "-", input=node._persistent_volumes(state))  # type: ignore[attr-defined]
+    volumes.mkdir(parents=True, exist_ok=True)
+    loops: list[dict[str, str]] = []
+    record = node._read_record() or {}  # type: ignore[attr-defined]
+    for i in range(VOLUMES):
+        path = volumes / f"pv{i}.img"
+        with path.open("wb") as f:
+            f.truncate(VOLUME_BYTES)
+        device = _run("losetup", "--find", "--show", str(path)).stdout.strip()
+        loops.append({"file": str(path), "device": device})
+        record["loops"] = loops
+        node._write_record(record)  # type: ignore[attr-defined]
+    return loops
+
+
+def detach_volumes(record: dict) -> None:
+    """Detach the loop devices `attach_volumes` recorded, each only while it is still backed by its file."""
+    for loop in record.get("loops", []):
+        name = Path(loop["device"]).name
+        with contextlib.suppress(OSError):
+            if (Path("/sys/block") / name / "loop" / "backing_file").read_text().strip() == loop["file"]:
+                _run("losetup", "-d", loop["device"], check=False)
 
 
 def _start_node(state: Path, n: NodePlan, server: str, bin_dir: Path, seed: Path | None, timeout: float) -> None:
@@ -679,6 +756,7 @@ def down(state_dir: Path, *, quiet: bool = False) -> None:
     harness._stop_pid(harness._read_pid(state / "scheduler", "kube-scheduler"), state)  # type: ignore[attr-defined]
     harness._stop_all(state)  # type: ignore[attr-defined]
     node.release_mounts(state, record)  # type: ignore[attr-defined]
+    detach_volumes(record)
     _teardown_network(nodes)
     for key, value in record.get("sysctls", {}).items():
         if value is not None and node._sysctl_read(key) != value:  # type: ignore[attr-defined]

@@ -61,6 +61,7 @@ DEBIAN_PACKAGES = {  # command -> Debian package
     "conntrack": "conntrack",
     "ip": "iproute2",
     "ipset": "ipset",  # kube-router's NetworkPolicy firewall on the multi-node cluster (k8s/cluster.py)
+    "/usr/sbin/xfs_growfs": "xfsprogs",  # the multi-node cluster's volumes: formatted and grown online by the kubelet
 }
 SANDBOX_IMAGE = "localhost/rocketmq-operator/pause:1.0"
 COREDNS_IMAGE_REPO = "localhost/rocketmq-operator/coredns"

@@ -17,6 +17,7 @@ MODULE_NAMES = {
     "node": "node",
     "images": "rocketmq_operator_k8s_images",
     "cluster": "rocketmq_operator_k8s_cluster",
+    "resizer": "rocketmq_operator_k8s_resizer",
 }
 
 
