@@ -259,6 +259,15 @@ def message_key(prefix: str, seq: int) -> str:
     return f"{prefix}{seq}"
 
 
+ACK_GAP_S = 1.0  # at the tools' rates (tens to hundreds per second) a second without an acknowledgement is a pause
+
+
+def ack_gaps(ends: Iterable[float], at_least_s: float = ACK_GAP_S) -> tuple[tuple[float, float], ...]:
+    """The pauses of at least ``at_least_s`` between consecutive acknowledgements (their answer times)."""
+    ordered = sorted(ends)
+    return tuple((a, b) for a, b in zip(ordered, ordered[1:], strict=False) if b - a >= at_least_s)
+
+
 @dataclass(frozen=True, slots=True)
 class ProduceReport:
     topic: str
@@ -274,6 +283,9 @@ class ProduceReport:
     msgs_per_s: float
     acknowledged_digest: str
     sent_digest: str
+    ack_gaps: tuple[tuple[float, float], ...] = ()
+    """(last answer before, next answer after) for every pause of at least ``ACK_GAP_S`` between two consecutive
+    acknowledgements, in wall-clock seconds: the write pauses as this client saw them (a fault's time to writable)."""
     records: tuple[SendRecord, ...] = field(default=(), repr=False, compare=False)
 
     @property
@@ -316,6 +328,7 @@ class ProduceReport:
             msgs_per_s=round(len(acked) / elapsed, 1) if elapsed > 0 else 0.0,
             acknowledged_digest=Digest.of_digests(r.digest for r in acked).hexdigest(),
             sent_digest=Digest.of_digests(r.digest for r in done).hexdigest(),
+            ack_gaps=ack_gaps(r.end for r in acked),
             records=tuple(done) if keep_records else (),
         )
 
@@ -337,6 +350,7 @@ class ProduceReport:
             "digest": self.digest,
             "acknowledged_digest": self.acknowledged_digest,
             "sent_digest": self.sent_digest,
+            "ack_gaps": [{"after": a, "until": b, "s": round(b - a, 3)} for a, b in self.ack_gaps],
         }
         if keys:
             if len(self.records) != self.sent:

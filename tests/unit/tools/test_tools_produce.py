@@ -34,7 +34,7 @@ from rocketmq_operator.tools import (
     produce,
     recovery_windows,
 )
-from rocketmq_operator.tools.produce import ProduceProgress
+from rocketmq_operator.tools.produce import ProduceProgress, ack_gaps
 
 ISR = (ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough")
 PRODUCE_KEYS = {
@@ -48,6 +48,7 @@ PRODUCE_KEYS = {
     "msgs_per_s",
     "digest",
     "acknowledged_digest",
+    "ack_gaps",
 }
 
 
@@ -242,6 +243,24 @@ def test_recovery_windows_openchaos_definition() -> None:
     assert [(w.start, w.end, w.failed) for w in windows] == [(1.0, 5.2, 2), (9.0, None, 1)]
     assert windows[0].recovery_s == pytest.approx(4.2) and windows[1].recovery_s is None
     assert recovery_windows(records, gap_s=0.0)[1].start == 5.5
+
+
+def test_the_report_names_each_pause_between_acknowledgements() -> None:
+    records = [
+        _rec(0, 0.0, 0.1, True),
+        _rec(1, 0.2, 0.3, True),
+        _rec(2, 0.4, 3.4, False),  # failures do not end a pause
+        _rec(3, 0.5, 2.9, True),  # answered out of order: pauses are read in answer order
+        _rec(4, 3.0, 3.5, True),  # 0.6 s after the last: no pause
+        _rec(5, 3.6, 4.5, True),  # exactly 1 s: a pause
+    ]
+    report = ProduceReport.from_records("t", "k", 8, records, 5.0)
+    assert report.ack_gaps == ((0.3, 2.9), (3.5, 4.5))
+    assert report.to_json()["ack_gaps"] == [
+        {"after": 0.3, "until": 2.9, "s": 2.6},
+        {"after": 3.5, "until": 4.5, "s": 1.0},
+    ]
+    assert ack_gaps([]) == () and ack_gaps([1.0]) == ()
 
 
 async def test_steady_producer_records_every_message_and_outage() -> None:
