@@ -79,7 +79,7 @@ DAEMONS = ("containerd", "kubelet", "kube-proxy", "kube-router")  # per node, st
 # The cluster's storage (docs/node.md, "Storage that grows"): loop devices on sparse files, `local` PVs of the
 # default StorageClass, which allows expansion (k8s/resizer.py plays the back end's half).
 EXPANDABLE_CLASS = "rmq-expandable"
-VOLUMES = 12  # the e2e tests' claims with room to spare: volumes are Retain, a deleted claim's is not reused
+VOLUMES = 16  # the e2e tests' claims with room to spare: volumes are Retain, a deleted claim's is not reused
 VOLUME_SIZE = "10Gi"  # the examples' broker size; a 1Gi controller claim binds one too
 VOLUME_BYTES = 10 * 2**30
 # XFS, not ext4: growing a mounted ext4 needs CAP_SYS_RESOURCE (EXT4_IOC_RESIZE_FS), which root lacks on machines
@@ -521,7 +521,10 @@ def local_volumes(devices: Sequence[str], nodes: Sequence[NodePlan]) -> str:
                 "metadata": {"name": f"rmq-pv{i}"},
                 "spec": {
                     "capacity": {"storage": VOLUME_SIZE},
-                    "accessModes": ["ReadWriteOnce"],
+                    # ReadWriteMany too, as a network file system offers it (Spark's driver and executors share a
+                    # checkpoint): sound here only because every node is this one kernel, which mounts one device
+                    # at several places as one file system.
+                    "accessModes": ["ReadWriteOnce", "ReadWriteMany"],
                     "persistentVolumeReclaimPolicy": "Retain",
                     "storageClassName": EXPANDABLE_CLASS,
                     "volumeMode": "Filesystem",

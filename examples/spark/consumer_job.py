@@ -24,6 +24,7 @@ Run locally (pyspark >= 4.2 and ``pip install 'rocketmq-operator[spark]'``)::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 from typing import Any
@@ -43,6 +44,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--read-from", choices=("auto", "master"), default="auto")
     p.add_argument("--trigger-seconds", type=float, default=10.0, help="micro-batch interval")
     p.add_argument("--available-now", action="store_true", help="read what is there now, then stop")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="with --available-now: then print what the output holds: `rows N`, `distinct-keys N` and "
+        "`keys-sha256 HEX` (of the sorted distinct keys, one per line), for a check by key",
+    )
     p.add_argument(
         "--access-key",
         default=os.environ.get("ROCKETMQ_ACCESS_KEY"),
@@ -129,7 +136,18 @@ def main(argv: list[str] | None = None) -> int:
         writer = writer.trigger(processingTime=f"{args.trigger_seconds} seconds")
     query = writer.start()
     query.awaitTermination()
+    if args.report and args.sink == "files":
+        print_report(spark, args.output)
     return 0
+
+
+def print_report(spark: Any, output: str) -> None:
+    """What the output holds, read back through Spark (the driver's view of every executor's files)."""
+    table = spark.read.parquet(output)
+    keys = sorted(row["keys"] for row in table.select("keys").distinct().collect() if row["keys"] is not None)
+    print(f"rows {table.count()}")
+    print(f"distinct-keys {len(keys)}")
+    print(f"keys-sha256 {hashlib.sha256(chr(10).join(keys).encode()).hexdigest()}")
 
 
 if __name__ == "__main__":

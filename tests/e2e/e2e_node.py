@@ -60,6 +60,12 @@ def wait_for_image(state: Path, role: str) -> None:
         node.wait_for_images(state, [images.archive(role)])
 
 
+# Each file of RocketMQ's log directory in a pod (HOME is the data volume: /data/logs/rocketmqlogs), its last lines.
+ROCKETMQ_LOG_TAILS = (
+    'cd "$HOME/logs/rocketmqlogs" 2>/dev/null && for f in *.log; do echo "==> $f"; tail -n 1500 "$f"; done'
+)
+
+
 @dataclass
 class Node:
     state_dir: Path
@@ -176,6 +182,13 @@ class Node:
             for c in pod["spec"]["containers"]:
                 log = self.kubectl("-n", ns, "logs", name, "-c", c["name"], "--tail=2000", check=False)
                 (out / f"{ns}.{name}.{c['name']}.log").write_text(log)
+                if any(role in c.get("image", "") for role in ("rocketmq-broker", "rocketmq-controller")):
+                    # RocketMQ logs to files, not to stdout (role changes, HA, elections): their tails.
+                    own = self.kubectl(
+                        "-n", ns, "exec", name, "-c", c["name"], "--", "sh", "-c", ROCKETMQ_LOG_TAILS,
+                        check=False, timeout=60,
+                    )  # fmt: skip
+                    (out / f"{ns}.{name}.{c['name']}.rocketmqlogs.txt").write_text(own)
 
 
 def missing_part() -> str | None:

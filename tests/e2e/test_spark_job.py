@@ -4,13 +4,20 @@ quickstart's topic into Parquet. Its row count must equal what a plain consumer 
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.e2e_node import wait_for_image
+from e2e.e2e_helpers import operator_version
+from e2e.e2e_node import node_count, wait_for_image
+from real_parts import missing
 
 # For a run on two pytest workers sharing one node (`-n 2 --dist loadgroup`): the quickstart's tests on one worker,
 # in file order, since they share its group; the other examples each in a namespace of their own. `make test` runs
@@ -41,3 +48,96 @@ def test_spark_job_reads_every_message_of_the_topic(quickstart: Any) -> None:
     rows = re.findall(r"^rows (\d+)$", logs, re.M)
     assert rows and int(rows[-1]) == expected, (rows, expected, logs[-3000:])
     print(f"Spark job on the node: {rows[-1]} rows in {seconds:.0f}s")
+
+
+def _spark_submit(group: Any, app: str, *conf: str, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """`spark-submit --master k8s://… --deploy-mode cluster` from the host, as a user runs it against a cluster: the
+    venv's pyspark, the cluster's kubeconfig, the example's pod templates and image."""
+    node = group.node
+    server = json.loads((node.state_dir / "kubeconfig").read_text())["clusters"][0]["cluster"]["server"]
+    image = f"ghcr.io/rocketmq-operator/rocketmq-spark:{operator_version()}"
+    argv = [
+        str(Path(sys.executable).parent / "spark-submit"), "--master", f"k8s://{server}", "--deploy-mode", "cluster",
+        "--name", app,
+        "--conf", f"spark.kubernetes.namespace={group.ns}",
+        "--conf", f"spark.kubernetes.container.image={image}",
+        "--conf", "spark.kubernetes.container.image.pullPolicy=Never",  # built here: no registry to pull from
+        "--conf", "spark.kubernetes.authenticate.driver.serviceAccountName=spark",
+        "--conf", f"spark.kubernetes.driver.pod.name={app}-driver",
+        "--conf", f"spark.kubernetes.driver.podTemplateFile={ROOT / 'examples/spark/driver-pod-template.yaml'}",
+        "--conf", f"spark.kubernetes.executor.podTemplateFile={ROOT / 'examples/spark/executor-pod-template.yaml'}",
+        "--conf", "spark.executor.instances=2",
+        # Small requests: three JVMs beside the quickstart on two cores (a user sizes these for the data).
+        "--conf", "spark.kubernetes.driver.request.cores=100m",
+        "--conf", "spark.kubernetes.executor.request.cores=100m",
+        "--conf", "spark.driver.memory=512m", "--conf", "spark.executor.memory=512m",
+        "--conf", "spark.kubernetes.executor.deleteOnTermination=false",  # the test reads where they ran
+        *conf,
+        "local:///opt/spark/work-dir/consumer_job.py", *args,
+    ]  # fmt: skip
+    env = {**os.environ, "KUBECONFIG": str(node.state_dir / "kubeconfig")}
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_spark_submit_in_cluster_mode_reads_every_key_with_executors_on_two_nodes(quickstart: Any) -> None:
+    """examples/spark/README.md's spark-submit as a user runs it: the driver and two executors in pods of the
+    Spark image, the executors on two nodes, the checkpoint and output on a ReadWriteMany claim, and every key
+    the topic holds read (compared by key with a plain consumer's read from the masters)."""
+    if node_count() < 3:
+        missing("executors on several nodes need the three-node cluster (ROCKETMQ_OPERATOR_E2E_NODES)")
+    group = quickstart
+    node = group.node
+    group.wait_healthy()
+    produced = group.produce("produce-for-spark-cluster", 2_000)
+    assert produced is not None and produced["acknowledged"] == 2_000, produced
+    consumed = group.consume_all("consume-before-spark-cluster", report_keys=True)
+    keys = sorted({str(k) for k in consumed["keys"]})
+    wait_for_image(node.state_dir, "spark")
+    app = "orders-spark"
+    node.kubectl("-n", group.ns, "apply", "-f", "-", input=SPARK_SETUP.format(ns=group.ns))
+    try:
+        volumes = [
+            ("--conf", f"spark.kubernetes.{role}.volumes.persistentVolumeClaim.data.{key}")
+            for role in ("driver", "executor")
+            for key in ("options.claimName=rocketmq-consumer-data", "mount.path=/data")
+        ]
+        res = _spark_submit(
+            group, app, *(arg for pair in volumes for arg in pair),
+            args=["--topic", "orders", "--available-now", "--report",
+                  "--output", "/data/orders", "--checkpoint", "/data/checkpoints/orders"],
+        )  # fmt: skip
+        driver = node.json("-n", group.ns, "get", "pod", f"{app}-driver")
+        logs = node.kubectl("-n", group.ns, "logs", f"{app}-driver", check=False)
+        assert driver["status"]["phase"] == "Succeeded", (res.stderr[-3000:], logs[-3000:])
+        executors = node.json("-n", group.ns, "get", "pods", "-l", f"spark-role=executor,spark-app-name={app}")["items"]
+        placed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in executors}
+        print(f"spark-submit cluster mode: driver on {driver['spec']['nodeName']}, executors {placed}")
+        assert len(placed) == 2 and len(set(placed.values())) == 2, placed
+        report = dict(re.findall(r"^(rows|distinct-keys|keys-sha256) (\S+)$", logs, re.M))
+        expected = hashlib.sha256("\n".join(keys).encode()).hexdigest()
+        assert report.get("distinct-keys") == str(len(keys)), (report, len(keys), logs[-3000:])
+        assert report.get("keys-sha256") == expected, (report, logs[-3000:])
+        assert int(report["rows"]) >= len(keys), report
+    finally:
+        node.kubectl("-n", group.ns, "delete", "pods", "-l", f"spark-app-name={app}", "--wait=false", check=False)
+
+
+SPARK_SETUP = """
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: spark, namespace: {ns}}}
+---
+# The driver creates, watches and deletes its executor pods, their Service and ConfigMap.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: spark-edit, namespace: {ns}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}}
+subjects: [{{kind: ServiceAccount, name: spark, namespace: {ns}}}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {{name: rocketmq-consumer-data, namespace: {ns}}}
+spec:
+  accessModes: [ReadWriteMany]
+  resources: {{requests: {{storage: 1Gi}}}}
+"""

@@ -97,6 +97,7 @@ def test_the_default_class_allows_expansion_and_every_node_may_mount_every_volum
     for v in volumes:
         assert v["spec"]["storageClassName"] == resizer.EXPANDABLE_CLASS == cluster.EXPANDABLE_CLASS
         assert v["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+        assert v["spec"]["accessModes"] == ["ReadWriteOnce", "ReadWriteMany"]  # Spark's shared checkpoint too
         (term,) = v["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
         assert term["matchExpressions"][0]["values"] == ["rmq-n1", "rmq-n2", "rmq-n3"]
         assert resizer.parse_bytes(v["spec"]["capacity"]["storage"]) == cluster.VOLUME_BYTES

@@ -247,8 +247,13 @@ class Connection:
             self._writer.close()
 
     async def close(self) -> None:
-        """Close the socket; pending calls fail with :class:`RemotingConnectionError`."""
+        """Close the socket at once; pending calls fail with :class:`RemotingConnectionError`. What is still
+        buffered for the peer is dropped: a peer that stopped reading (a lost node, a frozen broker) never takes
+        it, and asyncio's graceful close would wait for that flush until TCP gives up (30 s on the node-loss test,
+        each send of a producer held that long: issue 29)."""
         self._shutdown("closed by client")
+        with contextlib.suppress(Exception):
+            self._writer.transport.abort()
         if not self._reader_task.done():
             self._reader_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
