@@ -285,6 +285,11 @@ def _make_pki(pki: Path, extra_sans: tuple[str, ...] = (), extra_certs: dict[str
     }
     for name, (subject, usage, san) in certs.items():
         _openssl("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject, cwd=pki)
+        # SEC1 ("EC PRIVATE KEY"), not openssl's PKCS#8: the fabric8 client of Java tools (spark-submit --master
+        # k8s://) reads an EC key from a kubeconfig only in this form ("Invalid DER: object is not integer");
+        # Go and Python read both.
+        _openssl("ec", "-in", f"{name}.key", "-out", f"{name}.sec1.key", cwd=pki)
+        (pki / f"{name}.sec1.key").replace(pki / f"{name}.key")
         ext = [
             "basicConstraints=critical,CA:FALSE",
             "keyUsage=critical,digitalSignature,keyEncipherment",

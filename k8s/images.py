@@ -98,8 +98,8 @@ def images() -> dict[str, dict[str, object]]:
             "name": f"ghcr.io/rocketmq-operator/rocketmq-spark:{v['operator']}",
             "dockerfile": "examples/spark/Dockerfile",
             "args": {"BASE_IMAGE": f"{REPO}/base-jre-python:{SUITE}"},
-            "inputs": ["examples/spark/Dockerfile", "examples/spark/consumer_job.py", "examples/spark/entrypoint.py", "operator/rocketmq_operator",
-                       "pyproject.toml"],
+            "inputs": ["examples/spark/Dockerfile", "examples/spark/consumer_job.py", "examples/spark/entrypoint.py",
+                       "operator/rocketmq_operator", "pyproject.toml"],
         },
     }
 

@@ -75,7 +75,14 @@ def _spark_submit(group: Any, app: str, *conf: str, args: list[str]) -> subproce
         *conf,
         "local:///opt/spark/work-dir/consumer_job.py", *args,
     ]  # fmt: skip
-    env = {**os.environ, "KUBECONFIG": str(node.state_dir / "kubeconfig")}
+    import pyspark
+
+    # SPARK_HOME: pip's spark-submit finds its home by asking `python`, which need not be the venv's.
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(node.state_dir / "kubeconfig"),
+        "SPARK_HOME": str(Path(pyspark.__file__).parent),
+    }
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -106,10 +113,12 @@ def test_spark_submit_in_cluster_mode_reads_every_key_with_executors_on_two_node
             args=["--topic", "orders", "--available-now", "--report",
                   "--output", "/data/orders", "--checkpoint", "/data/checkpoints/orders"],
         )  # fmt: skip
+        assert res.returncode == 0, res.stderr[-3000:]
         driver = node.json("-n", group.ns, "get", "pod", f"{app}-driver")
         logs = node.kubectl("-n", group.ns, "logs", f"{app}-driver", check=False)
         assert driver["status"]["phase"] == "Succeeded", (res.stderr[-3000:], logs[-3000:])
-        executors = node.json("-n", group.ns, "get", "pods", "-l", f"spark-role=executor,spark-app-name={app}")["items"]
+        selector = f"spark-role=executor,spark-app-selector={driver['metadata']['labels']['spark-app-selector']}"
+        executors = node.json("-n", group.ns, "get", "pods", "-l", selector)["items"]
         placed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in executors}
         print(f"spark-submit cluster mode: driver on {driver['spec']['nodeName']}, executors {placed}")
         assert len(placed) == 2 and len(set(placed.values())) == 2, placed
@@ -119,7 +128,7 @@ def test_spark_submit_in_cluster_mode_reads_every_key_with_executors_on_two_node
         assert report.get("keys-sha256") == expected, (report, logs[-3000:])
         assert int(report["rows"]) >= len(keys), report
     finally:
-        node.kubectl("-n", group.ns, "delete", "pods", "-l", f"spark-app-name={app}", "--wait=false", check=False)
+        node.kubectl("-n", group.ns, "delete", "pod", f"{app}-driver", "--wait=false", check=False)  # and executors
 
 
 SPARK_SETUP = """

@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import itertools
 import secrets
 import time
 from collections import Counter
@@ -265,7 +266,7 @@ ACK_GAP_S = 1.0  # at the tools' rates (tens to hundreds per second) a second wi
 def ack_gaps(ends: Iterable[float], at_least_s: float = ACK_GAP_S) -> tuple[tuple[float, float], ...]:
     """The pauses of at least ``at_least_s`` between consecutive acknowledgements (their answer times)."""
     ordered = sorted(ends)
-    return tuple((a, b) for a, b in zip(ordered, ordered[1:], strict=False) if b - a >= at_least_s)
+    return tuple((a, b) for a, b in itertools.pairwise(ordered) if b - a >= at_least_s)
 
 
 @dataclass(frozen=True, slots=True)

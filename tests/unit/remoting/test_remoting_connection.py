@@ -334,6 +334,51 @@ async def test_close_does_not_wait_for_a_peer_that_stopped_reading() -> None:
         listener.close()
 
 
+async def test_concurrent_callers_share_one_connect_and_its_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight sends in flight to a host that is gone: one connect attempt, and all eight fail when it fails, not
+    one after the other (a connect timeout each: the node-loss test saw sends held 15-36 s)."""
+    attempts: list[str] = []
+    gone = asyncio.Event()
+
+    async def unanswered_connect(addr: str, **_: object) -> Connection:
+        attempts.append(addr)
+        await gone.wait()  # the connect timeout, as an event
+        raise RemotingConnectionError(f"connect to {addr} timed out after 3s", addr)
+
+    monkeypatch.setattr(Connection, "open", staticmethod(unanswered_connect))
+    pool = ClientPool()
+    callers = [asyncio.ensure_future(pool.get("10.213.1.2:10911")) for _ in range(8)]
+    while not attempts:
+        await asyncio.sleep(0)
+    for _ in range(20):
+        await asyncio.sleep(0)  # every caller has reached the pool
+    assert attempts == ["10.213.1.2:10911"]
+    gone.set()
+    results = await asyncio.gather(*callers, return_exceptions=True)
+    assert all(isinstance(r, RemotingConnectionError) for r in results), results
+    assert attempts == ["10.213.1.2:10911"]  # one attempt failed all eight
+    with pytest.raises(RemotingConnectionError):
+        await pool.get("10.213.1.2:10911")  # a later caller tries again
+    assert len(attempts) == 2
+    await pool.close()
+
+
+async def test_a_caller_that_gives_up_does_not_cancel_the_shared_connect(fake_server: Start) -> None:
+    server = await fake_server(echo)
+    pool = ClientPool()
+    try:
+        impatient = asyncio.ensure_future(pool.get(server.addr))
+        patient = asyncio.ensure_future(pool.get(server.addr))
+        await asyncio.sleep(0)
+        impatient.cancel()
+        connection = await patient
+        assert not connection.closed and server.addr in pool
+        with pytest.raises(asyncio.CancelledError):
+            await impatient
+    finally:
+        await pool.close()
+
+
 async def test_pool_keeps_connection_that_answers_others(fake_server: Start) -> None:
     async def answers_second_only(conn: FakeConn) -> None:
         await conn.read_request()
