@@ -85,6 +85,7 @@ VOLUME_BYTES = 10 * 2**30
 # XFS, not ext4: growing a mounted ext4 needs CAP_SYS_RESOURCE (EXT4_IOC_RESIZE_FS), which root lacks on machines
 # like this one (a sandbox's bounding set; "resize2fs: Permission denied"); xfs_growfs needs CAP_SYS_ADMIN only.
 VOLUME_FS = "xfs"
+RESIZER = "resizer"  # its pid file and log in the state dir; started after the control plane, stopped before it
 # kube-router's NetworkPolicy controller reads these (its informers start whatever it runs) and writes nothing.
 KUBE_ROUTER_RBAC = """apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -490,7 +491,7 @@ def _start(
     loops = attach_volumes(state)
     _say(f"storage: {len(loops)} local PersistentVolumes of {VOLUME_SIZE} on loop devices, class {EXPANDABLE_CLASS}")
     kc("apply", "-f", "-", input=local_volumes([loop["device"] for loop in loops], nodes))
-    harness._spawn(state, "resizer", [sys.executable, str(HERE / "resizer.py"), "--state-dir", str(state)])  # type: ignore[attr-defined]
+    harness._spawn(state, RESIZER, [sys.executable, str(HERE / "resizer.py"), "--state-dir", str(state)])  # type: ignore[attr-defined]
 
 
 def local_volumes(devices: Sequence[str], nodes: Sequence[NodePlan]) -> str:
@@ -757,6 +758,7 @@ def down(state_dir: Path, *, quiet: bool = False) -> None:
         for future in [pool.submit(_stop_node, state, n) for n in nodes]:
             future.result()
     harness._stop_pid(harness._read_pid(state / "scheduler", "kube-scheduler"), state)  # type: ignore[attr-defined]
+    harness._stop_pid(harness._read_pid(state, RESIZER), state)  # type: ignore[attr-defined]
     harness._stop_all(state)  # type: ignore[attr-defined]
     node.release_mounts(state, record)  # type: ignore[attr-defined]
     detach_volumes(record)
