@@ -86,10 +86,44 @@ def _spark_submit(group: Any, app: str, *conf: str, args: list[str]) -> subproce
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
 
 
+# The ReadWriteMany claim of SPARK_SETUP on the driver and the executors, at /data.
+VOLUMES = [
+    arg
+    for role in ("driver", "executor")
+    for key in ("options.claimName=rocketmq-consumer-data", "mount.path=/data")
+    for arg in ("--conf", f"spark.kubernetes.{role}.volumes.persistentVolumeClaim.data.{key}")
+]
+
+
+def _report(logs: str) -> dict[str, str]:
+    """What consumer_job.py --report printed: rows, distinct-keys, keys-sha256."""
+    return dict(re.findall(r"^(rows|distinct-keys|keys-sha256) (\S+)$", logs, re.M))
+
+
+def _keys_sha256(consumed: dict[str, Any]) -> tuple[int, str]:
+    keys = sorted({str(k) for k in consumed["keys"]})
+    return len(keys), hashlib.sha256("\n".join(keys).encode()).hexdigest()
+
+
+def _run_to_report(group: Any, app: str, output: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """consumer_job.py --available-now --report in cluster mode over ``output``; the driver pod and the report."""
+    node = group.node
+    res = _spark_submit(
+        group, app, *VOLUMES,
+        args=["--topic", "orders", "--available-now", "--report",
+              "--output", f"/data/{output}", "--checkpoint", f"/data/checkpoints/{output}"],
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    driver = node.json("-n", group.ns, "get", "pod", f"{app}-driver")
+    logs = node.kubectl("-n", group.ns, "logs", f"{app}-driver", check=False)
+    assert driver["status"]["phase"] == "Succeeded", (res.stderr[-3000:], logs[-3000:])
+    return driver, _report(logs)
+
+
 def test_spark_submit_in_cluster_mode_reads_every_key_with_executors_on_two_nodes(quickstart: Any) -> None:
     """examples/spark/README.md's spark-submit as a user runs it: the driver and two executors in pods of the
-    Spark image, the executors on two nodes, the checkpoint and output on a ReadWriteMany claim, and every key
-    the topic holds read (compared by key with a plain consumer's read from the masters)."""
+    Spark image, the executors on two nodes, the checkpoint and output on a ReadWriteMany claim, and every message
+    the topic holds read once (compared by key and count with a plain consumer's read from the masters)."""
     if node_count() < 3:
         missing("executors on several nodes need the three-node cluster (ROCKETMQ_OPERATOR_E2E_NODES)")
     group = quickstart
@@ -98,37 +132,86 @@ def test_spark_submit_in_cluster_mode_reads_every_key_with_executors_on_two_node
     produced = group.produce("produce-for-spark-cluster", 2_000)
     assert produced is not None and produced["acknowledged"] == 2_000, produced
     consumed = group.consume_all("consume-before-spark-cluster", report_keys=True)
-    keys = sorted({str(k) for k in consumed["keys"]})
     wait_for_image(node.state_dir, "spark")
     app = "orders-spark"
     node.kubectl("-n", group.ns, "apply", "-f", "-", input=SPARK_SETUP.format(ns=group.ns))
     try:
-        volumes = [
-            ("--conf", f"spark.kubernetes.{role}.volumes.persistentVolumeClaim.data.{key}")
-            for role in ("driver", "executor")
-            for key in ("options.claimName=rocketmq-consumer-data", "mount.path=/data")
-        ]
-        res = _spark_submit(
-            group, app, *(arg for pair in volumes for arg in pair),
-            args=["--topic", "orders", "--available-now", "--report",
-                  "--output", "/data/orders", "--checkpoint", "/data/checkpoints/orders"],
-        )  # fmt: skip
-        assert res.returncode == 0, res.stderr[-3000:]
-        driver = node.json("-n", group.ns, "get", "pod", f"{app}-driver")
-        logs = node.kubectl("-n", group.ns, "logs", f"{app}-driver", check=False)
-        assert driver["status"]["phase"] == "Succeeded", (res.stderr[-3000:], logs[-3000:])
+        driver, report = _run_to_report(group, app, "orders")
         selector = f"spark-role=executor,spark-app-selector={driver['metadata']['labels']['spark-app-selector']}"
         executors = node.json("-n", group.ns, "get", "pods", "-l", selector)["items"]
         placed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in executors}
         print(f"spark-submit cluster mode: driver on {driver['spec']['nodeName']}, executors {placed}")
         assert len(placed) == 2 and len(set(placed.values())) == 2, placed
-        report = dict(re.findall(r"^(rows|distinct-keys|keys-sha256) (\S+)$", logs, re.M))
-        expected = hashlib.sha256("\n".join(keys).encode()).hexdigest()
-        assert report.get("distinct-keys") == str(len(keys)), (report, len(keys), logs[-3000:])
-        assert report.get("keys-sha256") == expected, (report, logs[-3000:])
-        assert int(report["rows"]) >= len(keys), report
+        distinct, digest = _keys_sha256(consumed)
+        assert (report.get("distinct-keys"), report.get("keys-sha256")) == (str(distinct), digest), report
+        assert report.get("rows") == str(consumed["count"]), (report, consumed["count"])  # each message once
     finally:
         node.kubectl("-n", group.ns, "delete", "pod", f"{app}-driver", "--wait=false", check=False)  # and executors
+
+
+def test_a_streaming_query_whose_executor_pod_is_deleted_resumes_and_writes_each_message_once(quickstart: Any) -> None:
+    """consumer_job.py as a streaming query in cluster mode (2 s micro-batches, the README's file sink and
+    checkpoint): one executor pod deleted while it runs, more messages produced meanwhile; Spark starts another
+    executor and goes on. Then the query is stopped (its driver pod deleted) and run again to the end with
+    --available-now from the same checkpoint: the output holds every message of the topic exactly once (rows equal
+    a plain consumer's count, keys equal by digest)."""
+    if node_count() < 3:
+        missing("executors on several nodes need the three-node cluster (ROCKETMQ_OPERATOR_E2E_NODES)")
+    group = quickstart
+    node = group.node
+    group.wait_healthy()
+    wait_for_image(node.state_dir, "spark")
+    node.kubectl("-n", group.ns, "apply", "-f", "-", input=SPARK_SETUP.format(ns=group.ns))
+    app = "orders-stream"
+    try:
+        res = _spark_submit(
+            group, app, *VOLUMES, "--conf", "spark.kubernetes.submission.waitAppCompletion=false",
+            args=["--topic", "orders", "--trigger-seconds", "2", "--max-messages-per-trigger", "2000",
+                  "--output", "/data/stream", "--checkpoint", "/data/checkpoints/stream"],
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr[-3000:]
+
+        def logs() -> str:
+            return node.kubectl("-n", group.ns, "logs", f"{app}-driver", check=False)
+
+        def executors() -> list[dict[str, Any]]:
+            driver = node.json("-n", group.ns, "get", "pod", f"{app}-driver")
+            selector = f"spark-role=executor,spark-app-selector={driver['metadata']['labels']['spark-app-selector']}"
+            return list(node.json("-n", group.ns, "get", "pods", "-l", selector)["items"])
+
+        node.wait_for("the query's first micro-batch", lambda: '"batchId" : 1' in logs(), timeout=600, interval=2)
+        running = [p for p in executors() if (p.get("status") or {}).get("phase") == "Running"]
+        assert running, executors()
+        victim = running[0]["metadata"]["name"]
+        node.kubectl("-n", group.ns, "delete", "pod", victim, "--wait=false")
+        produced = group.produce("produce-during-stream", 2_000)
+        assert produced is not None and produced["acknowledged"] == 2_000, produced
+        node.wait_for(
+            "another executor registered",
+            lambda: len(re.findall(r"Registered executor .* with ID", logs())) >= 3,
+            timeout=600,
+            interval=2,
+        )
+        # Caught up: an idle progress report (no new rows; Spark reports one every 10 s while idle) after the
+        # producer finished and the replacement executor registered.
+        mark = len(logs())
+        node.wait_for(
+            "the query idle after the last messages",
+            lambda: '"numInputRows" : 0' in logs()[mark:],
+            timeout=600,
+            interval=2,
+        )
+        print(f"streaming query: executor {victim} deleted; {logs().count('Registered executor')} executors registered")
+    finally:
+        node.kubectl("-n", group.ns, "delete", "pod", f"{app}-driver", "--wait=true", "--timeout=120s", check=False)
+    consumed = group.consume_all("consume-after-stream", report_keys=True)
+    try:
+        _, report = _run_to_report(group, "orders-stream-report", "stream")
+    finally:
+        node.kubectl("-n", group.ns, "delete", "pod", "orders-stream-report-driver", "--wait=false", check=False)
+    distinct, digest = _keys_sha256(consumed)
+    assert (report.get("distinct-keys"), report.get("keys-sha256")) == (str(distinct), digest), report
+    assert report.get("rows") == str(consumed["count"]), (report, consumed["count"])  # none twice, none missing
 
 
 SPARK_SETUP = """

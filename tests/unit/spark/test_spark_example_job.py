@@ -3,24 +3,18 @@ environment variables, and its refusals (plain data: no Spark)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+from spark_helpers import load_example
 
 from rocketmq_operator.spark.options import parse_options
 
-JOB = Path(__file__).resolve().parents[3] / "examples" / "spark" / "consumer_job.py"
 BASE = ["--topic", "orders", "--output", "/data/o", "--checkpoint", "/data/c", "--name-servers", "ns:9876"]
 
 
 def _job() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("consumer_job", JOB)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("consumer_job")
 
 
 @pytest.fixture(autouse=True)

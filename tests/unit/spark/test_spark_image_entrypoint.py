@@ -3,13 +3,10 @@ JVM is started; the real run is tests/e2e/test_spark_job.py in cluster mode)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-ENTRYPOINT = Path(__file__).resolve().parents[3] / "examples" / "spark" / "entrypoint.py"
+from spark_helpers import load_example
 
 EXECUTOR_ENV = {
     "SPARK_DRIVER_URL": "spark://CoarseGrainedScheduler@orders-spark-driver-svc.rocketmq.svc:7078",
@@ -28,11 +25,7 @@ EXECUTOR_ENV = {
 
 
 def _entrypoint() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("spark_image_entrypoint", ENTRYPOINT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("entrypoint")
 
 
 def test_the_driver_runs_spark_submit_in_client_mode_with_sparks_own_arguments() -> None:
