@@ -17,6 +17,9 @@ volume and sets the claim's ``status.capacity``. A volume never shrinks; a devic
 cluster's state directory is never touched. Driven by a watch of the claims (no polling); a failed step is
 logged and retried at the claim's next event or the watch's next relist.
 
+Its quantity parser is its own, not the operator's ``api.quantity``: the cluster scripts run on the system Python
+without the project installed.
+
     resizer.py --state-dir DIR      # run by cluster.py up, stopped by down
 """
 
