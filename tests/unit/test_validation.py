@@ -198,7 +198,29 @@ WARNING_CASES = [
     ),
     ({"slaveRead": {"memoryRatio": 10}}, "spec.slaveRead.memoryRatio", "enabled is false"),
     ({"failover": {"allowUnclean": True}}, "spec.failover.allowUnclean", "lost"),
+    ({"replicas": 3, "quorum": {"inSyncReplicas": 2}}, "spec.quorum.inSyncReplicas", "crashes can lose"),
+    ({"replicas": 3}, "spec.quorum.inSyncReplicas", "is 2 of 3 replicas without allAckInSyncStateSet"),
+    ({"replicas": 5, "quorum": {"inSyncReplicas": 3}}, "spec.quorum.inSyncReplicas", "inSyncReplicas: 5"),
 ]
+
+
+@pytest.mark.parametrize(
+    "spec_patch",
+    [
+        {"replicas": 3, "quorum": {"allAckInSyncStateSet": True, "minInSyncReplicas": 2}},
+        {"replicas": 3, "quorum": {"inSyncReplicas": 3, "minInSyncReplicas": 2}},
+        {"replicas": 2, "quorum": {"inSyncReplicas": 2}},
+        {"replicas": 3, "haMode": "sync", "nameServers": ["ns:9876"], "quorum": {"inSyncReplicas": 2}},
+    ],
+)
+def test_no_crash_loss_warning_when_every_elected_replica_has_every_ack(spec_patch: dict[str, object]) -> None:
+    spec: dict[str, object] = {"controllerRef": {"name": "c"}, **spec_patch}
+    if spec.get("haMode") == "sync":
+        del spec["controllerRef"]
+    doc = {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "BrokerGroup", "metadata": {"name": "b"}}
+    report = validate_document({**doc, "spec": spec})
+    assert report.ok, [str(e) for e in report.errors]
+    assert not [w for w in report.warnings if w.rule_id == "warn.crash-loss"], [str(w) for w in report.warnings]
 
 
 @pytest.mark.parametrize(("spec_patch", "path", "text"), WARNING_CASES)

@@ -771,6 +771,19 @@ def broker_group_warnings(bg: BrokerGroup) -> list[Problem]:
                 "warn.async-trap",
             )
         )
+    acks = in_sync_replicas(s)
+    if mode is HAMode.CONTROLLER and waits_for_in_sync_replicas(s) and 2 <= acks < s.replicas:
+        w.append(
+            Problem(
+                "spec.quorum.inSyncReplicas",
+                f"is {acks} of {s.replicas} replicas without allAckInSyncStateSet: a master that crashes can lose "
+                "acknowledged messages (any slave's ack counts, and the controller elects a SyncStateSet member "
+                "by offsets reported up to 1 s earlier, possibly one without them); for no loss set "
+                f"quorum.allAckInSyncStateSet: true (RocketMQ's own controller quick start) or inSyncReplicas: "
+                f"{s.replicas} (docs/fencing.md, 'A SIGKILL lost an acknowledged message')",
+                "warn.crash-loss",
+            )
+        )
     if s.slave_read.memory_ratio is not None and not s.slave_read.enabled:
         ignored("spec.slaveRead.memoryRatio", "slaveRead.enabled is false, so consumers are never sent to slaves")
     if s.failover.allow_unclean:
