@@ -246,9 +246,9 @@ class Group:
         assert report is not None
         return report
 
-    def kill_jvm(self, pod: str) -> int:
-        """SIGKILL the RocketMQ JVM of ``pod`` from the node (the container's PID 1 ignores signals sent from
-        inside its own PID namespace). Returns the host PID killed."""
+    def jvm_pid(self, pod: str) -> tuple[int, str]:
+        """The host PID of the RocketMQ JVM of ``pod`` and its cgroup file, found from the node (the pod's uid is
+        in its cgroup paths)."""
         uid = self.node.json("-n", self.ns, "get", "pod", pod)["metadata"]["uid"]
         for proc in Path("/proc").iterdir():
             if not proc.name.isdigit():
@@ -260,9 +260,36 @@ class Group:
                 continue
             if uid in cgroup and ("BrokerStartup" in cmdline or "ControllerStartup" in cmdline
                                   or "NamesrvStartup" in cmdline):  # fmt: skip
-                os.kill(int(proc.name), signal.SIGKILL)
-                return int(proc.name)
+                return int(proc.name), cgroup
         raise AssertionError(f"no RocketMQ JVM found in the cgroups of pod {pod} (uid {uid})")
+
+    def kill_jvm(self, pod: str) -> int:
+        """SIGKILL the RocketMQ JVM of ``pod`` from the node (the container's PID 1 ignores signals sent from
+        inside its own PID namespace). Returns the host PID killed."""
+        pid, _ = self.jvm_pid(pod)
+        os.kill(pid, signal.SIGKILL)
+        return pid
+
+    def freeze_container(self, pod: str) -> Path:
+        """Freeze the container of ``pod``'s JVM with the cgroup freezer (every process of the container stops
+        where it stands, sockets open, as a hung machine or a stuck disk leaves it; nothing in the pod can tell).
+        Returns the freezer's state file, for :meth:`thaw`."""
+        _, cgroup = self.jvm_pid(pod)
+        line = next((x for x in cgroup.splitlines() if x.split(":")[1] == "freezer"), None)
+        assert line is not None, f"no freezer cgroup (cgroup v1) for {pod}:\n{cgroup}"
+        state = Path("/sys/fs/cgroup/freezer") / line.split(":", 2)[2].lstrip("/") / "freezer.state"
+        state.write_text("FROZEN")
+        return state
+
+    @staticmethod
+    def thaw(state: Path) -> bool:
+        """Thaw a container frozen by :meth:`freeze_container`; False when its cgroup is gone (the container was
+        removed meanwhile)."""
+        try:
+            state.write_text("THAWED")
+        except OSError:
+            return False
+        return True
 
 
 @pytest.fixture

@@ -313,6 +313,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
             progress=progress,
             credentials=credentials_from(args),
             tls=tls_from(args),
+            pin_to=args.pin_to,
         )
         if sys.stderr.isatty():
             line = ProgressLine(progress, args.count, sys.stderr)
@@ -431,6 +432,13 @@ def register(sub: Any) -> None:
         action="store_true",
         help="with --json: add acknowledged_keys (every acknowledged message's key) and failed_keys (key -> final "
         "status of every send that failed; it may still have been stored) to the report",
+    )
+    p.add_argument(
+        "--pin-to",
+        metavar="HOST:PORT",
+        help="send only to the master at this address, to its queues as the route read at the start names them, "
+        "and never look the route up again: an application whose cached route still names the old master, for "
+        "failover tests (whatever a deposed master acknowledges reaches this client)",
     )
     p.set_defaults(func=cmd_produce)
 

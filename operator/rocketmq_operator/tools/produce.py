@@ -56,12 +56,21 @@ from rocketmq_operator.remoting import (
     RemotingTimeout,
     ResponseCode,
     SendResult,
+    TopicRoute,
 )
 from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.remoting.tls import ClientTls
 
 from .digest import Digest, body_for, message_digest
-from .routing import DEFAULT_ROUTE_REFRESH_S, DEFAULT_ROUTE_WAIT_S, RouteClient, ToolError, TopicRouter, ensure_topic
+from .routing import (
+    DEFAULT_ROUTE_REFRESH_S,
+    DEFAULT_ROUTE_WAIT_S,
+    PinnedRouter,
+    RouteClient,
+    ToolError,
+    TopicRouter,
+    ensure_topic,
+)
 from .stats import RecoveryWindow, latency_summary, recovery_windows
 
 DEFAULT_PRODUCER_GROUP = "rocketmq-operator-produce"
@@ -404,6 +413,13 @@ def _own_client(
     return client
 
 
+def _pinned(client: ProduceClient, topic: str, route: TopicRoute, addr: str, timeout: float) -> PinnedRouter:
+    try:
+        return PinnedRouter(client, topic, route, addr, timeout=timeout)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+
+
 async def produce(
     namesrv: str | Sequence[str] | None,
     topic: str,
@@ -425,12 +441,14 @@ async def produce(
     progress: ProduceProgress | None = None,
     credentials: SessionCredentials | None = None,
     tls: ClientTls | None = None,
+    pin_to: str | None = None,
 ) -> ProduceReport:
     """Send ``count`` messages of ``size`` bytes to ``topic`` (``rate`` msgs/s overall, 0 = unlimited, with
     ``concurrency`` sends in flight), each with the tag ``tags`` when given, and report what the brokers
     answered; every request is signed as ``credentials`` when given (an ACL 2.0 user). ``progress`` sees every
     answer as it arrives (its ``report`` is the partial report of an interrupted run). ``tls``: every connection
-    is TLS, verified as it says."""
+    is TLS, verified as it says. ``pin_to``: send only to the master at this address, as the route read at the
+    start names its queues, and never look the route up again (:class:`PinnedRouter`)."""
     _check(count >= 0, f"--count must be >= 0, got {count}")
     _check(concurrency >= 1, f"--concurrency must be >= 1, got {concurrency}")
     _check(rate >= 0, f"--rate must be >= 0, got {rate}")
@@ -446,7 +464,11 @@ async def produce(
         # just created keeps the longer wait for its route to reach every master.
         wait_s = DEFAULT_ROUTE_WAIT_S if create_topic else timeout * (1 + retries)
         route = await ensure_topic(active, topic, create=create_topic, cluster=cluster, timeout=timeout, wait_s=wait_s)
-        router = TopicRouter(active, topic, timeout=timeout, refresh_interval=route_refresh_s, route=route)
+        router = (
+            TopicRouter(active, topic, timeout=timeout, refresh_interval=route_refresh_s, route=route)
+            if pin_to is None
+            else _pinned(active, topic, route, pin_to, timeout)
+        )
         sender = Sender(active, router, timeout=timeout, retries=retries, producer_group=producer_group, tags=tags)
         records = progress.records
         sequence = iter(range(count))

@@ -258,3 +258,26 @@ async def ensure_topic(
         if time.monotonic() >= deadline:
             raise ToolError(f"topic {topic!r} created but namesrv has no complete route after {wait_s:g}s: {last}")
         await asyncio.sleep(poll_s)
+
+
+class PinnedRouter(TopicRouter):
+    """A route that never changes: the queues of the master at ``addr`` as ``route`` names them, never looked up
+    again. It is the client a failover test needs beside the ordinary one: an application whose cached route still
+    names the old master (RocketMQ's Java client polls routes every 30 s by default, and one that lost its name
+    servers never does), which keeps sending to that address through a fault, so any acknowledgement a deposed
+    master gives reaches a client."""
+
+    def __init__(self, client: RouteClient, topic: str, route: TopicRoute, addr: str, *, timeout: float | None = None):
+        super().__init__(client, topic, timeout=timeout, refresh_interval=float("inf"), route=route)
+        pinned = tuple(q for q in self.queues if q.addr == addr)
+        if not pinned:
+            masters = sorted({q.addr for q in self.queues}) or ["none"]
+            raise ValueError(
+                f"--pin-to {addr} is not the master of a writable queue of topic {topic!r} (its masters: "
+                f"{', '.join(masters)}); fix: pin to one of those addresses"
+            )
+        self.queues = pinned
+
+    async def refresh(self, seen_generation: int | None = None) -> bool:
+        del seen_generation
+        return True  # pinned: the route read at the start is kept whatever happens

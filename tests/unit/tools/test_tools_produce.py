@@ -189,6 +189,27 @@ async def test_topic_not_exist_on_broker_refreshes_route_then_uses_new_master() 
     assert report.ok and [c.addr for c in client.sends] == ["old", "new"]
 
 
+async def test_a_pinned_producer_sends_only_to_that_master_and_never_looks_the_route_up_again() -> None:
+    client = FakeClient(routes={"t": make_route("t", {"a": {0: "old"}, "b": {0: "b0"}})})
+
+    def failover(call: SendCall) -> None:
+        client.routes["t"] = make_route("t", {"a": {0: "new"}, "b": {0: "b0"}})  # the route moves on at once
+
+    client.on_send = failover
+    client.down = {"old"}  # the old master stops answering: each send fails, and is retried on the same address
+    report = await produce(None, "t", 4, concurrency=1, retries=1, client=client, pin_to="old")
+    assert {c.addr for c in client.sends} == {"old"} and len(client.sends) == 8
+    assert client.route_lookups == 1 and report.failures == {"CONNECTION_ERROR": 4}
+    assert sorted({c.queue_id for c in client.sends}) == [0, 1, 2, 3]  # every queue of that master
+
+
+async def test_pinning_to_an_address_that_is_no_master_of_the_topic_names_the_masters() -> None:
+    client = _two_brokers()
+    with pytest.raises(ToolError, match=r"--pin-to b1 is not the master .*\(its masters: a0, b0\); fix: pin"):
+        await produce(None, "t", 1, client=client, pin_to="b1")
+    assert client.sends == []
+
+
 async def test_no_writable_master_gives_no_route() -> None:
     client = FakeClient(routes={"t": make_route("t", {"a": {1: "a1"}})})
     report = await produce(None, "t", 2, client=client, retries=1)
