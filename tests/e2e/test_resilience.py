@@ -112,6 +112,8 @@ def test_a_frozen_master_container_is_fenced_and_no_client_gets_an_acknowledgeme
     )  # fmt: skip
     group.produce(
         "produce-pinned-to-master", 3_000, "--pin-to", address, "--rate", "40", "--timeout", "1", "--retries", "0",
+        # a send to the frozen (later gone) address waits out its 1 s timeout: enough in flight to keep the rate
+        "--concurrency", "64",
         "--report-keys", wait=False,
     )  # fmt: skip
     for pod in ("produce-through-freeze", "produce-pinned-to-master"):

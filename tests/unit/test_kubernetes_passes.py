@@ -247,11 +247,13 @@ class FakeBrokers:
         self.configs.setdefault(addr, {}).update(config)
 
 
-def run_pass(fake: FakeApi, brokers: FakeBrokers | None = None, memory: GroupMemory | None = None) -> None:
+def run_pass(fake: FakeApi, brokers: FakeBrokers | None = None, memory: GroupMemory | None = None) -> bool:
     resource = body(fake, "BrokerGroup", "broker-a")
     logger = logging.getLogger("test")
     memory = GroupMemory() if memory is None else memory
-    asyncio.run(group_pass.observe_pass(fake, brokers or FakeBrokers(), OperatorMetrics(), resource, memory, logger))  # type: ignore[arg-type]
+    return asyncio.run(
+        group_pass.observe_pass(fake, brokers or FakeBrokers(), OperatorMetrics(), resource, memory, logger)
+    )  # type: ignore[arg-type]
 
 
 def test_group_pass_writes_status_roles_and_readiness_once(group: dict[str, Any]) -> None:
@@ -1144,5 +1146,13 @@ def test_the_kubernetes_pass_runs_the_one_pass(group: dict[str, Any], monkeypatc
     fake = api("ControllerGroup", "BrokerGroup")
     pods(fake)
     asyncio.run(reconcile(fake, body(fake, "BrokerGroup", "broker-a")))  # type: ignore[arg-type]
-    run_pass(fake)
+    acted = run_pass(fake)
     assert records[-1].steps == [s for s in one_pass.PASS_ORDER if s != one_pass.PLANNED_SWITCHOVER]
+    # A pass that acted on the roles tells the timer to observe again at once (handlers.observe).
+    assert acted is records[-1].acted is False
+
+    async def acting(steps: Any, **kwargs: Any) -> one_pass.PassRecord:
+        return one_pass.PassRecord(acted=True)
+
+    monkeypatch.setattr(group_pass, "run_group_pass", acting)
+    assert run_pass(fake) is True

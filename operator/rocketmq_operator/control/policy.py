@@ -77,6 +77,10 @@ class PolicyMemory:
     woken: set[int] = field(default_factory=set)  # unconnected slaves woken once in this episode
     route_wrong_since: dict[str, float] = field(default_factory=dict)  # name server -> first seen without master
     fences_checked_at: float = 0.0  # the last look for fences a switchover left behind
+    # broker id -> when a confirmation probe of it as a silent master failed: not asked again in that silence (each
+    # probe holds the pass for its long timeout; on Kubernetes, asked on every pass, a frozen master was fenced
+    # after 12.6 s of silence instead of 8)
+    confirmation_failed: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -224,12 +228,19 @@ async def _plan_failover_with_evidence(
     decision = decide(evidence)
     if asks_confirmation(decision):
         probe_s = confirmation_probe_s(settings.detection_s)
+        bid = master.broker_id
+        failed_at = memory.confirmation_failed.get(bid) if bid is not None else None
         answered = False
-        with contextlib.suppress(RemotingException, OSError, TimeoutError):
-            await client.get_ha_status(master.address, timeout=probe_s)
-            answered = True
-        if answered and master.broker_id is not None:
-            memory.last_answered[master.broker_id] = time.time()
+        # One probe per silence: a master that answers again answers the pass's own observation first.
+        if failed_at is None or bid is None or failed_at < memory.last_answered.get(bid, 0.0):
+            with contextlib.suppress(RemotingException, OSError, TimeoutError):
+                await client.get_ha_status(master.address, timeout=probe_s)
+                answered = True
+            if bid is not None:
+                if answered:
+                    memory.last_answered[bid] = time.time()
+                else:
+                    memory.confirmation_failed[bid] = time.time()
         decision = decide(dataclasses.replace(evidence, probe_answered=answered, probe_s=probe_s))
     return decision
 

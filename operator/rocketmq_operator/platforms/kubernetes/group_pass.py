@@ -85,14 +85,16 @@ async def observe_pass(
     resource: kopf.Body,
     memory: GroupMemory,
     logger: Any,
-) -> None:
+) -> bool:
+    """One pass; True when it acted on the group's roles (a failover, a switchover, a fence, a re-attached slave):
+    the caller observes again at once rather than after the timer's interval."""
     body: JSON = dict(resource)
     report = validated(body)
     bg = report.resource
     if not isinstance(bg, BrokerGroup):
         # Ready=False: a spec that cannot be observed at all.
         await write_condition(kube, body, "Ready", ("False", "InvalidSpec", "; ".join(str(p) for p in report.errors)))
-        return
+        return False
     ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
     pods = await kube.list("Pod", ns, f"{LABEL_GROUP}={name},app.kubernetes.io/component=broker")
     endpoints = [
@@ -150,7 +152,8 @@ async def observe_pass(
         memory=memory,
         logger=logger,
     )
-    await run_group_pass(steps, controller_mode=controller_mode, blocked=blocked is not None)
+    record = await run_group_pass(steps, controller_mode=controller_mode, blocked=blocked is not None)
+    return record.acted
 
 
 @dataclass

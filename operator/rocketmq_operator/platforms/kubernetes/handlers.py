@@ -139,7 +139,15 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
             memo["group_memory"] = GroupMemory()
         before = memo.kube.writes
         try:
-            await observe_pass(memo.kube, memo.remoting, memo.metrics, body, memo["group_memory"], logger)
+            acted = await observe_pass(memo.kube, memo.remoting, memo.metrics, body, memo["group_memory"], logger)
+            if acted:
+                # The roles changed in that pass (a failover, say): observe them now, not after the interval. On
+                # the three-node cluster the slave a failover left pointing at the dead master was re-pointed one
+                # interval (2 s) later, with every write refused meanwhile (minInSyncReplicas).
+                meta = body["metadata"]
+                fresh = await memo.kube.get("BrokerGroup", meta["namespace"], meta["name"])
+                if fresh is not None:
+                    await observe_pass(memo.kube, memo.remoting, memo.metrics, fresh, memo["group_memory"], logger)
         finally:
             memo.metrics.api_writes.labels(kind="observer").inc(memo.kube.writes - before)
 
