@@ -74,6 +74,7 @@ class FakeClient:
     offsets: dict[int, int] = field(default_factory=dict)  # commitLogMaxOffset by broker id
     silent: set[str] = field(default_factory=set)  # addresses that answer no confirmation probe
     configs: dict[str, dict[str, str]] = field(default_factory=dict)  # live broker configs by address
+    probes_wait_out_their_timeout: bool = False  # a silent address's probe fails only after its timeout, as a real one
 
     def _maybe_fail(self, what: str) -> None:
         if what in self.fail:
@@ -117,6 +118,8 @@ class FakeClient:
     async def get_ha_status(self, addr: str, *, timeout: float | None = None) -> HaStatus:
         self.calls.append(("get_ha_status", (addr, timeout)))
         if addr in self.silent:
+            if self.probes_wait_out_their_timeout:
+                await asyncio.sleep(timeout or 0.0)
             raise RemotingException(f"{addr} did not answer in {timeout}s")
         return HaStatus(
             master=addr == ADDR[self.controller_master], master_commit_log_max_offset=100, in_sync_slave_nums=2
@@ -386,6 +389,19 @@ def test_a_silent_master_is_asked_for_confirmation_once_per_silence() -> None:
     memory.confirmation_failed[1] -= 10.0
     run(client, platform, memory, _silent_master(client, memory, 3.0))
     assert len([c for c in client.calls if c[0] == "get_ha_status"]) == 2
+
+
+def test_silence_through_the_confirmation_probe_counts_and_is_judged_at_its_end() -> None:
+    # Silent 1.2 s at the observation (detection 1 s): the 1 s probe fails at 2.2 s, past twice the detection
+    # time: fenced in that pass, not one pass later (on Kubernetes a pass later was 5 s later).
+    client, platform, memory = FakeClient(), FakePlatform(process=ProcessState.RUNNING), PolicyMemory()
+    client.silent.add(ADDR[1])
+    client.probes_wait_out_their_timeout = True
+    settings = dataclasses.replace(SETTINGS, detection_s=1.0)
+    observed = _silent_master(client, memory, 1.2)
+    outcome = asyncio.run(run_replication_policy(client, observed, settings, memory, platform))  # type: ignore[arg-type]
+    assert platform.fenced == [(f"{GROUP}-1", None)], outcome.notes
+    assert "a 1s confirmation probe failed; its process is running; silent for twice" in outcome.steps[0]
 
 
 def test_a_stopped_master_is_fenced_without_a_confirmation_probe() -> None:

@@ -107,6 +107,9 @@ def policy_settings(bg: BrokerGroup, name_servers: Sequence[str]) -> PolicySetti
 
 
 FENCE_CHECK_S = 5.0  # how often the policy reads the replicas' live config for fences left behind
+# A confirmation probe's failure is judged at its end while the observation is at most this old (plan_failover
+# refuses to act on one older than 10 s).
+CONFIRMED_AT_PROBE_END_MAX_AGE_S = 8.0
 
 
 @dataclass
@@ -210,9 +213,9 @@ async def _plan_failover_with_evidence(
     """`plan_failover` with what the platform sees of a silent master's process and, when the plan asks for it,
     one confirmation probe with a long timeout (an answer restarts the master's silence)."""
 
-    def decide(evidence: MasterEvidence) -> Decision:
+    def decide(evidence: MasterEvidence, now: float | None = None) -> Decision:
         return plan_failover(
-            dataclasses.replace(facts, master_evidence=evidence),
+            dataclasses.replace(facts, master_evidence=evidence, now=facts.now if now is None else now),
             allow_unclean=settings.allow_unclean,
             detection_s=settings.detection_s,
         )
@@ -241,7 +244,12 @@ async def _plan_failover_with_evidence(
                     memory.last_answered[bid] = time.time()
                 else:
                     memory.confirmation_failed[bid] = time.time()
-        decision = decide(dataclasses.replace(evidence, probe_answered=answered, probe_s=probe_s))
+        # Judged at the end of the probe, since the master stayed silent through it (judged at the observation's
+        # time, a frozen master on Kubernetes waited one more pass, 5 s, for its "twice the detection time"),
+        # unless that would make the observation too old to act on (a 10 s probe of a 60 s detection time).
+        probe_end = time.time()
+        now = probe_end if probe_end - facts.observed_at <= CONFIRMED_AT_PROBE_END_MAX_AGE_S else None
+        decision = decide(dataclasses.replace(evidence, probe_answered=answered, probe_s=probe_s), now)
     return decision
 
 
