@@ -88,15 +88,10 @@ def test_sigkill_of_the_master_jvm_loses_no_acknowledged_message(quickstart: Any
 FREEZE_S = 30.0
 
 
-def test_a_frozen_master_container_is_fenced_and_no_client_gets_an_acknowledgement_from_it(quickstart: Any) -> None:
-    """A real hang on Kubernetes: the master's container frozen with the cgroup freezer for 30 s (sockets open, its
-    node and kubelet fine) under two producers: an ordinary one, and one whose cached route still names the frozen
-    master (`produce --pin-to`), which keeps sending to that address through the election and after the thaw, as
-    an application with a long route poll does. The operator, which sees the pod only over the network, fences it
-    (deletes the pod: the kubelet's SIGKILL waits in the frozen process and ends it at the thaw, before it runs
-    again) and elects another replica. No acknowledged key of either producer is missing afterwards: an
-    acknowledgement from the deposed master would be lost to the truncation of its log (docs/fencing.md)."""
-    group = quickstart
+def _frozen_master_trial(group: Any, tag: str, *, delete_operator: bool) -> None:
+    """The master's container frozen for FREEZE_S under an ordinary producer and one pinned to the frozen master's
+    address; with ``delete_operator`` the operator's pod is deleted right after the freeze. Asserts the old master
+    was fenced (its pod replaced) and every acknowledged key of both producers is read back."""
     group.wait_healthy()
     old = group.master()
     status = group.status()
@@ -105,44 +100,64 @@ def test_a_frozen_master_container_is_fenced_and_no_client_gets_an_acknowledgeme
     old_uid = group.pods()[old]["metadata"]["uid"]
     events_before = len(group.events("MasterChanged"))
     offset_before = group.master_offset()
-
+    through, pinned = f"produce-through-{tag}", f"produce-pinned-{tag}"
     group.produce(
-        "produce-through-freeze", 9_000, "--rate", "150", "--timeout", "3", "--retries", "2", "--report-keys",
-        wait=False,
+        through, 9_000, "--rate", "150", "--timeout", "3", "--retries", "2", "--report-keys", wait=False
     )  # fmt: skip
     group.produce(
-        "produce-pinned-to-master", 3_000, "--pin-to", address, "--rate", "40", "--timeout", "1", "--retries", "0",
+        pinned, 3_000, "--pin-to", address, "--rate", "40", "--timeout", "1", "--retries", "0",
         # a send to the frozen (later gone) address waits out its 1 s timeout: enough in flight to keep the rate
-        "--concurrency", "64",
-        "--report-keys", wait=False,
+        "--concurrency", "64", "--report-keys", wait=False,
     )  # fmt: skip
-    for pod in ("produce-through-freeze", "produce-pinned-to-master"):
+    for pod in (through, pinned):
         group.node.wait_for(f"{pod} to be running", lambda pod=pod: _pod_phase(group, pod) == "Running")
     group.wait_master_takes_writes(offset_before, "the producers' first sends stored by the master")
     frozen_at = time.monotonic()
     state = group.freeze_container(old)
     try:
+        if delete_operator:
+            group.node.kubectl("-n", "rocketmq-operator", "delete", "pods", "--all", "--wait=false")
         seconds = _wait_new_master(group, old)
-        print(f"master container frozen -> status shows a new master in {seconds:.1f}s")
+        print(f"{tag}: master container frozen -> status shows a new master in {seconds:.1f}s")
         group.node.wait_for("the freeze to have lasted 30 s", lambda: time.monotonic() - frozen_at >= FREEZE_S, 120, 1)
     finally:
         thawed = group.thaw(state)
-    through = group.tool_result("produce-through-freeze")
-    pinned = group.tool_result("produce-pinned-to-master")
+    through_report = group.tool_result(through)
+    pinned_report = group.tool_result(pinned)
     new = group.master()
     assert new is not None and new != old
     _assert_master_followed(group, new, events_before)
     replaced = group.pods()[old]["metadata"]["uid"] != old_uid
     print(
-        f"thawed a live container: {thawed}; {old} replaced: {replaced}; ordinary producer: "
-        f"{through['acknowledged']}/{through['sent']} acknowledged, pauses {through.get('ack_gaps')}; pinned to "
-        f"{address}: {pinned['acknowledged']}/{pinned['sent']} acknowledged, failures {pinned.get('failures')}"
+        f"{tag}: thawed a live container: {thawed}; {old} replaced: {replaced}; ordinary producer: "
+        f"{through_report['acknowledged']}/{through_report['sent']} acknowledged, pauses "
+        f"{through_report.get('ack_gaps')}; pinned to {address}: {pinned_report['acknowledged']}/"
+        f"{pinned_report['sent']} acknowledged, failures {pinned_report.get('failures')}"
     )
     assert replaced, f"{old} was not fenced: its pod was never deleted"
-    consumed = group.consume_all("consume-after-freeze", report_keys=True)
+    consumed = group.consume_all(f"consume-after-{tag}", report_keys=True)
     assert consumed["body_mismatches"] == 0
-    loss = reports_no_loss_failure([through, pinned], consumed)
+    loss = reports_no_loss_failure([through_report, pinned_report], consumed)
     assert loss is None, loss
+
+
+def test_a_frozen_master_container_is_fenced_and_no_client_gets_an_acknowledgement_from_it(quickstart: Any) -> None:
+    """A real hang on Kubernetes: the master's container frozen with the cgroup freezer for 30 s (sockets open, its
+    node and kubelet fine) under two producers: an ordinary one, and one whose cached route still names the frozen
+    master (`produce --pin-to`), which keeps sending to that address through the election and after the thaw, as
+    an application with a long route poll does. The operator, which sees the pod only over the network, fences it
+    (deletes the pod: the kubelet stops the frozen container) and elects another replica. No acknowledged key of
+    either producer is missing afterwards: an acknowledgement from the deposed master would be lost to the
+    truncation of its log (docs/fencing.md)."""
+    _frozen_master_trial(quickstart, "freeze", delete_operator=False)
+
+
+def test_a_frozen_master_is_fenced_by_an_operator_restarted_during_the_fault(quickstart: Any) -> None:
+    """The same hang with the operator's pod deleted right after the freeze: the controller elects on its own (its
+    10 s heartbeat timeout), and the new operator, whose memory is new, resumes from the master its status last
+    named: that replica is a deposed master that does not answer, fenced before it can wake up as master of the
+    old epoch (docs/fencing.md)."""
+    _frozen_master_trial(quickstart, "freeze-restart", delete_operator=True)
 
 
 def test_deleting_the_master_pod_moves_the_master_and_the_pdb_holds(quickstart: Any) -> None:

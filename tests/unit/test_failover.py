@@ -393,6 +393,31 @@ TRACK = [
     ("still-hung", {1: 90.0}, 2, deposed_facts(deposed={}), {1: 90.0}),
     # 1 is master again (no longer watched); 2, the master it replaced, is watched now.
     ("re-elected", {1: 90.0}, 2, deposed_facts(master=1, alive=(1, 2), roles={1: True}, deposed={}), {2: 100.0}),
+    # A restarted operator (no previous master remembered) sees 1 answer as master while the controller names 2.
+    (
+        "second-master-no-memory",
+        {},
+        None,
+        deposed_facts(alive=(1, 2, 3), roles={1: True, 2: True}, deposed={}),
+        {1: 100.0},
+    ),
+    (
+        "second-master-already-watched",
+        {1: 90.0},
+        2,
+        deposed_facts(alive=(1, 2, 3), roles={1: True, 2: True}, deposed={}),
+        {1: 90.0},
+    ),
+    # Not without a readable controller: whom it names is unknown.
+    (
+        "second-master-controller-down",
+        {},
+        None,
+        dataclasses.replace(
+            deposed_facts(alive=(1, 2, 3), roles={1: True, 2: True}, deposed={}), controller_reachable=False
+        ),
+        {},
+    ),
 ]
 
 

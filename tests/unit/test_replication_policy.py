@@ -404,6 +404,20 @@ def test_silence_through_the_confirmation_probe_counts_and_is_judged_at_its_end(
     assert "a 1s confirmation probe failed; its process is running; silent for twice" in outcome.steps[0]
 
 
+def test_a_restarted_policy_resumes_from_the_published_master_and_fences_it_when_deposed_and_hung() -> None:
+    # The operator was restarted while the master (1) hung and the controller elected 2: its memory is new, its
+    # last status still names 1. Without that, 1 would be a silent ex-master nobody watches, free to wake up as
+    # master of the old epoch.
+    client, platform, memory = FakeClient(controller_master=2), FakePlatform(), PolicyMemory()
+    elected = state(2, replica(1, reachable=False), replica(2, master=True), replica(3, ha_from=HA[2]))
+    asyncio.run(run_replication_policy(client, elected, SETTINGS, memory, platform, published_master=1))  # type: ignore[arg-type]
+    assert platform.fenced and platform.fenced[0][0] == f"{GROUP}-1", platform.fenced
+    # Without the published master the hung ex-master is not known to be one.
+    client, platform = FakeClient(controller_master=2), FakePlatform()
+    asyncio.run(run_replication_policy(client, elected, SETTINGS, PolicyMemory(), platform))  # type: ignore[arg-type]
+    assert platform.fenced == []
+
+
 def test_a_stopped_master_is_fenced_without_a_confirmation_probe() -> None:
     client, platform, memory = FakeClient(), FakePlatform(process=ProcessState.STOPPED), PolicyMemory()
     steps = run(client, platform, memory, _silent_master(client, memory, 3.0))

@@ -123,7 +123,13 @@ class PolicyOutcome:
         return bool(self.steps)
 
 
-def _remember(memory: PolicyMemory, state: GroupState, facts: GroupFacts) -> GroupFacts:
+def _remember(
+    memory: PolicyMemory, state: GroupState, facts: GroupFacts, published_master: int | None = None
+) -> GroupFacts:
+    if memory.previous_master is None:
+        # A policy that starts (an operator restarted) resumes from the master its last status named: if the
+        # controller elected another meanwhile, that one is a deposed master to watch, hung or not.
+        memory.previous_master = published_master
     for r in state.replicas:
         if r.broker_id is not None and r.reachable:
             memory.last_answered[r.broker_id] = state.observed_at
@@ -147,13 +153,16 @@ async def run_replication_policy(
     platform: FailoverPlatform,
     *,
     timeout: float = 1.0,
+    published_master: int | None = None,
 ) -> PolicyOutcome:
     """One pass of the replication policy for one controller-mode group, on one fresh observation. Order:
     fence deposed masters (they must never acknowledge a write), fail over a master that does not answer
     (fence, then elect), re-attach slaves to the confirmed master, make every name server list that master.
-    Never raises for a broker or controller that does not answer: the next pass tries again."""
+    Never raises for a broker or controller that does not answer: the next pass tries again.
+    ``published_master``: the broker id the group's published status names as master (where the policy resumes
+    watching from when its memory is new)."""
     outcome = PolicyOutcome()
-    facts = _remember(memory, state, facts_from_state(state, time.time()))
+    facts = _remember(memory, state, facts_from_state(state, time.time()), published_master)
     fence = plan_fence_deposed(facts)
     outcome.decisions.append(fence)
     for action in fence.actions:

@@ -431,11 +431,18 @@ def plan_fence_deposed(facts: GroupFacts, *, grace_s: float = 1.0) -> Decision:
 
 def track_deposed(deposed_at: Mapping[int, float], previous_master: int | None, facts: GroupFacts) -> dict[int, float]:
     """Which former masters still need watching after this observation: the previous master joins when the
-    controller names another one; a former master leaves once it answers as a slave, or is named again."""
+    controller names another one, and so does any replica that answers as master while the controller names
+    another (needing no memory: an operator restarted after the election has none of the previous master, and a
+    deposed master that wakes up answers as master); a former master leaves once it answers as a slave, or is named
+    again."""
     out = dict(deposed_at)
     current = facts.master_broker_id
     if previous_master is not None and current is not None and current != previous_master:
         out.setdefault(previous_master, facts.now)
+    if current is not None and facts.controller_reachable:
+        for broker_id, answering in facts.replicas.items():
+            if broker_id != current and answering.alive and answering.is_master is True:
+                out.setdefault(broker_id, facts.now)
     for broker_id in list(out):
         replica = facts.replicas.get(broker_id)
         if broker_id == current or (replica is not None and replica.alive and replica.is_master is False):

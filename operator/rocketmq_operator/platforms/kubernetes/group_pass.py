@@ -538,7 +538,15 @@ async def _failover(
     """The replication policy's pass; True when it acted (the roll waits for the next pass then)."""
     ns = resource["metadata"]["namespace"]
     settings = policy_settings(bg, name_servers)
-    outcome = await run_replication_policy(client, state, settings, memory.policy, PodPlatform(kube, ns, pods))
+    published = ((resource.get("status") or {}).get("master") or {}).get("brokerId")
+    outcome = await run_replication_policy(
+        client,
+        state,
+        settings,
+        memory.policy,
+        PodPlatform(kube, ns, pods),
+        published_master=published if isinstance(published, int) else None,
+    )
     for decision in outcome.decisions:
         if decision.refused and decision.reason not in ("ControllerUnavailable", "MasterNotConfirmed"):
             logger.warning("failover refused: %s", decision.message)
