@@ -233,13 +233,15 @@ class Group:
             wait=wait, env=env, secret_mounts=secret_mounts, node_name=node_name,
         )  # fmt: skip
 
-    def consume_all(self, pod: str, env: dict[str, str] | None = None, report_keys: bool = False) -> dict[str, Any]:
+    def consume_all(
+        self, pod: str, env: dict[str, str] | None = None, report_keys: bool = False, topic: str = TOPIC
+    ) -> dict[str, Any]:
         """Read every message of the topic from the masters (offsets are not committed), from a pod. The idle
         timeout is also how long a queue may keep failing before the read gives up on it: at load average 60 a
         5 s window ended a read-back short of what was stored. ``report_keys``: the report lists every key read
         (``keys``), for a no-loss check by key (tools/noloss.py)."""
         report = self.tool(
-            pod, "consume", "--namesrv", self.name_servers(), "--topic", TOPIC, "--group", CONSUMER_GROUP,
+            pod, "consume", "--namesrv", self.name_servers(), "--topic", topic, "--group", CONSUMER_GROUP,
             "--from", "earliest", "--read-from", "master", "--idle-timeout", "15", "--to-end",
             *(["--report-keys"] if report_keys else []), env=env,
         )  # fmt: skip

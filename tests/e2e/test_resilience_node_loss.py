@@ -25,9 +25,11 @@ import json
 import time
 from typing import Any
 
+from e2e import java_client
 from e2e.e2e_helpers import pod_ready
 from e2e.e2e_node import cluster_script, node_count
 from real_parts import missing
+from rocketmq_operator.tools.noloss import reports_no_loss_failure
 
 IN_FLIGHT = 8
 
@@ -88,11 +90,23 @@ def _master_on(group: Any, pod: str) -> None:
     group.wait_healthy()
 
 
-def test_the_masters_node_powered_off_and_on_under_a_producer_loses_nothing(quickstart: Any) -> None:
+JAVA_RATE = 50  # msgs/s of RocketMQ's Java client with its defaults, beside the project's producer
+JAVA_COUNT = 6_000  # two minutes at that rate: through the outage and its 30 s route poll
+
+
+def _writable_after(report: dict[str, Any], powered_off: float) -> float:
+    """Seconds from the power-off to the end of the producer's pause across it (0: no pause of 1 s or more)."""
+    pause = next((g for g in report["ack_gaps"] if g["after"] <= powered_off + 1 and g["until"] > powered_off), None)
+    return round(pause["until"] - powered_off, 1) if pause else 0.0
+
+
+def test_the_masters_node_powered_off_and_on_under_a_producer_loses_nothing(quickstart: Any, tmp_path: Any) -> None:
     if node_count() < 3:
         missing("node loss needs the three-node cluster (ROCKETMQ_OPERATOR_E2E_NODES unset or 3)")
     group = quickstart
     node = group.node
+    java_class = java_client.compile_producer(tmp_path / "java")
+    java_client.declare_topic(group)
     group.wait_healthy()
     brokers = {name: pod["spec"]["nodeName"] for name, pod in group.pods().items()}
     # The node that holds the fewest of the singletons: the fewest pods to move.
@@ -110,6 +124,13 @@ def test_the_masters_node_powered_off_and_on_under_a_producer_loses_nothing(quic
         "--concurrency", str(IN_FLIGHT), "--report-keys", wait=False, node_name=other,
     )  # fmt: skip
     group.wait_master_takes_writes(offset, "the producer's first sends stored by the master")
+    java_pod = "java-default-through-node-loss"
+    java_client.start_producer(group, java_pod, java_class, count=JAVA_COUNT, rate=JAVA_RATE, node_name=other)
+    node.wait_for(
+        "the Java producer's first acknowledgement",
+        lambda: "first acknowledgement" in node.kubectl("-n", group.ns, "logs", java_pod, check=False),
+        timeout=300,
+    )
 
     started = time.monotonic()
     powered_off = time.time()  # the producer's pod reads the same clock (every node is this machine)
@@ -160,9 +181,15 @@ def test_the_masters_node_powered_off_and_on_under_a_producer_loses_nothing(quic
     assert during["acknowledged"] > 0 and read_back >= during["acknowledged"], (during, read_back)
     # Writable again as the producer saw it (3 s timeout, 2 retries, a route refresh after each failed attempt):
     # the end of its pause across the power-off.
-    pause = next((g for g in during["ack_gaps"] if g["after"] <= powered_off + 1 and g["until"] > powered_off), None)
-    client_writable = round(pause["until"] - powered_off, 1) if pause else 0.0
+    client_writable = _writable_after(during, powered_off)
+    # RocketMQ's Java client with its defaults (3 s send timeout, 2 retries, a 30 s route poll), same fault.
+    java = java_client.result(group, java_pod)
+    java_read = group.consume_all("consume-java-after-node-loss", report_keys=True, topic=java_client.TOPIC)
+    java_loss = reports_no_loss_failure([java], java_read)
     print(json.dumps({
         "lost_node": lost, "elected_s": round(elected, 1), "status_writable_s": round(writable, 1),
         "client_writable_s": client_writable, "client_pauses": during["ack_gaps"],
+        "java_default_client_writable_s": _writable_after(java, powered_off), "java_pauses": java["ack_gaps"],
+        "java_acknowledged": java["acknowledged"], "java_sent": java["sent"], "java_failures": java["failures"],
     }))  # fmt: skip
+    assert java["acknowledged"] > 0 and java_loss is None, (java_loss, java["failures"])
