@@ -1132,6 +1132,42 @@ def test_the_switchover_annotation_names_a_pod_or_a_broker_id(
     assert group_pass.ANNOTATION_SWITCHOVER_TO not in (after["metadata"].get("annotations") or {})
 
 
+def test_a_switchover_refused_for_now_keeps_the_annotation_says_so_once_and_switches_later(
+    group: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The e2e node-loss test asked for a switchover right after moving the controller's pod: "the controller quorum
+    # is unreadable", the annotation was cleared, and nothing ever switched.
+    answers: list[Any] = [
+        control_switchover.OperationRefused("switchover refused (ControllerUnavailable): unreadable", transient=True),
+        control_switchover.OperationRefused("switchover refused (ControllerUnavailable): unreadable", transient=True),
+        SimpleNamespace(new_master=2, epoch=3, write_pause_s=0.2),
+    ]
+
+    async def switchover(*_: Any, **__: Any) -> Any:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(control_switchover, "switchover", switchover)
+    fake = api("ControllerGroup", "BrokerGroup")
+    pods(fake)
+    bg = body(fake, "BrokerGroup", "broker-a")
+    bg["metadata"].setdefault("annotations", {})[group_pass.ANNOTATION_SWITCHOVER_TO] = "2"
+    fake.put(bg)
+    for _ in range(2):
+        run_pass(fake)
+        after = body(fake, "BrokerGroup", "broker-a")
+        cond = next(c for c in after["status"]["conditions"] if c["type"] == "Switchover")
+        assert cond["reason"] == "Waiting" and "kept" in cond["message"], cond
+        assert after["metadata"]["annotations"][group_pass.ANNOTATION_SWITCHOVER_TO] == "2"
+    run_pass(fake)
+    after = body(fake, "BrokerGroup", "broker-a")
+    cond = next(c for c in after["status"]["conditions"] if c["type"] == "Switchover")
+    assert cond["reason"] == "Switched" and answers == [], cond
+    assert group_pass.ANNOTATION_SWITCHOVER_TO not in (after["metadata"].get("annotations") or {})
+
+
 def test_the_kubernetes_pass_runs_the_one_pass(group: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """The steps of control.group_pass, in its order, on a healthy group with nothing asked: every one but the
     planned switchover (tests/unit/test_group_pass.py tests the order itself)."""

@@ -35,8 +35,18 @@ CATCH_UP_POLL_S = 0.01
 costs ~1-5 ms."""
 
 
+# Refusals that say "not now" rather than "never": the state could not be read. A request kept (the GitOps
+# annotation) is tried again on the next pass instead of being dropped.
+TRANSIENT_REFUSALS = frozenset({"ControllerUnavailable", "StaleObservation"})
+
+
 class OperationRefused(Exception):
-    """The plan refused (message says why and what to do), or an action could not complete."""
+    """The plan refused (message says why and what to do), or an action could not complete. ``transient``: the
+    state could not be read (no controller leader, an old observation); the same request may succeed later."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass
@@ -78,13 +88,16 @@ async def switchover(
     decision = plan_switchover(facts_from_state(state), target_id)
     report = OperationReport(decision)
     if decision.refused:
-        raise OperationRefused(f"switchover refused ({decision.reason}): {decision.message}")
+        raise OperationRefused(
+            f"switchover refused ({decision.reason}): {decision.message}",
+            transient=decision.reason in TRANSIENT_REFUSALS,
+        )
     old = state.named_master
     target = state.replica_by_id(target_id)
     assert old is not None and target is not None  # plan_switchover checked both
     leader = state.controller_leader
     if leader is None:
-        raise OperationRefused("switchover refused: no controller leader")
+        raise OperationRefused("switchover refused: no controller leader", transient=True)
     fenced = electing = False
     unfence = unfence_config(min_in_sync_replicas, None)
     old_id = old.broker_id if old.broker_id is not None else -1

@@ -363,6 +363,23 @@ async def _switchover(
                 ),
             )
         except OperationRefused as exc:
+            if exc.transient:
+                # Not now (the controller unreadable, say: a controller pod restarting): the annotation stays and
+                # the next pass asks again; said once per episode, not every pass.
+                said: JSON = next(
+                    (
+                        c
+                        for c in (resource.get("status") or {}).get("conditions") or []
+                        if c.get("type") == "Switchover"
+                    ),
+                    {},
+                )
+                if said.get("reason") != "Waiting":
+                    message = f"{exc}; annotation {ANNOTATION_SWITCHOVER_TO} kept: tried again on every pass"
+                    kopf.event(resource, type="Warning", reason="SwitchoverWaiting", message=message)
+                    waiting = condition("Switchover", "False", "Waiting", message, now_iso())
+                    await write_status(kube, resource, StatusChange(conditions={"Switchover": waiting}))
+                return
             ok, reason, message = False, "Refused", str(exc)
     kopf.event(resource, type="Normal" if ok else "Warning", reason=f"Switchover{reason}", message=message)
     outcome = condition("Switchover", "True" if ok else "False", reason, message, now_iso())
