@@ -343,6 +343,19 @@ def test_no_election_when_the_kubernetes_fence_is_refused() -> None:
     assert ("elect_master", ("c", GROUP, 2, True)) in client.calls and "elected broker 2" in steps[1]
 
 
+def test_a_deposed_master_whose_pod_is_already_being_deleted_is_not_deleted_again() -> None:
+    # Every pass deleted it again while the kubelet stopped it (three Events in 3 s on the three-node cluster), and
+    # each deletion counted as acting, which asks for an immediate second pass.
+    fake = FakeApi()
+    terminating = {"metadata": {"name": f"{GROUP}-1", "deletionTimestamp": "2026-11-28T09:45:54Z"}}
+    client, memory = FakeClient(controller_master=2), PolicyMemory()
+    memory.previous_master = 1
+    elected = state(2, replica(1, reachable=False), replica(2, master=True), replica(3, ha_from=HA[2]))
+    platform = PodPlatform(fake, "ns", [terminating])  # type: ignore[arg-type]
+    outcome = asyncio.run(run_replication_policy(client, elected, SETTINGS, memory, platform))  # type: ignore[arg-type]
+    assert fake.writes_of("delete") == [] and not outcome.acted, outcome.steps
+
+
 def _silent_master(client: FakeClient, memory: PolicyMemory, silent_for: float) -> GroupState:
     now = time.time()
     memory.last_answered[1] = now - silent_for

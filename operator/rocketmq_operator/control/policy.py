@@ -314,7 +314,8 @@ async def _fail_over(
             # Killed right after that election: nothing may wake the deposed master in between.
             fenced_at = time.time()
             done = await platform.fence(replica, started_before=None)
-            outcome.steps.append(f"fenced master {replica.name}: {done} ({decision.reason}: {decision.message})")
+            said = done or "already being stopped"
+            outcome.steps.append(f"fenced master {replica.name}: {said} ({decision.reason}: {decision.message})")
             if done:
                 # Deposed as of the kill, not as of the next observation: a successor that started in between
                 # (a container restarts in well under a pass) must not be taken for the deposed process.

@@ -517,6 +517,8 @@ class PodPlatform:
         return None
 
     async def fence(self, replica: ReplicaObservation, *, started_before: float | None) -> str:
+        if (self.pods.get(replica.name) or {}).get("metadata", {}).get("deletionTimestamp"):
+            return ""  # already being deleted (a fence of an earlier pass): the kubelet is stopping it
         if started_before is not None:
             started = self._started_at(replica.name)
             # startedAt has whole seconds: a successor started in the second of the kill reads as before it. The
