@@ -29,6 +29,7 @@ class Recording:
 
     fenced: frozenset[str] = frozenset()
     asked: bool = False
+    switchover_waits: bool = False  # the switchover asked for cannot be tried yet (the state unreadable)
     policy_acted: bool = False
     drain_acted: bool = False
     topics: bool = True
@@ -43,8 +44,9 @@ class Recording:
     def switchover_asked(self) -> bool:
         return self.asked
 
-    async def planned_switchover(self, fenced: frozenset[str]) -> None:
+    async def planned_switchover(self, fenced: frozenset[str]) -> bool:
         self.calls.append(gp.PLANNED_SWITCHOVER)
+        return not self.switchover_waits
 
     async def replication_policy(self) -> bool:
         self.calls.append(gp.REPLICATION_POLICY)
@@ -81,6 +83,11 @@ TAIL = [gp.USERS_AND_TOPICS, gp.PUBLISH, gp.PLATFORM]
         pytest.param(Recording(policy_acted=True), True, False, [F, P, *TAIL], id="policy-acted-no-roll"),
         pytest.param(Recording(drain_acted=True), True, False, [F, P, D, *TAIL], id="drain-acted-no-roll"),
         pytest.param(Recording(asked=True), True, False, [F, S, *TAIL], id="asked-switchover-instead-of-policy"),
+        # A switchover that waits (the controller unreadable): the policy still runs (deposed masters need no
+        # controller to be fenced), and the roll.
+        pytest.param(
+            Recording(asked=True, switchover_waits=True), True, False, [F, S, P, D, C, *TAIL], id="switchover-waits"
+        ),
         pytest.param(Recording(), True, True, [F, P, *TAIL], id="blocked-spec-policy-only"),
         pytest.param(Recording(asked=True), False, False, [F, *TAIL], id="not-controller-mode"),
     ],

@@ -9,7 +9,8 @@ Contract:
   1. `user-fences`: before anything that could promote a fenced replica or undo its fence; the replicas fenced
      or asked to be go to `converge`, which leaves them alone (outside controller mode the step only reports
      that fences need it).
-  2. in controller mode, either the `planned-switchover` the user asked for, or the `replication-policy`
+  2. in controller mode, either the `planned-switchover` the user asked for (when it waits, the state being
+     unreadable, the pass goes on as if none was asked), or the `replication-policy`
      (deposed masters, failover: fence first, then elect; re-attach; routes); if it did nothing, the `drain`
      switchover; if neither did anything and the spec can be applied (`blocked` false), `converge` (hot keys,
      one roll step). A pass that acted on the group's roles changes nothing else about them: the next pass
@@ -54,8 +55,9 @@ class GroupPassSteps(Protocol):
         """Whether the user asked for a switchover that this pass should run."""
         ...
 
-    async def planned_switchover(self, fenced: frozenset[str]) -> None:
-        """The switchover the user asked for (never to a fenced replica)."""
+    async def planned_switchover(self, fenced: frozenset[str]) -> bool:
+        """The switchover the user asked for (never to a fenced replica); False when it could not be tried yet
+        (the state unreadable: the request is kept), and the pass goes on as if none was asked."""
         ...
 
     async def replication_policy(self) -> bool:
@@ -99,11 +101,11 @@ async def run_group_pass(steps: GroupPassSteps, *, controller_mode: bool, blocke
     record.steps.append(USER_FENCES)
     record.fenced = await steps.user_fences()
     if controller_mode:
+        switched = False
         if steps.switchover_asked():
             record.steps.append(PLANNED_SWITCHOVER)
-            await steps.planned_switchover(record.fenced)
-            record.acted = True
-        else:
+            switched = record.acted = await steps.planned_switchover(record.fenced)
+        if not switched:
             record.steps.append(REPLICATION_POLICY)
             record.acted = await steps.replication_policy()
             if not record.acted and not blocked:

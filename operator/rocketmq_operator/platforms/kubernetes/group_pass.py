@@ -197,10 +197,11 @@ class KubernetesPassSteps:
     def switchover_asked(self) -> bool:
         return (self.resource["metadata"].get("annotations") or {}).get(ANNOTATION_SWITCHOVER_TO) is not None
 
-    async def planned_switchover(self, fenced: frozenset[str]) -> None:
+    async def planned_switchover(self, fenced: frozenset[str]) -> bool:
         wanted = (self.resource["metadata"].get("annotations") or {}).get(ANNOTATION_SWITCHOVER_TO)
-        if wanted is not None:
-            await _switchover(
+        if wanted is None:
+            return False
+        return await _switchover(
                 self.kube, self.client, self.bg, self.resource, self.state, self.controllers, self.endpoints, wanted,
                 fenced,
             )  # fmt: skip
@@ -325,7 +326,8 @@ async def _switchover(
     endpoints: list[ReplicaEndpoint],
     wanted: str,
     fenced: frozenset[str] = frozenset(),
-) -> None:
+) -> bool:
+    """The switchover the annotation asks for; False when it waits (refused for now: the annotation is kept)."""
     ns, name = resource["metadata"]["namespace"], resource["metadata"]["name"]
     ok: bool | None = None
     # A pod name or a broker id; a pod's id is the controller's, from this pass's observation.
@@ -379,13 +381,14 @@ async def _switchover(
                     kopf.event(resource, type="Warning", reason="SwitchoverWaiting", message=message)
                     waiting = condition("Switchover", "False", "Waiting", message, now_iso())
                     await write_status(kube, resource, StatusChange(conditions={"Switchover": waiting}))
-                return
+                return False
             ok, reason, message = False, "Refused", str(exc)
     kopf.event(resource, type="Normal" if ok else "Warning", reason=f"Switchover{reason}", message=message)
     outcome = condition("Switchover", "True" if ok else "False", reason, message, now_iso())
     await write_status(kube, resource, StatusChange(conditions={"Switchover": outcome}))
     # Cleared when done, so the desired state in Git can drop it and a re-apply does not switch again.
     await kube.patch("BrokerGroup", ns, name, {"metadata": {"annotations": {ANNOTATION_SWITCHOVER_TO: None}}})
+    return True
 
 
 FENCE_CONDITION = "Fence"

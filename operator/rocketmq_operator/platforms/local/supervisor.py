@@ -531,8 +531,8 @@ class LocalPassSteps:
     def switchover_asked(self) -> bool:
         return False
 
-    async def planned_switchover(self, fenced: frozenset[str]) -> None:
-        return None
+    async def planned_switchover(self, fenced: frozenset[str]) -> bool:
+        return False
 
     async def replication_policy(self) -> bool:
         if self.settings is None:  # not a controller-mode group: run_group_pass never asks
