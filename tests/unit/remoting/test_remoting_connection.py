@@ -380,8 +380,11 @@ async def test_a_caller_that_gives_up_does_not_cancel_the_shared_connect(fake_se
 
 
 async def test_pool_keeps_connection_that_answers_others(fake_server: Start) -> None:
+    first_read = asyncio.Event()
+
     async def answers_second_only(conn: FakeConn) -> None:
         await conn.read_request()
+        first_read.set()
         second = await conn.read_request()
         await conn.reply(second, 0)
         await asyncio.sleep(10)
@@ -390,7 +393,7 @@ async def test_pool_keeps_connection_that_answers_others(fake_server: Start) -> 
     pool = ClientPool()
     try:
         slow = asyncio.create_task(pool.invoke(server.addr, req(1), timeout=0.3))
-        await asyncio.sleep(0.05)
+        await first_read.wait()  # the unanswered request is the server's first, whatever the load
         assert (await pool.invoke(server.addr, req(2), timeout=1)).code == 0
         with pytest.raises(RemotingTimeout):
             await slow
