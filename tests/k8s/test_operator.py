@@ -413,7 +413,9 @@ def test_observer_reports_unreachable_controller_truthfully(operator: Operator) 
     assert master_svc is not None and master_svc["spec"]["selector"]["rocketmq-operator.dev/role"] == "master"
 
 
-def test_switchover_annotation_is_refused_without_controller_and_cleared(operator: Operator) -> None:
+def test_switchover_annotation_waits_for_a_controller_and_a_bad_target_is_refused_and_cleared(
+    operator: Operator,
+) -> None:
     cluster, ns = operator.cluster, "rmq-a"
     _apply_quickstart(cluster, ns)
     cluster.kubectl(
@@ -424,16 +426,23 @@ def test_switchover_annotation_is_refused_without_controller_and_cleared(operato
         bg = _get(cluster, "brokergroup", "broker-a", ns) or {}
         return next((c for c in bg.get("status", {}).get("conditions", []) if c["type"] == "Switchover"), None)
 
+    def annotation() -> str | None:
+        bg = _get(cluster, "brokergroup", "broker-a", ns) or {}
+        return (bg.get("metadata", {}).get("annotations") or {}).get("rocketmq-operator.dev/switchover-to")
+
+    # No controller runs here: refused for now, not for good. The request is kept and tried again on every pass.
     cluster.wait_for("Switchover condition", lambda: switchover() is not None, timeout=60)
     cond = switchover()
-    assert cond is not None and cond["status"] == "False" and "controller quorum is unreadable" in cond["message"]
-    cluster.wait_for(
-        "annotation cleared",
-        lambda: (
-            "rocketmq-operator.dev/switchover-to"
-            not in ((_get(cluster, "brokergroup", "broker-a", ns) or {}).get("metadata", {}).get("annotations") or {})
-        ),
+    assert cond is not None and cond["status"] == "False" and cond["reason"] == "Waiting", cond
+    assert "controller quorum is unreadable" in cond["message"] and "kept" in cond["message"], cond
+    assert annotation() == "2"
+    # A target that can never be right is refused for good, and the annotation cleared.
+    cluster.kubectl(
+        "annotate", "--overwrite", "brokergroup", "broker-a", "-n", ns, "rocketmq-operator.dev/switchover-to=broker-a-9"
     )
+    cluster.wait_for("annotation cleared", lambda: annotation() is None)
+    cond = switchover()
+    assert cond is not None and cond["reason"] == "InvalidTarget", cond
 
 
 def test_deleted_child_is_repaired(operator: Operator) -> None:
