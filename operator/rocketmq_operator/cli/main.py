@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from rocketmq_operator.api.crd import crds_yaml, dump_yaml
 from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup
 from rocketmq_operator.api.validation import ManifestError, Report, validate_files
+from rocketmq_operator.cli import agent as cli_agent
 from rocketmq_operator.cli import bench as cli_bench
 from rocketmq_operator.cli import local as cli_local
 from rocketmq_operator.cli import tools as cli_tools
@@ -176,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verbose", action="store_true")
     p.set_defaults(func=cmd_run)
 
+    cli_agent.register(sub)
     cli_local.register(sub)
     cli_tools.register(sub)
     cli_bench.register(sub)

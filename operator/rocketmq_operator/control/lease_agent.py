@@ -1,0 +1,204 @@
+"""The lease agent: one broker's lease (`core.lease`), run next to it, every round: read, decide, act.
+
+Contract:
+
+* `LeaseAgent(client, broker_address)` watches the broker at ``broker_address`` (loopback in a pod). It learns
+  everything else from the broker's own live config: its group (`brokerName`), its controllers (`controllerAddr`),
+  the address the controller lists it under (`brokerIP1:listenPort`) and the controllers' heartbeat timeout
+  (`controllerHeartBeatTimeoutMills`, which sizes the lease).
+* `await agent.round()` does one round and returns its `LeaseDecision`; it never raises for a broker, peer or
+  controller that does not answer (that is a fact of the round). `run(stop)` repeats it every
+  `LeaseBounds.period_s` until ``stop`` is set, and logs each change of verdict once, with its reason.
+* Acts: a **fence** (`core.lease`: deposed, or cut off from controllers that others reach) puts
+  `control.fence.fence_config` on the broker with a lease of `AGENT_FENCE_LEASE_S`, extended every round while it
+  must hold, and never shortens a fence that lasts longer (a user's, a switchover's). The agent never unfences: the
+  fence lapses once it stops extending it, and the replication policy gives it back
+  (`core.failover.plan_abandoned_fences`), on either platform. A **slave** whose round reached a controller leader
+  publishes that wall time in its broker's send door (`core.lease`, "Publishing"), at most every half lease,
+  unless the door holds a fence.
+* The state between rounds (the last confirmation, the SyncStateSet and addresses it confirmed) is the agent's
+  memory only: a restarted agent starts with no lease, which is the safe side (a master it restarts next to is
+  fenced unless a controller leader confirms it first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rocketmq_operator.control.fence import FENCE_DOOR_KEY, fence_config, is_fenced
+from rocketmq_operator.core.lease import (
+    AGENT_FENCE_LEASE_S,
+    ControllerView,
+    LeaseBounds,
+    LeaseDecision,
+    LeaseFacts,
+    LeaseVerdict,
+    PeerFacts,
+    decide_lease,
+    may_publish,
+    published_confirmation,
+)
+from rocketmq_operator.remoting import RemotingClient, RemotingException
+
+log = logging.getLogger("rocketmq_operator.lease_agent")
+
+
+@dataclass
+class LeaseMemory:
+    """What one round leaves for the next."""
+
+    confirmed_at_s: float | None = None
+    peers: dict[int, str] = field(default_factory=dict)  # the electable peers last confirmed: id -> address
+    verdict: LeaseVerdict | None = None
+    published_wall_s: float | None = None  # the last confirmation a slave published (each update is a disk write)
+    bounds: LeaseBounds = field(default_factory=lambda: LeaseBounds.for_heartbeat_timeout(None))
+
+
+class LeaseAgent:
+    def __init__(
+        self,
+        client: RemotingClient,
+        broker_address: str,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        name: str | None = None,
+    ) -> None:
+        self.client = client
+        self.broker_address = broker_address
+        self.memory = LeaseMemory()
+        self.monotonic = monotonic
+        self.wall = wall
+        self.name = name or broker_address
+
+    @property
+    def timeout(self) -> float:
+        return self.memory.bounds.period_s
+
+    async def round(self) -> LeaseDecision:
+        started, wall = self.monotonic(), self.wall()
+        config = await self._config(self.broker_address)
+        if config is None:
+            return self._note(LeaseDecision(LeaseVerdict.SILENT, "the broker does not answer"))
+        heartbeat = config.get("controllerHeartBeatTimeoutMills", "")
+        self.memory.bounds = LeaseBounds.for_heartbeat_timeout(int(heartbeat) if heartbeat.isdigit() else None)
+        is_master = await self._is_master(self.broker_address)
+        view, broker_id, addresses = await self._controller(config)
+        peers: dict[int, PeerFacts] = {}
+        if is_master and view is None:
+            peers = await self._peers(wall)
+        facts = LeaseFacts(
+            now_s=started,
+            wall_s=wall,
+            is_master=is_master,
+            broker_id=broker_id,
+            controller=view,
+            confirmed_at_s=self.memory.confirmed_at_s,
+            peers=peers,
+        )
+        decision = decide_lease(facts, self.memory.bounds)
+        if decision.verdict is LeaseVerdict.CONFIRMED and view is not None:
+            self.memory.confirmed_at_s = started
+            self.memory.peers = {i: a for i, a in addresses.items() if i in view.sync_state_set and i != broker_id}
+        elif decision.verdict is LeaseVerdict.SLAVE and view is not None:
+            await self._publish(config, wall)
+        elif decision.fence:
+            await self._fence(config, wall, decision)
+        return self._note(decision)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            started = self.monotonic()
+            try:
+                await self.round()
+            except Exception:  # a round must never end the agent; the next one reads everything again
+                log.exception("%s: lease round failed", self.name)
+            rest = max(0.0, self.memory.bounds.period_s - (self.monotonic() - started))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), rest)
+
+    def _note(self, decision: LeaseDecision) -> LeaseDecision:
+        if decision.verdict is not self.memory.verdict:
+            level = logging.WARNING if decision.verdict in (LeaseVerdict.FENCE, LeaseVerdict.FAILSAFE) else logging.INFO
+            log.log(level, "%s: lease %s: %s", self.name, decision.verdict.value, decision.reason)
+            self.memory.verdict = decision.verdict
+        return decision
+
+    async def _publish(self, config: dict[str, str], wall: float) -> None:
+        """Every half lease at most: RocketMQ writes its config file on every update, and a peer reads a
+        publication as recent for a lease and the clock skew."""
+        last = self.memory.published_wall_s
+        if last is not None and wall - last < self.memory.bounds.lease_s / 2:
+            return
+        if may_publish(config, FENCE_DOOR_KEY, wall) and await self._update(
+            self.broker_address, {FENCE_DOOR_KEY: str(int(wall * 1000))}
+        ):
+            self.memory.published_wall_s = wall
+
+    async def _fence(self, config: dict[str, str], wall: float, decision: LeaseDecision) -> None:
+        door = config.get(FENCE_DOOR_KEY, "0")
+        shut_until_s = int(door) / 1000 if door.isdigit() else 0.0
+        if is_fenced(config) and shut_until_s >= wall + AGENT_FENCE_LEASE_S / 2:
+            return  # fenced, and for long enough (the agent's own, or a longer one it must not shorten)
+        values = fence_config(int((wall + AGENT_FENCE_LEASE_S) * 1000))
+        if await self._update(self.broker_address, values) and not is_fenced(config):
+            log.warning("%s: fenced (%s)", self.name, decision.reason)
+
+    async def _config(self, address: str) -> dict[str, str] | None:
+        try:
+            return await self.client.get_broker_config(address, timeout=self.timeout)
+        except (RemotingException, OSError):
+            return None
+
+    async def _is_master(self, address: str) -> bool | None:
+        try:
+            return (await self.client.get_ha_status(address, timeout=self.timeout)).master
+        except (RemotingException, OSError):
+            # A broker with no role yet answers its config but not this: it serves no write.
+            return False if address == self.broker_address else None
+
+    async def _update(self, address: str, values: dict[str, str]) -> bool:
+        try:
+            await self.client.update_broker_config(address, values, timeout=self.timeout)
+        except (RemotingException, OSError) as exc:
+            log.warning("%s: could not update %s (%s), tried again next round", self.name, address, exc)
+            return False
+        return True
+
+    async def _controller(self, config: dict[str, str]) -> tuple[ControllerView | None, int | None, dict[int, str]]:
+        controllers = [a.strip() for a in config.get("controllerAddr", "").split(";") if a.strip()]
+        name = config.get("brokerName", "")
+        own = f"{config.get('brokerIP1', '')}:{config.get('listenPort', '')}"
+        if not controllers or not name:
+            return None, None, {}
+        try:
+            leader = await self.client.find_controller_leader(controllers, timeout=self.timeout)
+            if not leader.leader_address:
+                return None, None, {}
+            info = (await self.client.get_sync_state_data(leader.leader_address, [name], timeout=self.timeout)).get(
+                name
+            )
+        except (RemotingException, OSError):  # NoControllerLeader included
+            return None, None, {}
+        if info is None:
+            return None, None, {}
+        replicas = (*info.in_sync_replicas, *info.not_in_sync_replicas)
+        addresses = {r.broker_id: r.broker_address for r in replicas}
+        broker_id = next((r.broker_id for r in replicas if r.broker_address == own), None)
+        return ControllerView(info.master_broker_id, info.master_epoch, info.sync_state_set), broker_id, addresses
+
+    async def _peers(self, wall: float) -> dict[int, PeerFacts]:
+        async def one(address: str) -> PeerFacts:
+            config, is_master = await asyncio.gather(self._config(address), self._is_master(address))
+            if config is None:
+                return PeerFacts(is_master=None, confirmed_wall_s=None)
+            return PeerFacts(is_master=is_master, confirmed_wall_s=published_confirmation(config, FENCE_DOOR_KEY, wall))
+
+        ids = sorted(self.memory.peers)
+        facts = await asyncio.gather(*(one(self.memory.peers[i]) for i in ids))
+        return dict(zip(ids, facts, strict=True))

@@ -1,0 +1,183 @@
+"""A master's lease, held next to the broker (its pod, or the local supervisor): when must the broker fence itself.
+Pure: plain facts of one round in, one decision out.
+
+Why: RocketMQ's master keeps its role until told otherwise (docs/fencing.md, "What is missing upstream"). If it
+cannot reach the controllers while its slaves and clients can still reach it, the controller elects another
+master after `controllerHeartBeatTimeoutMills` without its heartbeats, and until the old master's slave follows
+the new one the old master keeps acknowledging writes that the new master's log does not have. The operator
+fences such a master by deleting its pod, which needs the API server and the master's kubelet: a partitioned node
+gives neither. The lease agent runs where the broker runs and fences it over loopback.
+
+The rules (`decide_lease`), each round (every `LeaseBounds.period_s`):
+
+* a broker that does not answer, or answers as a slave, holds no lease: nothing to do;
+* the controller leader names this broker master: **confirmed** (the caller renews the lease from the round's
+  start);
+* the controller leader names another broker master, or none: **deposed**: fence now (an election happened, and
+  this broker missed it);
+* no controller leader answered: the lease runs on from the last confirmation. Before it lapses (`lease_s`) the
+  master keeps serving; after it, the master is fenced, **unless every electable peer (the other members of the
+  SyncStateSet the controller last confirmed) answers as a slave and none has reached a controller leader for
+  longer than the lease** (each agent publishes the wall time of its last confirmation in its own broker, below).
+  That is an outage of the controllers for the whole group, in which no one can be elected: the master keeps
+  serving (RocketMQ's own behaviour without controllers), instead of turning a controller outage into a write
+  outage. A peer that has reached a controller leader recently means the controllers are alive and it is this
+  master that is cut off: fenced.
+
+The ordering (docs/fencing.md, "The lease agent"): the controller elects only after a master's heartbeats have
+been missing for `controllerHeartBeatTimeoutMills` (T). The lease is T/2, checked every 0.5 s, so a master cut off
+from the controllers is fenced at most T/2 + 0.5 s + one call after its last confirmation, before any election;
+it cannot acknowledge once another replica can be master.
+
+Publishing the last confirmation: a slave's agent writes it into its own broker's `startAcceptSendRequestTimeStamp`
+(a hot key; a broker refuses sends until that wall time, so a past time on a slave changes nothing; the fence
+uses future times only). Reading it needs only the broker port every replica already reaches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+LEASE_PERIOD_S = 0.5
+"""One round of the agent: its probes time out within it."""
+CLOCK_SKEW_S = 1.0
+"""How far two hosts' wall clocks may differ (peers publish wall times); NTP keeps nodes within milliseconds."""
+AGENT_FENCE_LEASE_S = 10.0
+"""The agent's fence shuts the send door for this long and is extended every round while it must hold; once it
+lapses the replication policy gives the fence back (`core.failover.plan_abandoned_fences`), as for a switchover's."""
+
+
+class LeaseVerdict(StrEnum):
+    SILENT = "Silent"  # the local broker did not answer: it answers no client either
+    SLAVE = "Slave"  # not master: holds no lease (publishes its last confirmation instead)
+    CONFIRMED = "Confirmed"  # the controller leader names this broker master
+    RUNNING = "Running"  # no controller answered, the lease has not lapsed yet
+    FAILSAFE = "Failsafe"  # the lease lapsed, but no replica of the group reaches a controller either
+    FENCE = "Fence"  # deposed, or cut off from controllers that others reach: refuse every write
+
+
+@dataclass(frozen=True)
+class LeaseBounds:
+    lease_s: float
+    period_s: float = LEASE_PERIOD_S
+    clock_skew_s: float = CLOCK_SKEW_S
+
+    @classmethod
+    def for_heartbeat_timeout(cls, heartbeat_timeout_ms: int | None) -> LeaseBounds:
+        """Half the controller's heartbeat timeout (RocketMQ's default 10 s when unknown), at least two rounds."""
+        timeout_s = (heartbeat_timeout_ms or 10_000) / 1000
+        return cls(lease_s=max(2 * LEASE_PERIOD_S, timeout_s / 2))
+
+
+@dataclass(frozen=True)
+class ControllerView:
+    """The controller leader's answer about this broker's group."""
+
+    master_broker_id: int | None
+    master_epoch: int
+    sync_state_set: frozenset[int]
+
+
+@dataclass(frozen=True)
+class PeerFacts:
+    """One electable peer as this round read it: None where it did not answer."""
+
+    is_master: bool | None
+    confirmed_wall_s: float | None  # the wall time of its agent's last confirmation (published), if any
+
+
+@dataclass(frozen=True)
+class LeaseFacts:
+    now_s: float  # monotonic
+    wall_s: float  # wall clock, to compare with what peers publish
+    is_master: bool | None  # the local broker's own answer; None: it did not answer
+    broker_id: int | None  # this broker's id as the controller lists its address
+    controller: ControllerView | None  # this round's answer; None: no controller leader answered
+    confirmed_at_s: float | None  # monotonic start of the last round that confirmed this broker (None: never)
+    peers: Mapping[int, PeerFacts]  # the electable peers (last confirmed SyncStateSet minus this broker)
+
+
+@dataclass(frozen=True)
+class LeaseDecision:
+    verdict: LeaseVerdict
+    reason: str
+
+    @property
+    def fence(self) -> bool:
+        return self.verdict is LeaseVerdict.FENCE
+
+
+def decide_lease(facts: LeaseFacts, bounds: LeaseBounds) -> LeaseDecision:
+    """See the module doc."""
+    if facts.is_master is None:
+        return LeaseDecision(LeaseVerdict.SILENT, "the broker does not answer")
+    if not facts.is_master:
+        return LeaseDecision(LeaseVerdict.SLAVE, "the broker is a slave")
+    view = facts.controller
+    if view is not None:
+        if view.master_broker_id is not None and view.master_broker_id == facts.broker_id:
+            return LeaseDecision(
+                LeaseVerdict.CONFIRMED, f"the controller leader names it master (epoch {view.master_epoch})"
+            )
+        named = "no master" if view.master_broker_id is None else f"broker {view.master_broker_id} master"
+        return LeaseDecision(
+            LeaseVerdict.FENCE,
+            f"deposed: the controller leader names {named} (epoch {view.master_epoch}), this broker still answers "
+            "as master",
+        )
+    if facts.confirmed_at_s is None:
+        silent_for = "since the agent started"
+    else:
+        age = facts.now_s - facts.confirmed_at_s
+        if age < bounds.lease_s:
+            return LeaseDecision(
+                LeaseVerdict.RUNNING, f"no controller leader answers; lease {bounds.lease_s - age:.1f} s left"
+            )
+        silent_for = f"for {age:.1f} s (lease {bounds.lease_s:g} s)"
+    blocker = _failsafe_blocker(facts, bounds)
+    if blocker is None:
+        return LeaseDecision(
+            LeaseVerdict.FAILSAFE,
+            f"no controller leader answered {silent_for}, and no replica of the group reaches one either: "
+            "no one can be elected, so it keeps serving",
+        )
+    return LeaseDecision(LeaseVerdict.FENCE, f"no controller leader confirmed it {silent_for}, and {blocker}")
+
+
+def _failsafe_blocker(facts: LeaseFacts, bounds: LeaseBounds) -> str | None:
+    """Why the group's controllers cannot be taken as out for everyone (None: they are)."""
+    if facts.confirmed_at_s is None:
+        return "it never had a lease (its SyncStateSet peers are unknown)"
+    recent = bounds.lease_s + bounds.clock_skew_s
+    for broker_id, peer in sorted(facts.peers.items()):
+        if peer.is_master is None:
+            return f"peer broker {broker_id} does not answer (it may be elected meanwhile)"
+        if peer.is_master:
+            return f"peer broker {broker_id} answers as master"
+        if peer.confirmed_wall_s is None:
+            return f"peer broker {broker_id} publishes no confirmation (no agent runs there, or it is fenced)"
+        ago = facts.wall_s - peer.confirmed_wall_s
+        if ago < recent:
+            return (
+                f"peer broker {broker_id} reached a controller leader {ago:.1f} s ago: "
+                "the controllers are alive, this broker is cut off from them"
+            )
+    return None
+
+
+def published_confirmation(config: Mapping[str, str], door_key: str, wall_s: float) -> float | None:
+    """The wall time (s) a slave's agent published in its broker's send door: a past time. None when there is
+    none, or the door holds a future time (a fence shuts it until then: not a publication)."""
+    value = config.get(door_key, "")
+    if not value.isdigit() or int(value) <= 0:
+        return None
+    published = int(value) / 1000
+    return published if published <= wall_s + CLOCK_SKEW_S else None
+
+
+def may_publish(config: Mapping[str, str], door_key: str, wall_s: float) -> bool:
+    """A slave's agent overwrites its broker's send door only when it holds no fence (no future time)."""
+    value = config.get(door_key, "0")
+    return not value.lstrip("-").isdigit() or int(value) <= wall_s * 1000

@@ -1,0 +1,271 @@
+"""The lease agent's decision (`core.lease`), table-tested, and one agent round against a fake broker/controller."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+
+from rocketmq_operator.control.fence import FENCE_DOOR_KEY, is_fenced
+from rocketmq_operator.control.lease_agent import LeaseAgent
+from rocketmq_operator.core.lease import (
+    ControllerView,
+    LeaseBounds,
+    LeaseFacts,
+    LeaseVerdict,
+    PeerFacts,
+    decide_lease,
+    may_publish,
+    published_confirmation,
+)
+from rocketmq_operator.remoting import RemotingConnectionError
+from rocketmq_operator.remoting.broker import HaStatus
+from rocketmq_operator.remoting.controller import ControllerMetadata, ReplicaIdentity, SyncStateInfo
+
+BOUNDS = LeaseBounds(lease_s=5.0)
+NOW, WALL = 100.0, 1_800_000_000.0
+SLAVE_RECENT = PeerFacts(is_master=False, confirmed_wall_s=WALL - 2.0)
+SLAVE_OLD = PeerFacts(is_master=False, confirmed_wall_s=WALL - 60.0)
+BASE = LeaseFacts(
+    now_s=NOW,
+    wall_s=WALL,
+    is_master=True,
+    broker_id=1,
+    controller=None,
+    confirmed_at_s=NOW - 1.0,
+    peers={},
+)
+CONFIRMS = ControllerView(master_broker_id=1, master_epoch=3, sync_state_set=frozenset({1, 2, 3}))
+NAMES_OTHER = ControllerView(master_broker_id=2, master_epoch=4, sync_state_set=frozenset({2, 3}))
+NAMES_NONE = ControllerView(master_broker_id=None, master_epoch=4, sync_state_set=frozenset())
+LAPSED = NOW - 6.0
+
+CASES: list[tuple[str, LeaseFacts, LeaseVerdict, str]] = [
+    ("broker silent", replace(BASE, is_master=None), LeaseVerdict.SILENT, "does not answer"),
+    ("slave", replace(BASE, is_master=False, controller=NAMES_OTHER), LeaseVerdict.SLAVE, "slave"),
+    ("confirmed", replace(BASE, controller=CONFIRMS), LeaseVerdict.CONFIRMED, "epoch 3"),
+    ("confirmed after a lapse", replace(BASE, controller=CONFIRMS, confirmed_at_s=LAPSED), LeaseVerdict.CONFIRMED, ""),
+    ("deposed", replace(BASE, controller=NAMES_OTHER), LeaseVerdict.FENCE, "names broker 2 master (epoch 4)"),
+    ("no master named", replace(BASE, controller=NAMES_NONE), LeaseVerdict.FENCE, "names no master"),
+    ("unknown to the controller", replace(BASE, controller=CONFIRMS, broker_id=None), LeaseVerdict.FENCE, "deposed"),
+    ("lease running", BASE, LeaseVerdict.RUNNING, "4.0 s left"),
+    ("lease lapsed, no peers known", replace(BASE, confirmed_at_s=LAPSED), LeaseVerdict.FAILSAFE, "keeps serving"),
+    (
+        "lease lapsed, peers out of reach of the controllers too",
+        replace(BASE, confirmed_at_s=LAPSED, peers={2: SLAVE_OLD, 3: SLAVE_OLD}),
+        LeaseVerdict.FAILSAFE,
+        "no one can be elected",
+    ),
+    (
+        "lease lapsed, a peer reached a controller recently",
+        replace(BASE, confirmed_at_s=LAPSED, peers={2: SLAVE_OLD, 3: SLAVE_RECENT}),
+        LeaseVerdict.FENCE,
+        "peer broker 3 reached a controller leader 2.0 s ago",
+    ),
+    (
+        "lease lapsed, a peer answers as master",
+        replace(BASE, confirmed_at_s=LAPSED, peers={2: PeerFacts(True, WALL - 60.0), 3: SLAVE_OLD}),
+        LeaseVerdict.FENCE,
+        "peer broker 2 answers as master",
+    ),
+    (
+        "lease lapsed, a peer does not answer",
+        replace(BASE, confirmed_at_s=LAPSED, peers={2: PeerFacts(None, None), 3: SLAVE_OLD}),
+        LeaseVerdict.FENCE,
+        "peer broker 2 does not answer",
+    ),
+    (
+        "lease lapsed, a peer publishes nothing",
+        replace(BASE, confirmed_at_s=LAPSED, peers={2: PeerFacts(False, None)}),
+        LeaseVerdict.FENCE,
+        "publishes no confirmation",
+    ),
+    (
+        "never confirmed, no controller",
+        replace(BASE, confirmed_at_s=None, peers={2: SLAVE_OLD}),
+        LeaseVerdict.FENCE,
+        "never had a lease",
+    ),
+    (
+        "a peer's publication within the clock skew of the lease",
+        replace(BASE, confirmed_at_s=LAPSED, peers={2: PeerFacts(False, WALL - 5.5)}),
+        LeaseVerdict.FENCE,
+        "reached a controller leader 5.5 s ago",
+    ),
+]
+
+
+@pytest.mark.parametrize(("facts", "verdict", "reason"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_decide_lease(facts: LeaseFacts, verdict: LeaseVerdict, reason: str) -> None:
+    decision = decide_lease(facts, BOUNDS)
+    assert decision.verdict is verdict, decision.reason
+    assert reason in decision.reason
+    assert decision.fence is (verdict is LeaseVerdict.FENCE)
+
+
+def test_the_lease_is_half_the_heartbeat_timeout_and_fences_before_an_election() -> None:
+    assert LeaseBounds.for_heartbeat_timeout(None).lease_s == 5.0  # RocketMQ's default 10 s
+    assert LeaseBounds.for_heartbeat_timeout(3000).lease_s == 1.5
+    assert LeaseBounds.for_heartbeat_timeout(100).lease_s == 1.0  # two rounds at least
+    # From 3 s up (RocketMQ's default is 10 s); below that two rounds of the agent no longer fit in half of it.
+    for timeout_ms in (3000, 5000, 10_000, 30_000):
+        bounds = LeaseBounds.for_heartbeat_timeout(timeout_ms)
+        # the last round before the fence may start just before the lapse and take one period
+        assert bounds.lease_s + 2 * bounds.period_s < timeout_ms / 1000
+
+
+def test_published_confirmations_are_past_times_and_a_fence_is_never_overwritten() -> None:
+    assert published_confirmation({FENCE_DOOR_KEY: str(int((WALL - 3) * 1000))}, FENCE_DOOR_KEY, WALL) == WALL - 3
+    assert published_confirmation({FENCE_DOOR_KEY: "0"}, FENCE_DOOR_KEY, WALL) is None
+    assert published_confirmation({}, FENCE_DOOR_KEY, WALL) is None
+    assert published_confirmation({FENCE_DOOR_KEY: str(int((WALL + 60) * 1000))}, FENCE_DOOR_KEY, WALL) is None
+    assert may_publish({FENCE_DOOR_KEY: "0"}, FENCE_DOOR_KEY, WALL)
+    assert may_publish({FENCE_DOOR_KEY: str(int((WALL - 1) * 1000))}, FENCE_DOOR_KEY, WALL)
+    assert not may_publish({FENCE_DOOR_KEY: str(int((WALL + 60) * 1000))}, FENCE_DOOR_KEY, WALL)
+
+
+# --- one agent round against a fake broker and controller -------------------------------------------------------
+
+LOCAL = "127.0.0.1:10911"
+OWN = "10.0.0.1:10911"
+PEERS = {2: "10.0.0.2:10911", 3: "10.0.0.3:10911"}
+
+
+@dataclass
+class FakeCluster:
+    """Brokers (address -> live config and role) and a controller leader that may be out of reach."""
+
+    configs: dict[str, dict[str, str]]
+    masters: set[str]
+    master_id: int | None = 1
+    controller_up: bool = True
+    down: set[str] = field(default_factory=set)
+    updates: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+
+    def _check(self, addr: str) -> None:
+        if addr in self.down:
+            raise RemotingConnectionError(f"{addr}: refused")
+
+    async def get_broker_config(self, addr: str, *, timeout: float | None = None) -> dict[str, str]:
+        self._check(addr)
+        return dict(self.configs[addr])
+
+    async def get_ha_status(self, addr: str, *, timeout: float | None = None) -> HaStatus:
+        self._check(addr)
+        return HaStatus(master=addr in self.masters, master_commit_log_max_offset=0, in_sync_slave_nums=0)
+
+    async def update_broker_config(self, addr: str, values: dict[str, str], *, timeout: float | None = None) -> None:
+        self._check(addr)
+        self.configs[addr].update(values)
+        self.updates.append((addr, values))
+
+    async def find_controller_leader(self, addrs: Any, *, timeout: float | None = None) -> ControllerMetadata:
+        if not self.controller_up:
+            raise RemotingConnectionError("controller: timed out")
+        return ControllerMetadata("c:9878", "g", "n0", "c:9878", True, {})
+
+    async def get_sync_state_data(self, leader: str, names: Any, *, timeout: float | None = None) -> Any:
+        members = tuple(ReplicaIdentity("broker-a", i, a, True) for i, a in {1: OWN, **PEERS}.items())
+        master = None if self.master_id is None else {1: OWN, **PEERS}[self.master_id]
+        return {"broker-a": SyncStateInfo("broker-a", self.master_id, master, 3, 5, members, ())}
+
+
+def _config(ip: str) -> dict[str, str]:
+    return {
+        "brokerName": "broker-a",
+        "controllerAddr": "c:9878",
+        "brokerIP1": ip,
+        "listenPort": "10911",
+        "controllerHeartBeatTimeoutMills": "10000",
+        FENCE_DOOR_KEY: "0",
+    }
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def monotonic(self) -> float:
+        return self.t
+
+    def wall(self) -> float:
+        return WALL + self.t
+
+
+def _agent(cluster: FakeCluster, clock: Clock, address: str = LOCAL) -> LeaseAgent:
+    return LeaseAgent(cluster, address, monotonic=clock.monotonic, wall=clock.wall)  # type: ignore[arg-type]
+
+
+def _cluster() -> FakeCluster:
+    return FakeCluster(
+        configs={LOCAL: _config("10.0.0.1"), **{a: _config(a.split(":")[0]) for a in PEERS.values()}}, masters={LOCAL}
+    )
+
+
+def test_an_agent_cut_off_from_controllers_others_reach_fences_its_master_when_the_lease_lapses() -> None:
+    cluster, clock = _cluster(), Clock()
+    master = _agent(cluster, clock)
+    slaves = [_agent(cluster, clock, a) for a in PEERS.values()]
+
+    async def scenario() -> list[LeaseVerdict]:
+        seen = [(await master.round()).verdict]
+        for slave in slaves:  # the slaves reach the controller and publish it
+            assert (await slave.round()).verdict is LeaseVerdict.SLAVE
+        cluster.controller_up = False  # now only the master is cut off; the slaves published 1 s ago
+        clock.t += 1.0
+        seen.append((await master.round()).verdict)
+        clock.t += 4.5  # past the lease (5 s): a peer published 5.5 s ago, within lease + skew
+        seen.append((await master.round()).verdict)
+        return seen
+
+    assert asyncio.run(scenario()) == [LeaseVerdict.CONFIRMED, LeaseVerdict.RUNNING, LeaseVerdict.FENCE]
+    assert is_fenced(cluster.configs[LOCAL])
+    door = int(cluster.configs[LOCAL][FENCE_DOOR_KEY]) / 1000
+    assert door == pytest.approx(clock.wall() + 10.0, abs=0.01)
+    assert all(published_confirmation(cluster.configs[a], FENCE_DOOR_KEY, clock.wall()) for a in PEERS.values())
+
+
+def test_a_controller_outage_for_the_whole_group_keeps_the_master_serving_and_a_deposed_master_is_fenced() -> None:
+    cluster, clock = _cluster(), Clock()
+    master = _agent(cluster, clock)
+    slaves = [_agent(cluster, clock, a) for a in PEERS.values()]
+
+    async def scenario() -> list[LeaseVerdict]:
+        seen = [(await master.round()).verdict]
+        for slave in slaves:
+            await slave.round()
+        cluster.controller_up = False
+        clock.t += 30.0  # every publication is old: nobody reached a controller for 30 s
+        seen.append((await master.round()).verdict)
+        cluster.controller_up = True
+        cluster.master_id = 2  # the controllers are back and elected broker 2; this one still answers master
+        clock.t += 0.5
+        seen.append((await master.round()).verdict)
+        return seen
+
+    assert asyncio.run(scenario()) == [LeaseVerdict.CONFIRMED, LeaseVerdict.FAILSAFE, LeaseVerdict.FENCE]
+    assert is_fenced(cluster.configs[LOCAL])
+
+
+def test_the_agent_never_shortens_a_longer_fence_and_a_slave_never_publishes_over_a_fence() -> None:
+    cluster, clock = _cluster(), Clock()
+    cluster.master_id = 2
+    forever = {
+        "brokerPermission": "4",
+        "minInSyncReplicas": "1024",
+        FENCE_DOOR_KEY: "4102444800000",
+    }
+    cluster.configs[LOCAL].update(forever)
+    cluster.configs[PEERS[3]][FENCE_DOOR_KEY] = "4102444800000"
+    asyncio.run(_agent(cluster, clock).round())
+    asyncio.run(_agent(cluster, clock, PEERS[3]).round())
+    assert cluster.updates == []
+
+
+def test_an_agent_whose_broker_is_down_does_nothing() -> None:
+    cluster, clock = _cluster(), Clock()
+    cluster.down.add(LOCAL)
+    assert asyncio.run(_agent(cluster, clock).round()).verdict is LeaseVerdict.SILENT
+    assert cluster.updates == []
