@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ from rocketmq_operator.platforms.kubernetes.resources import controller_group, v
 from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
 from rocketmq_operator.platforms.kubernetes.tls import certificate_objects
 from rocketmq_operator.render.kubernetes import RenderError, render_broker_group, render_controller_group, render_proxy
+from rocketmq_operator.render.kubernetes.broker_group import DEFAULT_AGENT_IMAGE
 from rocketmq_operator.render.kubernetes.network_policy import network_policy_names
 
 JSON = dict[str, Any]
@@ -161,6 +163,15 @@ async def reconcile(kube: KubeClient, body: JSON) -> Outcome:
     return outcome
 
 
+AGENT_IMAGE_ENV = "ROCKETMQ_OPERATOR_AGENT_IMAGE"
+
+
+def lease_agent_image() -> str:
+    """The image of the brokers' lease agent: the operator's own, as the chart passes it (the default outside a
+    chart: the operator image of this version)."""
+    return os.environ.get(AGENT_IMAGE_ENV) or DEFAULT_AGENT_IMAGE
+
+
 async def _render_broker(kube: KubeClient, bg: BrokerGroup, namespace: str, outcome: Outcome) -> list[JSON] | None:
     cg: ControllerGroup | None = None
     if bg.spec.controller_ref is not None:
@@ -173,7 +184,7 @@ async def _render_broker(kube: KubeClient, bg: BrokerGroup, namespace: str, outc
     sts = await kube.get("StatefulSet", namespace, bg.metadata.name)
     running = int(((sts or {}).get("spec") or {}).get("replicas") or 0) if sts is not None else None
     try:
-        objects = render_broker_group(bg, cg, running)
+        objects = render_broker_group(bg, cg, running, agent_image=lease_agent_image())
     except RenderError as exc:
         outcome.blocked_reason = "NotRenderable"
         outcome.blocked_message = str(exc)

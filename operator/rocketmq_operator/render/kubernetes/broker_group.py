@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, HAMode
+from rocketmq_operator import __version__
+from rocketmq_operator.api.models import DEFAULT_IMAGE_REPOSITORY, BrokerGroup, ControllerGroup, HAMode
 from rocketmq_operator.core.config_change import group_revision, revision
 from rocketmq_operator.render.config import (
     BROKER_PORT,
@@ -18,13 +19,17 @@ from rocketmq_operator.render.kubernetes.kinds import (
     master_disruption_budget,
     pod_disruption_budget,
     replica_disruption_budget,
+    secret_mount,
     service,
+    sidecar,
     statefulset,
 )
 from rocketmq_operator.render.kubernetes.names import (
     DEFAULT_BROKER_HEAP,
     JSON,
     LABEL_ROLE,
+    SECRET_CONFIG_DIR,
+    TLS_DIR,
     auth_config_secret_name,
     broker_image,
     broker_placement,
@@ -51,6 +56,28 @@ def container_ports(bg: BrokerGroup, placement: BrokerPlacement) -> list[JSON]:
     if port is None:
         return list(BROKER_PORTS)
     return [*BROKER_PORTS, {"name": METRICS_PORT_NAME, "containerPort": port, "protocol": "TCP"}]
+
+
+DEFAULT_AGENT_IMAGE = f"{DEFAULT_IMAGE_REPOSITORY}/rocketmq-operator:{__version__}"
+"""The lease agent's image: the operator's own (its `rocketmq-operator agent`). The operator passes the image it
+runs from (the chart's `ROCKETMQ_OPERATOR_AGENT_IMAGE`), so an operator upgrade rolls the brokers onto its agent."""
+LEASE_AGENT_RESOURCES: JSON = {"requests": {"cpu": "10m", "memory": "48Mi"}, "limits": {"memory": "128Mi"}}
+
+
+def lease_agent(bg: BrokerGroup, image: str) -> JSON:
+    """The `lease-agent` container of a controller-mode broker pod (`control.lease_agent`): it watches the broker
+    on the pod's loopback and fences it when no controller leader confirms its mastership (docs/fencing.md, "The
+    lease agent"). It shares the pod's network, so it is cut off exactly when the broker is. It signs as the group's
+    admin and trusts the group's authority when the group has them."""
+    args = ["agent", "--broker", f"127.0.0.1:{BROKER_PORT}"]
+    mounts: list[JSON] = []
+    if bg.spec.auth.enabled:
+        args += ["--credentials-file", f"{SECRET_CONFIG_DIR}/auth.properties"]
+        mounts.append(secret_mount("secret-config"))
+    if bg.spec.tls.enabled:
+        args += ["--tls-ca", f"{TLS_DIR}/ca.crt"]
+        mounts.append(secret_mount("tls"))
+    return sidecar("lease-agent", image, args, mounts, LEASE_AGENT_RESOURCES)
 
 
 def broker_config_files(bg: BrokerGroup, placement: BrokerPlacement, pod_prefix: str) -> dict[str, str]:
@@ -96,8 +123,14 @@ def auth_config_secret(bg: BrokerGroup, username: str, password: str) -> JSON:
     }
 
 
-def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: int | None = None) -> list[JSON]:
-    """Every object of the group; ``running``: the StatefulSet's current replica count, if it exists."""
+def render_broker_group(
+    bg: BrokerGroup,
+    cg: ControllerGroup | None,
+    running: int | None = None,
+    agent_image: str = DEFAULT_AGENT_IMAGE,
+) -> list[JSON]:
+    """Every object of the group; ``running``: the StatefulSet's current replica count, if it exists;
+    ``agent_image``: the lease agent's (controller mode only)."""
     name = bg.metadata.name
     namespace = namespace_of(bg)
     serving = serving_replicas(bg, running)
@@ -146,6 +179,7 @@ def render_broker_group(bg: BrokerGroup, cg: ControllerGroup | None, running: in
             ordered=bg.spec.ha_mode != HAMode.CONTROLLER.value,
             secret_config=auth_config_secret_name(name) if bg.spec.auth.enabled else None,
             tls_secret=tls_secret_name(bg),
+            sidecars=[lease_agent(bg, agent_image)] if bg.spec.ha_mode == HAMode.CONTROLLER.value else None,
         ),
         # Controller mode can move the master before its pod is evicted (a drain's switchover): a budget for the
         # master and one for the rest, disjoint; a classic master cannot move, and a budget on it would only hang

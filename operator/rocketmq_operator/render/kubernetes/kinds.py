@@ -108,6 +108,23 @@ def _security_context() -> tuple[JSON, JSON]:
     return pod, container
 
 
+def sidecar(name: str, image: str, args: list[str], mounts: list[JSON], resources: JSON) -> JSON:
+    """A helper container of a pod: the same locked-down security context as the main one."""
+    return {
+        "name": name,
+        "image": image,
+        "args": args,
+        "resources": resources,
+        "securityContext": _security_context()[1],
+        "volumeMounts": mounts,
+    }
+
+
+def secret_mount(volume: str) -> JSON:
+    """The mount of one of `pod_template_spec`'s Secret volumes (``secret-config`` or ``tls``), read-only."""
+    return {"name": volume, "mountPath": SECRET_CONFIG_DIR if volume == "secret-config" else TLS_DIR, "readOnly": True}
+
+
 def config_hash(data: dict[str, str]) -> str:
     digest = hashlib.sha256()
     for key in sorted(data):
@@ -136,6 +153,7 @@ def pod_template_spec(
     secret_config: str | None = None,
     tls_secret: str | None = None,
     data_volume: JSON | None = None,
+    sidecars: list[JSON] | None = None,
 ) -> JSON:
     """The pod of a StatefulSet or a Deployment. ``secret_config``: a Secret mounted at SECRET_CONFIG_DIR, whose
     *.properties the entrypoint appends to the process's copy of its config. ``tls_secret``: the certificate
@@ -171,7 +189,7 @@ def pod_template_spec(
         "terminationGracePeriodSeconds": 60,
         "affinity": _anti_affinity(group_of(name, component), component, affinity),
         "topologySpreadConstraints": _spread(group_of(name, component), component, spread),
-        "containers": [container],
+        "containers": [container, *(sidecars or [])],
         "volumes": [
             {"name": "config", "configMap": {"name": config_map}},
             {"name": "tmp", "emptyDir": {}},
@@ -181,13 +199,13 @@ def pod_template_spec(
         pod_spec["volumes"].append({"name": "data", **data_volume})
     if secret_config is not None:
         # At the entrypoint's default ROCKETMQ_SECRET_CONFIG_DIR (no env: every other pod template stays as it was).
-        container["volumeMounts"].append({"name": "secret-config", "mountPath": SECRET_CONFIG_DIR, "readOnly": True})
+        container["volumeMounts"].append(secret_mount("secret-config"))
         # Owner read-only; the pod's fsGroup makes the files readable by the non-root user.
         pod_spec["volumes"].append(
             {"name": "secret-config", "secret": {"secretName": secret_config, "defaultMode": 0o440}}
         )
     if tls_secret is not None:
-        container["volumeMounts"].append({"name": "tls", "mountPath": TLS_DIR, "readOnly": True})
+        container["volumeMounts"].append(secret_mount("tls"))
         pod_spec["volumes"].append({"name": "tls", "secret": {"secretName": tls_secret, "defaultMode": 0o440}})
     if readiness_gate:
         # Flipped by the operator when the replica is in the SyncStateSet (or is master).
@@ -228,6 +246,7 @@ def statefulset(
     ordered: bool = False,
     secret_config: str | None = None,
     tls_secret: str | None = None,
+    sidecars: list[JSON] | None = None,
 ) -> JSON:
     """``secret_config``: a Secret mounted at SECRET_CONFIG_DIR, whose *.properties the entrypoint appends to the
     process's copy of its config. ``tls_secret``: the certificate Secret mounted at TLS_DIR (RocketMQ reads the
@@ -251,6 +270,7 @@ def statefulset(
         priority_class=priority_class,
         secret_config=secret_config,
         tls_secret=tls_secret,
+        sidecars=sidecars,
     )
     group = group_of(name, component)
     return {
