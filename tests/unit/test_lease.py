@@ -26,8 +26,9 @@ from rocketmq_operator.remoting.controller import ControllerMetadata, ReplicaIde
 
 BOUNDS = LeaseBounds(lease_s=5.0)
 NOW, WALL = 100.0, 1_800_000_000.0
-SLAVE_RECENT = PeerFacts(is_master=False, confirmed_wall_s=WALL - 2.0)
-SLAVE_OLD = PeerFacts(is_master=False, confirmed_wall_s=WALL - 60.0)
+LAST_WALL = WALL - 6.0  # the master's last confirmation, on the wall clock (when the lease lapsed)
+SLAVE_RECENT = PeerFacts(is_master=False, confirmed_wall_s=WALL - 2.0)  # after it: the controllers are alive
+SLAVE_OLD = PeerFacts(is_master=False, confirmed_wall_s=LAST_WALL + 0.9)  # within two rounds and the skew of it
 BASE = LeaseFacts(
     now_s=NOW,
     wall_s=WALL,
@@ -35,6 +36,7 @@ BASE = LeaseFacts(
     broker_id=1,
     controller=None,
     confirmed_at_s=NOW - 1.0,
+    confirmed_wall_s=LAST_WALL,
     peers={},
 )
 CONFIRMS = ControllerView(master_broker_id=1, master_epoch=3, sync_state_set=frozenset({1, 2, 3}))
@@ -62,11 +64,11 @@ CASES: list[tuple[str, LeaseFacts, LeaseVerdict, str]] = [
         "lease lapsed, a peer reached a controller recently",
         replace(BASE, confirmed_at_s=LAPSED, peers={2: SLAVE_OLD, 3: SLAVE_RECENT}),
         LeaseVerdict.FENCE,
-        "peer broker 3 reached a controller leader 2.0 s ago",
+        "peer broker 3 reached a controller leader 2.0 s ago, after this broker last did",
     ),
     (
         "lease lapsed, a peer answers as master",
-        replace(BASE, confirmed_at_s=LAPSED, peers={2: PeerFacts(True, WALL - 60.0), 3: SLAVE_OLD}),
+        replace(BASE, confirmed_at_s=LAPSED, peers={2: PeerFacts(True, LAST_WALL), 3: SLAVE_OLD}),
         LeaseVerdict.FENCE,
         "peer broker 2 answers as master",
     ),
@@ -89,10 +91,10 @@ CASES: list[tuple[str, LeaseFacts, LeaseVerdict, str]] = [
         "never had a lease",
     ),
     (
-        "a peer's publication within the clock skew of the lease",
-        replace(BASE, confirmed_at_s=LAPSED, peers={2: PeerFacts(False, WALL - 5.5)}),
+        "a peer's publication just past two rounds and the skew of the master's last confirmation",
+        replace(BASE, confirmed_at_s=LAPSED, peers={2: PeerFacts(False, LAST_WALL + 1.3)}),
         LeaseVerdict.FENCE,
-        "reached a controller leader 5.5 s ago",
+        "reached a controller leader 4.7 s ago",
     ),
 ]
 
@@ -103,6 +105,13 @@ def test_decide_lease(facts: LeaseFacts, verdict: LeaseVerdict, reason: str) -> 
     assert decision.verdict is verdict, decision.reason
     assert reason in decision.reason
     assert decision.fence is (verdict is LeaseVerdict.FENCE)
+
+
+def test_a_lease_too_short_to_tell_an_outage_from_a_partition_has_no_failsafe() -> None:
+    short = LeaseBounds.for_heartbeat_timeout(5000)  # 2.5 s: not above 1 s + 3 rounds + twice the skew
+    assert not short.failsafe and BOUNDS.failsafe
+    decision = decide_lease(replace(BASE, confirmed_at_s=NOW - 3.0, peers={2: SLAVE_OLD}), short)
+    assert decision.fence and "too short to tell" in decision.reason
 
 
 def test_the_lease_is_half_the_heartbeat_timeout_and_fences_before_an_election() -> None:
@@ -140,7 +149,7 @@ class FakeCluster:
     configs: dict[str, dict[str, str]]
     masters: set[str]
     master_id: int | None = 1
-    controller_up: bool = True
+    cut_off: set[str] = field(default_factory=set)  # agents (by their broker's address) that reach no controller
     down: set[str] = field(default_factory=set)
     updates: list[tuple[str, dict[str, str]]] = field(default_factory=list)
 
@@ -161,15 +170,31 @@ class FakeCluster:
         self.configs[addr].update(values)
         self.updates.append((addr, values))
 
-    async def find_controller_leader(self, addrs: Any, *, timeout: float | None = None) -> ControllerMetadata:
-        if not self.controller_up:
+
+@dataclass
+class FakeClient:
+    """One agent's view of the fake cluster: its controller calls fail while it is cut off."""
+
+    cluster: FakeCluster
+    agent: str
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+    def _reach(self) -> None:
+        if self.agent in self.cluster.cut_off:
             raise RemotingConnectionError("controller: timed out")
+
+    async def find_controller_leader(self, addrs: Any, *, timeout: float | None = None) -> ControllerMetadata:
+        self._reach()
         return ControllerMetadata("c:9878", "g", "n0", "c:9878", True, {})
 
     async def get_sync_state_data(self, leader: str, names: Any, *, timeout: float | None = None) -> Any:
+        self._reach()
+        cluster = self.cluster
         members = tuple(ReplicaIdentity("broker-a", i, a, True) for i, a in {1: OWN, **PEERS}.items())
-        master = None if self.master_id is None else {1: OWN, **PEERS}[self.master_id]
-        return {"broker-a": SyncStateInfo("broker-a", self.master_id, master, 3, 5, members, ())}
+        master = None if cluster.master_id is None else {1: OWN, **PEERS}[cluster.master_id]
+        return {"broker-a": SyncStateInfo("broker-a", cluster.master_id, master, 3, 5, members, ())}
 
 
 def _config(ip: str) -> dict[str, str]:
@@ -195,7 +220,8 @@ class Clock:
 
 
 def _agent(cluster: FakeCluster, clock: Clock, address: str = LOCAL) -> LeaseAgent:
-    return LeaseAgent(cluster, address, monotonic=clock.monotonic, wall=clock.wall)  # type: ignore[arg-type]
+    client = FakeClient(cluster, address)
+    return LeaseAgent(client, address, monotonic=clock.monotonic, wall=clock.wall)  # type: ignore[arg-type]
 
 
 def _cluster() -> FakeCluster:
@@ -211,19 +237,19 @@ def test_an_agent_cut_off_from_controllers_others_reach_fences_its_master_when_t
 
     async def scenario() -> list[LeaseVerdict]:
         seen = [(await master.round()).verdict]
-        for slave in slaves:  # the slaves reach the controller and publish it
-            assert (await slave.round()).verdict is LeaseVerdict.SLAVE
-        cluster.controller_up = False  # now only the master is cut off; the slaves published 1 s ago
-        clock.t += 1.0
-        seen.append((await master.round()).verdict)
-        clock.t += 4.5  # past the lease (5 s): a peer published 5.5 s ago, within lease + skew
-        seen.append((await master.round()).verdict)
+        cluster.cut_off.add(LOCAL)  # only the master is cut off; the slaves go on reaching the controller
+        for _ in range(11):  # 5.5 s of rounds
+            clock.t += 0.5
+            for slave in slaves:
+                assert (await slave.round()).verdict is LeaseVerdict.SLAVE
+            seen.append((await master.round()).verdict)
         return seen
 
-    assert asyncio.run(scenario()) == [LeaseVerdict.CONFIRMED, LeaseVerdict.RUNNING, LeaseVerdict.FENCE]
+    seen = asyncio.run(scenario())
+    assert seen == [LeaseVerdict.CONFIRMED, *[LeaseVerdict.RUNNING] * 9, LeaseVerdict.FENCE, LeaseVerdict.FENCE]
     assert is_fenced(cluster.configs[LOCAL])
     door = int(cluster.configs[LOCAL][FENCE_DOOR_KEY]) / 1000
-    assert door == pytest.approx(clock.wall() + 10.0, abs=0.01)
+    assert door == pytest.approx(clock.wall() - 0.5 + 10.0, abs=0.01)  # set on the lapse, not shortened after
     assert all(published_confirmation(cluster.configs[a], FENCE_DOOR_KEY, clock.wall()) for a in PEERS.values())
 
 
@@ -233,19 +259,30 @@ def test_a_controller_outage_for_the_whole_group_keeps_the_master_serving_and_a_
     slaves = [_agent(cluster, clock, a) for a in PEERS.values()]
 
     async def scenario() -> list[LeaseVerdict]:
-        seen = [(await master.round()).verdict]
         for slave in slaves:
             await slave.round()
-        cluster.controller_up = False
-        clock.t += 30.0  # every publication is old: nobody reached a controller for 30 s
-        seen.append((await master.round()).verdict)
-        cluster.controller_up = True
+        seen = [(await master.round()).verdict]
+        cluster.cut_off.update({LOCAL, *PEERS.values()})  # the controllers are out for everyone
+        for _ in range(12):
+            clock.t += 0.5
+            for slave in slaves:
+                await slave.round()
+            seen.append((await master.round()).verdict)
+        cluster.cut_off.clear()
         cluster.master_id = 2  # the controllers are back and elected broker 2; this one still answers master
         clock.t += 0.5
         seen.append((await master.round()).verdict)
         return seen
 
-    assert asyncio.run(scenario()) == [LeaseVerdict.CONFIRMED, LeaseVerdict.FAILSAFE, LeaseVerdict.FENCE]
+    seen = asyncio.run(scenario())
+    assert seen == [
+        LeaseVerdict.CONFIRMED,
+        *[LeaseVerdict.RUNNING] * 9,
+        LeaseVerdict.FAILSAFE,
+        LeaseVerdict.FAILSAFE,
+        LeaseVerdict.FAILSAFE,
+        LeaseVerdict.FENCE,
+    ]
     assert is_fenced(cluster.configs[LOCAL])
 
 

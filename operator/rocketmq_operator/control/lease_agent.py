@@ -14,7 +14,7 @@ Contract:
   must hold, and never shortens a fence that lasts longer (a user's, a switchover's). The agent never unfences: the
   fence lapses once it stops extending it, and the replication policy gives it back
   (`core.failover.plan_abandoned_fences`), on either platform. A **slave** whose round reached a controller leader
-  publishes that wall time in its broker's send door (`core.lease`, "Publishing"), at most every half lease,
+  publishes that wall time in its broker's send door (`core.lease`, "Publishing"), at most every second,
   unless the door holds a fence.
 * The state between rounds (the last confirmation, the SyncStateSet and addresses it confirmed) is the agent's
   memory only: a restarted agent starts with no lease, which is the safe side (a master it restarts next to is
@@ -53,8 +53,10 @@ class LeaseMemory:
     """What one round leaves for the next."""
 
     confirmed_at_s: float | None = None
+    confirmed_wall_s: float | None = None
     peers: dict[int, str] = field(default_factory=dict)  # the electable peers last confirmed: id -> address
     verdict: LeaseVerdict | None = None
+    leader: str | None = None  # the controller leader last found (asked directly; looked up again if it fails)
     published_wall_s: float | None = None  # the last confirmation a slave published (each update is a disk write)
     bounds: LeaseBounds = field(default_factory=lambda: LeaseBounds.for_heartbeat_timeout(None))
 
@@ -99,11 +101,12 @@ class LeaseAgent:
             broker_id=broker_id,
             controller=view,
             confirmed_at_s=self.memory.confirmed_at_s,
+            confirmed_wall_s=self.memory.confirmed_wall_s,
             peers=peers,
         )
         decision = decide_lease(facts, self.memory.bounds)
         if decision.verdict is LeaseVerdict.CONFIRMED and view is not None:
-            self.memory.confirmed_at_s = started
+            self.memory.confirmed_at_s, self.memory.confirmed_wall_s = started, wall
             self.memory.peers = {i: a for i, a in addresses.items() if i in view.sync_state_set and i != broker_id}
         elif decision.verdict is LeaseVerdict.SLAVE and view is not None:
             await self._publish(config, wall)
@@ -130,10 +133,9 @@ class LeaseAgent:
         return decision
 
     async def _publish(self, config: dict[str, str], wall: float) -> None:
-        """Every half lease at most: RocketMQ writes its config file on every update, and a peer reads a
-        publication as recent for a lease and the clock skew."""
+        """Every `publish_interval_s` at most: RocketMQ writes its config file on every update."""
         last = self.memory.published_wall_s
-        if last is not None and wall - last < self.memory.bounds.lease_s / 2:
+        if last is not None and wall - last < self.memory.bounds.publish_interval_s - self.memory.bounds.period_s / 2:
             return
         if may_publish(config, FENCE_DOOR_KEY, wall) and await self._update(
             self.broker_address, {FENCE_DOOR_KEY: str(int(wall * 1000))}
@@ -176,15 +178,24 @@ class LeaseAgent:
         own = f"{config.get('brokerIP1', '')}:{config.get('listenPort', '')}"
         if not controllers or not name:
             return None, None, {}
-        try:
-            leader = await self.client.find_controller_leader(controllers, timeout=self.timeout)
-            if not leader.leader_address:
+        info = None
+        if self.memory.leader is not None:
+            with contextlib.suppress(RemotingException, OSError):  # moved or gone: looked up again below
+                info = (await self.client.get_sync_state_data(self.memory.leader, [name], timeout=self.timeout)).get(
+                    name
+                )
+        if info is None:
+            self.memory.leader = None
+            try:
+                found = await self.client.find_controller_leader(controllers, timeout=self.timeout)
+                if not found.leader_address:
+                    return None, None, {}
+                info = (await self.client.get_sync_state_data(found.leader_address, [name], timeout=self.timeout)).get(
+                    name
+                )
+            except (RemotingException, OSError):  # NoControllerLeader included
                 return None, None, {}
-            info = (await self.client.get_sync_state_data(leader.leader_address, [name], timeout=self.timeout)).get(
-                name
-            )
-        except (RemotingException, OSError):  # NoControllerLeader included
-            return None, None, {}
+            self.memory.leader = found.leader_address
         if info is None:
             return None, None, {}
         replicas = (*info.in_sync_replicas, *info.not_in_sync_replicas)

@@ -17,12 +17,19 @@ The rules (`decide_lease`), each round (every `LeaseBounds.period_s`):
   this broker missed it);
 * no controller leader answered: the lease runs on from the last confirmation. Before it lapses (`lease_s`) the
   master keeps serving; after it, the master is fenced, **unless every electable peer (the other members of the
-  SyncStateSet the controller last confirmed) answers as a slave and none has reached a controller leader for
-  longer than the lease** (each agent publishes the wall time of its last confirmation in its own broker, below).
+  SyncStateSet the controller last confirmed) answers as a slave and none has reached a controller leader since
+  this master last did** (each agent publishes the wall time of its last confirmation in its own broker, below).
   That is an outage of the controllers for the whole group, in which no one can be elected: the master keeps
   serving (RocketMQ's own behaviour without controllers), instead of turning a controller outage into a write
-  outage. A peer that has reached a controller leader recently means the controllers are alive and it is this
-  master that is cut off: fenced.
+  outage. A peer that reached a controller leader after this master lost it means the controllers are alive and
+  it is this master that is cut off: fenced.
+
+"Since this master last did", with clocks that may differ by `clock_skew_s` and rounds that take up to a period:
+a peer's publication counts when it is later than the master's last confirmation plus two periods and the skew
+(an outage that began right after the master's last round cannot be followed by a later publication). A peer
+that still reaches the controllers publishes at least every `publish_interval_s` plus a period, so at the lapse
+its newest publication is later than that bound whenever `lease_s` exceeds the interval, three periods and twice
+the skew (`LeaseBounds.failsafe`); with a shorter lease there is no failsafe: the master is always fenced.
 
 The ordering (docs/fencing.md, "The lease agent"): the controller elects only after a master's heartbeats have
 been missing for `controllerHeartBeatTimeoutMills` (T). The lease is T/2, checked every 0.5 s, so a master cut off
@@ -42,8 +49,10 @@ from enum import StrEnum
 
 LEASE_PERIOD_S = 0.5
 """One round of the agent: its probes time out within it."""
-CLOCK_SKEW_S = 1.0
+CLOCK_SKEW_S = 0.25
 """How far two hosts' wall clocks may differ (peers publish wall times); NTP keeps nodes within milliseconds."""
+PUBLISH_INTERVAL_S = 1.0
+"""How often a slave's agent publishes its last confirmation: RocketMQ writes its config file on every update."""
 AGENT_FENCE_LEASE_S = 10.0
 """The agent's fence shuts the send door for this long and is extended every round while it must hold; once it
 lapses the replication policy gives the fence back (`core.failover.plan_abandoned_fences`), as for a switchover's."""
@@ -63,6 +72,12 @@ class LeaseBounds:
     lease_s: float
     period_s: float = LEASE_PERIOD_S
     clock_skew_s: float = CLOCK_SKEW_S
+    publish_interval_s: float = PUBLISH_INTERVAL_S
+
+    @property
+    def failsafe(self) -> bool:
+        """Whether a live peer's publication is sure to be seen by the time the lease lapses (module doc)."""
+        return self.lease_s > self.publish_interval_s + 3 * self.period_s + 2 * self.clock_skew_s
 
     @classmethod
     def for_heartbeat_timeout(cls, heartbeat_timeout_ms: int | None) -> LeaseBounds:
@@ -96,6 +111,7 @@ class LeaseFacts:
     broker_id: int | None  # this broker's id as the controller lists its address
     controller: ControllerView | None  # this round's answer; None: no controller leader answered
     confirmed_at_s: float | None  # monotonic start of the last round that confirmed this broker (None: never)
+    confirmed_wall_s: float | None  # the same round's start on the wall clock
     peers: Mapping[int, PeerFacts]  # the electable peers (last confirmed SyncStateSet minus this broker)
 
 
@@ -148,9 +164,11 @@ def decide_lease(facts: LeaseFacts, bounds: LeaseBounds) -> LeaseDecision:
 
 def _failsafe_blocker(facts: LeaseFacts, bounds: LeaseBounds) -> str | None:
     """Why the group's controllers cannot be taken as out for everyone (None: they are)."""
-    if facts.confirmed_at_s is None:
+    if facts.confirmed_at_s is None or facts.confirmed_wall_s is None:
         return "it never had a lease (its SyncStateSet peers are unknown)"
-    recent = bounds.lease_s + bounds.clock_skew_s
+    if not bounds.failsafe:
+        return f"a lease of {bounds.lease_s:g} s is too short to tell a controller outage from a partition"
+    since = facts.confirmed_wall_s + 2 * bounds.period_s + bounds.clock_skew_s
     for broker_id, peer in sorted(facts.peers.items()):
         if peer.is_master is None:
             return f"peer broker {broker_id} does not answer (it may be elected meanwhile)"
@@ -158,11 +176,10 @@ def _failsafe_blocker(facts: LeaseFacts, bounds: LeaseBounds) -> str | None:
             return f"peer broker {broker_id} answers as master"
         if peer.confirmed_wall_s is None:
             return f"peer broker {broker_id} publishes no confirmation (no agent runs there, or it is fenced)"
-        ago = facts.wall_s - peer.confirmed_wall_s
-        if ago < recent:
+        if peer.confirmed_wall_s > since:
             return (
-                f"peer broker {broker_id} reached a controller leader {ago:.1f} s ago: "
-                "the controllers are alive, this broker is cut off from them"
+                f"peer broker {broker_id} reached a controller leader {facts.wall_s - peer.confirmed_wall_s:.1f} s "
+                "ago, after this broker last did: the controllers are alive, this broker is cut off from them"
             )
     return None
 
