@@ -235,6 +235,17 @@ def _judge_silent_master(
     if master.controller_alive is False:
         return f"{failed}; the controller no longer receives its heartbeats"
     if waited >= 2 * detection_s:
+        if master.controller_alive is True and evidence.process is ProcessState.UNKNOWN:
+            # Kubernetes: a pod deletion is no proof the process stopped (a frozen or cut-off node's kubelet never
+            # kills it), and a master the controller still hears may be cut off from the operator only and go on
+            # acknowledging with a slave's help: elected only once the controller stops hearing it (the container
+            # died, or its lease agent fenced it and it was cut off) (docs/fencing.md, "The lease agent").
+            return Decision(
+                actions=(Action(ActionKind.FENCE, master.broker_id, "stop the not-serving master"),),
+                reason="MasterFencedAwaitingElection",
+                message=f"master {master.broker_id}: {failed}; silent for twice spec.failover.detectionSeconds: "
+                "fenced, and another replica is elected once the controller stops receiving its heartbeats",
+            )
         return f"{failed}; silent for twice spec.failover.detectionSeconds"
     return Decision(
         reason="MasterUnconfirmed",

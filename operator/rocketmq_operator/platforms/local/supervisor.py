@@ -47,6 +47,7 @@ from typing import IO, Any
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control.clock import iso_time
 from rocketmq_operator.control.group_pass import run_group_pass
+from rocketmq_operator.control.lease_agent import LeaseAgent
 from rocketmq_operator.control.policy import (
     PolicyMemory,
     PolicySettings,
@@ -348,12 +349,14 @@ class Supervisor:
         log.info("supervising %d processes in %s", len(self.state.replicas), self.layout.root)
         gate_deadline = time.monotonic() + GATE_TIMEOUT_S
         policy = asyncio.create_task(self._policy_loop(), name="replication-policy")
+        agents = asyncio.create_task(self._lease_agents(), name="lease-agents")
         try:
             await self._supervise(gate_deadline)
         finally:
-            policy.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await policy
+            for task in (policy, agents):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.shutdown()
         return 0
 
@@ -460,6 +463,40 @@ class Supervisor:
                     await self.tls_policy.run(self.restart_process)
                 except Exception:  # a pass must never take the supervisor down; the next one retries
                     log.exception("replication policy pass failed")
+
+    async def _lease_agents(self) -> None:
+        """One lease agent per broker of a controller-mode group, as a pod runs one beside its broker
+        (`control.lease_agent`; the same code). Here it shares the supervisor's process, not the broker's network:
+        a fault that cuts one broker off (its cgroup's packets dropped) leaves its agent connected, so locally the
+        agent acts on a deposed master at once rather than on its lease (docs/fencing.md, "The lease agent")."""
+        if self.policy_interval_s <= 0:
+            return
+        running: dict[str, asyncio.Task[None]] = {}
+        async with state_client(
+            self.state, connect_timeout=0.5, request_timeout=0.5, by_group=self.auth_policy.credentials
+        ) as client:
+            try:
+                while not self.stop_requested.is_set():
+                    if self.gate_open:
+                        client.pool.credentials_by_addr = credentials_by_addr(self.state, self.auth_policy.credentials)
+                        modes = {g.name: g.controller_mode for g in self.state.groups}
+                        wanted = {
+                            r.name: r.address for r in self.state.replicas if r.role == "broker" and modes.get(r.group)
+                        }
+                        for name in set(running) - set(wanted):
+                            running.pop(name).cancel()
+                        for name, address in wanted.items():
+                            if name not in running:
+                                agent = LeaseAgent(client, address, name=name)
+                                running[name] = asyncio.create_task(
+                                    agent.run(self.stop_requested), name=f"lease-{name}"
+                                )
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.stop_requested.wait(), 1.0)
+            finally:
+                for task in running.values():
+                    task.cancel()
+                await asyncio.gather(*running.values(), return_exceptions=True)
 
     async def shutdown(self) -> None:
         self.state.supervisor.phase = STOPPING
