@@ -664,6 +664,25 @@ def _node_named(state: Path, name: str) -> NodePlan:
     raise HarnessError(f"no node {name!r} in this cluster; its nodes: {', '.join(n.name for n in nodes)}")
 
 
+def daemon_pid(state_dir: Path, name: str, daemon: str) -> int:
+    """The PID of one daemon of node ``name`` (``kubelet``, ``containerd``, ...), for a test that stops it."""
+    if daemon not in DAEMONS:
+        raise HarnessError(f"no daemon {daemon!r} on a node; its daemons: {', '.join(DAEMONS)}")
+    state = state_dir.resolve()
+    pid = harness._read_pid(node_dir(state, _node_named(state, name)), daemon)  # type: ignore[attr-defined]
+    if not pid:
+        raise HarnessError(f"{name}: {daemon} has no PID file: is the node up?")
+    return int(pid)
+
+
+def pod_log(state_dir: Path, name: str, namespace: str, pod: str, container: str) -> str:
+    """What a container of a pod on node ``name`` wrote, read from the node's pod-logs directory (needs no kubelet:
+    a test that stopped it can still read), every restart of the container in order."""
+    logs = node_dir(state_dir.resolve(), _node_named(state_dir.resolve(), name)) / "pod-logs"
+    files = sorted(logs.glob(f"{namespace}_{pod}_*/{container}/*.log"), key=lambda p: p.stat().st_mtime)
+    return "".join(f.read_text(errors="replace") for f in files)
+
+
 def power_off(state_dir: Path, name: str) -> None:
     """Node ``name`` as a machine that lost its power: its link cut first (no last word leaves it), then every
     process of it killed at once (kube-router, kube-proxy, the kubelet, every pod and shim, containerd; the pods'

@@ -306,3 +306,16 @@ def test_an_agent_whose_broker_is_down_does_nothing() -> None:
     cluster.down.add(LOCAL)
     assert asyncio.run(_agent(cluster, clock).round()).verdict is LeaseVerdict.SILENT
     assert cluster.updates == []
+
+
+def test_the_agent_extends_its_fence_by_the_door_alone_so_the_deposed_master_never_registers_again() -> None:
+    cluster, clock = _cluster(), Clock()
+    cluster.master_id = 2  # deposed: fenced on the first round
+    agent = _agent(cluster, clock)
+    asyncio.run(agent.round())
+    first = cluster.updates[-1][1]
+    assert first["brokerPermission"] == "4" and is_fenced(cluster.configs[LOCAL])
+    clock.t += 6.0  # 4 s of the 10 s door left: extended
+    asyncio.run(agent.round())
+    assert cluster.updates[-1][1] == {FENCE_DOOR_KEY: str(int(clock.wall() * 1000) + 10_000)}
+    assert len(cluster.updates) == 2

@@ -147,8 +147,13 @@ class LeaseAgent:
         shut_until_s = int(door) / 1000 if door.isdigit() else 0.0
         if is_fenced(config) and shut_until_s >= wall + AGENT_FENCE_LEASE_S / 2:
             return  # fenced, and for long enough (the agent's own, or a longer one it must not shorten)
-        values = fence_config(int((wall + AGENT_FENCE_LEASE_S) * 1000))
-        if await self._update(self.broker_address, values) and not is_fenced(config):
+        until = str(int((wall + AGENT_FENCE_LEASE_S) * 1000))
+        if is_fenced(config):
+            # Only the door is extended: a write of `brokerPermission` makes RocketMQ register the broker with every
+            # name server again, and a deposed master registering as its group's master (read-only) takes the route
+            # from the new master until the operator gives it back (22 s of NO_ROUTE on the real node).
+            await self._update(self.broker_address, {FENCE_DOOR_KEY: until})
+        elif await self._update(self.broker_address, fence_config(int(until))):
             log.warning("%s: fenced (%s)", self.name, decision.reason)
 
     async def _config(self, address: str) -> dict[str, str] | None:
