@@ -315,6 +315,7 @@ def test_the_agent_extends_its_fence_by_the_door_alone_so_the_deposed_master_nev
     asyncio.run(agent.round())
     first = cluster.updates[-1][1]
     assert first["brokerPermission"] == "4" and is_fenced(cluster.configs[LOCAL])
+    assert first["haHousekeepingInterval"] == "1"  # its slaves dropped, so the operator can point them elsewhere
     clock.t += 6.0  # 4 s of the 10 s door left: extended
     asyncio.run(agent.round())
     assert cluster.updates[-1][1] == {FENCE_DOOR_KEY: str(int(clock.wall() * 1000) + 10_000)}

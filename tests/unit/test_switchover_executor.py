@@ -171,7 +171,7 @@ def test_the_old_master_is_unfenced_only_after_it_reports_itself_a_slave() -> No
     assert report.new_master == 2
     assert any(
         "is a slave now; unfenced (brokerPermission=6, minInSyncReplicas=2, haSendHeartbeatInterval=0, "
-        "startAcceptSendRequestTimeStamp=0)" in s
+        "startAcceptSendRequestTimeStamp=0, haHousekeepingInterval=20000)" in s
         for s in report.steps
     ), report.steps
 

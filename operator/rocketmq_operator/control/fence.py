@@ -37,6 +37,15 @@ down when it is promoted; a frame it reads after that (RocketMQ 5.5 `AutoSwitchH
 then `closeMasterAndWait`) holds the promotion for 5 s, which an idle master's heartbeat every ~100 ms made
 happen in about one switchover in ten (docs/benchmarks.md, Switchover)."""
 DEFAULT_HEARTBEAT_MS = CONTROLLER_MODE_TIMINGS["haSendHeartbeatInterval"]
+DROP_SLAVES: Mapping[str, str] = {"haHousekeepingInterval": "1"}
+"""Added to the lease agent's fence (deposed, or cut off): the master's HA server drops every slave connection that
+read nothing within 1 ms (`AutoSwitchHAConnection.ReadSocketService` reads the key on every loop), i.e. at once. A
+live deposed master otherwise keeps a slave that a name server's stale route sent back to it (RocketMQ takes a
+slave's HA address from its registration result) replicating from it, out of the new master's SyncStateSet, until
+the operator restarts that slave: 14 s without a writable master on the real node. Not in the switchover's fence,
+whose target must catch up from the fenced master."""
+DEFAULT_HA_HOUSEKEEPING_MS = "20000"
+"""RocketMQ's `haHousekeepingInterval`, which the project never renders: what an unfence gives back."""
 
 
 FENCE_DOOR_KEY = "startAcceptSendRequestTimeStamp"
@@ -72,8 +81,9 @@ def switchover_fence_config(now_s: float | None = None) -> dict[str, str]:
 
 def unfence_config(min_in_sync_replicas: int, heartbeat_ms: str | None) -> dict[str, str]:
     """The values a fence replaced: write permission, the group's `minInSyncReplicas`, the heartbeat the broker
-    ran with before (read before the fence; the rendered default when unknown or itself a fence's), and the send
-    door open (RocketMQ's default, which the project never renders otherwise)."""
+    ran with before (read before the fence; the rendered default when unknown or itself a fence's), the send
+    door open and the HA housekeeping of `DROP_SLAVES` back (RocketMQ's defaults, which the project never renders
+    otherwise)."""
     if heartbeat_ms is None or heartbeat_ms == str(FENCED_HEARTBEAT_MS):
         heartbeat_ms = DEFAULT_HEARTBEAT_MS
     return {
@@ -81,6 +91,7 @@ def unfence_config(min_in_sync_replicas: int, heartbeat_ms: str | None) -> dict[
         "minInSyncReplicas": str(min_in_sync_replicas),
         "haSendHeartbeatInterval": heartbeat_ms,
         FENCE_DOOR_KEY: "0",
+        "haHousekeepingInterval": DEFAULT_HA_HOUSEKEEPING_MS,
     }
 
 

@@ -10,7 +10,8 @@ Contract:
   controller that does not answer (that is a fact of the round). `run(stop)` repeats it every
   `LeaseBounds.period_s` until ``stop`` is set, and logs each change of verdict once, with its reason.
 * Acts: a **fence** (`core.lease`: deposed, or cut off from controllers that others reach) puts
-  `control.fence.fence_config` on the broker with a lease of `AGENT_FENCE_LEASE_S`, extended every round while it
+  `control.fence.fence_config` and `DROP_SLAVES` (its HA server drops its slaves) on the broker with a lease of
+  `AGENT_FENCE_LEASE_S`, extended every round while it
   must hold, and never shortens a fence that lasts longer (a user's, a switchover's). The agent never unfences: the
   fence lapses once it stops extending it, and the replication policy gives it back
   (`core.failover.plan_abandoned_fences`), on either platform. A **slave** whose round reached a controller leader
@@ -30,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rocketmq_operator.control.fence import FENCE_DOOR_KEY, fence_config, is_fenced
+from rocketmq_operator.control.fence import DROP_SLAVES, FENCE_DOOR_KEY, fence_config, is_fenced
 from rocketmq_operator.core.lease import (
     AGENT_FENCE_LEASE_S,
     ControllerView,
@@ -153,7 +154,7 @@ class LeaseAgent:
             # name server again, and a deposed master registering as its group's master (read-only) takes the route
             # from the new master until the operator gives it back (22 s of NO_ROUTE on the real node).
             await self._update(self.broker_address, {FENCE_DOOR_KEY: until})
-        elif await self._update(self.broker_address, fence_config(int(until))):
+        elif await self._update(self.broker_address, {**fence_config(int(until)), **DROP_SLAVES}):
             log.warning("%s: fenced (%s)", self.name, decision.reason)
 
     async def _config(self, address: str) -> dict[str, str] | None:
