@@ -15,7 +15,7 @@ Contract:
   must hold, and never shortens a fence that lasts longer (a user's, a switchover's). The agent never unfences: the
   fence lapses once it stops extending it, and the replication policy gives it back
   (`core.failover.plan_abandoned_fences`), on either platform. A **slave** whose round reached a controller leader
-  publishes that wall time in its broker's send door (`core.lease`, "Publishing"), at most every second,
+  publishes that wall time in its broker's send door (`core.lease`, "Publishing"), at most every 2 s,
   unless the door holds a fence.
 * The state between rounds (the last confirmation, the SyncStateSet and addresses it confirmed) is the agent's
   memory only: a restarted agent starts with no lease, which is the safe side (a master it restarts next to is

@@ -51,8 +51,9 @@ LEASE_PERIOD_S = 0.5
 """One round of the agent: its probes time out within it."""
 CLOCK_SKEW_S = 0.25
 """How far two hosts' wall clocks may differ (peers publish wall times); NTP keeps nodes within milliseconds."""
-PUBLISH_INTERVAL_S = 1.0
-"""How often a slave's agent publishes its last confirmation: RocketMQ writes its config file on every update."""
+PUBLISH_INTERVAL_S = 2.0
+"""How often a slave's agent publishes its last confirmation: RocketMQ writes its config file (and three log lines) on
+every update."""
 AGENT_FENCE_LEASE_S = 10.0
 """The agent's fence shuts the send door for this long and is extended every round while it must hold; once it
 lapses the replication policy gives the fence back (`core.failover.plan_abandoned_fences`), as for a switchover's."""
