@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from e2e.e2e_node import cluster_script
-from e2e.test_resilience import _assert_master_followed, _pod_phase, _wait_new_master
+from e2e.test_resilience import _assert_master_followed, _wait_new_master, start_ordinary_and_pinned
 from rocketmq_operator.tools.noloss import reports_no_loss_failure
 
 CUT_S = 25.0
@@ -56,16 +56,7 @@ def test_a_master_cut_off_from_controller_and_operator_with_its_kubelet_stopped_
     cut_ips += [p["status"]["podIP"] for p in operators if (p.get("status") or {}).get("podIP")]
     assert len(cut_ips) >= 2, cut_ips
     events_before = len(group.events("MasterChanged"))
-    offset_before = group.master_offset()
-    through, pinned = "produce-through-cut", "produce-pinned-cut"
-    group.produce(through, 6_000, "--rate", "150", "--timeout", "3", "--retries", "2", "--report-keys", wait=False)
-    group.produce(
-        pinned, 1_600, "--pin-to", address, "--rate", "40", "--timeout", "1", "--retries", "0",
-        "--concurrency", "64", "--report-keys", wait=False,
-    )  # fmt: skip
-    for name in (through, pinned):
-        group.node.wait_for(f"{name} to be running", lambda name=name: _pod_phase(group, name) == "Running")
-    group.wait_master_takes_writes(offset_before, "the producers' first sends stored by the master")
+    through, pinned = start_ordinary_and_pinned(group, "cut", address, 6_000, 1_600)
 
     jvm, _ = group.jvm_pid(old)
     kubelet = cluster_script.daemon_pid(group.node.state_dir, node_name, "kubelet")

@@ -88,6 +88,26 @@ def test_sigkill_of_the_master_jvm_loses_no_acknowledged_message(quickstart: Any
 FREEZE_S = 30.0
 
 
+def start_ordinary_and_pinned(group: Any, tag: str, address: str, ordinary: int, pinned: int) -> tuple[str, str]:
+    """Two producer pods, running once the master stores their first sends: an ordinary one (150 msg/s, 3 s
+    timeout, 2 retries) and one pinned to ``address`` (`produce --pin-to`: it never looks the route up again, so
+    whatever that master acknowledges after its deposition reaches a client). Returns their pod names."""
+    offset_before = group.master_offset()
+    names = (f"produce-through-{tag}", f"produce-pinned-{tag}")
+    group.produce(
+        names[0], ordinary, "--rate", "150", "--timeout", "3", "--retries", "2", "--report-keys", wait=False
+    )  # fmt: skip
+    group.produce(
+        names[1], pinned, "--pin-to", address, "--rate", "40", "--timeout", "1", "--retries", "0",
+        # a send to a hung (later gone) address waits out its 1 s timeout: enough in flight to keep the rate
+        "--concurrency", "64", "--report-keys", wait=False,
+    )  # fmt: skip
+    for pod in names:
+        group.node.wait_for(f"{pod} to be running", lambda pod=pod: _pod_phase(group, pod) == "Running")
+    group.wait_master_takes_writes(offset_before, "the producers' first sends stored by the master")
+    return names
+
+
 def _frozen_master_trial(group: Any, tag: str, *, delete_operator: bool) -> None:
     """The master's container frozen for FREEZE_S under an ordinary producer and one pinned to the frozen master's
     address; with ``delete_operator`` the operator's pod is deleted right after the freeze. Asserts the old master
@@ -99,19 +119,7 @@ def _frozen_master_trial(group: Any, tag: str, *, delete_operator: bool) -> None
     assert old is not None and address, status.get("master")
     old_uid = group.pods()[old]["metadata"]["uid"]
     events_before = len(group.events("MasterChanged"))
-    offset_before = group.master_offset()
-    through, pinned = f"produce-through-{tag}", f"produce-pinned-{tag}"
-    group.produce(
-        through, 7_500, "--rate", "150", "--timeout", "3", "--retries", "2", "--report-keys", wait=False
-    )  # fmt: skip
-    group.produce(
-        pinned, 2_000, "--pin-to", address, "--rate", "40", "--timeout", "1", "--retries", "0",
-        # a send to the frozen (later gone) address waits out its 1 s timeout: enough in flight to keep the rate
-        "--concurrency", "64", "--report-keys", wait=False,
-    )  # fmt: skip
-    for pod in (through, pinned):
-        group.node.wait_for(f"{pod} to be running", lambda pod=pod: _pod_phase(group, pod) == "Running")
-    group.wait_master_takes_writes(offset_before, "the producers' first sends stored by the master")
+    through, pinned = start_ordinary_and_pinned(group, tag, address, 7_500, 2_000)
     frozen_at = time.monotonic()
     state = group.freeze_container(old)
     try:
