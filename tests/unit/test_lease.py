@@ -17,6 +17,7 @@ from rocketmq_operator.core.lease import (
     LeaseVerdict,
     PeerFacts,
     decide_lease,
+    may_give_back,
     may_publish,
     published_confirmation,
 )
@@ -320,3 +321,60 @@ def test_the_agent_extends_its_fence_by_the_door_alone_so_the_deposed_master_nev
     asyncio.run(agent.round())
     assert cluster.updates[-1][1] == {FENCE_DOOR_KEY: str(int(clock.wall() * 1000) + 10_000)}
     assert len(cluster.updates) == 2
+
+
+@pytest.mark.parametrize(
+    ("own", "fenced_at", "confirmed", "gives_back"),
+    [
+        (True, 3, 3, True),  # its lease lapsed, confirmed again at the epoch it held
+        (True, 3, 4, False),  # an election happened meanwhile: the policy's to judge
+        (True, None, 3, False),  # a deposed broker's fence (no epoch recorded), or one from before a restart
+        (False, 3, 3, False),  # not its fence (a user's, a switchover's)
+    ],
+)
+def test_the_agent_gives_back_only_its_own_lapsed_lease_fence_at_the_same_epoch(
+    own: bool, fenced_at: int | None, confirmed: int, gives_back: bool
+) -> None:
+    assert may_give_back(own_lease_fence=own, fenced_at_epoch=fenced_at, confirmed_epoch=confirmed) is gives_back
+
+
+def test_a_lease_fence_is_given_back_with_the_values_it_replaced_once_the_controller_answers_again() -> None:
+    cluster, clock = _cluster(), Clock()
+    cluster.configs[LOCAL].update(minInSyncReplicas="2", brokerPermission="6", haSendHeartbeatInterval="0")
+    master = _agent(cluster, clock)
+    slaves = [_agent(cluster, clock, a) for a in PEERS.values()]
+    cluster.down.add(PEERS[3])  # a slave that does not answer may be elected meanwhile: no failsafe
+
+    async def scenario() -> list[LeaseVerdict]:
+        seen = [(await master.round()).verdict]
+        cluster.cut_off.update({LOCAL, *PEERS.values()})  # a controller leader election outlasting the lease
+        for _ in range(11):
+            clock.t += 0.5
+            await slaves[0].round()
+            seen.append((await master.round()).verdict)
+        cluster.cut_off.clear()
+        clock.t += 0.5
+        seen.append((await master.round()).verdict)
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert seen[-2:] == [LeaseVerdict.FENCE, LeaseVerdict.CONFIRMED], seen
+    config = cluster.configs[LOCAL]
+    assert not is_fenced(config)
+    assert (config["brokerPermission"], config["minInSyncReplicas"], config["haSendHeartbeatInterval"]) == (
+        "6",
+        "2",
+        "0",
+    )
+    assert (config[FENCE_DOOR_KEY], config["haHousekeepingInterval"]) == ("0", "20000")
+
+
+def test_a_deposed_brokers_fence_is_never_given_back_by_the_agent() -> None:
+    cluster, clock = _cluster(), Clock()
+    cluster.master_id = 2
+    agent = _agent(cluster, clock)
+    asyncio.run(agent.round())
+    cluster.master_id = 1  # named again later (another election): the policy decides, not the agent
+    clock.t += 0.5
+    asyncio.run(agent.round())
+    assert is_fenced(cluster.configs[LOCAL])

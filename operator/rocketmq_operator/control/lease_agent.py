@@ -11,9 +11,10 @@ Contract:
   `LeaseBounds.period_s` until ``stop`` is set, and logs each change of verdict once, with its reason.
 * Acts: a **fence** (`core.lease`: deposed, or cut off from controllers that others reach) puts
   `control.fence.fence_config` and `DROP_SLAVES` (its HA server drops its slaves) on the broker with a lease of
-  `AGENT_FENCE_LEASE_S`, extended every round while it
-  must hold, and never shortens a fence that lasts longer (a user's, a switchover's). The agent never unfences: the
-  fence lapses once it stops extending it, and the replication policy gives it back
+  `AGENT_FENCE_LEASE_S`, extended every round while it must hold, and never shortens a fence that lasts longer (a
+  user's, a switchover's). A fence it set because its lease lapsed it gives back itself once a controller leader
+  confirms the broker at the epoch it held (`core.lease.may_give_back`, with the values it replaced); any other
+  fence of its own lapses once it stops extending it, and the replication policy gives it back
   (`core.failover.plan_abandoned_fences`), on either platform. A **slave** whose round reached a controller leader
   publishes that wall time in its broker's send door (`core.lease`, "Publishing"), at most every 2 s,
   unless the door holds a fence.
@@ -31,7 +32,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rocketmq_operator.control.fence import DROP_SLAVES, FENCE_DOOR_KEY, fence_config, is_fenced
+from rocketmq_operator.control.fence import (
+    DEFAULT_HA_HOUSEKEEPING_MS,
+    DROP_SLAVES,
+    FENCE_DOOR_KEY,
+    fence_config,
+    is_fenced,
+)
 from rocketmq_operator.core.lease import (
     AGENT_FENCE_LEASE_S,
     ControllerView,
@@ -41,12 +48,17 @@ from rocketmq_operator.core.lease import (
     LeaseVerdict,
     PeerFacts,
     decide_lease,
+    may_give_back,
     may_publish,
     published_confirmation,
 )
 from rocketmq_operator.remoting import RemotingClient, RemotingException
 
 log = logging.getLogger("rocketmq_operator.lease_agent")
+DROP_SLAVES_KEY = next(iter(DROP_SLAVES))
+RESTORED = ("brokerPermission", "minInSyncReplicas", "haSendHeartbeatInterval")
+"""The keys of `fence_config` whose values before the agent's fence it gives back (the door and the HA housekeeping
+go back to RocketMQ's defaults, which the project never renders)."""
 
 
 @dataclass
@@ -57,6 +69,9 @@ class LeaseMemory:
     confirmed_wall_s: float | None = None
     peers: dict[int, str] = field(default_factory=dict)  # the electable peers last confirmed: id -> address
     verdict: LeaseVerdict | None = None
+    confirmed_epoch: int | None = None  # the master epoch of the last confirmation
+    fenced_at_epoch: int | None = None  # set when the agent fences on a lapsed lease: the epoch it held then
+    before_fence: dict[str, str] = field(default_factory=dict)  # what that fence replaced, to give back
     leader: str | None = None  # the controller leader last found (asked directly; looked up again if it fails)
     published_wall_s: float | None = None  # the last confirmation a slave published (each update is a disk write)
     bounds: LeaseBounds = field(default_factory=lambda: LeaseBounds.for_heartbeat_timeout(None))
@@ -108,6 +123,8 @@ class LeaseAgent:
         decision = decide_lease(facts, self.memory.bounds)
         if decision.verdict is LeaseVerdict.CONFIRMED and view is not None:
             self.memory.confirmed_at_s, self.memory.confirmed_wall_s = started, wall
+            self.memory.confirmed_epoch = view.master_epoch
+            await self._give_back(config, view.master_epoch)
             self.memory.peers = {i: a for i, a in addresses.items() if i in view.sync_state_set and i != broker_id}
         elif decision.verdict is LeaseVerdict.SLAVE and view is not None:
             await self._publish(config, wall)
@@ -143,6 +160,17 @@ class LeaseAgent:
         ):
             self.memory.published_wall_s = wall
 
+    async def _give_back(self, config: dict[str, str], epoch: int) -> None:
+        memory = self.memory
+        own = is_fenced(config) and config.get(DROP_SLAVES_KEY) == DROP_SLAVES[DROP_SLAVES_KEY]
+        if not may_give_back(own_lease_fence=own and bool(memory.before_fence), fenced_at_epoch=memory.fenced_at_epoch,
+                             confirmed_epoch=epoch):  # fmt: skip
+            return
+        values = {**memory.before_fence, FENCE_DOOR_KEY: "0", DROP_SLAVES_KEY: DEFAULT_HA_HOUSEKEEPING_MS}
+        if await self._update(self.broker_address, values):
+            log.warning("%s: unfenced: a controller leader confirms it master again at epoch %d", self.name, epoch)
+            memory.fenced_at_epoch, memory.before_fence = None, {}
+
     async def _fence(self, config: dict[str, str], wall: float, decision: LeaseDecision) -> None:
         door = config.get(FENCE_DOOR_KEY, "0")
         shut_until_s = int(door) / 1000 if door.isdigit() else 0.0
@@ -156,6 +184,9 @@ class LeaseAgent:
             await self._update(self.broker_address, {FENCE_DOOR_KEY: until})
         elif await self._update(self.broker_address, {**fence_config(int(until)), **DROP_SLAVES}):
             log.warning("%s: fenced (%s)", self.name, decision.reason)
+            if decision.lapsed:  # given back once confirmed again at this epoch; a deposed broker's never
+                self.memory.fenced_at_epoch = self.memory.confirmed_epoch
+                self.memory.before_fence = {k: config[k] for k in RESTORED if k in config}
 
     async def _config(self, address: str) -> dict[str, str] | None:
         try:

@@ -31,6 +31,10 @@ that still reaches the controllers publishes at least every `publish_interval_s`
 its newest publication is later than that bound whenever `lease_s` exceeds the interval, three periods and twice
 the skew (`LeaseBounds.failsafe`); with a shorter lease there is no failsafe: the master is always fenced.
 
+A fence the agent set because its lease lapsed is given back by the agent itself as soon as a controller leader
+confirms the broker again at the same epoch (`may_give_back`): a controller leader's election that outlasted the
+lease costs writes only until the new leader answers, not until the fence's door lapses.
+
 The ordering (docs/fencing.md, "The lease agent"): the controller elects only after a master's heartbeats have
 been missing for `controllerHeartBeatTimeoutMills` (T). The lease is T/2, checked every 0.5 s, so a master cut off
 from the controllers is fenced at most T/2 + 0.5 s + one call after its last confirmation, before any election;
@@ -121,6 +125,8 @@ class LeaseDecision:
     verdict: LeaseVerdict
     reason: str
 
+    lapsed: bool = False  # a fence because the lease lapsed (not a deposition): the agent may give it back
+
     @property
     def fence(self) -> bool:
         return self.verdict is LeaseVerdict.FENCE
@@ -160,7 +166,9 @@ def decide_lease(facts: LeaseFacts, bounds: LeaseBounds) -> LeaseDecision:
             f"no controller leader answered {silent_for}, and no replica of the group reaches one either: "
             "no one can be elected, so it keeps serving",
         )
-    return LeaseDecision(LeaseVerdict.FENCE, f"no controller leader confirmed it {silent_for}, and {blocker}")
+    return LeaseDecision(
+        LeaseVerdict.FENCE, f"no controller leader confirmed it {silent_for}, and {blocker}", lapsed=True
+    )
 
 
 def _failsafe_blocker(facts: LeaseFacts, bounds: LeaseBounds) -> str | None:
@@ -183,6 +191,14 @@ def _failsafe_blocker(facts: LeaseFacts, bounds: LeaseBounds) -> str | None:
                 "ago, after this broker last did: the controllers are alive, this broker is cut off from them"
             )
     return None
+
+
+def may_give_back(*, own_lease_fence: bool, fenced_at_epoch: int | None, confirmed_epoch: int) -> bool:
+    """Whether the agent gives back a fence of its own once the controller leader names its broker master again: only
+    a fence it set because its lease lapsed (never a deposed broker's, a user's or a switchover's), and only at the
+    epoch it held when it fenced (no election can have happened in between; one that did is the replication
+    policy's to judge, as for any fence left behind)."""
+    return own_lease_fence and fenced_at_epoch is not None and fenced_at_epoch == confirmed_epoch
 
 
 def published_confirmation(config: Mapping[str, str], door_key: str, wall_s: float) -> float | None:
