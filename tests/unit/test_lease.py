@@ -25,7 +25,7 @@ from rocketmq_operator.remoting import RemotingConnectionError
 from rocketmq_operator.remoting.broker import HaStatus
 from rocketmq_operator.remoting.controller import ControllerMetadata, ReplicaIdentity, SyncStateInfo
 
-BOUNDS = LeaseBounds(lease_s=5.0)
+BOUNDS = LeaseBounds.for_heartbeat_timeout(10_000)  # lease 5 s, failsafe until 8 s
 NOW, WALL = 100.0, 1_800_000_000.0
 LAST_WALL = WALL - 6.0  # the master's last confirmation, on the wall clock (when the lease lapsed)
 SLAVE_RECENT = PeerFacts(is_master=False, confirmed_wall_s=WALL - 2.0)  # after it: the controllers are alive
@@ -60,6 +60,12 @@ CASES: list[tuple[str, LeaseFacts, LeaseVerdict, str]] = [
         replace(BASE, confirmed_at_s=LAPSED, peers={2: SLAVE_OLD, 3: SLAVE_OLD}),
         LeaseVerdict.FAILSAFE,
         "no one can be elected",
+    ),
+    (
+        "the failsafe ends 2 s before the heartbeat timeout",
+        replace(BASE, confirmed_at_s=NOW - 8.0, peers={2: SLAVE_OLD, 3: SLAVE_OLD}),
+        LeaseVerdict.FENCE,
+        "the failsafe ends",
     ),
     (
         "lease lapsed, a peer reached a controller recently",
@@ -282,7 +288,7 @@ def test_a_controller_outage_for_the_whole_group_keeps_the_master_serving_and_a_
         LeaseVerdict.FAILSAFE,
         LeaseVerdict.FAILSAFE,
         LeaseVerdict.FAILSAFE,
-        LeaseVerdict.FENCE,
+        LeaseVerdict.FENCE,  # deposed: the controllers are back and elected broker 2
     ]
     assert is_fenced(cluster.configs[LOCAL])
 
