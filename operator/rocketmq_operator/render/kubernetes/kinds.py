@@ -110,14 +110,16 @@ def _security_context() -> tuple[JSON, JSON]:
 
 def sidecar(name: str, image: str, args: list[str], mounts: list[JSON], resources: JSON) -> JSON:
     """A helper container of a pod: the same locked-down security context as the main one."""
-    return {
+    container: JSON = {
         "name": name,
         "image": image,
         "args": args,
         "resources": resources,
         "securityContext": _security_context()[1],
-        "volumeMounts": mounts,
     }
+    if mounts:  # the API server drops an empty list: the rendered object must equal what it stores
+        container["volumeMounts"] = mounts
+    return container
 
 
 def secret_mount(volume: str) -> JSON:
