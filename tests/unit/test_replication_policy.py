@@ -450,4 +450,4 @@ def test_a_fence_a_dead_switchover_left_on_the_master_is_given_back_once_its_lea
     steps = run(client, platform, memory, healthy)
     unfence = [c for c in client.calls if c[0] == "update_broker_config"]
     assert unfence == [("update_broker_config", (ADDR[1], unfence_config(SETTINGS.min_in_sync_replicas, None)))]
-    assert steps and steps[0].startswith(f"unfenced {GROUP}-1: the master left fenced by a switchover")
+    assert steps and steps[0].startswith(f"unfenced {GROUP}-1: the master left fenced by a switchover or a lease agent")

@@ -519,9 +519,13 @@ def plan_abandoned_fences(facts: GroupFacts, fenced: Sequence[FenceSeen]) -> Dec
         if not seen.lease_expired:
             continue
         if seen.is_master is False:
-            actions.append(Action(ActionKind.UNFENCE, seen.broker_id, "a slave left fenced by a switchover"))
+            actions.append(
+                Action(ActionKind.UNFENCE, seen.broker_id, "a slave left fenced by a switchover or a lease agent")
+            )
         elif seen.is_master is True and seen.broker_id == facts.master_broker_id:
-            actions.append(Action(ActionKind.UNFENCE, seen.broker_id, "the master left fenced by a switchover"))
+            actions.append(
+                Action(ActionKind.UNFENCE, seen.broker_id, "the master left fenced by a switchover or a lease agent")
+            )
     if not actions:
         return Decision(reason="NoAbandonedFence", message="no replica carries a lapsed switchover fence")
     return Decision(
@@ -529,5 +533,5 @@ def plan_abandoned_fences(facts: GroupFacts, fenced: Sequence[FenceSeen]) -> Dec
         reason="AbandonedFence",
         message="unfencing "
         + ", ".join(f"broker {a.broker_id} ({a.detail})" for a in actions)
-        + ": the switchover that fenced it did not finish",
+        + ": the switchover or lease agent that fenced it is done with it",
     )
