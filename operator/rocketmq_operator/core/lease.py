@@ -200,8 +200,9 @@ def _failsafe_blocker(facts: LeaseFacts, bounds: LeaseBounds) -> str | None:
         if peer.confirmed_wall_s is None:
             return f"peer broker {broker_id} publishes no confirmation (no agent runs there, or it is fenced)"
         if peer.confirmed_wall_s > since:
+            ago = max(0.0, facts.wall_s - peer.confirmed_wall_s)  # clocks differ by up to the skew
             return (
-                f"peer broker {broker_id} reached a controller leader {facts.wall_s - peer.confirmed_wall_s:.1f} s "
+                f"peer broker {broker_id} reached a controller leader {ago:.1f} s "
                 "ago, after this broker last did: the controllers are alive, this broker is cut off from them"
             )
     return None
