@@ -25,9 +25,9 @@ from rocketmq_operator.remoting import RemotingConnectionError
 from rocketmq_operator.remoting.broker import HaStatus
 from rocketmq_operator.remoting.controller import ControllerMetadata, ReplicaIdentity, SyncStateInfo
 
-BOUNDS = LeaseBounds.for_heartbeat_timeout(10_000)  # lease 5 s, failsafe until 8 s
+BOUNDS = LeaseBounds.for_heartbeat_timeout(10_000)  # lease 4 s, failsafe until 6 s
 NOW, WALL = 100.0, 1_800_000_000.0
-LAST_WALL = WALL - 6.0  # the master's last confirmation, on the wall clock (when the lease lapsed)
+LAST_WALL = WALL - 4.5  # the master's last confirmation, on the wall clock (the lease lapsed, the failsafe holds)
 SLAVE_RECENT = PeerFacts(is_master=False, confirmed_wall_s=WALL - 2.0)  # after it: the controllers are alive
 SLAVE_OLD = PeerFacts(is_master=False, confirmed_wall_s=LAST_WALL + 0.9)  # within two rounds and the skew of it
 BASE = LeaseFacts(
@@ -43,7 +43,7 @@ BASE = LeaseFacts(
 CONFIRMS = ControllerView(master_broker_id=1, master_epoch=3, sync_state_set=frozenset({1, 2, 3}))
 NAMES_OTHER = ControllerView(master_broker_id=2, master_epoch=4, sync_state_set=frozenset({2, 3}))
 NAMES_NONE = ControllerView(master_broker_id=None, master_epoch=4, sync_state_set=frozenset())
-LAPSED = NOW - 6.0
+LAPSED = NOW - 4.5
 
 CASES: list[tuple[str, LeaseFacts, LeaseVerdict, str]] = [
     ("broker silent", replace(BASE, is_master=None), LeaseVerdict.SILENT, "does not answer"),
@@ -53,7 +53,7 @@ CASES: list[tuple[str, LeaseFacts, LeaseVerdict, str]] = [
     ("deposed", replace(BASE, controller=NAMES_OTHER), LeaseVerdict.FENCE, "names broker 2 master (epoch 4)"),
     ("no master named", replace(BASE, controller=NAMES_NONE), LeaseVerdict.FENCE, "names no master"),
     ("unknown to the controller", replace(BASE, controller=CONFIRMS, broker_id=None), LeaseVerdict.FENCE, "deposed"),
-    ("lease running", BASE, LeaseVerdict.RUNNING, "4.0 s left"),
+    ("lease running", BASE, LeaseVerdict.RUNNING, "3.0 s left"),
     ("lease lapsed, no peers known", replace(BASE, confirmed_at_s=LAPSED), LeaseVerdict.FAILSAFE, "keeps serving"),
     (
         "lease lapsed, peers out of reach of the controllers too",
@@ -62,8 +62,8 @@ CASES: list[tuple[str, LeaseFacts, LeaseVerdict, str]] = [
         "no one can be elected",
     ),
     (
-        "the failsafe ends 2 s before the heartbeat timeout",
-        replace(BASE, confirmed_at_s=NOW - 8.0, peers={2: SLAVE_OLD, 3: SLAVE_OLD}),
+        "the failsafe ends 4 s before the heartbeat timeout",
+        replace(BASE, confirmed_at_s=NOW - 6.0, peers={2: SLAVE_OLD, 3: SLAVE_OLD}),
         LeaseVerdict.FENCE,
         "the failsafe ends",
     ),
@@ -101,7 +101,7 @@ CASES: list[tuple[str, LeaseFacts, LeaseVerdict, str]] = [
         "a peer's publication just past two rounds and the skew of the master's last confirmation",
         replace(BASE, confirmed_at_s=LAPSED, peers={2: PeerFacts(False, LAST_WALL + 1.3)}),
         LeaseVerdict.FENCE,
-        "reached a controller leader 4.7 s ago",
+        "reached a controller leader 3.2 s ago",
     ),
 ]
 
@@ -121,15 +121,18 @@ def test_a_lease_too_short_to_tell_an_outage_from_a_partition_has_no_failsafe() 
     assert decision.fence and "too short to tell" in decision.reason
 
 
-def test_the_lease_is_half_the_heartbeat_timeout_and_fences_before_an_election() -> None:
-    assert LeaseBounds.for_heartbeat_timeout(None).lease_s == 5.0  # RocketMQ's default 10 s
-    assert LeaseBounds.for_heartbeat_timeout(3000).lease_s == 1.5
+def test_the_lease_and_the_failsafe_end_before_the_controller_can_elect() -> None:
+    assert LeaseBounds.for_heartbeat_timeout(None).lease_s == 4.0  # RocketMQ's default 10 s: T/2 - 1
+    assert LeaseBounds.for_heartbeat_timeout(6000).lease_s == 2.0
     assert LeaseBounds.for_heartbeat_timeout(100).lease_s == 1.0  # two rounds at least
-    # From 3 s up (RocketMQ's default is 10 s); below that two rounds of the agent no longer fit in half of it.
-    for timeout_ms in (3000, 5000, 10_000, 30_000):
+    assert BOUNDS.failsafe and BOUNDS.failsafe_until_s == 6.0
+    # The controller elects no sooner than T after the master's last heartbeat, which reached it at most the broker's
+    # 1 s heartbeat interval before the agent's last confirmation. The fence comes at the first decision past the
+    # lease (or the failsafe's end): at most a round's wait and one call (the broker's own calls are on loopback).
+    for timeout_ms in (4000, 6000, 10_000, 30_000):
         bounds = LeaseBounds.for_heartbeat_timeout(timeout_ms)
-        # the last round before the fence may start just before the lapse and take one period
-        assert bounds.lease_s + 2 * bounds.period_s < timeout_ms / 1000
+        last = max(bounds.lease_s, bounds.failsafe_until_s if bounds.failsafe else 0.0)
+        assert last + bounds.period_s + bounds.call_timeout_s < timeout_ms / 1000 - 1.0, timeout_ms
 
 
 def test_published_confirmations_are_past_times_and_a_fence_is_never_overwritten() -> None:
@@ -253,14 +256,16 @@ def test_an_agent_cut_off_from_controllers_others_reach_fences_its_master_when_t
         return seen
 
     seen = asyncio.run(scenario())
-    assert seen == [LeaseVerdict.CONFIRMED, *[LeaseVerdict.RUNNING] * 9, LeaseVerdict.FENCE, LeaseVerdict.FENCE]
+    assert seen == [LeaseVerdict.CONFIRMED, *[LeaseVerdict.RUNNING] * 7, *[LeaseVerdict.FENCE] * 4]
     assert is_fenced(cluster.configs[LOCAL])
     door = int(cluster.configs[LOCAL][FENCE_DOOR_KEY]) / 1000
-    assert door == pytest.approx(clock.wall() - 0.5 + 10.0, abs=0.01)  # set on the lapse, not shortened after
+    assert door == pytest.approx(clock.wall() - 1.5 + 10.0, abs=0.01)  # set on the lapse, not shortened after
+    # the slaves are not dropped before the controller may have elected another (a late answer is no election)
+    assert cluster.configs[LOCAL].get("haHousekeepingInterval") is None
     assert all(published_confirmation(cluster.configs[a], FENCE_DOOR_KEY, clock.wall()) for a in PEERS.values())
 
 
-def test_a_controller_outage_for_the_whole_group_keeps_the_master_serving_and_a_deposed_master_is_fenced() -> None:
+def test_a_controller_outage_for_the_whole_group_keeps_the_master_serving_until_the_failsafe_ends() -> None:
     cluster, clock = _cluster(), Clock()
     master = _agent(cluster, clock)
     slaves = [_agent(cluster, clock, a) for a in PEERS.values()]
@@ -284,10 +289,9 @@ def test_a_controller_outage_for_the_whole_group_keeps_the_master_serving_and_a_
     seen = asyncio.run(scenario())
     assert seen == [
         LeaseVerdict.CONFIRMED,
-        *[LeaseVerdict.RUNNING] * 9,
-        LeaseVerdict.FAILSAFE,
-        LeaseVerdict.FAILSAFE,
-        LeaseVerdict.FAILSAFE,
+        *[LeaseVerdict.RUNNING] * 7,
+        *[LeaseVerdict.FAILSAFE] * 4,  # 4 s to 6 s without a confirmation: nobody reaches a controller
+        LeaseVerdict.FENCE,  # the failsafe ends 4 s before the heartbeat timeout
         LeaseVerdict.FENCE,  # deposed: the controllers are back and elected broker 2
     ]
     assert is_fenced(cluster.configs[LOCAL])
@@ -305,7 +309,8 @@ def test_the_agent_never_shortens_a_longer_fence_and_a_slave_never_publishes_ove
     cluster.configs[PEERS[3]][FENCE_DOOR_KEY] = "4102444800000"
     asyncio.run(_agent(cluster, clock).round())
     asyncio.run(_agent(cluster, clock, PEERS[3]).round())
-    assert cluster.updates == []
+    # deposed under a user's fence: only its slaves are dropped; the door and the rest are the user's
+    assert cluster.updates == [(LOCAL, {"haHousekeepingInterval": "1"})]
 
 
 def test_an_agent_whose_broker_is_down_does_nothing() -> None:
@@ -384,3 +389,18 @@ def test_a_deposed_brokers_fence_is_never_given_back_by_the_agent() -> None:
     clock.t += 0.5
     asyncio.run(agent.round())
     assert is_fenced(cluster.configs[LOCAL])
+
+
+@pytest.mark.parametrize(
+    ("facts", "drop"),
+    [
+        (replace(BASE, controller=NAMES_OTHER), True),  # deposed: another master exists
+        (replace(BASE, confirmed_at_s=LAPSED, peers={2: SLAVE_RECENT}), False),  # maybe only late answers
+        (replace(BASE, confirmed_at_s=NOW - 6.0, peers={2: SLAVE_OLD}), False),  # the failsafe's end
+        (replace(BASE, confirmed_at_s=NOW - 10.0, peers={2: SLAVE_RECENT}), True),  # the controller may have elected
+    ],
+    ids=["deposed", "lapsed", "failsafe-ended", "past-the-heartbeat-timeout"],
+)
+def test_the_slaves_are_dropped_only_once_another_master_may_exist(facts: LeaseFacts, drop: bool) -> None:
+    decision = decide_lease(facts, BOUNDS)
+    assert decision.fence and decision.drop_slaves is drop, decision

@@ -72,6 +72,7 @@ class LeaseMemory:
     confirmed_epoch: int | None = None  # the master epoch of the last confirmation
     fenced_at_epoch: int | None = None  # set when the agent fences on a lapsed lease: the epoch it held then
     before_fence: dict[str, str] = field(default_factory=dict)  # what that fence replaced, to give back
+    fence_door: str | None = None  # the send door that fence set (last extended): its own, not a later one
     leader: str | None = None  # the controller leader last found (asked directly; looked up again if it fails)
     published_wall_s: float | None = None  # the last confirmation a slave published (each update is a disk write)
     bounds: LeaseBounds = field(default_factory=lambda: LeaseBounds.for_heartbeat_timeout(None))
@@ -96,7 +97,7 @@ class LeaseAgent:
 
     @property
     def timeout(self) -> float:
-        return self.memory.bounds.period_s
+        return self.memory.bounds.call_timeout_s
 
     async def round(self) -> LeaseDecision:
         started, wall = self.monotonic(), self.wall()
@@ -106,12 +107,15 @@ class LeaseAgent:
         heartbeat = config.get("controllerHeartBeatTimeoutMills", "")
         self.memory.bounds = LeaseBounds.for_heartbeat_timeout(int(heartbeat) if heartbeat.isdigit() else None)
         is_master = await self._is_master(self.broker_address)
-        view, broker_id, addresses = await self._controller(config)
+        try:  # the lookup and the query together within one call's timeout
+            view, broker_id, addresses = await asyncio.wait_for(self._controller(config), self.timeout)
+        except TimeoutError:
+            view, broker_id, addresses = None, None, {}
         peers: dict[int, PeerFacts] = {}
         if is_master and view is None:
             peers = await self._peers(wall)
         facts = LeaseFacts(
-            now_s=started,
+            now_s=self.monotonic(),  # the lease's age when deciding: a slow round is not a young lease
             wall_s=wall,
             is_master=is_master,
             broker_id=broker_id,
@@ -162,28 +166,35 @@ class LeaseAgent:
 
     async def _give_back(self, config: dict[str, str], epoch: int) -> None:
         memory = self.memory
-        own = is_fenced(config) and config.get(DROP_SLAVES_KEY) == DROP_SLAVES[DROP_SLAVES_KEY]
+        own = is_fenced(config) and config.get(FENCE_DOOR_KEY) == memory.fence_door
         if not may_give_back(own_lease_fence=own and bool(memory.before_fence), fenced_at_epoch=memory.fenced_at_epoch,
                              confirmed_epoch=epoch):  # fmt: skip
             return
         values = {**memory.before_fence, FENCE_DOOR_KEY: "0", DROP_SLAVES_KEY: DEFAULT_HA_HOUSEKEEPING_MS}
         if await self._update(self.broker_address, values):
             log.warning("%s: unfenced: a controller leader confirms it master again at epoch %d", self.name, epoch)
-            memory.fenced_at_epoch, memory.before_fence = None, {}
+            memory.fenced_at_epoch, memory.before_fence, memory.fence_door = None, {}, None
 
     async def _fence(self, config: dict[str, str], wall: float, decision: LeaseDecision) -> None:
+        fenced = is_fenced(config)
+        if decision.drop_slaves and fenced and config.get(DROP_SLAVES_KEY) != DROP_SLAVES[DROP_SLAVES_KEY]:
+            await self._update(self.broker_address, dict(DROP_SLAVES))
         door = config.get(FENCE_DOOR_KEY, "0")
         shut_until_s = int(door) / 1000 if door.isdigit() else 0.0
-        if is_fenced(config) and shut_until_s >= wall + AGENT_FENCE_LEASE_S / 2:
+        if fenced and shut_until_s >= wall + AGENT_FENCE_LEASE_S / 2:
             return  # fenced, and for long enough (the agent's own, or a longer one it must not shorten)
         until = str(int((wall + AGENT_FENCE_LEASE_S) * 1000))
-        if is_fenced(config):
+        if fenced:
             # Only the door is extended: a write of `brokerPermission` makes RocketMQ register the broker with every
             # name server again, and a deposed master registering as its group's master (read-only) takes the route
             # from the new master until the operator gives it back (22 s of NO_ROUTE on the real node).
-            await self._update(self.broker_address, {FENCE_DOOR_KEY: until})
-        elif await self._update(self.broker_address, {**fence_config(int(until)), **DROP_SLAVES}):
+            if await self._update(self.broker_address, {FENCE_DOOR_KEY: until}) and door == self.memory.fence_door:
+                self.memory.fence_door = until
+        elif await self._update(
+            self.broker_address, {**fence_config(int(until)), **(DROP_SLAVES if decision.drop_slaves else {})}
+        ):
             log.warning("%s: fenced (%s)", self.name, decision.reason)
+            self.memory.fence_door = until
             if decision.lapsed:  # given back once confirmed again at this epoch; a deposed broker's never
                 self.memory.fenced_at_epoch = self.memory.confirmed_epoch
                 self.memory.before_fence = {k: config[k] for k in RESTORED if k in config}

@@ -22,7 +22,7 @@ The rules (`decide_lease`), each round (every `LeaseBounds.period_s`):
   That is an outage of the controllers for the whole group, in which no one can be elected: the master keeps
   serving (RocketMQ's own behaviour without controllers), instead of turning a controller outage into a write
   outage. A peer that reached a controller leader after this master lost it means the controllers are alive and
-  it is this master that is cut off: fenced. The failsafe ends 2 s before the heartbeat timeout: controllers that
+  it is this master that is cut off: fenced. The failsafe ends 4 s before the heartbeat timeout: controllers that
   were paused or cut off from every broker return holding the master's heartbeats as stale and elect another
   replica at once, before its next heartbeat arrives (seen in the chaos campaign: all controllers suspended 12 s,
   an election within 0.4 s of their resumption and one acknowledgement from the old master lost).
@@ -39,9 +39,9 @@ confirms the broker again at the same epoch (`may_give_back`): a controller lead
 lease costs writes only until the new leader answers, not until the fence's door lapses.
 
 The ordering (docs/fencing.md, "The lease agent"): the controller elects only after a master's heartbeats have
-been missing for `controllerHeartBeatTimeoutMills` (T). The lease is T/2, checked every 0.5 s, so a master cut off
-from the controllers is fenced at most T/2 + 0.5 s + one call after its last confirmation, before any election;
-it cannot acknowledge once another replica can be master.
+been missing for `controllerHeartBeatTimeoutMills` (T). The lease is T/2 - 1 s, checked every 0.5 s with calls of at
+most 1 s, so a master cut off from the controllers is fenced well before any election, and in the failsafe at
+most T - 4 s plus a round after its last confirmation; it cannot acknowledge once another replica can be master.
 
 Publishing the last confirmation: a slave's agent writes it into its own broker's `startAcceptSendRequestTimeStamp`
 (a hot key; a broker refuses sends until that wall time, so a past time on a slave changes nothing; the fence
@@ -55,10 +55,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 LEASE_PERIOD_S = 0.5
-"""One round of the agent: its probes time out within it."""
+"""How often the agent starts a round."""
+CALL_TIMEOUT_S = 1.0
+"""How long one round waits for its broker, for the controller leader (the lookup and the query together) and for
+its peers: a controller that answers late on a loaded machine still confirms (the lease counts from the round's
+start), while a round stays short enough for the ordering of docs/fencing.md."""
 CLOCK_SKEW_S = 0.25
 """How far two hosts' wall clocks may differ (peers publish wall times); NTP keeps nodes within milliseconds."""
-PUBLISH_INTERVAL_S = 2.0
+PUBLISH_INTERVAL_S = 1.5
 """How often a slave's agent publishes its last confirmation: RocketMQ writes its config file (and three log lines) on
 every update."""
 AGENT_FENCE_LEASE_S = 10.0
@@ -82,6 +86,8 @@ class LeaseBounds:
     clock_skew_s: float = CLOCK_SKEW_S
     publish_interval_s: float = PUBLISH_INTERVAL_S
     failsafe_until_s: float = 0.0  # the failsafe ends this long after the last confirmation (0: no failsafe)
+    heartbeat_timeout_s: float = 10.0  # the controllers' (RocketMQ's `controllerHeartBeatTimeoutMills`)
+    call_timeout_s: float = CALL_TIMEOUT_S
 
     @property
     def failsafe(self) -> bool:
@@ -92,10 +98,15 @@ class LeaseBounds:
 
     @classmethod
     def for_heartbeat_timeout(cls, heartbeat_timeout_ms: int | None) -> LeaseBounds:
-        """Half the controller's heartbeat timeout (RocketMQ's default 10 s when unknown), at least two rounds; the
-        failsafe ends 2 s before the heartbeat timeout (the broker's 1 s heartbeat interval, a round and a call)."""
+        """From the controllers' heartbeat timeout T (RocketMQ's default 10 s when unknown): a lease of T/2 - 1 s (at
+        least two rounds), a failsafe that ends at T - 4 s (the broker's 1 s heartbeat interval, a round's start and
+        its calls, and a second to spare: docs/fencing.md, "The ordering")."""
         timeout_s = (heartbeat_timeout_ms or 10_000) / 1000
-        return cls(lease_s=max(2 * LEASE_PERIOD_S, timeout_s / 2), failsafe_until_s=timeout_s - 2.0)
+        return cls(
+            lease_s=max(2 * LEASE_PERIOD_S, timeout_s / 2 - 1.0),
+            failsafe_until_s=timeout_s - 4.0,
+            heartbeat_timeout_s=timeout_s,
+        )
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,7 @@ class LeaseDecision:
     reason: str
 
     lapsed: bool = False  # a fence because the lease lapsed (not a deposition): the agent may give it back
+    drop_slaves: bool = False  # the fence also drops the broker's slaves (`control.fence.DROP_SLAVES`)
 
     @property
     def fence(self) -> bool:
@@ -156,7 +168,12 @@ def decide_lease(facts: LeaseFacts, bounds: LeaseBounds) -> LeaseDecision:
             LeaseVerdict.FENCE,
             f"deposed: the controller leader names {named} (epoch {view.master_epoch}), this broker still answers "
             "as master",
+            drop_slaves=True,
         )
+    # A lapsed lease drops the slaves only once the controller may have elected another (a slave a stale route
+    # sends back to a live deposed master stays out of the new master's SyncStateSet); before that a fence may be a
+    # loaded machine's late answers, and dropping the slaves would stall writes for seconds after the give-back.
+    drop = facts.confirmed_at_s is None or facts.now_s - facts.confirmed_at_s >= bounds.heartbeat_timeout_s
     if facts.confirmed_at_s is None:
         silent_for = "since the agent started"
     else:
@@ -172,6 +189,7 @@ def decide_lease(facts: LeaseFacts, bounds: LeaseBounds) -> LeaseDecision:
                 f"no controller leader answered {silent_for}: controllers that return now hold its heartbeats as "
                 "stale and may elect another replica at once (RocketMQ's heartbeat timeout), so the failsafe ends",
                 lapsed=True,
+                drop_slaves=drop,
             )
     blocker = _failsafe_blocker(facts, bounds)
     if blocker is None:
@@ -181,7 +199,10 @@ def decide_lease(facts: LeaseFacts, bounds: LeaseBounds) -> LeaseDecision:
             "no one can be elected, so it keeps serving",
         )
     return LeaseDecision(
-        LeaseVerdict.FENCE, f"no controller leader confirmed it {silent_for}, and {blocker}", lapsed=True
+        LeaseVerdict.FENCE,
+        f"no controller leader confirmed it {silent_for}, and {blocker}",
+        lapsed=True,
+        drop_slaves=drop,
     )
 
 
