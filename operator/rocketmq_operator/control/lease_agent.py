@@ -256,7 +256,10 @@ class LeaseAgent:
             config, is_master = await asyncio.gather(self._config(address), self._is_master(address))
             if config is None:
                 return PeerFacts(is_master=None, confirmed_wall_s=None)
-            return PeerFacts(is_master=is_master, confirmed_wall_s=published_confirmation(config, FENCE_DOOR_KEY, wall))
+            read_at = self.wall()  # after the call: a peer may have published since this round started
+            return PeerFacts(
+                is_master=is_master, confirmed_wall_s=published_confirmation(config, FENCE_DOOR_KEY, read_at)
+            )
 
         ids = sorted(self.memory.peers)
         facts = await asyncio.gather(*(one(self.memory.peers[i]) for i in ids))

@@ -170,10 +170,11 @@ def decide_lease(facts: LeaseFacts, bounds: LeaseBounds) -> LeaseDecision:
             "as master",
             drop_slaves=True,
         )
-    # A lapsed lease drops the slaves only once the controller may have elected another (a slave a stale route
-    # sends back to a live deposed master stays out of the new master's SyncStateSet); before that a fence may be a
-    # loaded machine's late answers, and dropping the slaves would stall writes for seconds after the give-back.
-    drop = facts.confirmed_at_s is None or facts.now_s - facts.confirmed_at_s >= bounds.heartbeat_timeout_s
+    # The failsafe's end drops the slaves only once the controller may have elected another: the controllers are out
+    # for everyone, and dropped slaves stall writes for their 5 s reconnection after the give-back. A master cut off
+    # from controllers that others reach drops them with its fence: the controller will elect another, and a slave
+    # that a stale route sends back to this live master would stay out of the new master's SyncStateSet.
+    past_timeout = facts.confirmed_at_s is None or facts.now_s - facts.confirmed_at_s >= bounds.heartbeat_timeout_s
     if facts.confirmed_at_s is None:
         silent_for = "since the agent started"
     else:
@@ -189,7 +190,7 @@ def decide_lease(facts: LeaseFacts, bounds: LeaseBounds) -> LeaseDecision:
                 f"no controller leader answered {silent_for}: controllers that return now hold its heartbeats as "
                 "stale and may elect another replica at once (RocketMQ's heartbeat timeout), so the failsafe ends",
                 lapsed=True,
-                drop_slaves=drop,
+                drop_slaves=past_timeout,
             )
     blocker = _failsafe_blocker(facts, bounds)
     if blocker is None:
@@ -202,7 +203,7 @@ def decide_lease(facts: LeaseFacts, bounds: LeaseBounds) -> LeaseDecision:
         LeaseVerdict.FENCE,
         f"no controller leader confirmed it {silent_for}, and {blocker}",
         lapsed=True,
-        drop_slaves=drop,
+        drop_slaves=True,
     )
 
 
@@ -244,7 +245,9 @@ def published_confirmation(config: Mapping[str, str], door_key: str, wall_s: flo
     if not value.isdigit() or int(value) <= 0:
         return None
     published = int(value) / 1000
-    return published if published <= wall_s + CLOCK_SKEW_S else None
+    # A publication is a past time on the peer's clock; read after a slow call it may even be later than the
+    # reader's round. A fence's door is at least AGENT_FENCE_LEASE_S / 2 ahead (extended below that).
+    return published if published <= wall_s + AGENT_FENCE_LEASE_S / 4 else None
 
 
 def may_publish(config: Mapping[str, str], door_key: str, wall_s: float) -> bool:
