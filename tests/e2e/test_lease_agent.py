@@ -75,7 +75,7 @@ def test_a_master_cut_off_from_controller_and_operator_with_its_kubelet_stopped_
 
     log = cluster_script.pod_log(group.node.state_dir, node_name, group.ns, old, "lease-agent")
     for line in log.splitlines():  # the agent's verdicts and actions, for the record
-        if " lease " in line and ": lease Silent" not in line or "fenced" in line:
+        if (" lease " in line and ": lease Silent" not in line) or "fenced" in line:
             print(f"lease agent of {old}: {line[line.find(' F ') + 3 :]}")
     fenced = re.search(r"^(\S+) (\S+) .*lease Fence: (.*)$", log, re.MULTILINE)
     assert fenced is not None, f"the lease agent of {old} never fenced it:\n{log[-3000:]}"
