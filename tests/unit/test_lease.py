@@ -234,7 +234,13 @@ class Clock:
 
 def _agent(cluster: FakeCluster, clock: Clock, address: str = LOCAL) -> LeaseAgent:
     client = FakeClient(cluster, address)
-    return LeaseAgent(client, address, monotonic=clock.monotonic, wall=clock.wall)  # type: ignore[arg-type]
+    agent = LeaseAgent(client, address, monotonic=clock.monotonic, wall=clock.wall)  # type: ignore[arg-type]
+
+    async def timed_out(config: dict[str, str]) -> bool:
+        return False  # the fake's controllers time out (paused or cut off), they are not gone
+
+    agent._controllers_gone = timed_out  # type: ignore[method-assign]
+    return agent
 
 
 def _cluster() -> FakeCluster:
@@ -406,3 +412,31 @@ def test_a_deposed_brokers_fence_is_never_given_back_by_the_agent() -> None:
 def test_the_slaves_are_dropped_only_once_another_master_may_exist(facts: LeaseFacts, drop: bool) -> None:
     decision = decide_lease(facts, BOUNDS)
     assert decision.fence and decision.drop_slaves is drop, decision
+
+
+def test_the_failsafe_holds_past_its_end_while_every_controller_is_gone() -> None:
+    """A controller that restarts comes back with an empty heartbeat table: nothing stale to elect on."""
+    outage = replace(BASE, confirmed_at_s=NOW - 7.0, peers={2: SLAVE_OLD, 3: SLAVE_OLD})
+    assert decide_lease(outage, BOUNDS).fence  # timed out: maybe paused, maybe back with a stale table
+    assert decide_lease(replace(outage, controllers_gone=True), BOUNDS).verdict is LeaseVerdict.FAILSAFE
+    # gone controllers do not make a cut-off master serve: a peer that reached a leader still fences it
+    cut_off = replace(outage, controllers_gone=True, peers={2: SLAVE_RECENT})
+    assert decide_lease(cut_off, BOUNDS).fence
+
+
+def test_controllers_that_refuse_connections_are_gone_and_ones_that_time_out_are_not() -> None:
+    async def scenario() -> tuple[bool, bool]:
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        listening = server.sockets[0].getsockname()[1]
+        probe = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        closed = probe.sockets[0].getsockname()[1]
+        probe.close()
+        await probe.wait_closed()
+        agent = LeaseAgent(FakeClient(_cluster(), LOCAL), LOCAL)  # type: ignore[arg-type]
+        refused = await agent._controllers_gone({"controllerAddr": f"127.0.0.1:{closed}"})
+        mixed = await agent._controllers_gone({"controllerAddr": f"127.0.0.1:{closed};127.0.0.1:{listening}"})
+        server.close()
+        await server.wait_closed()
+        return refused, mixed
+
+    assert asyncio.run(scenario()) == (True, False)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -111,6 +112,7 @@ class LeaseAgent:
             view, broker_id, addresses = await asyncio.wait_for(self._controller(config), self.timeout)
         except TimeoutError:
             view, broker_id, addresses = None, None, {}
+        gone = view is None and await self._controllers_gone(config)
         peers: dict[int, PeerFacts] = {}
         if is_master and view is None:
             peers = await self._peers(wall)
@@ -120,6 +122,7 @@ class LeaseAgent:
             is_master=is_master,
             broker_id=broker_id,
             controller=view,
+            controllers_gone=gone,
             confirmed_at_s=self.memory.confirmed_at_s,
             confirmed_wall_s=self.memory.confirmed_wall_s,
             peers=peers,
@@ -219,6 +222,26 @@ class LeaseAgent:
             log.warning("%s: could not update %s (%s), tried again next round", self.name, address, exc)
             return False
         return True
+
+    async def _controllers_gone(self, config: dict[str, str]) -> bool:
+        """Every controller address refuses a TCP connection or does not resolve (its process or pod is gone), as
+        opposed to timing out (paused, or cut off: it may return with a stale heartbeat table)."""
+        addresses = [a.strip() for a in config.get("controllerAddr", "").split(";") if a.strip()]
+
+        async def gone(address: str) -> bool:
+            host, _, port = address.rpartition(":")
+            try:
+                _, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), self.timeout)
+            except (ConnectionRefusedError, socket.gaierror):
+                return True
+            except (OSError, TimeoutError, ValueError):
+                return False
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+            return False
+
+        return bool(addresses) and all(await asyncio.gather(*(gone(a) for a in addresses)))
 
     async def _controller(self, config: dict[str, str]) -> tuple[ControllerView | None, int | None, dict[int, str]]:
         controllers = [a.strip() for a in config.get("controllerAddr", "").split(";") if a.strip()]

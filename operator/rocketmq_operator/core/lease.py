@@ -22,9 +22,10 @@ The rules (`decide_lease`), each round (every `LeaseBounds.period_s`):
   That is an outage of the controllers for the whole group, in which no one can be elected: the master keeps
   serving (RocketMQ's own behaviour without controllers), instead of turning a controller outage into a write
   outage. A peer that reached a controller leader after this master lost it means the controllers are alive and
-  it is this master that is cut off: fenced. The failsafe ends 4 s before the heartbeat timeout: controllers that
-  were paused or cut off from every broker return holding the master's heartbeats as stale and elect another
-  replica at once, before its next heartbeat arrives (seen in the chaos campaign: all controllers suspended 12 s,
+  it is this master that is cut off: fenced. The failsafe ends 4 s before the heartbeat timeout unless every
+  controller is gone (refuses connections, or its name does not resolve: a restart): controllers that were paused
+  or cut off from every broker return holding the master's heartbeats as stale and elect another replica at once,
+  before its next heartbeat arrives (seen in the chaos campaign: all controllers suspended 12 s,
   an election within 0.4 s of their resumption and one acknowledgement from the old master lost).
 
 "Since this master last did", with clocks that may differ by `clock_skew_s` and rounds that take up to a period:
@@ -136,6 +137,7 @@ class LeaseFacts:
     confirmed_at_s: float | None  # monotonic start of the last round that confirmed this broker (None: never)
     confirmed_wall_s: float | None  # the same round's start on the wall clock
     peers: Mapping[int, PeerFacts]  # the electable peers (last confirmed SyncStateSet minus this broker)
+    controllers_gone: bool = False  # every controller address refused the connection or did not resolve
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,9 @@ def decide_lease(facts: LeaseFacts, bounds: LeaseBounds) -> LeaseDecision:
                 LeaseVerdict.RUNNING, f"no controller leader answers; lease {bounds.lease_s - age:.1f} s left"
             )
         silent_for = f"for {age:.1f} s (lease {bounds.lease_s:g} s)"
-        if bounds.failsafe and age >= bounds.failsafe_until_s:
+        # A controller whose process is gone comes back with an empty heartbeat table (nothing stale to elect on);
+        # one that timed out may be paused or cut off and return holding this master's heartbeats as stale.
+        if bounds.failsafe and age >= bounds.failsafe_until_s and not facts.controllers_gone:
             return LeaseDecision(
                 LeaseVerdict.FENCE,
                 f"no controller leader answered {silent_for}: controllers that return now hold its heartbeats as "
