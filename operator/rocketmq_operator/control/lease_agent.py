@@ -74,6 +74,7 @@ class LeaseMemory:
     fenced_at_epoch: int | None = None  # set when the agent fences on a lapsed lease: the epoch it held then
     before_fence: dict[str, str] = field(default_factory=dict)  # what that fence replaced, to give back
     fence_door: str | None = None  # the send door that fence set (last extended): its own, not a later one
+    controllers_restarted: bool = False  # every controller was gone at some round since the last confirmation
     leader: str | None = None  # the controller leader last found (asked directly; looked up again if it fails)
     published_wall_s: float | None = None  # the last confirmation a slave published (each update is a disk write)
     bounds: LeaseBounds = field(default_factory=lambda: LeaseBounds.for_heartbeat_timeout(None))
@@ -112,7 +113,11 @@ class LeaseAgent:
             view, broker_id, addresses = await asyncio.wait_for(self._controller(config), self.timeout)
         except TimeoutError:
             view, broker_id, addresses = None, None, {}
-        gone = view is None and await self._controllers_gone(config)
+        if view is None and await self._controllers_gone(config):
+            # Every controller restarted since the last confirmation (a restart refuses connections first, then
+            # listens before it has a leader): whatever leads next holds no stale heartbeats of this master.
+            self.memory.controllers_restarted = True
+        gone = view is None and self.memory.controllers_restarted
         peers: dict[int, PeerFacts] = {}
         if is_master and view is None:
             peers = await self._peers(wall)
@@ -130,6 +135,7 @@ class LeaseAgent:
         decision = decide_lease(facts, self.memory.bounds)
         if decision.verdict is LeaseVerdict.CONFIRMED and view is not None:
             self.memory.confirmed_at_s, self.memory.confirmed_wall_s = started, wall
+            self.memory.controllers_restarted = False
             self.memory.confirmed_epoch = view.master_epoch
             await self._give_back(config, view.master_epoch)
             self.memory.peers = {i: a for i, a in addresses.items() if i in view.sync_state_set and i != broker_id}

@@ -23,7 +23,8 @@ The rules (`decide_lease`), each round (every `LeaseBounds.period_s`):
   serving (RocketMQ's own behaviour without controllers), instead of turning a controller outage into a write
   outage. A peer that reached a controller leader after this master lost it means the controllers are alive and
   it is this master that is cut off: fenced. The failsafe ends 4 s before the heartbeat timeout unless every
-  controller is gone (refuses connections, or its name does not resolve: a restart): controllers that were paused
+  controller has been gone since the last confirmation (refused connections, or its name did not resolve, at some
+  round: they restart, and a restarted controller holds an empty heartbeat table even while it elects a leader): controllers that were paused
   or cut off from every broker return holding the master's heartbeats as stale and elect another replica at once,
   before its next heartbeat arrives (seen in the chaos campaign: all controllers suspended 12 s,
   an election within 0.4 s of their resumption and one acknowledgement from the old master lost).
@@ -137,7 +138,7 @@ class LeaseFacts:
     confirmed_at_s: float | None  # monotonic start of the last round that confirmed this broker (None: never)
     confirmed_wall_s: float | None  # the same round's start on the wall clock
     peers: Mapping[int, PeerFacts]  # the electable peers (last confirmed SyncStateSet minus this broker)
-    controllers_gone: bool = False  # every controller address refused the connection or did not resolve
+    controllers_gone: bool = False  # every controller was gone (refused, or unresolvable) since the last confirmation
 
 
 @dataclass(frozen=True)
