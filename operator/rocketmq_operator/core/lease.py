@@ -22,12 +22,12 @@ The rules (`decide_lease`), each round (every `LeaseBounds.period_s`):
   That is an outage of the controllers for the whole group, in which no one can be elected: the master keeps
   serving (RocketMQ's own behaviour without controllers), instead of turning a controller outage into a write
   outage. A peer that reached a controller leader after this master lost it means the controllers are alive and
-  it is this master that is cut off: fenced. The failsafe ends 4 s before the heartbeat timeout unless every
-  controller has been gone since the last confirmation (refused connections, or its name did not resolve, at some
-  round: they restart, and a restarted controller holds an empty heartbeat table even while it elects a leader): controllers that were paused
-  or cut off from every broker return holding the master's heartbeats as stale and elect another replica at once,
-  before its next heartbeat arrives (seen in the chaos campaign: all controllers suspended 12 s,
-  an election within 0.4 s of their resumption and one acknowledgement from the old master lost).
+  it is this master that is cut off: fenced. The failsafe ends 4 s before the heartbeat timeout: controllers that
+  were paused or cut off from every broker return holding the master's heartbeats as stale and elect another
+  replica at once, before its next heartbeat arrives (seen in the chaos campaign: all controllers suspended 12 s,
+  an election within 0.4 s of their resumption and one acknowledgement from the old master lost). Unless every
+  controller has been gone at some round since the last confirmation (refused connections, or its name did not
+  resolve): they restart, and a restarted controller holds an empty heartbeat table even while it elects a leader.
 
 "Since this master last did", with clocks that may differ by `clock_skew_s` and rounds that take up to a period:
 a peer's publication counts when it is later than the master's last confirmation plus two periods and the skew
