@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -440,3 +441,27 @@ def test_controllers_that_refuse_connections_are_gone_and_ones_that_time_out_are
         return refused, mixed
 
     assert asyncio.run(scenario()) == (True, False)
+
+
+def test_the_lease_agent_runs_only_in_groups_that_opt_in(tmp_path: Path) -> None:
+    from rocketmq_operator.api.validation import validate_file
+    from rocketmq_operator.core.lease import LEASE_AGENT_ANNOTATION
+    from rocketmq_operator.render.kubernetes import render_all
+
+    def containers(text: str) -> list[str]:
+        path = tmp_path / "group.yaml"
+        path.write_text(text)
+        resources = [r.resource for r in validate_file(path) if r.resource is not None]
+        sts = next(
+            o for o in render_all(resources) if o["kind"] == "StatefulSet" and o["metadata"]["name"] == "broker-a"
+        )
+        return [c["name"] for c in sts["spec"]["template"]["spec"]["containers"]]
+
+    quickstart = (Path(__file__).resolve().parents[2] / "examples" / "quickstart.yaml").read_text()
+    assert containers(quickstart) == ["broker"]
+    opted = quickstart.replace(
+        "kind: BrokerGroup\nmetadata:\n",
+        f"kind: BrokerGroup\nmetadata:\n  annotations:\n    {LEASE_AGENT_ANNOTATION}: enabled\n",
+    )
+    assert opted != quickstart
+    assert containers(opted) == ["broker", "lease-agent"]

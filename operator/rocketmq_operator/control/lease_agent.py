@@ -175,7 +175,9 @@ class LeaseAgent:
 
     async def _give_back(self, config: dict[str, str], epoch: int) -> None:
         memory = self.memory
-        own = is_fenced(config) and config.get(FENCE_DOOR_KEY) == memory.fence_door
+        # Its own fence by the door it set, not by `is_fenced`: the operator's hot-key pass may have rewritten
+        # `minInSyncReplicas` meanwhile, and a fence nobody recognises is never given back.
+        own = memory.fence_door is not None and config.get(FENCE_DOOR_KEY) == memory.fence_door
         if not may_give_back(own_lease_fence=own and bool(memory.before_fence), fenced_at_epoch=memory.fenced_at_epoch,
                              confirmed_epoch=epoch):  # fmt: skip
             return

@@ -56,6 +56,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+LEASE_AGENT_ANNOTATION = "rocketmq-operator.dev/lease-agent"
+"""A BrokerGroup annotated with this set to ``enabled`` runs the lease agent beside each broker (both platforms). Opt-in
+since the whole suite's first run with it on by default (2026-11-28, docs/fencing.md): a false fence under load
+left a master half-fenced (the operator's hot-key pass rewrote part of the fence, so neither the agent nor the
+policy recognised it to give it back)."""
+
+
+def lease_agent_enabled(annotations: Mapping[str, str] | None) -> bool:
+    return (annotations or {}).get(LEASE_AGENT_ANNOTATION, "").strip().lower() in {"enabled", "true"}
+
+
 LEASE_PERIOD_S = 0.5
 """How often the agent starts a round."""
 CALL_TIMEOUT_S = 1.0

@@ -55,6 +55,7 @@ from rocketmq_operator.control.policy import (
     run_replication_policy,
 )
 from rocketmq_operator.core.failover import ProcessState
+from rocketmq_operator.core.lease import lease_agent_enabled
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local.adopt import AdoptedProcess
@@ -479,7 +480,12 @@ class Supervisor:
                 while not self.stop_requested.is_set():
                     if self.gate_open:
                         client.pool.credentials_by_addr = credentials_by_addr(self.state, self.auth_policy.credentials)
-                        modes = {g.name: g.controller_mode for g in self.state.groups}
+                        opted = {
+                            r.metadata.name
+                            for r in load_resources(self.state)
+                            if isinstance(r, BrokerGroup) and lease_agent_enabled(r.metadata.annotations)
+                        }
+                        modes = {g.name: g.controller_mode and g.name in opted for g in self.state.groups}
                         wanted = {
                             r.name: r.address for r in self.state.replicas if r.role == "broker" and modes.get(r.group)
                         }

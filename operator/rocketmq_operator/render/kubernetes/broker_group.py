@@ -5,6 +5,7 @@ from __future__ import annotations
 from rocketmq_operator import __version__
 from rocketmq_operator.api.models import DEFAULT_IMAGE_REPOSITORY, BrokerGroup, ControllerGroup, HAMode
 from rocketmq_operator.core.config_change import group_revision, revision
+from rocketmq_operator.core.lease import lease_agent_enabled
 from rocketmq_operator.render.config import (
     BROKER_PORT,
     BrokerPlacement,
@@ -130,7 +131,7 @@ def render_broker_group(
     agent_image: str = DEFAULT_AGENT_IMAGE,
 ) -> list[JSON]:
     """Every object of the group; ``running``: the StatefulSet's current replica count, if it exists;
-    ``agent_image``: the lease agent's (controller mode only)."""
+    ``agent_image``: the lease agent's (controller mode, with the `core.lease.LEASE_AGENT_ANNOTATION` opt-in)."""
     name = bg.metadata.name
     namespace = namespace_of(bg)
     serving = serving_replicas(bg, running)
@@ -179,7 +180,9 @@ def render_broker_group(
             ordered=bg.spec.ha_mode != HAMode.CONTROLLER.value,
             secret_config=auth_config_secret_name(name) if bg.spec.auth.enabled else None,
             tls_secret=tls_secret_name(bg),
-            sidecars=[lease_agent(bg, agent_image)] if bg.spec.ha_mode == HAMode.CONTROLLER.value else None,
+            sidecars=[lease_agent(bg, agent_image)]
+            if bg.spec.ha_mode == HAMode.CONTROLLER.value and lease_agent_enabled(bg.metadata.annotations)
+            else None,
         ),
         # Controller mode can move the master before its pod is evicted (a drain's switchover): a budget for the
         # master and one for the rest, disjoint; a classic master cannot move, and a budget on it would only hang
