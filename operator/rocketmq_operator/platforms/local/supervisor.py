@@ -480,10 +480,11 @@ class Supervisor:
                 while not self.stop_requested.is_set():
                     if self.gate_open:
                         client.pool.credentials_by_addr = credentials_by_addr(self.state, self.auth_policy.credentials)
-                        opted = {
-                            r.metadata.name
-                            for r in load_resources(self.state)
-                            if isinstance(r, BrokerGroup) and lease_agent_enabled(r.metadata.annotations)
+                        opted = {  # read from the recorded documents: no model validation every second
+                            str((doc.get("metadata") or {}).get("name"))
+                            for doc in self.state.resources
+                            if doc.get("kind") == "BrokerGroup"
+                            and lease_agent_enabled((doc.get("metadata") or {}).get("annotations"))
                         }
                         modes = {g.name: g.controller_mode and g.name in opted for g in self.state.groups}
                         wanted = {
