@@ -101,18 +101,19 @@ def is_fenced(config: Mapping[str, str]) -> bool:
     return (
         config.get("brokerPermission") == str(PERM_READ)
         and config.get("minInSyncReplicas") == str(FENCED_MIN_IN_SYNC_REPLICAS)
-        and _door_shut_until_ms(config) > 0
+        and door_shut_until_ms(config) > 0
     )
 
 
 def fence_lease_expired(config: Mapping[str, str], now_s: float | None = None) -> bool:
     """A fenced broker whose fence has a lease (a switchover's) that has passed. A user's fence never expires."""
-    until = _door_shut_until_ms(config)
+    until = door_shut_until_ms(config)
     now_ms = (time.time() if now_s is None else now_s) * 1000
     return is_fenced(config) and until < FENCE_FOREVER_MS and until <= now_ms
 
 
-def _door_shut_until_ms(config: Mapping[str, str]) -> int:
+def door_shut_until_ms(config: Mapping[str, str]) -> int:
+    """The wall time (ms) the broker's send door is shut until (0: open, or no value)."""
     value = config.get(FENCE_DOOR_KEY, "0")
     return int(value) if value.lstrip("-").isdigit() else 0
 
@@ -154,7 +155,7 @@ async def run_fences(
             observed[replica.name] = FenceFacts(reachable=False)
             continue
         # A switchover's fence (a lease) is not the user's: it lapses and the policy gives it back.
-        user_fence = is_fenced(config) and _door_shut_until_ms(config) >= FENCE_FOREVER_MS
+        user_fence = is_fenced(config) and door_shut_until_ms(config) >= FENCE_FOREVER_MS
         observed[replica.name] = FenceFacts(reachable=True, fenced=user_fence)
     plan = plan_fences(wanted, recorded, known, observed, annotation=annotation)
     outcome = FenceOutcome(fenced=list(plan.fenced), problems=list(plan.problems))

@@ -30,13 +30,14 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from rocketmq_operator.control.fence import (
     DEFAULT_HA_HOUSEKEEPING_MS,
     DROP_SLAVES,
     FENCE_DOOR_KEY,
+    door_shut_until_ms,
     fence_config,
     is_fenced,
 )
@@ -80,6 +81,11 @@ class LeaseMemory:
     bounds: LeaseBounds = field(default_factory=lambda: LeaseBounds.for_heartbeat_timeout(None))
 
 
+def controller_addresses(config: Mapping[str, str]) -> list[str]:
+    """The broker's `controllerAddr` (``host:port;host:port``) as a list."""
+    return [a.strip() for a in config.get("controllerAddr", "").split(";") if a.strip()]
+
+
 class LeaseAgent:
     def __init__(
         self,
@@ -113,7 +119,7 @@ class LeaseAgent:
             view, broker_id, addresses = await asyncio.wait_for(self._controller(config), self.timeout)
         except TimeoutError:
             view, broker_id, addresses = None, None, {}
-        if view is None and await self._controllers_gone(config):
+        if is_master and view is None and await self._controllers_gone(config):  # only a master's lease needs it
             # Every controller restarted since the last confirmation (a restart refuses connections first, then
             # listens before it has a leader): whatever leads next holds no stale heartbeats of this master.
             self.memory.controllers_restarted = True
@@ -191,8 +197,7 @@ class LeaseAgent:
         if decision.drop_slaves and fenced and config.get(DROP_SLAVES_KEY) != DROP_SLAVES[DROP_SLAVES_KEY]:
             await self._update(self.broker_address, dict(DROP_SLAVES))
         door = config.get(FENCE_DOOR_KEY, "0")
-        shut_until_s = int(door) / 1000 if door.isdigit() else 0.0
-        if fenced and shut_until_s >= wall + AGENT_FENCE_LEASE_S / 2:
+        if fenced and door_shut_until_ms(config) >= (wall + AGENT_FENCE_LEASE_S / 2) * 1000:
             return  # fenced, and for long enough (the agent's own, or a longer one it must not shorten)
         until = str(int((wall + AGENT_FENCE_LEASE_S) * 1000))
         if fenced:
@@ -234,7 +239,7 @@ class LeaseAgent:
     async def _controllers_gone(self, config: dict[str, str]) -> bool:
         """Every controller address refuses a TCP connection or does not resolve (its process or pod is gone), as
         opposed to timing out (paused, or cut off: it may return with a stale heartbeat table)."""
-        addresses = [a.strip() for a in config.get("controllerAddr", "").split(";") if a.strip()]
+        addresses = controller_addresses(config)
 
         async def gone(address: str) -> bool:
             host, _, port = address.rpartition(":")
@@ -252,7 +257,7 @@ class LeaseAgent:
         return bool(addresses) and all(await asyncio.gather(*(gone(a) for a in addresses)))
 
     async def _controller(self, config: dict[str, str]) -> tuple[ControllerView | None, int | None, dict[int, str]]:
-        controllers = [a.strip() for a in config.get("controllerAddr", "").split(";") if a.strip()]
+        controllers = controller_addresses(config)
         name = config.get("brokerName", "")
         own = f"{config.get('brokerIP1', '')}:{config.get('listenPort', '')}"
         if not controllers or not name:
