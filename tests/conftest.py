@@ -6,8 +6,9 @@ Timer slack: an idle RocketMQ JVM polls. The broker's ReputMessageService sleeps
 controller's QuorumAckChecker waits 1 ms, and so on. An idle quickstart (a name server hosting the controller,
 three brokers) burns about a third of a core doing it. Linux lets a timed sleep end up to the thread's timer slack
 late, so that wake-ups are batched. The slack is inherited across fork and exec by every process and thread. The
-test process sets it once, and the local JVMs, the supervisors, Spark, and the node's containerd (and so every pod)
-inherit it. At 20 ms, the same idle quickstart measured 1024 → 405 CPU ticks over 30 s, and
+test process sets it once (tests/jvm_flags.py `set_timer_slack`), and the local JVMs, the supervisors, Spark, and
+the node's containerd (and so every pod) inherit it; `make test`'s shared e2e node, started outside pytest
+(tests/e2e/shared_node.py), sets it too. At 20 ms, the same idle quickstart measured 1024 → 405 CPU ticks over 30 s, and
 tests/integration/test_failover_real.py alone took 220 busy CPU-seconds instead of 252. Waits that are woken by an
 event (a socket, a notify) are not delayed; only timeouts end up to 20 ms late, well inside the timeouts RocketMQ
 and the operator use (seconds). Benchmarks and users run with the kernel's default (50 µs).
@@ -16,8 +17,6 @@ and the operator use (seconds). Benchmarks and users run with the kernel's defau
 
 from __future__ import annotations
 
-import ctypes
-import os
 import sys
 from pathlib import Path
 
@@ -26,24 +25,12 @@ from hypothesis import settings
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from jvm_flags import set_timer_slack  # noqa: E402
+
 settings.register_profile("untimed", deadline=None)
 settings.load_profile("untimed")
 
-TIMER_SLACK_ENV = "ROCKETMQ_OPERATOR_TEST_TIMER_SLACK_NS"
-TIMER_SLACK_NS = 20_000_000
-PR_SET_TIMERSLACK = 29  # linux/prctl.h
-
-
-def _set_timer_slack() -> None:
-    slack = int(os.environ.get(TIMER_SLACK_ENV, str(TIMER_SLACK_NS)))
-    if slack <= 0 or not sys.platform.startswith("linux"):
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_TIMERSLACK, ctypes.c_ulong(slack), 0, 0, 0) != 0:
-        print(f"warning: prctl(PR_SET_TIMERSLACK) failed: errno {ctypes.get_errno()}", file=sys.stderr)
-
-
-_set_timer_slack()
+set_timer_slack()
 
 
 # The no-cluster line runs whole files on two workers (`--dist loadfile --no-loadscope-reorder`, run-tests.sh), each

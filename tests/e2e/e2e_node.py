@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import k8s_scripts
+from jvm_flags import TEST_JVM_FLAGS
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_NODE_ENV = "ROCKETMQ_OPERATOR_E2E_NODE"
@@ -43,12 +45,11 @@ def cluster_nodes() -> list[Any]:
     return list(cluster_script._record_nodes(node._read_record()))
 
 
-CONTAINER_ENV = "JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1"
+CONTAINER_ENV = shlex.join([f"JAVA_TOOL_OPTIONS={TEST_JVM_FLAGS}"])
 """What every container on the test nodes starts with (k8s/node.py `CONTAINER_ENV`, through containerd's base
-runtime spec; an empty `$ROCKETMQ_OPERATOR_NODE_CONTAINER_ENV` turns it off): the RocketMQ JVMs in the pods run
-without the C2 compiler, as the local tests' JVMs do (tests/integration/conftest.py `c1_only_jvms`). RocketMQ's
-behaviour is the same, its peak speed lower; C2 took about 12 CPU-seconds of each broker's first two minutes, and
-the e2e line starts some 25 RocketMQ JVMs beside the side line's on two cores."""
+runtime spec; an empty `$ROCKETMQ_OPERATOR_NODE_CONTAINER_ENV` turns it off): the RocketMQ and Spark JVMs in the
+pods run with the suite's JIT flags, as the local tests' JVMs do (tests/jvm_flags.py: C2 only for the hottest code;
+with C1 only, every broker's timer wheel flush took 22% of a core). RocketMQ's behaviour is the same."""
 
 ROLES = ("broker", "controller", "operator", "spark")
 LATE_IMAGES = ("spark",)  # imported in the background; the tests that use one wait for it

@@ -7,6 +7,7 @@ images and the chart's operator before the tests, stopped after them with their 
 
 The tests find it through $ROCKETMQ_OPERATOR_E2E_NODE (e2e_node.SHARED_NODE_ENV). When `up` fails, the run falls
 back to one pytest process whose fixture starts its own node and reports the missing part (a failure under CI).
+Started outside pytest, it sets the suite's timer slack itself (tests/jvm_flags.py), which every pod inherits.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 from e2e.e2e_node import Node, bring_up, harness, install_operator, missing_part, tear_down  # noqa: E402
+from jvm_flags import set_timer_slack  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -33,6 +35,7 @@ def main(argv: list[str]) -> int:
         print(f"error: {lacking}", file=sys.stderr)
         return 1
     state.mkdir(parents=True, exist_ok=True)
+    set_timer_slack()  # as pytest's own processes have it (tests/conftest.py): the node's containerd, every pod
     try:
         cluster = bring_up(state)
         install_operator(cluster)

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from jvm_flags import TEST_JVM_FLAGS
 from real_parts import IN_CI, missing
 
 UP_TIMEOUT_S = 420.0  # a bound for a stuck start, not a figure: JVMs start in minutes when the machine is loaded
@@ -202,15 +203,15 @@ class LocalPlatform:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def c1_only_jvms() -> Iterator[None]:
-    """Every local RocketMQ JVM these tests start runs without the C2 compiler (`$ROCKETMQ_OPERATOR_JAVA_OPTS`):
-    C2 took a third of a broker's CPU in its first minutes, and `make test` starts some 150 of them on two cores.
-    RocketMQ's behaviour is the same; only its peak speed is lower. Module scope, autouse: set before the
-    modules' cluster fixtures, and gone for the unit tests a worker runs next."""
+def suite_jit_jvms() -> Iterator[None]:
+    """Every local RocketMQ JVM these tests start runs with the suite's JIT flags (`$ROCKETMQ_OPERATOR_JAVA_OPTS` =
+    tests/jvm_flags.py `TEST_JVM_FLAGS`: C2 only for the hottest code; `make test` starts some 150 JVMs on two
+    cores). RocketMQ's behaviour is the same. Module scope, autouse: set before the modules' cluster fixtures, and
+    gone for the unit tests a worker runs next."""
     from rocketmq_operator.platforms.local.distribution import JAVA_OPTS_ENV
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(JAVA_OPTS_ENV, os.environ.get(JAVA_OPTS_ENV, "-XX:TieredStopAtLevel=1"))
+        mp.setenv(JAVA_OPTS_ENV, os.environ.get(JAVA_OPTS_ENV, TEST_JVM_FLAGS))
         yield
 
 
