@@ -79,7 +79,9 @@ DAEMONS = ("containerd", "kubelet", "kube-proxy", "kube-router")  # per node, st
 # The cluster's storage (docs/node.md, "Storage that grows"): loop devices on sparse files, `local` PVs of the
 # default StorageClass, which allows expansion (k8s/resizer.py plays the back end's half).
 EXPANDABLE_CLASS = "rmq-expandable"
-VOLUMES = 16  # the e2e tests' claims with room to spare: volumes are Retain, a deleted claim's is not reused
+# The e2e tests' claims (about 20: two quickstarts, the auth, TLS and lease groups, Spark's) with room to spare:
+# volumes are Retain, a deleted claim's is not reused.
+VOLUMES = 24
 VOLUME_SIZE = "10Gi"  # the examples' broker size; a 1Gi controller claim binds one too
 VOLUME_BYTES = 10 * 2**30
 # XFS, not ext4: growing a mounted ext4 needs CAP_SYS_RESOURCE (EXT4_IOC_RESIZE_FS), which root lacks on machines

@@ -9,13 +9,13 @@
 #               nothing else is put beside it but the build.
 #   stage 2, once the build is done: the e2e tests on the real three-node cluster (k8s/cluster.py: each node a
 #               network namespace, NetworkPolicies enforced; ROCKETMQ_OPERATOR_E2E_NODES=1 for the one-node
-#               cluster of k8s/node.py) in the foreground. They mostly
-#               wait (probes, elections, pods starting: 50-75% of the CPU idle, measured), so beside them, one
-#               after the other: the chaos campaign (marker chaos: nine JVMs under faults, in cgroups of their
-#               own: its iptables rules match only its own processes), the tests on the real API server (marker
-#               k8s; no JVM; promtool for the alert tests is built meanwhile when cold), then lint, format, typecheck and the import layers, then the integration
-#               files of BESIDE_E2E (moved out of stage 1: measured, the steps above left the e2e tests alone for
-#               their last 6 minutes, 2026-11-27 10:29-10:41).
+#               cluster of k8s/node.py) in the foreground: first the node faults alone (marker node_fault), then
+#               the rest on two workers, each group's tests on one (the xdist_group marks). Beside them, one after
+#               the other: the chaos campaign (marker chaos: nine JVMs under faults, in cgroups of their own: its
+#               iptables rules match only its own processes) and the integration files of BESIDE_E2E (moved out
+#               of stage 1), both beside the node faults; then the tests on the real API server (marker k8s; no
+#               JVM), lint, format, typecheck and the import layers, and the alert tests (promtool is built
+#               meanwhile when cold).
 # The JVM-heavy lines never run three at a time: the e2e tests beside the two integration workers ran at load
 # average 50 on two cores, where broker pods missed their probes, restarted and re-elected for an hour (a CI run
 # of 86 min with 4 e2e failures).
@@ -122,10 +122,12 @@ grep -E '^(built|base image|k8s tools ready|.* up to date)' "$build_log" || true
         echo "$status" >"$work/side-$name.rc"
         stamp >"$work/side-$name.end"
     }
+    # The JVM-heavy steps first, beside the node faults (one e2e test at a time); the JVM-free ones beside the two
+    # e2e workers that follow.
     step chaos "${PYTEST[@]}" -m chaos tests
+    step integration "${PYTEST[@]}" "${NO_CLUSTER[@]}" "${BESIDE_E2E[@]}"
     step k8s "${PYTEST[@]}" -m k8s --ignore "$ALERTS" tests
     step lint "$MAKE_CMD" --no-print-directory lint typecheck
-    step integration "${PYTEST[@]}" "${NO_CLUSTER[@]}" "${BESIDE_E2E[@]}"
     # Last: promtool, which only these tests use, is built beside the e2e tests when cold (11 min in the cold run
     # of 2026-11-27 15:00, where the API-server tests waited 7 min for it); their fixture waits on its build lock.
     step alerts "${PYTEST[@]}" -m k8s "$ALERTS"
@@ -135,13 +137,20 @@ side_line=$!
 echo "== $(stamp) stage 2: e2e tests on the real cluster (tests/e2e, three nodes); beside them: the tests on the real" \
     "API server, the chaos campaign, lint and typecheck, then ${BESIDE_E2E[*]} (logs: $work/side-*.log)"
 # The node is brought up by tests/e2e/shared_node.py (images, the chart's operator) while the steps beside start.
-# One pytest process: two workers on the node (the quickstart's tests on one, the auth and TLS examples on the
-# other: the xdist_group marks in tests/e2e) beside the chaos campaign ran at load average 38, and a switchover
-# target and a read-back baseline failed under it (2026-11-27 08:58-09:09).
+# First the node faults (marker node_fault: a node powered off, drained, its kubelet stopped), alone, since every
+# pod on that node is hit; then the other e2e tests on two workers sharing the cluster (`--dist loadgroup`: the
+# tests of one group on one worker, in file order; the xdist_group marks in tests/e2e): the first quickstart's
+# failovers, fences and spec changes on one, the second quickstart's Spark jobs and image roll (namespace
+# rocketmq-b) and the auth and TLS examples on the other. The e2e line was the critical path of stage 2 (22 min
+# of one test at a time, about 20% of the CPU idle). Two workers beside the chaos campaign ran at load average 38
+# (2026-11-27 08:58-09:09, one quickstart): the campaign now runs beside the node faults instead.
 e2e_state=$work/e2e-node
 if .venv/bin/python tests/e2e/shared_node.py up "$e2e_state" >"$work/e2e-node.log" 2>&1; then
     echo "== $(stamp) $(tail -n 1 "$work/e2e-node.log"), the operator installed"
-    ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -m e2e tests || rc=$?
+    ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -m "e2e and node_fault" tests || rc=$?
+    echo "== $(stamp) e2e node faults done; the other e2e tests on two workers"
+    ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -n 2 --dist loadgroup -m "e2e and not node_fault" tests \
+        || rc=$?
     .venv/bin/python tests/e2e/shared_node.py down "$e2e_state" "$work/e2e-diagnostics"
 else
     cat "$work/e2e-node.log"
@@ -153,7 +162,7 @@ e2e_state=""
 echo "== $(stamp) e2e tests done; waiting for the steps beside them"
 wait "$side_line"
 side_line=""
-for name in chaos k8s lint integration alerts; do
+for name in chaos integration k8s lint alerts; do
     case $name in
     k8s) title="the tests on the real API server (tests/k8s, kubectl, helm)" ;;
     chaos) title="the chaos campaign (marker chaos)" ;;

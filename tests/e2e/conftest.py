@@ -318,7 +318,28 @@ def quickstart(operator: Node) -> Group:
     return group
 
 
+SECOND_QUICKSTART_NS = "rocketmq-b"
+
+
+@pytest.fixture(scope="package")
+def second_quickstart(operator: Node) -> Group:
+    """examples/quickstart.yaml applied as a user would in a namespace of its own, healthy: the group of the tests
+    that `make test` runs on the second worker (the Spark tests, the image roll) while the first worker's tests
+    fail over, fence and change the first quickstart (docs/testing.md, "Stage 2"). No Proxy: none of them uses
+    one. Set up again, it finds the group there (as `quickstart` does)."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SECOND_QUICKSTART_NS}}
+    operator.kubectl("apply", "-f", "-", input=json.dumps(namespace))
+    operator.kubectl("-n", SECOND_QUICKSTART_NS, "apply", "-f", ROOT / "examples" / "quickstart.yaml")
+    group = Group(operator, ns=SECOND_QUICKSTART_NS)
+    seconds = group.wait_healthy(timeout=900)
+    print(f"second quickstart apply -> healthy in {seconds:.0f}s")
+    return group
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test here is marked e2e; the node faults (marker node_fault) run first, so that in one process, too,
+    no other test's pods are on a node while it is powered off, drained or without its kubelet."""
     for item in items:
         if HERE in Path(item.path).resolve().parents:
             item.add_marker(pytest.mark.e2e)
+    items.sort(key=lambda item: HERE in Path(item.path).resolve().parents and not item.get_closest_marker("node_fault"))

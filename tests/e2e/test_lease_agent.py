@@ -21,10 +21,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from e2e.e2e_node import cluster_script
 from e2e.test_resilience import _assert_master_followed, _wait_new_master, start_ordinary_and_pinned
 from rocketmq_operator.core.lease import LEASE_AGENT_ANNOTATION
 from rocketmq_operator.tools.noloss import reports_no_loss_failure
+
+pytestmark = pytest.mark.node_fault  # its master's kubelet stopped: run alone (docs/testing.md, "Stage 2")
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -25,11 +25,15 @@ import json
 import time
 from typing import Any
 
+import pytest
+
 from e2e import java_client
 from e2e.e2e_helpers import pod_ready
 from e2e.e2e_node import cluster_script, node_count
 from real_parts import missing
 from rocketmq_operator.tools.noloss import reports_no_loss_failure
+
+pytestmark = [pytest.mark.node_fault, pytest.mark.xdist_group("quickstart")]  # docs/testing.md, "Stage 2"
 
 IN_FLIGHT = 8
 

@@ -20,10 +20,8 @@ import pytest
 from e2e.e2e_node import node_count
 from real_parts import missing
 
-# For a run on two pytest workers sharing one node (`-n 2 --dist loadgroup`): the quickstart's tests on one worker,
-# in file order, since they share its group; the other examples each in a namespace of their own. `make test` runs
-# the e2e tests in one process (docs/testing.md, stage 2).
-pytestmark = pytest.mark.xdist_group("quickstart")
+# `make test` runs the node faults first, alone, then the rest on two workers sharing the cluster (`-n 2 --dist
+# loadgroup`, docs/testing.md "Stage 2"): each group's tests on one worker, in file order.
 
 IN_FLIGHT = 8  # the producer's --concurrency: at most this many sends are unanswered at Ctrl-C
 
@@ -36,8 +34,9 @@ def _when(event: dict[str, Any]) -> str:
     return str(event.get("eventTime") or event.get("lastTimestamp") or event["metadata"]["creationTimestamp"])
 
 
-def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(quickstart: Any) -> None:
-    group = quickstart
+@pytest.mark.xdist_group("second-quickstart")
+def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(second_quickstart: Any) -> None:
+    group = second_quickstart
     group.wait_healthy()
     old_master = group.master()
     assert old_master is not None
@@ -127,6 +126,8 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(quicksta
         assert digest == int(during["acknowledged_digest"], 16)
 
 
+@pytest.mark.node_fault
+@pytest.mark.xdist_group("quickstart")
 def test_a_drain_of_the_masters_node_moves_the_master_first_with_no_loss(quickstart: Any) -> None:
     if node_count() < 3:
         missing("a drain needs a schedulable node for the master (ROCKETMQ_OPERATOR_E2E_NODES unset or 3)")

@@ -19,16 +19,15 @@ from e2e.e2e_helpers import operator_version
 from e2e.e2e_node import node_count, wait_for_image
 from real_parts import missing
 
-# For a run on two pytest workers sharing one node (`-n 2 --dist loadgroup`): the quickstart's tests on one worker,
-# in file order, since they share its group; the other examples each in a namespace of their own. `make test` runs
-# the e2e tests in one process (docs/testing.md, stage 2).
-pytestmark = pytest.mark.xdist_group("quickstart")
+# `make test` runs these on one of two workers sharing the cluster (docs/testing.md "Stage 2"), on the second
+# quickstart group (namespace rocketmq-b), while the other worker's tests fail over and roll the first.
+pytestmark = pytest.mark.xdist_group("second-quickstart")
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_spark_job_reads_every_message_of_the_topic(quickstart: Any) -> None:
-    group = quickstart
+def test_spark_job_reads_every_message_of_the_topic(second_quickstart: Any) -> None:
+    group = second_quickstart
     group.wait_healthy()
     produced = group.produce("produce-for-spark", 2_000)
     assert produced is not None and produced["acknowledged"] == 2_000, produced
@@ -116,7 +115,7 @@ def _run_to_report(group: Any, app: str, output: str) -> tuple[dict[str, Any], d
 
 
 def test_spark_submit_in_cluster_mode_streams_through_a_lost_executor_and_writes_each_message_once(
-    quickstart: Any,
+    second_quickstart: Any,
 ) -> None:
     """examples/spark/README.md's spark-submit as a user runs it against a cluster: the driver and two executors
     in pods of the Spark image, the checkpoint and output on a ReadWriteMany claim. consumer_job.py runs as a
@@ -128,7 +127,7 @@ def test_spark_submit_in_cluster_mode_streams_through_a_lost_executor_and_writes
     One test for both modes: each spark-submit starts three JVMs in pods, the suite's slowest step."""
     if node_count() < 3:
         missing("executors on several nodes need the three-node cluster (ROCKETMQ_OPERATOR_E2E_NODES)")
-    group = quickstart
+    group = second_quickstart
     node = group.node
     group.wait_healthy()
     wait_for_image(node.state_dir, "spark")

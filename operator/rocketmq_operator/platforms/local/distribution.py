@@ -23,7 +23,7 @@ Contract:
   java, `render.jvm.jvm_options` (heap, direct memory, GC, the JDK 17 module flags), for servers
   `-Dtls.server.mode=disabled` unless `tls=True` (see `render.jvm.TLS_DISABLED_FLAGS`), caller extras, then
   the class-data sharing flags (`cds.archive_flags`: the role's archive when one was made), the flags of
-  `$ROCKETMQ_OPERATOR_JAVA_OPTS` (shell words; `make test` sets `-XX:TieredStopAtLevel=1`: see `JAVA_OPTS_ENV`),
+  `$ROCKETMQ_OPERATOR_JAVA_OPTS` (shell words; `make test` sets its JIT flags: see `JAVA_OPTS_ENV`),
   `-Djava.library.path` (RocksDB's JNI library, extracted once: `rocksdb_library_dir`), `-Drocketmq.home.dir`,
   `-Drmq.logback.configurationFile`, `-Duser.home` (default: the config file's
   directory, so logs and default store paths stay out of `~`), `-cp lib/*:conf`, the main class, `-c <file>`
@@ -350,9 +350,9 @@ def rocksdb_library_dir(home: Path) -> Path | None:
 
 
 JAVA_OPTS_ENV = "ROCKETMQ_OPERATOR_JAVA_OPTS"
-"""JVM flags appended to every local RocketMQ process, last (they win). The test suite sets
-`-XX:TieredStopAtLevel=1`: a broker's C2 compiler thread burns about 12 CPU-seconds in its first two minutes,
-and `make test` starts some 150 JVMs on two cores. Benchmarks and users run without it."""
+"""JVM flags appended to every local RocketMQ process, last (they win). The test suite sets C2's thresholds
+ten times higher (tests/jvm_flags.py): a broker's C2 compiler thread burns about 12 CPU-seconds in its first two
+minutes, and `make test` starts some 150 JVMs on two cores. Benchmarks and users run without it."""
 
 
 def env_java_options(environ: Mapping[str, str] | None = None) -> list[str]:
