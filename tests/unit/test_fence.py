@@ -25,8 +25,10 @@ from test_kubernetes_passes import (  # the group pass's fakes and fixture
 
 from rocketmq_operator.control import switchover as control_switchover
 from rocketmq_operator.control.fence import (
+    DROP_SLAVES,
     fence_config,
     fence_lease_expired,
+    hot_changes_past_fence,
     is_fenced,
     run_fences,
     switchover_fence_config,
@@ -212,3 +214,40 @@ def test_the_roll_waits_while_a_replica_is_fenced(group: dict[str, Any]) -> None
     run_pass(fake, brokers, memory)  # unfenced
     run_pass(fake, brokers, memory)
     assert fake.writes_of("delete") == [("Pod", "broker-a-2")]  # the roll goes on
+
+
+NOW_MS = 1_800_000_000_000
+RENDERED_HOT = {
+    "brokerPermission": "6",
+    "minInSyncReplicas": "2",
+    "haSendHeartbeatInterval": "1000",
+    "flushDiskType": "x",
+}
+
+
+@pytest.mark.parametrize(
+    ("live", "user_fenced", "want"),
+    [
+        # no fence: every key that differs is written
+        ({**RENDERED_HOT, "minInSyncReplicas": "1"}, False, {"minInSyncReplicas": "2"}),
+        # a lease agent's fence, its door shut past now: none of the fence's keys, the rest still
+        (
+            {**fence_config(NOW_MS + 4_000), **DROP_SLAVES, "flushDiskType": "y"},
+            False,
+            {"flushDiskType": "x"},
+        ),
+        # the user's fence (the door shut forever) or a fence named by the user: the same
+        ({**fence_config(), "flushDiskType": "x"}, False, {}),
+        ({**RENDERED_HOT, "brokerPermission": "4"}, True, {}),
+        # a door that shut in the past is no fence any more: the rendered values come back
+        (
+            {**fence_config(NOW_MS - 1), "flushDiskType": "x"},
+            False,
+            {"brokerPermission": "6", "minInSyncReplicas": "2", "haSendHeartbeatInterval": "1000"},
+        ),
+    ],
+)
+def test_hot_changes_leave_a_fence_that_holds_to_its_owner(
+    live: dict[str, str], user_fenced: bool, want: dict[str, str]
+) -> None:
+    assert hot_changes_past_fence(RENDERED_HOT, live, user_fenced=user_fenced, now_ms=NOW_MS) == want

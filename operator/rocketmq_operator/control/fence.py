@@ -118,6 +118,19 @@ def door_shut_until_ms(config: Mapping[str, str]) -> int:
     return int(value) if value.lstrip("-").isdigit() else 0
 
 
+def hot_changes_past_fence(
+    wanted: Mapping[str, str], live: Mapping[str, str], *, user_fenced: bool, now_ms: int
+) -> dict[str, str]:
+    """The hot keys to write to a broker: each wanted value its live config does not have, except the keys of a
+    fence that holds it: the user's (``user_fenced``), or any whose send door is still shut at ``now_ms`` (wall
+    clock): a switchover's lease or a lease agent's fence, which only the fence's owner gives back. Writing the
+    group's `minInSyncReplicas` under the lease agent's fence half undid it in a whole `make test`
+    (2026-11-28): the door stayed shut, and neither the agent nor the policy recognised the rest."""
+    held = user_fenced or door_shut_until_ms(live) > now_ms
+    skip = set(fence_config()) | set(DROP_SLAVES) if held else set()
+    return {k: v for k, v in wanted.items() if k not in skip and live.get(k) != v}
+
+
 @dataclass
 class FenceOutcome:
     """What a fence pass did: the replicas fenced now (status.fenced), each step done, and each problem."""

@@ -25,11 +25,12 @@ Contract:
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, RolloutStatus
-from rocketmq_operator.control.fence import fence_config
+from rocketmq_operator.control.fence import hot_changes_past_fence
 from rocketmq_operator.control.roll import (
     Revisions,
     RollSettings,
@@ -199,23 +200,22 @@ async def apply_hot_keys(
     state: GroupState,
     fenced: frozenset[str] = frozenset(),
 ) -> dict[str, str]:
-    """Bring each answering broker's hot keys to the rendered values, except the fence's keys on a replica the
-    user fenced (``fenced``). Returns what was done or failed, per replica (empty when every broker already had
-    them)."""
+    """Bring each answering broker's hot keys to the rendered values, except the fence's keys on a replica a fence
+    holds (the user's: ``fenced``; a switchover's or a lease agent's: its send door shut; `hot_changes_past_fence`).
+    Returns what was done or failed, per replica (empty when every broker already had them)."""
     done: dict[str, str] = {}
-    fence_keys = set(fence_config())
     for replica in state.replicas:
         ordinal = _ordinal(replica.name)
         if not replica.reachable or ordinal is None or ordinal >= bg.spec.replicas:
             continue
         wanted = {k: v for k, v in broker_config(bg, ordinal, placement).items() if k in HOT_BROKER_KEYS}
-        if replica.name in fenced:
-            wanted = {k: v for k, v in wanted.items() if k not in fence_keys}
         try:
             live = await client.get_broker_config(replica.address, timeout=3.0)
         except (RemotingException, OSError):
             continue  # observed again next pass
-        changes = {k: v for k, v in wanted.items() if live.get(k) != v}
+        changes = hot_changes_past_fence(
+            wanted, live, user_fenced=replica.name in fenced, now_ms=int(time.time() * 1000)
+        )
         if not changes:
             continue
         result = await apply_hot_config(client, [replica.address], changes)
