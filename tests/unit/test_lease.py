@@ -22,7 +22,7 @@ from rocketmq_operator.core.lease import (
     may_publish,
     published_confirmation,
 )
-from rocketmq_operator.remoting import RemotingConnectionError
+from rocketmq_operator.remoting import RemotingConnectionError, RemotingTimeout
 from rocketmq_operator.remoting.broker import HaStatus
 from rocketmq_operator.remoting.controller import ControllerMetadata, ReplicaIdentity, SyncStateInfo
 
@@ -166,6 +166,9 @@ class FakeCluster:
     cut_off: set[str] = field(default_factory=set)  # agents (by their broker's address) that reach no controller
     down: set[str] = field(default_factory=set)
     updates: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    # brokers that apply a write of brokerPermission, then register with name servers they cannot reach and answer
+    # only after the caller's timeout (AdminBrokerProcessor.updateBrokerConfig)
+    registering_late: set[str] = field(default_factory=set)
 
     def _check(self, addr: str) -> None:
         if addr in self.down:
@@ -183,6 +186,8 @@ class FakeCluster:
         self._check(addr)
         self.configs[addr].update(values)
         self.updates.append((addr, values))
+        if addr in self.registering_late and "brokerPermission" in values:
+            raise RemotingTimeout(f"{addr}: no answer within {timeout} s")
 
 
 @dataclass
@@ -465,3 +470,36 @@ def test_the_lease_agent_runs_only_in_groups_that_opt_in(tmp_path: Path) -> None
     )
     assert opted != quickstart
     assert containers(opted) == ["broker", "lease-agent"]
+
+
+def test_a_fence_whose_answer_times_out_while_the_broker_registers_is_read_back_and_given_back_later(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A cut-off master applies the fence, then registers with name servers it cannot reach before it answers: the
+    agent reads the fence back, says it fenced, and keeps what it replaced, so it gives it back itself later."""
+    cluster, clock = _cluster(), Clock()
+    cluster.configs[LOCAL].update(minInSyncReplicas="2", brokerPermission="6", haSendHeartbeatInterval="0")
+    cluster.registering_late.add(LOCAL)
+    master = _agent(cluster, clock)
+    slaves = [_agent(cluster, clock, a) for a in PEERS.values()]
+    cluster.down.add(PEERS[3])
+
+    async def scenario() -> list[LeaseVerdict]:
+        seen = [(await master.round()).verdict]
+        cluster.cut_off.update({LOCAL, *PEERS.values()})
+        for _ in range(11):
+            clock.t += 0.5
+            await slaves[0].round()
+            seen.append((await master.round()).verdict)
+        cluster.cut_off.clear()
+        clock.t += 0.5
+        seen.append((await master.round()).verdict)
+        return seen
+
+    with caplog.at_level("WARNING", logger="rocketmq_operator.lease_agent"):
+        seen = asyncio.run(scenario())
+    assert LeaseVerdict.FENCE in seen and seen[-1] is LeaseVerdict.CONFIRMED, seen
+    assert any(": fenced (" in r.getMessage() for r in caplog.records), caplog.text
+    config = cluster.configs[LOCAL]
+    assert not is_fenced(config)
+    assert (config["brokerPermission"], config["minInSyncReplicas"]) == ("6", "2")

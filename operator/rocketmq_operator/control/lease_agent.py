@@ -63,6 +63,11 @@ RESTORED = ("brokerPermission", "minInSyncReplicas", "haSendHeartbeatInterval")
 go back to RocketMQ's defaults, which the project never renders)."""
 
 
+def fence_values(until: str, decision: LeaseDecision) -> dict[str, str]:
+    """The agent's fence: `fence_config` with a lease until ``until`` (ms), and `DROP_SLAVES` when deposed."""
+    return {**fence_config(int(until)), **(DROP_SLAVES if decision.drop_slaves else {})}
+
+
 @dataclass
 class LeaseMemory:
     """What one round leaves for the next."""
@@ -206,14 +211,24 @@ class LeaseAgent:
             # from the new master until the operator gives it back (22 s of NO_ROUTE on the real node).
             if await self._update(self.broker_address, {FENCE_DOOR_KEY: until}) and door == self.memory.fence_door:
                 self.memory.fence_door = until
-        elif await self._update(
-            self.broker_address, {**fence_config(int(until)), **(DROP_SLAVES if decision.drop_slaves else {})}
-        ):
+        else:
+            values = fence_values(until, decision)
+            if not (await self._update(self.broker_address, values) or await self._took(values)):
+                return
             log.warning("%s: fenced (%s)", self.name, decision.reason)
             self.memory.fence_door = until
             if decision.lapsed:  # given back once confirmed again at this epoch; a deposed broker's never
                 self.memory.fenced_at_epoch = self.memory.confirmed_epoch
                 self.memory.before_fence = {k: config[k] for k in RESTORED if k in config}
+
+    async def _took(self, values: dict[str, str]) -> bool:
+        """Whether the broker has ``values`` now, after a write whose answer did not come: RocketMQ applies a config
+        change first, then, for `brokerPermission`, registers the broker with every name server before it answers
+        (`AdminBrokerProcessor.updateBrokerConfig`), which a master cut off from its name servers does only after
+        the registration's own timeout. The fence took at once; without this the agent neither said so nor kept
+        what it must give back."""
+        config = await self._config(self.broker_address)
+        return config is not None and all(config.get(k) == v for k, v in values.items())
 
     async def _config(self, address: str) -> dict[str, str] | None:
         try:
