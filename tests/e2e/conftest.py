@@ -12,6 +12,7 @@ already up), imports the images built by ``make images`` and stops everything wh
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -26,6 +27,7 @@ import k8s_scripts
 from e2e.e2e_helpers import operator_version, pod_ready
 from e2e.e2e_node import SHARED_NODE_ENV, Node, bring_up, install_operator, missing_part, tear_down
 from real_parts import IN_CI, missing
+from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.tools.noloss import reports_no_loss_failure
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,6 +134,35 @@ class Group:
     def name_servers(self) -> str:
         data = self.node.json("-n", self.ns, "get", "configmap", f"{self.controller_group}-connection")["data"]
         return str(data["nameServers"])
+
+    def name_servers_route(self, topic: str = TOPIC) -> tuple[bool, str]:
+        """Whether every name server pod of the group's ControllerGroup answers a route for ``topic`` that names this
+        group's master (broker id 0), asked from the host at each pod's address as a client would after its
+        lookup; and what each answered."""
+        selector = f"rocketmq-operator.dev/group={self.controller_group}"
+        pods = self.node.json("-n", self.ns, "get", "pods", "-l", selector)
+        addresses = [f"{p['status']['podIP']}:9876" for p in pods["items"] if (p.get("status") or {}).get("podIP")]
+
+        async def ask(address: str) -> str:
+            client = RemotingClient()
+            try:
+                route = await client.get_route(topic, namesrv=address, timeout=3.0)
+            except (RemotingException, OSError) as exc:
+                return f"{address}: {exc}"
+            finally:
+                await client.close()
+            masters = [b.broker_addrs.get(0) for b in route.broker_datas if b.broker_name == self.name]
+            return f"{address}: master {masters[0]}" if masters and masters[0] else f"{address}: no master"
+
+        answers = [asyncio.run(ask(a)) for a in addresses]
+        return bool(answers) and all(": master " in a for a in answers), "; ".join(answers) or "no name server pod"
+
+    def wait_route(self, topic: str = TOPIC) -> float:
+        """Until every name server routes ``topic`` to this group's master: after a name server pod starts again it
+        knows nothing until the brokers (or the operator) register again, and a producer started before that finds
+        no route (the `produce --no-create-topic` of a test gives up after its timeout and retries)."""
+        what = f"every name server of {self.controller_group} routing {topic} to {self.name}'s master"
+        return self.node.wait_for(what, lambda: self.name_servers_route(topic)[0], timeout=300, interval=1)
 
     def events(self, reason: str) -> list[dict[str, Any]]:
         items = self.node.json("-n", self.ns, "get", "events")["items"]

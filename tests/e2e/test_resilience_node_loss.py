@@ -81,6 +81,7 @@ def _move_singletons_off(group: Any, node_name: str) -> None:
     finally:
         node.kubectl("uncordon", node_name)
     group.wait_healthy()
+    group.wait_route()  # a name server among the moved pods starts empty (found when this test ran first)
 
 
 def _master_on(group: Any, pod: str) -> None:
