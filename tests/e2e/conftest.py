@@ -367,6 +367,25 @@ def second_quickstart(operator: Node) -> Group:
     return group
 
 
+NODE_FAULTS_NS = "rocketmq-faults"
+
+
+@pytest.fixture(scope="package")
+def node_faults_quickstart(operator: Node) -> Iterator[Group]:
+    """examples/quickstart.yaml in a namespace of its own for the node faults (marker node_fault: a drain, a node
+    powered off), which `make test` runs first and alone: they leave the group's pods where the faults put them
+    (two on one node), and the quickstart's tests after them expect a group as the example creates it. Deleted when
+    the package's tests are done, so that its JVMs do not run beside the tests that follow."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NODE_FAULTS_NS}}
+    operator.kubectl("apply", "-f", "-", input=json.dumps(namespace))
+    operator.kubectl("-n", NODE_FAULTS_NS, "apply", "-f", ROOT / "examples" / "quickstart.yaml")
+    group = Group(operator, ns=NODE_FAULTS_NS)
+    seconds = group.wait_healthy(timeout=900)
+    print(f"node faults' quickstart apply -> healthy in {seconds:.0f}s")
+    yield group
+    operator.kubectl("delete", "namespace", NODE_FAULTS_NS, "--wait=false", check=False)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test here is marked e2e; the node faults (marker node_fault) run first, so that in one process, too,
     no other test's pods are on a node while it is powered off, drained or without its kubelet."""

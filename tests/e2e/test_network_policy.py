@@ -14,13 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from e2e.e2e_helpers import operator_version
 from e2e.e2e_node import node_count
 from real_parts import missing
-
-pytestmark = pytest.mark.xdist_group("quickstart")  # it changes the quickstart group's spec, then restores it
 
 PROBE_NS = "rocketmq-np-probe"
 # The client port admits anyone: it is retried until it connects (a pod's first packets can be refused while the

@@ -8,13 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from e2e.e2e_helpers import pod_ready
 from rocketmq_operator.tools.grpc_client import receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged
-
-pytestmark = pytest.mark.xdist_group("quickstart")
 
 NS = "rocketmq"
 TOPIC = "proxy-e2e"

@@ -5,14 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from e2e.e2e_helpers import operator_version, pod_ready
-
-# For a run on two pytest workers sharing one node (`-n 2 --dist loadgroup`): the quickstart's tests on one worker,
-# in file order, since they share its group; the other examples each in a namespace of their own. `make test` runs
-# the e2e tests in one process (docs/testing.md, stage 2).
-pytestmark = pytest.mark.xdist_group("quickstart")
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "rocketmq"

@@ -15,8 +15,8 @@ hold them, or the test would measure their absence (a ControllerGroup of one rep
 pod). The test moves them off the node it powers off (cordon, delete, uncordon), then makes that node's broker
 the master with a switchover, and runs its producer on another node.
 
-After tests/e2e/test_resilience.py (file order): its no-loss checks count the quickstart topic's messages, and this
-test's producer adds to them.
+It runs on a quickstart of its own (namespace rocketmq-faults), first and alone in `make test` (marker node_fault):
+every pod on the powered-off node is hit, and the group's pods stay where the fault put them.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from e2e.e2e_node import cluster_script, node_count
 from real_parts import missing
 from rocketmq_operator.tools.noloss import reports_no_loss_failure
 
-pytestmark = [pytest.mark.node_fault, pytest.mark.xdist_group("quickstart")]  # docs/testing.md, "Stage 2"
+pytestmark = pytest.mark.node_fault  # run alone, first (docs/testing.md, "Stage 2")
 
 IN_FLIGHT = 8
 
@@ -105,10 +105,12 @@ def _writable_after(report: dict[str, Any], powered_off: float) -> float:
     return round(pause["until"] - powered_off, 1) if pause else 0.0
 
 
-def test_the_masters_node_powered_off_and_on_under_a_producer_loses_nothing(quickstart: Any, tmp_path: Any) -> None:
+def test_the_masters_node_powered_off_and_on_under_a_producer_loses_nothing(
+    node_faults_quickstart: Any, tmp_path: Any
+) -> None:
     if node_count() < 3:
         missing("node loss needs the three-node cluster (ROCKETMQ_OPERATOR_E2E_NODES unset or 3)")
-    group = quickstart
+    group = node_faults_quickstart
     node = group.node
     java_class = java_client.compile_producer(tmp_path / "java")
     java_client.declare_topic(group)

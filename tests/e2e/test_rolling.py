@@ -20,8 +20,8 @@ import pytest
 from e2e.e2e_node import node_count
 from real_parts import missing
 
-# `make test` runs the node faults first, alone, then the rest on two workers sharing the cluster (`-n 2 --dist
-# loadgroup`, docs/testing.md "Stage 2"): each group's tests on one worker, in file order.
+# `make test` runs the node faults first, alone, then the rest on two workers sharing the cluster (docs/testing.md
+# "Stage 2"; the workers' groups: tests/conftest.py `E2E_WORKER_GROUPS`).
 
 IN_FLIGHT = 8  # the producer's --concurrency: at most this many sends are unanswered at Ctrl-C
 
@@ -34,7 +34,6 @@ def _when(event: dict[str, Any]) -> str:
     return str(event.get("eventTime") or event.get("lastTimestamp") or event["metadata"]["creationTimestamp"])
 
 
-@pytest.mark.xdist_group("second-quickstart")
 def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(second_quickstart: Any) -> None:
     group = second_quickstart
     group.wait_healthy()
@@ -127,11 +126,10 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(second_q
 
 
 @pytest.mark.node_fault
-@pytest.mark.xdist_group("quickstart")
-def test_a_drain_of_the_masters_node_moves_the_master_first_with_no_loss(quickstart: Any) -> None:
+def test_a_drain_of_the_masters_node_moves_the_master_first_with_no_loss(node_faults_quickstart: Any) -> None:
     if node_count() < 3:
         missing("a drain needs a schedulable node for the master (ROCKETMQ_OPERATOR_E2E_NODES unset or 3)")
-    group = quickstart
+    group = node_faults_quickstart
     node = group.node
     group.wait_healthy()
     old_master = group.master()

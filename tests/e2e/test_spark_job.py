@@ -13,15 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from e2e.e2e_helpers import operator_version
 from e2e.e2e_node import node_count, wait_for_image
 from real_parts import missing
 
 # `make test` runs these on one of two workers sharing the cluster (docs/testing.md "Stage 2"), on the second
-# quickstart group (namespace rocketmq-b), while the other worker's tests fail over and roll the first.
-pytestmark = pytest.mark.xdist_group("second-quickstart")
+# quickstart group (namespace rocketmq-b), while the other worker's tests fail over and fence the first.
 
 ROOT = Path(__file__).resolve().parents[2]
 

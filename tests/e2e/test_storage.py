@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from e2e.e2e_node import node_count
 from real_parts import missing
-
-pytestmark = pytest.mark.xdist_group("quickstart")  # the quickstart's tests share one worker (test_rolling.py)
 
 GI = 2**30
 GROWN = "11Gi"

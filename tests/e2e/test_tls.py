@@ -14,15 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from rocketmq_operator.control.certificates import CertificateInfo
 from rocketmq_operator.tools.noloss import reports_no_loss_failure
-
-# For a run on two pytest workers sharing one node (`-n 2 --dist loadgroup`): the quickstart's tests on one worker,
-# in file order, since they share its group; the other examples each in a namespace of their own. `make test` runs
-# the e2e tests in one process (docs/testing.md, stage 2).
-pytestmark = pytest.mark.xdist_group("tls")
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tls.yaml"
