@@ -340,12 +340,18 @@ def quickstart(operator: Node) -> Group:
     Set up again, it finds the group there and waits for it to be healthy: a pytest-xdist worker that has not yet
     received its next test tears every fixture down after the current one (it cannot know the next is in the same
     package), so on two workers this runs more than once per run."""
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ROCKETMQ_NS}}
+    return applied_healthy(operator, ROCKETMQ_NS, "proxy.yaml")
+
+
+def applied_healthy(operator: Node, ns: str, example: str) -> Group:
+    """examples/EXAMPLE applied in namespace ``ns`` (created if absent) as a user would, once its group is healthy
+    (an example already there is found and waited for)."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
     operator.kubectl("apply", "-f", "-", input=json.dumps(namespace))
-    operator.kubectl("-n", ROCKETMQ_NS, "apply", "-f", ROOT / "examples" / "proxy.yaml")
-    group = Group(operator)
+    operator.kubectl("-n", ns, "apply", "-f", ROOT / "examples" / example)
+    group = Group(operator, ns=ns)
     seconds = group.wait_healthy(timeout=900)
-    print(f"quickstart apply -> healthy in {seconds:.0f}s")
+    print(f"{example} in {ns}: apply -> healthy in {seconds:.0f}s")
     return group
 
 
@@ -358,13 +364,7 @@ def second_quickstart(operator: Node) -> Group:
     that `make test` runs on the second worker (the Spark tests, the image roll) while the first worker's tests
     fail over, fence and change the first quickstart (docs/testing.md, "Stage 2"). No Proxy: none of them uses
     one. Set up again, it finds the group there (as `quickstart` does)."""
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SECOND_QUICKSTART_NS}}
-    operator.kubectl("apply", "-f", "-", input=json.dumps(namespace))
-    operator.kubectl("-n", SECOND_QUICKSTART_NS, "apply", "-f", ROOT / "examples" / "quickstart.yaml")
-    group = Group(operator, ns=SECOND_QUICKSTART_NS)
-    seconds = group.wait_healthy(timeout=900)
-    print(f"second quickstart apply -> healthy in {seconds:.0f}s")
-    return group
+    return applied_healthy(operator, SECOND_QUICKSTART_NS, "quickstart.yaml")
 
 
 NODE_FAULTS_NS = "rocketmq-faults"
@@ -376,13 +376,7 @@ def node_faults_quickstart(operator: Node) -> Iterator[Group]:
     powered off), which `make test` runs first and alone: they leave the group's pods where the faults put them
     (two on one node), and the quickstart's tests after them expect a group as the example creates it. Deleted when
     the package's tests are done, so that its JVMs do not run beside the tests that follow."""
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NODE_FAULTS_NS}}
-    operator.kubectl("apply", "-f", "-", input=json.dumps(namespace))
-    operator.kubectl("-n", NODE_FAULTS_NS, "apply", "-f", ROOT / "examples" / "quickstart.yaml")
-    group = Group(operator, ns=NODE_FAULTS_NS)
-    seconds = group.wait_healthy(timeout=900)
-    print(f"node faults' quickstart apply -> healthy in {seconds:.0f}s")
-    yield group
+    yield applied_healthy(operator, NODE_FAULTS_NS, "quickstart.yaml")
     operator.kubectl("delete", "namespace", NODE_FAULTS_NS, "--wait=false", check=False)
 
 

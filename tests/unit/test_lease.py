@@ -363,6 +363,23 @@ def test_the_agent_gives_back_only_its_own_lapsed_lease_fence_at_the_same_epoch(
     assert may_give_back(own_lease_fence=own, fenced_at_epoch=fenced_at, confirmed_epoch=confirmed) is gives_back
 
 
+async def _controllers_out_of_reach_then_back(
+    cluster: FakeCluster, clock: Clock, master: LeaseAgent, slave: LeaseAgent
+) -> list[LeaseVerdict]:
+    """The master's verdicts: confirmed, then every agent cut off from the controllers for 5.5 s (a leader election
+    outlasting the lease), then one round with the controllers back."""
+    seen = [(await master.round()).verdict]
+    cluster.cut_off.update({LOCAL, *PEERS.values()})
+    for _ in range(11):
+        clock.t += 0.5
+        await slave.round()
+        seen.append((await master.round()).verdict)
+    cluster.cut_off.clear()
+    clock.t += 0.5
+    seen.append((await master.round()).verdict)
+    return seen
+
+
 def test_a_lease_fence_is_given_back_with_the_values_it_replaced_once_the_controller_answers_again() -> None:
     cluster, clock = _cluster(), Clock()
     cluster.configs[LOCAL].update(minInSyncReplicas="2", brokerPermission="6", haSendHeartbeatInterval="0")
@@ -370,19 +387,7 @@ def test_a_lease_fence_is_given_back_with_the_values_it_replaced_once_the_contro
     slaves = [_agent(cluster, clock, a) for a in PEERS.values()]
     cluster.down.add(PEERS[3])  # a slave that does not answer may be elected meanwhile: no failsafe
 
-    async def scenario() -> list[LeaseVerdict]:
-        seen = [(await master.round()).verdict]
-        cluster.cut_off.update({LOCAL, *PEERS.values()})  # a controller leader election outlasting the lease
-        for _ in range(11):
-            clock.t += 0.5
-            await slaves[0].round()
-            seen.append((await master.round()).verdict)
-        cluster.cut_off.clear()
-        clock.t += 0.5
-        seen.append((await master.round()).verdict)
-        return seen
-
-    seen = asyncio.run(scenario())
+    seen = asyncio.run(_controllers_out_of_reach_then_back(cluster, clock, master, slaves[0]))
     assert seen[-2:] == [LeaseVerdict.FENCE, LeaseVerdict.CONFIRMED], seen
     config = cluster.configs[LOCAL]
     assert not is_fenced(config)
@@ -484,20 +489,8 @@ def test_a_fence_whose_answer_times_out_while_the_broker_registers_is_read_back_
     slaves = [_agent(cluster, clock, a) for a in PEERS.values()]
     cluster.down.add(PEERS[3])
 
-    async def scenario() -> list[LeaseVerdict]:
-        seen = [(await master.round()).verdict]
-        cluster.cut_off.update({LOCAL, *PEERS.values()})
-        for _ in range(11):
-            clock.t += 0.5
-            await slaves[0].round()
-            seen.append((await master.round()).verdict)
-        cluster.cut_off.clear()
-        clock.t += 0.5
-        seen.append((await master.round()).verdict)
-        return seen
-
     with caplog.at_level("WARNING", logger="rocketmq_operator.lease_agent"):
-        seen = asyncio.run(scenario())
+        seen = asyncio.run(_controllers_out_of_reach_then_back(cluster, clock, master, slaves[0]))
     assert LeaseVerdict.FENCE in seen and seen[-1] is LeaseVerdict.CONFIRMED, seen
     assert any(": fenced (" in r.getMessage() for r in caplog.records), caplog.text
     config = cluster.configs[LOCAL]
