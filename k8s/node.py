@@ -81,8 +81,8 @@ SYSCTLS = (
 CONTAINER_ENV = "ROCKETMQ_OPERATOR_NODE_CONTAINER_ENV"
 """Environment variables every container on the node starts with (shell words, each NAME=value), set through
 containerd's base runtime spec: what a test suite wants of every pod without touching the manifests under test.
-The e2e tests set `JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1` (tests/e2e/e2e_node.py), the flag the local tests
-give every RocketMQ JVM. Unset: containerd's own default spec, unchanged."""
+The e2e tests set `JAVA_TOOL_OPTIONS` to the JIT flags the local tests give every RocketMQ JVM
+(tests/e2e/e2e_node.py, tests/jvm_flags.py). Unset: containerd's own default spec, unchanged."""
 # Host paths the kubelet/containerd create whatever their configuration says; removed at `down` if they
 # did not exist before `up`.
 HOST_PATHS = ("/run/netns", "/var/lib/cni", "/var/log/containers", "/var/log/pods", "/run/containerd")

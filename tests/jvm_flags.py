@@ -1,6 +1,6 @@
 """The JIT flags and timer slack every process the tests start runs with, local and in the e2e nodes' pods.
 
-JIT: C2 compiles only the hottest code (its thresholds ten times RocketMQ's JVM defaults). Measured on this machine
+JIT: C2 compiles only the hottest code (its tier-4 thresholds ten times the JVM's defaults). Measured on this machine
 (2026-11-28, a lone 5.5.0 broker, CPU ticks of the process from 30 s to 90 s after start, /proc/PID/stat):
 - with the timer wheel on (RocketMQ's default, and every broker in a pod): C1 only (`-XX:TieredStopAtLevel=1`,
   the suite's flag before) 1,668 ticks, of which 1,311 in `TimerFlushService`, a byte-by-byte compare of the

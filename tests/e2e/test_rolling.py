@@ -1,4 +1,5 @@
-"""The changes that move the quickstart group's pods on the real cluster, each while a producer sends, each
+"""The changes that move a quickstart group's pods on the real cluster (the image roll on the second quickstart,
+the drain on the node faults' own: tests/e2e/conftest.py), each while a producer sends, each
 followed by a read-back of every acknowledged key:
 
 * a rolling update as a user starts one, a new broker image tag in the BrokerGroup: the operator deletes the
