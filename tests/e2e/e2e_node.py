@@ -145,23 +145,34 @@ class Node:
         read = api_read(words)
         if read is None:
             return json.loads(self.kubectl(*words, "-o", "json"))
+        return json.loads(self._api_get(*read, what=f"kubectl {' '.join(words)}"))
+
+    def pod_log(self, ns: str, pod: str) -> str:
+        """`kubectl -n NS logs POD` (its one container), read in-process; '' while the pod has no log yet."""
+        try:
+            return self._api_get(f"/api/v1/namespaces/{ns}/pods/{pod}/log", [], what=f"logs of {ns}/{pod}").decode(
+                errors="replace"
+            )
+        except AssertionError:
+            return ""
+
+    def _api_get(self, path: str, query: list[tuple[str, str]], *, what: str) -> bytes:
         from kubernetes import config as kube_config  # the e2e tests' dependency only
         from kubernetes.client.exceptions import ApiException
 
         if self._api is None:
             self._api = kube_config.new_client_from_config(config_file=self.env["KUBECONFIG"])
-        path, query = read
         method, url, headers, _, _ = self._api.param_serialize(
-            "GET", path, query_params=query, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
+            "GET", path, query_params=query, auth_settings=["BearerToken"]
         )
         try:
             response = self._api.call_api(method, url, header_params=headers, _request_timeout=120)
             response.read()
         except ApiException as exc:
-            raise AssertionError(f"kubectl {' '.join(words)} failed: {exc.status} {exc.reason}: {exc.body}") from None
+            raise AssertionError(f"{what} failed: {exc.status} {exc.reason}: {exc.body}") from None
         if not 200 <= response.status < 300:
-            raise AssertionError(f"kubectl {' '.join(words)} failed: {response.status}: {response.data!r}")
-        return json.loads(response.data)
+            raise AssertionError(f"{what} failed: {response.status}: {response.data!r}")
+        return bytes(response.data)
 
     def delete_namespace(self, ns: str) -> None:
         """A test's namespace gone, without its brokers' graceful stop (7-12 s each, up to the pods' 60 s grace

@@ -135,7 +135,7 @@ def test_the_masters_node_powered_off_and_on_under_a_producer_loses_nothing(
     java_client.start_producer(group, java_pod, java_class, count=JAVA_COUNT, rate=JAVA_RATE, node_name=other)
     node.wait_for(
         "the Java producer's first acknowledgement",
-        lambda: "first acknowledgement" in node.kubectl("-n", group.ns, "logs", java_pod, check=False),
+        lambda: "first acknowledgement" in node.pod_log(group.ns, java_pod),
         timeout=300,
     )
 

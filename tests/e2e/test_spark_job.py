@@ -140,7 +140,7 @@ def test_spark_submit_in_cluster_mode_streams_through_a_lost_executor_and_writes
         assert res.returncode == 0, res.stderr[-3000:]
 
         def logs() -> str:
-            return node.kubectl("-n", group.ns, "logs", f"{app}-driver", check=False)
+            return node.pod_log(group.ns, f"{app}-driver")
 
         def executors() -> list[dict[str, Any]]:
             driver = node.json("-n", group.ns, "get", "pod", f"{app}-driver")
