@@ -35,6 +35,7 @@ from rocketmq_operator.api.modes import (
     in_sync_replicas,
     min_in_sync_replicas,
 )
+from rocketmq_operator.api.names import GROUP_NAME_MAX, TOPIC_NAME_MAX, TOPIC_NAME_PATTERN
 from rocketmq_operator.api.quantity import QUANTITY_PATTERN, is_quantity
 
 Kind = Literal["BrokerGroup", "ControllerGroup", "Topic", "ConsumerGroup", "Proxy"]
@@ -46,11 +47,7 @@ HOST_PORT_PATTERN = r"^[A-Za-z0-9]([-.A-Za-z0-9]*[A-Za-z0-9])?:[0-9]{1,5}$"
 MAX_BROKER_REPLICAS = 16
 MAX_CONFIG_KEYS = 128
 
-# RocketMQ's TopicValidator: topic (and group) names are ^[%|a-zA-Z0-9_-]+$, topics at most 127 characters,
-# and the system topics are refused; Validators.checkGroup allows groups up to 255 characters.
-TOPIC_NAME_PATTERN = r"^[%|a-zA-Z0-9_-]+$"
-TOPIC_NAME_MAX = 127
-GROUP_NAME_MAX = 255
+# RocketMQ's TopicValidator refuses the system topics (the names' pattern and lengths: api.names).
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 SYSTEM_TOPICS: tuple[str, ...] = (
     "TBW102",

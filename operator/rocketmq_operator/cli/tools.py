@@ -30,7 +30,7 @@ import time
 from collections.abc import Coroutine, Mapping
 from typing import Any, TextIO, TypeVar
 
-from rocketmq_operator.api.rules import GROUP_NAME_MAX, TOPIC_NAME_MAX, TOPIC_NAME_PATTERN
+from rocketmq_operator.api.names import GROUP_NAME_MAX, TOPIC_NAME_MAX, TOPIC_NAME_PATTERN
 from rocketmq_operator.remoting import RemotingException
 from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.remoting.tls import ClientTls
