@@ -20,6 +20,7 @@ from typing import Any
 
 import k8s_scripts
 from jvm_flags import TEST_JVM_FLAGS
+from rocketmq_operator.api.models import API_GROUP_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_NODE_ENV = "ROCKETMQ_OPERATOR_E2E_NODE"
@@ -67,7 +68,7 @@ ROCKETMQ_LOG_TAILS = (
 )
 
 
-_CRDS = "apis/rocketmq-operator.dev/v1alpha1"
+_CRDS = f"apis/{API_GROUP_VERSION}"
 # The kinds the tests read, by kubectl's names for them: API path prefix, resource, namespaced.
 _READ_KINDS = [
     ("pod pods", "api/v1", "pods", True),

@@ -199,7 +199,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     command = _command(argv)
-    if command in {"crds", "validate", "render", "explain", "run"}:
+    if command in sub.choices:  # one of the commands above
         families: list[str] = []
     elif command in FAMILIES:
         families = [FAMILIES[command]]
