@@ -27,6 +27,7 @@ import k8s_scripts
 from e2e.e2e_helpers import operator_version, pod_ready
 from e2e.e2e_node import SHARED_NODE_ENV, Node, bring_up, install_operator, missing_part, tear_down
 from real_parts import IN_CI, missing
+from rocketmq_operator.core.lease import LEASE_AGENT_ANNOTATION
 from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.tools.noloss import reports_no_loss_failure
 
@@ -343,16 +344,31 @@ def quickstart(operator: Node) -> Group:
     return applied_healthy(operator, ROCKETMQ_NS, "proxy.yaml")
 
 
-def applied_healthy(operator: Node, ns: str, example: str) -> Group:
-    """examples/EXAMPLE applied in namespace ``ns`` (created if absent) as a user would, once its group is healthy
-    (an example already there is found and waited for)."""
+def applied_healthy(operator: Node, ns: str, example: str, manifest: str | None = None) -> Group:
+    """examples/EXAMPLE (or ``manifest``, a text made from it) applied in namespace ``ns`` (created if absent) as a
+    user would, once its group is healthy (an example already there is found and waited for)."""
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
     operator.kubectl("apply", "-f", "-", input=json.dumps(namespace))
-    operator.kubectl("-n", ns, "apply", "-f", ROOT / "examples" / example)
+    if manifest is None:
+        operator.kubectl("-n", ns, "apply", "-f", ROOT / "examples" / example)
+    else:
+        operator.kubectl("-n", ns, "apply", "-f", "-", input=manifest)
     group = Group(operator, ns=ns)
     seconds = group.wait_healthy(timeout=900)
     print(f"{example} in {ns}: apply -> healthy in {seconds:.0f}s")
     return group
+
+
+def lease_agent_quickstart() -> str:
+    """examples/quickstart.yaml with its BrokerGroup opted in to the lease agent (`core.lease.LEASE_AGENT_ANNOTATION`),
+    as a user opts in: an annotation on the resource."""
+    text = (ROOT / "examples" / "quickstart.yaml").read_text()
+    opted = text.replace(
+        "kind: BrokerGroup\nmetadata:\n",
+        f"kind: BrokerGroup\nmetadata:\n  annotations:\n    {LEASE_AGENT_ANNOTATION}: enabled\n",
+    )
+    assert opted != text, "the quickstart's BrokerGroup has no metadata block to annotate"
+    return opted
 
 
 SECOND_QUICKSTART_NS = "rocketmq-b"
@@ -360,24 +376,16 @@ SECOND_QUICKSTART_NS = "rocketmq-b"
 
 @pytest.fixture(scope="package")
 def second_quickstart(operator: Node) -> Group:
-    """examples/quickstart.yaml applied as a user would in a namespace of its own, healthy: the group of the tests
-    that `make test` runs on the second worker (the Spark tests, the image roll) while the first worker's tests
-    fail over, fence and change the first quickstart (docs/testing.md, "Stage 2"). No Proxy: none of them uses
-    one. Set up again, it finds the group there (as `quickstart` does)."""
-    return applied_healthy(operator, SECOND_QUICKSTART_NS, "quickstart.yaml")
+    """The quickstart with the lease agent opted in (`lease_agent_quickstart`), in a namespace of its own, healthy.
 
-
-NODE_FAULTS_NS = "rocketmq-faults"
-
-
-@pytest.fixture(scope="package")
-def node_faults_quickstart(operator: Node) -> Iterator[Group]:
-    """examples/quickstart.yaml in a namespace of its own for the node faults (marker node_fault: a drain, a node
-    powered off), which `make test` runs first and alone: they leave the group's pods where the faults put them
-    (two on one node), and the quickstart's tests after them expect a group as the example creates it. Deleted when
-    the package's tests are done, so that its JVMs do not run beside the tests that follow."""
-    yield applied_healthy(operator, NODE_FAULTS_NS, "quickstart.yaml")
-    operator.kubectl("delete", "namespace", NODE_FAULTS_NS, "--wait=false", check=False)
+    One group serves two lines of `make test` (docs/testing.md, "Stage 2"), one after the other: first the node
+    faults (marker node_fault: the lease agent's cut-off master, the master's node powered off, a drain), which run
+    alone, then, on the second worker, the Spark tests and the image roll, while the first worker's tests fail over,
+    fence and change the first quickstart. A quickstart made once instead of twice (its JVMs' start is most of a
+    setup's CPU on two cores), and the lease agent on beside every test that uses it: a false fence under the
+    suite's load fails them. None of these tests needs the example's placement (the node faults leave two pods on
+    one node). Set up again, it finds the group there and waits for it to be healthy (as `quickstart` does)."""
+    return applied_healthy(operator, SECOND_QUICKSTART_NS, "quickstart.yaml", lease_agent_quickstart())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -17,20 +17,15 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from e2e.e2e_node import cluster_script
 from e2e.test_resilience import _assert_master_followed, _wait_new_master, start_ordinary_and_pinned
-from rocketmq_operator.core.lease import LEASE_AGENT_ANNOTATION
 from rocketmq_operator.tools.noloss import reports_no_loss_failure
 
 pytestmark = pytest.mark.node_fault  # its master's kubelet stopped: run alone (docs/testing.md, "Stage 2")
-
-ROOT = Path(__file__).resolve().parents[2]
 
 CUT_S = 25.0
 """How long the master stays cut off: past the controller's 10 s heartbeat timeout and the election, well within
@@ -48,33 +43,13 @@ def _iptables(pid: int, verb: str, ip: str) -> None:
         )
 
 
-NS = "lease"
-EXAMPLE = ROOT / "examples" / "quickstart.yaml"
-
-
-def _opted_in_quickstart() -> str:
-    """The quickstart with its BrokerGroup opted in to the lease agent (`core.lease.LEASE_AGENT_ANNOTATION`)."""
-    text = EXAMPLE.read_text()
-    opted = text.replace(
-        "kind: BrokerGroup\nmetadata:\n",
-        f"kind: BrokerGroup\nmetadata:\n  annotations:\n    {LEASE_AGENT_ANNOTATION}: enabled\n",
-    )
-    assert opted != text, "the quickstart's BrokerGroup has no metadata block to annotate"
-    return opted
-
-
 def test_a_master_cut_off_from_controller_and_operator_with_its_kubelet_stopped_fences_itself(
-    group_in: Callable[..., Any],
+    second_quickstart: Any,
 ) -> None:
-    group = group_in(NS)
-    group.node.kubectl("create", "namespace", NS)
-    try:
-        group.node.kubectl("-n", NS, "apply", "-f", "-", input=_opted_in_quickstart())
-        seconds = group.wait_healthy(timeout=900)
-        print(f"lease: the opted-in quickstart healthy in {seconds:.0f}s")
-        _cut_off_trial(group)
-    finally:
-        group.node.delete_namespace(NS)
+    """On the quickstart with the lease agent opted in (tests/e2e/conftest.py, `second_quickstart`)."""
+    group = second_quickstart
+    group.wait_healthy()
+    _cut_off_trial(group)
 
 
 def _cut_off_trial(group: Any) -> None:

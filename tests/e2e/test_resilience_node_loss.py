@@ -15,8 +15,9 @@ hold them, or the test would measure their absence (a ControllerGroup of one rep
 pod). The test moves them off the node it powers off (cordon, delete, uncordon), then makes that node's broker
 the master with a switchover, and runs its producer on another node.
 
-It runs on a quickstart of its own (namespace rocketmq-faults), first and alone in `make test` (marker node_fault):
-every pod on the powered-off node is hit, and the group's pods stay where the fault put them.
+It runs on the second quickstart (namespace rocketmq-b, the lease agent opted in; tests/e2e/conftest.py), first and
+alone in `make test` (marker node_fault): every pod on the powered-off node is hit, and the group's pods stay where
+the fault put them (the roll and Spark tests that use the group after it do not need the example's placement).
 """
 
 from __future__ import annotations
@@ -106,11 +107,11 @@ def _writable_after(report: dict[str, Any], powered_off: float) -> float:
 
 
 def test_the_masters_node_powered_off_and_on_under_a_producer_loses_nothing(
-    node_faults_quickstart: Any, tmp_path: Any
+    second_quickstart: Any, tmp_path: Any
 ) -> None:
     if node_count() < 3:
         missing("node loss needs the three-node cluster (ROCKETMQ_OPERATOR_E2E_NODES unset or 3)")
-    group = node_faults_quickstart
+    group = second_quickstart
     node = group.node
     java_class = java_client.compile_producer(tmp_path / "java")
     java_client.declare_topic(group)

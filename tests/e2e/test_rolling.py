@@ -127,10 +127,10 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(second_q
 
 
 @pytest.mark.node_fault
-def test_a_drain_of_the_masters_node_moves_the_master_first_with_no_loss(node_faults_quickstart: Any) -> None:
+def test_a_drain_of_the_masters_node_moves_the_master_first_with_no_loss(second_quickstart: Any) -> None:
     if node_count() < 3:
         missing("a drain needs a schedulable node for the master (ROCKETMQ_OPERATOR_E2E_NODES unset or 3)")
-    group = node_faults_quickstart
+    group = second_quickstart
     node = group.node
     group.wait_healthy()
     old_master = group.master()
