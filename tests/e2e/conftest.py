@@ -292,8 +292,7 @@ class Group:
                 cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             except OSError:
                 continue
-            if uid in cgroup and ("BrokerStartup" in cmdline or "ControllerStartup" in cmdline
-                                  or "NamesrvStartup" in cmdline):  # fmt: skip
+            if uid in cgroup and any(main in cmdline for main in ROCKETMQ_MAIN_CLASSES):
                 return int(proc.name), cgroup
         raise AssertionError(f"no RocketMQ JVM found in the cgroups of pod {pod} (uid {uid})")
 
@@ -372,6 +371,7 @@ def lease_agent_quickstart() -> str:
 
 
 SECOND_QUICKSTART_NS = "rocketmq-b"
+ROCKETMQ_MAIN_CLASSES = ("BrokerStartup", "ControllerStartup", "NamesrvStartup", "ProxyStartup")
 
 
 @pytest.fixture(scope="package")

@@ -1,55 +1,67 @@
 """examples/proxy.yaml on the real node: two RocketMQ proxies (a Deployment of the broker image) in front of the
 quickstart group, reached from outside the pod network as a user outside the cluster would: from the host,
 through the NodePort, with RocketMQ 5's own gRPC client (rocketmq-python-client, default settings). The
-`quickstart` fixture applies the example (tests/e2e/conftest.py), so the proxies start beside the brokers."""
+`quickstart` fixture applies the example (tests/e2e/conftest.py), so the proxies start beside the brokers.
+
+Then, under a default gRPC producer on the host: the proxies rolled to a new image tag (the Deployment's
+surge-one, unavailable-zero roll), and each proxy's JVM SIGKILLed in turn (the client's connection is on one of
+them, so one kill is its proxy's); every acknowledged key read back through the NodePort."""
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from e2e.e2e_helpers import pod_ready
-from rocketmq_operator.tools.grpc_client import receive_keys, send_keys
+from rocketmq_operator.tools.grpc_client import SteadyGrpcProducer, receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged
 
 NS = "rocketmq"
 TOPIC = "proxy-e2e"
 GROUP = "proxy-e2e-readers"
+PROXY_PODS = "app.kubernetes.io/component=proxy,app.kubernetes.io/instance=proxy"
 
 
-def _topic_and_group() -> str:
-    """A Topic and a ConsumerGroup of their own (gRPC clients do not create topics), so that this test's pop
-    consumption never moves the quickstart group's offsets that other tests read."""
+def topic_and_group(topic: str, group: str) -> str:
+    """A Topic and a ConsumerGroup of their own on broker-a (gRPC clients do not create topics), so that a test's
+    pop consumption never moves the offsets that other tests read."""
     docs = [
-        {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "Topic", "metadata": {"name": TOPIC},
+        {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "Topic", "metadata": {"name": topic},
          "spec": {"brokerGroups": ["broker-a"], "readQueueNums": 4, "writeQueueNums": 4, "messageType": "NORMAL"}},
-        {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "ConsumerGroup", "metadata": {"name": GROUP},
-         "spec": {"brokerGroups": ["broker-a"], "topics": [TOPIC]}},
+        {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "ConsumerGroup", "metadata": {"name": group},
+         "spec": {"brokerGroups": ["broker-a"], "topics": [topic]}},
     ]  # fmt: skip
     return "\n---\n".join(json.dumps(d) for d in docs)
 
 
-def test_proxy_example_serves_a_grpc_client_on_the_host_through_the_node_port(quickstart: Any) -> None:
-    node = quickstart.node
-    node.kubectl("-n", NS, "apply", "-f", "-", input=_topic_and_group())
+def wait_proxy_ready(node: Any, ns: str, name: str, replicas: int) -> float:
+    """Waits until the Proxy reports `replicas` ready and its Ready condition; returns the seconds waited."""
 
     def ready() -> bool:
-        status = node.json("-n", NS, "get", "proxy", "proxy").get("status") or {}
+        status = node.json("-n", ns, "get", "proxy", name).get("status") or {}
         conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
-        return status.get("readyReplicas") == 2 and conditions.get("Ready") == "True"
+        return status.get("readyReplicas") == replicas and conditions.get("Ready") == "True"
 
-    seconds = node.wait_for("both proxies Ready", ready, timeout=600)
+    return float(node.wait_for(f"{replicas} ready replicas of Proxy {ns}/{name}", ready, timeout=600))
+
+
+def wait_topic_ready(node: Any, ns: str, topic: str) -> None:
+    def asserted() -> bool:
+        return bool((node.json("-n", ns, "get", "topic", topic).get("status") or {}).get("ready"))
+
+    node.wait_for(f"topic {topic} on the master", asserted, timeout=300)
+
+
+def test_proxy_example_serves_a_grpc_client_on_the_host_through_the_node_port(quickstart: Any) -> None:
+    node = quickstart.node
+    node.kubectl("-n", NS, "apply", "-f", "-", input=topic_and_group(TOPIC, GROUP))
+    seconds = wait_proxy_ready(node, NS, "proxy", 2)
     print(f"\nproxies Ready ({seconds:.0f}s more after the group was healthy)")
     print(node.kubectl("-n", NS, "get", "proxy", "-o", "wide"))
     status = node.json("-n", NS, "get", "proxy", "proxy")["status"]
     assert status["endpoint"] == f"proxy.{NS}.svc:8081"
-    pods = [
-        p
-        for p in node.json(
-            "-n", NS, "get", "pods", "-l", "app.kubernetes.io/component=proxy,app.kubernetes.io/instance=proxy"
-        )["items"]
-        if pod_ready(p)
-    ]
+    pods = [p for p in node.json("-n", NS, "get", "pods", "-l", PROXY_PODS)["items"] if pod_ready(p)]
     assert len(pods) == 2, [p["metadata"]["name"] for p in pods]
     procs = node.kubectl(
         "-n", NS, "exec", pods[0]["metadata"]["name"], "--", "sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"
@@ -60,10 +72,7 @@ def test_proxy_example_serves_a_grpc_client_on_the_host_through_the_node_port(qu
     node_port = next(p["nodePort"] for p in service["spec"]["ports"] if p["name"] == "grpc")
     assert node_port == 30081
 
-    def topic_asserted() -> bool:
-        return bool((node.json("-n", NS, "get", "topic", TOPIC).get("status") or {}).get("ready"))
-
-    node.wait_for(f"topic {TOPIC} on the master", topic_asserted, timeout=300)
+    wait_topic_ready(node, NS, TOPIC)
 
     # From the host, outside the pod network: the node's address and the node port.
     endpoint = f"{node.node_address()}:{node_port}"
@@ -73,6 +82,8 @@ def test_proxy_example_serves_a_grpc_client_on_the_host_through_the_node_port(qu
     got = receive_keys(endpoint, GROUP, TOPIC, keys, idle_s=30)
     lost = missing_acknowledged(set(keys), got)
     assert not lost, sorted(lost)[:10]
+
+    _roll_and_kill_under_a_producer(quickstart, endpoint, pods[0]["spec"]["containers"][0]["image"])
 
     # Deleting the Proxy deletes what it owns (its Deployment, Service and PodDisruptionBudget), as a user expects;
     # the brokers keep serving. It also frees the two proxy JVMs for the tests after this one.
@@ -86,3 +97,62 @@ def test_proxy_example_serves_a_grpc_client_on_the_host_through_the_node_port(qu
 
     node.wait_for("the Proxy's Deployment, Service and PDB gone", proxy_objects_gone, timeout=300)
     assert quickstart.healthy()
+
+
+def _roll_and_kill_under_a_producer(quickstart: Any, endpoint: str, image: str) -> None:
+    """The proxies rolled to a new tag of their image, then each proxy's JVM SIGKILLed in turn, under a default
+    gRPC producer on the host sending through the NodePort; every acknowledged key read back."""
+    node = quickstart.node
+    new_image = image.rpartition(":")[0] + ":rolled-proxy-e2e"
+    node.tag_image(image, new_image)  # what a push of a new tag would give (no registry is reachable here)
+    producer = SteadyGrpcProducer(endpoint, TOPIC, rate=20.0, key_prefix="proxy-e2e-steady-")
+    producer.start()
+    try:
+        node.wait_for("acknowledged sends before the roll", lambda: len(producer.acknowledged()) >= 20, timeout=120)
+
+        def acked_after(at: float) -> bool:
+            return any(r.ok and r.start > at for r in producer.records)
+
+        def pods() -> list[dict[str, Any]]:
+            return list(node.json("-n", NS, "get", "pods", "-l", PROXY_PODS)["items"])
+
+        rolled_at = time.time()
+        node.kubectl(
+            "-n", NS, "patch", "proxy", "proxy", "--type", "merge", "-p", json.dumps({"spec": {"image": new_image}})
+        )
+
+        def rolled() -> bool:
+            now = pods()
+            images = {p["spec"]["containers"][0]["image"] for p in now}
+            return images == {new_image} and len(now) == 2 and all(pod_ready(p) for p in now)
+
+        node.wait_for("both proxies rolled to the new image and Ready", rolled, timeout=600, interval=1)
+        done_at = time.time()
+        node.wait_for("an acknowledged send after the roll", lambda: acked_after(done_at), timeout=120)
+        print(f"\nproxies rolled to {new_image} in {time.time() - rolled_at:.0f}s under the producer")
+
+        for pod in sorted(p["metadata"]["name"] for p in pods()):
+
+            def restarts(name: str = pod) -> int:
+                found = node.json("-n", NS, "get", "pod", name)
+                return sum(c.get("restartCount", 0) for c in (found.get("status") or {}).get("containerStatuses", []))
+
+            before = restarts()
+            killed_at = time.time()
+            quickstart.kill_jvm(pod)
+
+            def back(name: str = pod, before: int = before) -> bool:
+                return restarts(name) > before and pod_ready(node.json("-n", NS, "get", "pod", name))
+
+            node.wait_for(f"{pod} restarted and Ready after its JVM's SIGKILL", back, timeout=300, interval=1)
+            node.wait_for(f"an acknowledged send after {pod}'s kill", lambda at=killed_at: acked_after(at), timeout=120)
+            first = min(r.end for r in producer.records if r.ok and r.start > killed_at)
+            print(f"{pod}: JVM SIGKILLed, the client writable again {first - killed_at:.2f}s after")
+    finally:
+        records = producer.stop()
+    acked = {r.key for r in records if r.ok}
+    failed = sorted({r.status for r in records if not r.ok})
+    print(f"gRPC producer on the host: {len(records)} sends, {len(acked)} acknowledged, failures {failed}")
+    got = receive_keys(endpoint, GROUP, TOPIC, acked, idle_s=30)
+    lost = missing_acknowledged(acked, got)
+    assert not lost, f"{len(lost)} acknowledged keys not read back through the proxies: {sorted(lost)[:10]}"

@@ -1,10 +1,12 @@
-"""The changes that move a quickstart group's pods on the real cluster (the image roll on the second quickstart,
-the drain on the node faults' own: tests/e2e/conftest.py), each while a producer sends, each
-followed by a read-back of every acknowledged key:
+"""The changes that move a quickstart group's pods on the real cluster (the image roll and the drain, both on the
+second quickstart: tests/e2e/conftest.py), each while a producer sends, each followed by a read-back of every
+acknowledged key:
 
 * a rolling update as a user starts one, a new broker image tag in the BrokerGroup: the operator deletes the
   broker pods one at a time in quorum-safe order (slaves first, the master last after a switchover), and
-  `kubectl get bg` shows the progress;
+  `kubectl get bg` shows the progress; beside the remoting producer, RocketMQ 5's gRPC client (default settings)
+  sends from the host through a Proxy's NodePort all along, and every key it got acknowledged is read back
+  through the proxy;
 * `kubectl drain` of the master's node (three nodes only): the operator switches the master to an in-sync slave on
   a schedulable node before the eviction can take it (the `<group>-master` PodDisruptionBudget holds the eviction
   until then), and the evicted pod starts again on another node (docs/rolling.md, "Switchover before a node drain").
@@ -19,12 +21,31 @@ from typing import Any
 import pytest
 
 from e2e.e2e_node import node_count
+from e2e.test_proxy import topic_and_group, wait_proxy_ready, wait_topic_ready
 from real_parts import missing
+from rocketmq_operator.tools.grpc_client import SteadyGrpcProducer, receive_keys
+from rocketmq_operator.tools.noloss import missing_acknowledged
 
 # `make test` runs the node faults first, alone, then the rest on two workers sharing the cluster (docs/testing.md
 # "Stage 2"; the workers' groups: tests/conftest.py `E2E_WORKER_GROUPS`).
 
 IN_FLIGHT = 8  # the producer's --concurrency: at most this many sends are unanswered at Ctrl-C
+ROLL_PROXY, ROLL_PROXY_PORT, ROLL_TOPIC, ROLL_READERS = "proxy-b", 30082, "roll-grpc", "roll-grpc-readers"
+
+
+def _roll_proxy(group: Any) -> str:
+    """A Proxy of one replica in front of the group (NodePort ROLL_PROXY_PORT) and a Topic and ConsumerGroup of its
+    own; returns the endpoint a client on the host uses."""
+    proxy = {
+        "apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "Proxy", "metadata": {"name": ROLL_PROXY},
+        "spec": {"controllerRef": {"name": group.controller_group}, "clusterName": "DefaultCluster", "replicas": 1,
+                 "service": {"type": "NodePort", "grpcNodePort": ROLL_PROXY_PORT}},
+    }  # fmt: skip
+    manifest = topic_and_group(ROLL_TOPIC, ROLL_READERS) + "\n---\n" + json.dumps(proxy)
+    group.node.kubectl("-n", group.ns, "apply", "-f", "-", input=manifest)
+    wait_proxy_ready(group.node, group.ns, ROLL_PROXY, 1)
+    wait_topic_ready(group.node, group.ns, ROLL_TOPIC)
+    return f"{group.node.node_address()}:{ROLL_PROXY_PORT}"
 
 
 def _rollout(group: Any) -> dict[str, Any]:
@@ -47,6 +68,26 @@ def test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss(second_q
     restarts_before = len(group.events("RollingUpdate"))
     masters_before = len(group.events("MasterChanged"))
     baseline = group.consume_all("consume-before-roll")  # the topic holds the earlier tests' messages too
+    grpc = SteadyGrpcProducer(_roll_proxy(group), ROLL_TOPIC, rate=20.0, key_prefix="roll-grpc-")
+    grpc.start()
+    try:
+        _roll(group, new_image, restarts_before, masters_before, baseline, old_master)
+    finally:
+        grpc_records = grpc.stop()
+    grpc_acked = {r.key for r in grpc_records if r.ok}
+    grpc_failed = sorted({r.status for r in grpc_records if not r.ok})
+    print(
+        f"gRPC producer through {ROLL_PROXY}: {len(grpc_records)} sends, {len(grpc_acked)} acknowledged, {grpc_failed}"
+    )
+    got = receive_keys(grpc.endpoints, ROLL_READERS, ROLL_TOPIC, grpc_acked, idle_s=30)
+    lost = missing_acknowledged(grpc_acked, got)
+    assert not lost, f"{len(lost)} keys acknowledged through the proxy not read back: {sorted(lost)[:10]}"
+    group.node.kubectl("-n", group.ns, "delete", "proxy", ROLL_PROXY)  # its JVM is not needed by the tests after
+
+
+def _roll(
+    group: Any, new_image: str, restarts_before: int, masters_before: int, baseline: dict[str, Any], old_master: str
+) -> None:
     offset_before = group.master_offset()
 
     # At most 40,000 (267 s); stopped with Ctrl-C once the roll is complete and the new master took sends.

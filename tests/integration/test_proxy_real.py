@@ -2,9 +2,10 @@
 group, and RocketMQ 5's own gRPC client (rocketmq-python-client, default settings) through them.
 
 What a user does: `local up -f examples/proxy.yaml`, `eval "$(rocketmq-operator local env)"`, send and receive
-through ROCKETMQ_PROXY_ENDPOINT; then the master is SIGKILLed while a default gRPC producer sends through the
-proxy. Checked as the client sees it: every acknowledged key is read back through the proxy, and the producer is
-writable again after the kill (the figure is a benchmark's, `bench proxy-failover`; here it is only printed).
+through ROCKETMQ_PROXY_ENDPOINT; then the master is SIGKILLed, and later SIGSTOPped (a hung master, woken once the
+client is writable again), each while a default gRPC producer sends through the proxy. Checked as the client sees
+it: every acknowledged key is read back through the proxy, and the producer is writable again after each fault
+(the figures are a benchmark's, `bench proxy-failover --fault kill|stop`; here they are only printed).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from rocketmq_operator.bench.failover import write_pause
 from rocketmq_operator.tools.grpc_client import SteadyGrpcProducer, receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged
 
@@ -45,7 +47,7 @@ def _master(cluster: Any, doc: dict[str, Any]) -> str | None:
     return str(replica) if replica else None
 
 
-def test_grpc_clients_through_local_proxies_and_a_master_kill(local_platform: Any) -> None:
+def test_grpc_clients_through_local_proxies_a_master_kill_and_a_hung_master(local_platform: Any) -> None:
     with local_platform.up(EXAMPLE, name="proxy") as cluster:
         doc = cluster.status()
         proxies = doc["proxies"]
@@ -65,34 +67,56 @@ def test_grpc_clients_through_local_proxies_and_a_master_kill(local_platform: An
         got = receive_keys(other, CONSUMER_GROUP, TOPIC, keys, idle_s=20)
         assert not missing_acknowledged(set(keys), got), sorted(set(keys) - got)[:10]
 
-        # A master SIGKILL under a default gRPC producer through the proxies.
-        before = _master(cluster, cluster.observe())
-        assert before is not None
-        producer = SteadyGrpcProducer(endpoint, TOPIC, rate=50.0, key_prefix="proxy-kill-")
-        producer.start()
-        try:
-            cluster.wait_for("acknowledged sends before the kill", lambda _d: len(producer.acknowledged()) >= 50)
-            killed_at = time.time()
-            cluster.cli("kill", before, "--signal", "KILL")
-            cluster.wait_for(
-                "another master, named by the controller",
-                lambda d: _master(cluster, d) not in (None, before),
-                timeout=120,
-            )
-            cluster.wait_for(
-                "acknowledged sends after the kill",
-                lambda _d: any(r.ok and r.start > killed_at for r in producer.records),
-                timeout=120,
-            )
-        finally:
-            records = producer.stop()
-        acked = {r.key for r in records if r.ok}
-        first_after = min(r.end for r in records if r.ok and r.start > killed_at)
-        failed = sum(1 for r in records if not r.ok)
-        print(
-            f"\ngRPC producer through the proxy: {len(records)} sends, {len(acked)} acknowledged, {failed} failed; "
-            f"writable again {first_after - killed_at:.2f}s after the kill"
-        )
+        # A master SIGKILL, then a hung master (SIGSTOP), each under a default gRPC producer through the proxies.
+        acked = _fault_under_producer(cluster, endpoint, "KILL") | _fault_under_producer(cluster, endpoint, "STOP")
         got = receive_keys(other, CONSUMER_GROUP, TOPIC, acked, idle_s=20)
         lost = missing_acknowledged(acked, got)
         assert not lost, f"{len(lost)} acknowledged keys not read back: {sorted(lost)[:10]}"
+
+
+def _full_set(cluster: Any, doc: dict[str, Any]) -> bool:
+    group = cluster.group(GROUP, doc)
+    return _master(cluster, doc) is not None and len((group.get("syncStateSet") or {}).get("members") or []) == 3
+
+
+def _fault_under_producer(cluster: Any, endpoint: str, signal: str) -> set[str]:
+    """SIG`signal` to the master while a default gRPC producer sends through the proxy at `endpoint`; returns the
+    keys it got acknowledged. A stopped master gets SIGCONT once the client is writable again (if the supervisor
+    has not fenced it by then): a woken master that acknowledged what the election discarded would lose a key."""
+    before = _master(cluster, cluster.wait_for("a full SyncStateSet", lambda d: _full_set(cluster, d), timeout=180))
+    assert before is not None
+    producer = SteadyGrpcProducer(endpoint, TOPIC, rate=50.0, key_prefix=f"proxy-{signal.lower()}-")
+    producer.start()
+    try:
+        cluster.wait_for(f"acknowledged sends before the SIG{signal}", lambda _d: len(producer.acknowledged()) >= 50)
+        faulted_at = time.time()
+        cluster.cli("kill", before, "--signal", signal)
+        cluster.wait_for(
+            "another master, named by the controller", lambda d: _master(cluster, d) not in (None, before), timeout=120
+        )
+        cluster.wait_for(
+            f"acknowledged sends after the SIG{signal}",
+            lambda _d: any(r.ok and r.start > faulted_at for r in producer.records),
+            timeout=120,
+        )
+        if signal == "STOP":
+            woken_at = time.time()
+            woke = cluster.cli("kill", before, "--signal", "CONT", check=False)
+            print(f"\nSIGCONT {before}: exit {woke.returncode} {woke.stdout.strip()} {woke.stderr.strip()}")
+            cluster.wait_for(
+                "acknowledged sends after the SIGCONT",
+                lambda _d: any(r.ok and r.start > woken_at for r in producer.records),
+                timeout=120,
+            )
+    finally:
+        records = producer.stop()
+    acked = {r.key for r in records if r.ok}
+    failed = sum(1 for r in records if not r.ok)
+    # The write pause (the longest gap between acknowledgements) around the fault: the CLI's start delays the
+    # signal by a fraction of a second after `faulted_at`, so "the first acknowledgement after it" says little.
+    pause = write_pause(records, faulted_at, time.time())
+    print(
+        f"\ngRPC producer through the proxy, SIG{signal} of {before}: {len(records)} sends, {len(acked)} "
+        f"acknowledged, {failed} failed; longest gap between acknowledgements {pause:.2f}s"
+    )
+    return acked

@@ -141,3 +141,33 @@ def test_cli_negative_load_is_a_one_line_usage_error(
     out, err = capsys.readouterr()
     assert out == ""
     assert err == "error: --load -1: the number of busy processes must be 0 or more; fix: e.g. --load 2\n"
+
+
+@pytest.mark.parametrize("fault", ["kill", "stop"])
+def test_cli_proxy_failover_passes_the_fault_and_fails_on_a_lost_key(
+    fault: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rocketmq_operator.bench import proxy
+
+    asked: list[str] = []
+
+    async def run_proxy_failover(*args: Any) -> dict[str, Any]:
+        asked.append(args[-1])
+        return passed(lost=1, lost_keys=["k-1"], fault=args[-1])
+
+    monkeypatch.setattr(proxy, "run_proxy_failover", run_proxy_failover)
+    monkeypatch.setattr(bench_cli, "stderr_terminal", lambda: None)
+    code = main(["bench", "proxy-failover", "-f", "x.yaml", "--state-dir", str(tmp_path), "--fault", fault])
+    out, err = capsys.readouterr()
+    assert asked == [fault]
+    assert code == 1 and "bench proxy-failover: FAILED" in err and len(err.splitlines()) == 1, err
+    assert json.loads(out)["fault"] == fault
+
+
+def test_cli_proxy_failover_refuses_an_unknown_fault_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "proxy-failover", "-f", "x.yaml", "--state-dir", str(tmp_path), "--fault", "pause"])
+    assert exc.value.code == 2
+    assert "--fault: invalid choice: 'pause'" in capsys.readouterr().err

@@ -2,15 +2,18 @@
 costs a sender: throughput and send latency through it against straight to the brokers, with the same client and
 the same load in one run; `run_proxy_bench`).
 
-`bench proxy-failover`: the master SIGKILLed N times under RocketMQ 5's own gRPC client,
-with its default settings, sending through the local platform's proxies.
+`bench proxy-failover`: a master fault N times under RocketMQ 5's own gRPC client, with its default settings,
+sending through the local platform's proxies. Faults (`--fault`): `kill` (SIGKILL; the supervisor restarts it) and
+`stop` (SIGSTOP, a hung master: held until the client through the proxy is writable again, then SIGCONT unless the
+supervisor has fenced it by then; a master that woke and acknowledged a write the election had discarded would show
+as a lost key at the read-back).
 
 What an application on RocketMQ 5 sees during a failover: the client (`tools.grpc_client`, rocketmq-python-client)
 sends synchronously, one message at a time, to the first proxy's endpoint (one proxy per client, as behind a
 Service); the proxy reads routes from the name servers every `spec.routeRefreshSeconds` and sends to the
 master. Per trial, on one wall clock:
 
-* `writable_again_s`: the SIGKILL (as the supervisor sent it) → the first acknowledgement of a send that started
+* `writable_again_s`: the signal (as the supervisor sent it) → the first acknowledgement of a send that started
   after it (what issue 31 measured for a default remoting client straight to the brokers: 23.3 s p50 / 28.9 s
   p99, because it keeps its route for 30 s);
 * `pause_s`: the longest gap between two acknowledgements around the kill (the write pause, retries included);
@@ -69,7 +72,14 @@ def topic_and_group(state: LocalState, group: str) -> tuple[str, str]:
     )
 
 
-async def run_proxy_failover(files: list[str], state_dir: Path, trials: int, rate: float, keep: bool) -> dict[str, Any]:
+PROXY_FAULTS = ("kill", "stop")
+
+
+async def run_proxy_failover(
+    files: list[str], state_dir: Path, trials: int, rate: float, keep: bool, fault: str = "kill"
+) -> dict[str, Any]:
+    if fault not in PROXY_FAULTS:
+        raise SystemExit(f"error: --fault {fault!r}: not one of {', '.join(PROXY_FAULTS)}")
     state, group = await up_controller_group(files, state_dir, "proxy-failover")
     if not state.proxy_endpoints:
         await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
@@ -86,29 +96,38 @@ async def run_proxy_failover(files: list[str], state_dir: Path, trials: int, rat
         async with state_client(state, connect_timeout=1.0, request_timeout=2.0) as client:
             await asyncio.to_thread(producer.start)
             for _ in range(trials):
-                # One fault at a time: the killed broker is back in the SyncStateSet before the next kill.
+                # One fault at a time: the faulted broker is back in the SyncStateSet before the next fault.
                 await wait_for("a full SyncStateSet", lambda: full_sync_state_set(bench_group, client), 180, 0.2)
-                phase.announce("steady traffic before the kill")
+                phase.announce(f"steady traffic before the fault ({fault})")
                 await asyncio.sleep(3.0)
                 master_id, _, _ = await retrying(lambda: bench_group.controller_master(client))
                 before = await _replica_of(bench_group, client, master_id)
-                killed_at = await _signal(state_dir, before)
+                killed_at = await _signal(state_dir, before, "STOP" if fault == "stop" else "KILL")
 
                 async def acked_after(killed_at: float = killed_at) -> bool:
                     return any(r.ok and r.start > killed_at for r in producer.records)
 
-                await wait_for("an acknowledgement after the kill", acked_after, RECOVERY_TIMEOUT_S, interval=0.05)
+                await wait_for("an acknowledgement after the fault", acked_after, RECOVERY_TIMEOUT_S, interval=0.05)
+                notes: list[str] = []
+                if fault == "stop":
+                    try:  # the hung master wakes while the client writes through the proxy to the new one
+                        await _signal(state_dir, before, "CONT")
+                        notes.append(f"SIGCONT {before} after the client was writable again")
+                    except RuntimeError as exc:
+                        notes.append(f"SIGCONT: {exc}")  # fenced (killed) by the supervisor before that
                 await asyncio.sleep(1.0)  # a little steady traffic after the recovery
                 records = list(producer.records)
                 first = min(r.end for r in records if r.ok and r.start > killed_at)
                 around = [r for r in records if r.start >= killed_at - 5]
                 per_trial.append(
                     {
-                        "killed": before,
+                        "fault": fault,
+                        "faulted": before,
                         "writable_again_s": round(first - killed_at, 3),
                         "pause_s": round(write_pause(records, killed_at, time.time()), 3),
                         "failed": sum(1 for r in around if not r.ok),
                         "failed_statuses": sorted({r.status for r in around if not r.ok}),
+                        "notes": notes,
                     }
                 )
         records = list(await asyncio.to_thread(producer.stop))
@@ -128,6 +147,7 @@ async def run_proxy_failover(files: list[str], state_dir: Path, trials: int, rat
     return {
         "bench": "proxy-failover",
         "client": "rocketmq-python-client (gRPC), default settings, synchronous sends",
+        "fault": fault,
         "proxies": len(state.proxy_endpoints),
         "trials": len(per_trial),
         "rate": rate,

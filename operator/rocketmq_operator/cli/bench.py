@@ -153,7 +153,7 @@ def cmd_proxy_failover(args: argparse.Namespace) -> int:
             "bench proxy-failover",
             state_dir,
             args.keep,
-            run_proxy_failover(args.files, state_dir, args.trials, args.rate, args.keep),
+            run_proxy_failover(args.files, state_dir, args.trials, args.rate, args.keep, args.fault),
         )
     except Interrupted as exc:
         return _interrupted(exc)
@@ -369,10 +369,17 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_failover)
     pf = bsub.add_parser(
         "proxy-failover",
-        help="SIGKILL the master N times under a default gRPC client sending through the proxies (local platform)",
+        help="SIGKILL or SIGSTOP the master N times under a default gRPC client sending through the proxies (local "
+        "platform)",
     )
     pf.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
     pf.add_argument("--trials", type=int, default=10)
+    pf.add_argument(
+        "--fault",
+        choices=("kill", "stop"),
+        default="kill",
+        help="kill: SIGKILL (restarted by the supervisor); stop: SIGSTOP, a hung master, SIGCONT once writes recover",
+    )
     pf.add_argument("--rate", type=float, default=50.0, help="at most this many synchronous sends per second")
     pf.add_argument("--state-dir", help="default: .bench-state/proxy-failover")
     pf.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
