@@ -1,7 +1,8 @@
 """examples/proxy.yaml on the real node: two RocketMQ proxies (a Deployment of the broker image) in front of the
 quickstart group, reached from outside the pod network as a user outside the cluster would: from the host,
-through the NodePort, with RocketMQ 5's own gRPC client (rocketmq-python-client, default settings). The
-`quickstart` fixture applies the example (tests/e2e/conftest.py), so the proxies start beside the brokers.
+through the NodePort, with RocketMQ 5's own gRPC clients (rocketmq-python-client and rocketmq-client-java, default
+settings). The `quickstart` fixture applies the example (tests/e2e/conftest.py), so the proxies start beside the
+brokers.
 
 Then, under a default gRPC producer on the host: the proxies rolled to a new image tag (the Deployment's
 surge-one, unavailable-zero roll), and each proxy's JVM SIGKILLed in turn (the client's connection is on one of
@@ -11,8 +12,10 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
+import java_grpc
 from e2e.e2e_helpers import pod_ready
 from rocketmq_operator.tools.grpc_client import SteadyGrpcProducer, receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged
@@ -53,7 +56,7 @@ def wait_topic_ready(node: Any, ns: str, topic: str) -> None:
     node.wait_for(f"topic {topic} on the master", asserted, timeout=300)
 
 
-def test_proxy_example_serves_a_grpc_client_on_the_host_through_the_node_port(quickstart: Any) -> None:
+def test_proxy_example_serves_a_grpc_client_on_the_host_through_the_node_port(quickstart: Any, tmp_path: Path) -> None:
     node = quickstart.node
     node.kubectl("-n", NS, "apply", "-f", "-", input=topic_and_group(TOPIC, GROUP))
     seconds = wait_proxy_ready(node, NS, "proxy", 2)
@@ -82,6 +85,12 @@ def test_proxy_example_serves_a_grpc_client_on_the_host_through_the_node_port(qu
     got = receive_keys(endpoint, GROUP, TOPIC, keys, idle_s=30)
     lost = missing_acknowledged(set(keys), got)
     assert not lost, sorted(lost)[:10]
+
+    # RocketMQ 5's Java gRPC client with its defaults (TLS on: the proxy's permissive mode answers it), on the host.
+    java = java_grpc.produce(java_grpc.compile_producer(tmp_path / "java"), endpoint, TOPIC, "proxy-e2e-java", 20)
+    assert len(java.acknowledged) == 20 and not java.failures, java.output[-3000:]
+    got = receive_keys(endpoint, GROUP, TOPIC, java.acknowledged, idle_s=30)
+    assert not missing_acknowledged(java.acknowledged, got), sorted(java.acknowledged - got)[:10]
 
     _roll_and_kill_under_a_producer(quickstart, endpoint, pods[0]["spec"]["containers"][0]["image"])
 

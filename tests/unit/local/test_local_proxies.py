@@ -66,6 +66,9 @@ def test_proxy_processes_start_last_with_the_proxy_main_class_and_pc() -> None:
     i = argv.index("-pc")
     assert argv[i + 1] == proxies[0].run_config and argv[i + 2 : i + 4] == ["-pm", "cluster"]
     assert "-c" not in argv
+    # RocketMQ's own TLS mode (permissive), as on Kubernetes: RocketMQ 5's Java client speaks TLS by default and
+    # the Python client plain text; a proxy with TLS disabled refused the first (NotSslRecordException).
+    assert not any(flag.startswith("-Dtls.server.mode=") for flag in argv), argv
     assert proxies[0].ports == {"grpc": ports["proxy-0.grpc"], "remoting": ports["proxy-0.grpc"] + 1}
     assert state.proxy_endpoints == [f"127.0.0.1:{ports['proxy-0.grpc']}", f"127.0.0.1:{ports['proxy-1.grpc']}"]
     assert state.group("proxy") is not None and state.group("proxy").kind == "Proxy"  # type: ignore[union-attr]

@@ -21,7 +21,8 @@ Contract:
   leaves no half-built distribution, and concurrent callers build once. Raises `DistributionError`.
 * `java_command(role, config_file, ...)` is the full argv for `namesrv`, `broker`, `controller` or `tools`:
   java, `render.jvm.jvm_options` (heap, direct memory, GC, the JDK 17 module flags), for servers
-  `-Dtls.server.mode=disabled` unless `tls=True` (see `render.jvm.TLS_DISABLED_FLAGS`), caller extras, then
+  `-Dtls.server.mode=disabled` unless `tls=True` or the role is a proxy (RocketMQ's permissive default: TLS and
+  plain-text gRPC clients both; see `render.jvm.TLS_DISABLED_FLAGS`), caller extras, then
   the class-data sharing flags (`cds.archive_flags`: the role's archive when one was made), the flags of
   `$ROCKETMQ_OPERATOR_JAVA_OPTS` (shell words; `make test` sets its JIT flags: see `JAVA_OPTS_ENV`),
   `-Djava.library.path` (RocksDB's JNI library, extracted once: `rocksdb_library_dir`), `-Drocketmq.home.dir`,
@@ -67,11 +68,14 @@ __all__ = [
     "TLS_DISABLED_FLAGS",
     "DistributionError",
     "cache_root",
+    "check_published_sha1",
     "dist_dir",
     "ensure_distribution",
     "is_complete",
     "java_command",
     "jdk17_module_flags",
+    "maven_package",
+    "maven_repo",
     "verify_distribution",
 ]
 
@@ -184,24 +188,21 @@ def _published_sha1(relative: Path, m2: Path) -> str:
 
 
 def _run_maven(pom: Path, version: str, out: Path, build: Path, m2: Path, log: Log) -> None:
+    properties = {"rocketmq.version": version, "dist.outputDirectory": str(out), "dist.buildDirectory": str(build)}
+    maven_package(pom, properties, m2, log, f"RocketMQ {version}")
+
+
+def maven_package(pom: Path, properties: Mapping[str, str], m2: Path, log: Log, what: str) -> None:
+    """`mvn -q -B -C package` of ``pom`` with ``-Dkey=value`` per property, the local repository ``m2`` as download
+    cache (strict checksums: Maven fails on a jar that does not match Central's `.sha1`). ``what`` names it in the
+    log lines. Raises DistributionError."""
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise DistributionError("Maven (mvn) is not on PATH; it is needed once to fetch the RocketMQ jars")
-    cmd = [
-        mvn,
-        "-q",
-        "-B",
-        "-C",
-        "-Dstyle.color=never",
-        "-f",
-        str(pom),
-        "package",
-        f"-Drocketmq.version={version}",
-        f"-Ddist.outputDirectory={out}",
-        f"-Ddist.buildDirectory={build}",
-        f"-Dmaven.repo.local={m2}",
-    ]
-    log(f"rocketmq-operator: resolving RocketMQ {version} from Maven Central (cache {m2}) ...")
+        raise DistributionError(f"Maven (mvn) is not on PATH; it is needed once to fetch {what}")
+    cmd = [mvn, "-q", "-B", "-C", "-Dstyle.color=never", "-f", str(pom), "package"]
+    cmd += [f"-D{key}={value}" for key, value in properties.items()]
+    cmd.append(f"-Dmaven.repo.local={m2}")
+    log(f"rocketmq-operator: resolving {what} from Maven Central (cache {m2}) ...")
     started = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_SECONDS, check=False)
@@ -211,6 +212,16 @@ def _run_maven(pom: Path, version: str, out: Path, build: Path, m2: Path, log: L
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-40:])
         raise DistributionError(f"Maven failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
     log(f"rocketmq-operator: Maven finished in {time.monotonic() - started:.1f}s")
+
+
+def check_published_sha1(jar: Path, repo_layout: Path, m2: Path) -> None:
+    """``jar`` (under ``repo_layout``, Maven's repository layout) against the `.sha1` Central publishes for it;
+    raises DistributionError on a mismatch."""
+    relative = jar.relative_to(repo_layout)
+    expected = _published_sha1(relative, m2)
+    actual = _digest(jar, "sha1")
+    if actual != expected:
+        raise DistributionError(f"SHA-1 mismatch for {relative}: {actual} != published {expected}")
 
 
 def _assemble(staging: Path, repo_layout: Path, version: str, m2: Path) -> None:
@@ -224,10 +235,7 @@ def _assemble(staging: Path, repo_layout: Path, version: str, m2: Path) -> None:
         raise DistributionError("Maven copied no jars")
     for jar in jars:
         relative = jar.relative_to(repo_layout)
-        expected = _published_sha1(relative, m2)
-        actual = _digest(jar, "sha1")
-        if actual != expected:
-            raise DistributionError(f"SHA-1 mismatch for {relative}: {actual} != published {expected}")
+        check_published_sha1(jar, repo_layout, m2)
         target = lib / jar.name
         if target.exists():  # same artifactId and version under two groupIds
             group = ".".join(relative.parts[:-3])
@@ -380,7 +388,8 @@ def java_command(
     sub-command in `args`). `user_home` (default: the config file's directory; for tools the cache
     directory) becomes `-Duser.home`: RocketMQ puts `logs/rocketmqlogs/` and its default store paths there.
     `extra` are JVM flags appended after the standard ones (later flags win). Unless `tls` is true, server
-    roles get `TLS_DISABLED_FLAGS` (no self-signed-certificate TLS listener: faster start, less memory).
+    roles but the proxy get `TLS_DISABLED_FLAGS` (no self-signed-certificate TLS listener: faster start, less
+    memory); a proxy keeps RocketMQ's permissive default, for the gRPC clients that speak TLS by default.
     """
     if role not in ROLES:
         raise ValueError(f"unknown RocketMQ role {role!r}; expected one of {', '.join(ROLES)}")
@@ -399,7 +408,10 @@ def java_command(
     argv = [
         java,
         *jvm_options(role, heap, direct_memory),
-        *(TLS_DISABLED_FLAGS if not tls and role != "tools" else ()),
+        # Not for a proxy: it keeps RocketMQ's permissive default, as on Kubernetes, because RocketMQ 5's Java client
+        # speaks TLS by default (`enableSsl` true) and the Python client plain text; measured: a default Java client
+        # got "NotSslRecordException: not an SSL/TLS record" from a proxy with TLS disabled.
+        *(TLS_DISABLED_FLAGS if not tls and role not in ("tools", "proxy") else ()),
         *extra,
         *archive_flags(role, rocketmq_home, java, config_file, os.environ),
         *env_java_options(),
