@@ -102,10 +102,10 @@ async def run_proxy_failover(
                 await asyncio.sleep(3.0)
                 master_id, _, _ = await retrying(lambda: bench_group.controller_master(client))
                 before = await _replica_of(bench_group, client, master_id)
-                killed_at = await _signal(state_dir, before, "STOP" if fault == "stop" else "KILL")
+                faulted_at = await _signal(state_dir, before, "STOP" if fault == "stop" else "KILL")
 
-                async def acked_after(killed_at: float = killed_at) -> bool:
-                    return any(r.ok and r.start > killed_at for r in producer.records)
+                async def acked_after(faulted_at: float = faulted_at) -> bool:
+                    return any(r.ok and r.start > faulted_at for r in producer.records)
 
                 await wait_for("an acknowledgement after the fault", acked_after, RECOVERY_TIMEOUT_S, interval=0.05)
                 notes: list[str] = []
@@ -117,14 +117,14 @@ async def run_proxy_failover(
                         notes.append(f"SIGCONT: {exc}")  # fenced (killed) by the supervisor before that
                 await asyncio.sleep(1.0)  # a little steady traffic after the recovery
                 records = list(producer.records)
-                first = min(r.end for r in records if r.ok and r.start > killed_at)
-                around = [r for r in records if r.start >= killed_at - 5]
+                first = min(r.end for r in records if r.ok and r.start > faulted_at)
+                around = [r for r in records if r.start >= faulted_at - 5]
                 per_trial.append(
                     {
                         "fault": fault,
                         "faulted": before,
-                        "writable_again_s": round(first - killed_at, 3),
-                        "pause_s": round(write_pause(records, killed_at, time.time()), 3),
+                        "writable_again_s": round(first - faulted_at, 3),
+                        "pause_s": round(write_pause(records, faulted_at, time.time()), 3),
                         "failed": sum(1 for r in around if not r.ok),
                         "failed_statuses": sorted({r.status for r in around if not r.ok}),
                         "notes": notes,
