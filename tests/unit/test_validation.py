@@ -201,7 +201,29 @@ WARNING_CASES = [
     ({"replicas": 3, "quorum": {"inSyncReplicas": 2}}, "spec.quorum.inSyncReplicas", "crashes can lose"),
     ({"replicas": 3}, "spec.quorum.inSyncReplicas", "is 2 of 3 replicas without allAckInSyncStateSet"),
     ({"replicas": 5, "quorum": {"inSyncReplicas": 3}}, "spec.quorum.inSyncReplicas", "inSyncReplicas: 5"),
+    ({"resources": {"requests": {"memory": "2Gi"}}}, "spec.resources.requests.cpu", "the lowest CPU weight"),
 ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec", "warned"),
+    [
+        ("BrokerGroup", {"controllerRef": {"name": "c"}}, True),
+        ("BrokerGroup", {"controllerRef": {"name": "c"}, "resources": {"requests": {"cpu": "250m"}}}, False),
+        ("ControllerGroup", {}, True),
+        ("ControllerGroup", {"resources": {"requests": {"cpu": 1}}}, False),
+    ],
+)
+def test_a_group_without_a_cpu_request_is_warned(kind: str, spec: dict[str, object], warned: bool) -> None:
+    """Kubernetes weighs a container's CPU by its request: a group without one is starved by any neighbour that has
+    one (a live master went silent for 24 s beside pods requesting 100m; docs/fencing.md, "Starved, not hung")."""
+    doc = {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": kind, "metadata": {"name": "g"}, "spec": spec}
+    report = validate_document(doc)
+    assert report.ok, [str(e) for e in report.errors]
+    found = [str(w) for w in report.warnings if w.rule_id == "warn.no-cpu-request"]
+    assert bool(found) is warned, found
+    if warned:
+        assert found[0].startswith("spec.resources.requests.cpu: is unset") and "cpu: " in found[0]
 
 
 @pytest.mark.parametrize(

@@ -463,7 +463,10 @@ async def produce(
         # attempts of `timeout`), not ensure_topic's 30 s: `--timeout 3 --retries 0` gives up after 3 s. A topic
         # just created keeps the longer wait for its route to reach every master.
         wait_s = DEFAULT_ROUTE_WAIT_S if create_topic else timeout * (1 + retries)
-        route = await ensure_topic(active, topic, create=create_topic, cluster=cluster, timeout=timeout, wait_s=wait_s)
+        route = await ensure_topic(
+            active, topic, create=create_topic, cluster=cluster, timeout=timeout, wait_s=wait_s,
+            retry_s=timeout * (1 + retries),
+        )  # fmt: skip
         router = (
             TopicRouter(active, topic, timeout=timeout, refresh_interval=route_refresh_s, route=route)
             if pin_to is None
@@ -553,8 +556,9 @@ class SteadyProducer:
         client = self._client
         try:
             route = await ensure_topic(
-                client, self.topic, create=self.create_topic, cluster=self.cluster, timeout=self.timeout
-            )
+                client, self.topic, create=self.create_topic, cluster=self.cluster, timeout=self.timeout,
+                retry_s=self.timeout * (1 + self.retries),
+            )  # fmt: skip
         except BaseException:
             await self._close_own()
             raise

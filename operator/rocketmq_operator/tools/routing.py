@@ -196,18 +196,26 @@ async def ensure_topic(
     timeout: float | None = None,
     wait_s: float = DEFAULT_ROUTE_WAIT_S,
     poll_s: float = 0.2,
+    retry_s: float = 0.0,
 ) -> TopicRoute:
     """The topic's route, creating the topic on every master of the cluster if namesrv does not know it.
 
     With ``create`` off, a missing route is waited for up to ``wait_s``, as a client's producer keeps looking
-    routes up: a name server that restarted knows a topic again only once its brokers re-register (every 30 s)."""
-    deadline = time.monotonic() + wait_s
+    routes up: a name server that restarted knows a topic again only once its brokers re-register (every 30 s).
+    A lookup that fails otherwise (a timeout, a refused connection) is tried again for ``retry_s``: a name server
+    that answers late on a loaded machine is not a missing one (a Java producer keeps looking up as well)."""
+    started = time.monotonic()
+    deadline = started + wait_s
     while True:
         try:
             return await client.get_route(topic, timeout=timeout)
         except RemotingException as exc:
             if not is_topic_not_exist(exc):
-                raise ToolError(f"route lookup for topic {topic!r} failed: {exc}") from exc
+                if time.monotonic() - started < retry_s:
+                    await asyncio.sleep(poll_s)
+                    continue
+                tried = f" (tried for {retry_s:g}s)" if retry_s > 0 else ""
+                raise ToolError(f"route lookup for topic {topic!r} failed{tried}: {exc}") from exc
             if create:
                 break
             if time.monotonic() >= deadline:

@@ -123,6 +123,8 @@ async def test_ensure_topic_errors() -> None:
         await ensure_topic(FakeClient(cluster=_cluster(("c1", {"a": {0: "a0"}}))), "t", create=False, wait_s=0.0)
     with pytest.raises(ToolError, match="route lookup"):
         await ensure_topic(FakeClient(route_errors=1), "t")
+    with pytest.raises(ToolError, match=r"route lookup for topic 't' failed \(tried for 0.01s\)"):
+        await ensure_topic(FakeClient(route_errors=10_000), "t", retry_s=0.01, poll_s=0.001)
     with pytest.raises(ToolError, match="no master"):
         await ensure_topic(FakeClient(cluster=_cluster(("c1", {"a": {1: "a1"}}))), "t")
     down = FakeClient(cluster=_cluster(("c1", {"a": {0: "a0"}})), down={"a0"})
@@ -147,3 +149,12 @@ async def test_ensure_topic_without_creation_waits_for_a_route_to_return() -> No
     assert client.route_lookups >= 3 and client.created == []
     with pytest.raises(ToolError, match=r"does not exist: namesrv had no route for it for 0s.*--no-create-topic"):
         await ensure_topic(FakeClient(), "t", create=False, wait_s=0.0)
+
+
+async def test_ensure_topic_tries_a_failed_lookup_again_within_retry_s() -> None:
+    """A name server that answers late under load (the CPU-hog run: one lookup timed out after 1 s and the pinned
+    producer exited before its first send) is tried again, as a Java producer keeps looking the route up."""
+    route = make_route("t", {"a": {0: "a0"}})
+    client = FakeClient(routes={"t": route}, route_errors=2)
+    assert await ensure_topic(client, "t", retry_s=60.0, poll_s=0.0) is route
+    assert client.route_lookups == 3
