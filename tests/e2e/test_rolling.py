@@ -39,7 +39,8 @@ def _roll_proxy(group: Any) -> str:
     proxy = {
         "apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "Proxy", "metadata": {"name": ROLL_PROXY},
         "spec": {"controllerRef": {"name": group.controller_group}, "clusterName": "DefaultCluster", "replicas": 1,
-                 "service": {"type": "NodePort", "grpcNodePort": ROLL_PROXY_PORT}},
+                 "service": {"type": "NodePort", "grpcNodePort": ROLL_PROXY_PORT},
+                 "resources": {"requests": {"cpu": "100m"}}},  # as examples/proxy.yaml
     }  # fmt: skip
     manifest = topic_and_group(ROLL_TOPIC, ROLL_READERS) + "\n---\n" + json.dumps(proxy)
     group.node.kubectl("-n", group.ns, "apply", "-f", "-", input=manifest)
