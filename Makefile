@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install run test check lint typecheck prepare prepare-rocketmq prepare-cluster clean
+.PHONY: install run test check lint typecheck prepare prepare-rocketmq prepare-cluster soak-k8s clean
 
 include mk/k8s.mk
 include mk/node.mk
@@ -62,6 +62,11 @@ prepare-cluster: k8s-node-deps
 # machine the build is the critical path, and it needs neither.
 test:
 	scripts/run-tests.sh $(MAKE)
+
+# Ten minutes of a CPU hog on every core of every node beside a healthy group (tests/e2e/test_soak_cpu_hog.py; never
+# in `make test`): its own three-node cluster unless ROCKETMQ_OPERATOR_E2E_NODE names a running one.
+soak-k8s: install prepare-rocketmq prepare-cluster
+	CI=true $(BIN)/python -m pytest -q -p no:cacheprovider -s -m soak tests/e2e/test_soak_cpu_hog.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

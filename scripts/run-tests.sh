@@ -149,14 +149,14 @@ if .venv/bin/python tests/e2e/shared_node.py up "$e2e_state" >"$work/e2e-node.lo
     echo "== $(stamp) $(tail -n 1 "$work/e2e-node.log"), the operator installed"
     ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -m "e2e and node_fault" tests || rc=$?
     echo "== $(stamp) e2e node faults done; the other e2e tests on two workers"
-    ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -n 2 --dist loadgroup -m "e2e and not node_fault" tests \
+    ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -n 2 --dist loadgroup -m "e2e and not node_fault and not soak" tests \
         || rc=$?
     .venv/bin/python tests/e2e/shared_node.py down "$e2e_state" "$work/e2e-diagnostics"
 else
     cat "$work/e2e-node.log"
     echo "== $(stamp) no shared node (above): the e2e tests run in one process, which starts its own node"
     e2e_state=""
-    "${PYTEST[@]}" -m e2e tests || rc=$?
+    "${PYTEST[@]}" -m "e2e and not soak" tests || rc=$?
 fi
 e2e_state=""
 echo "== $(stamp) e2e tests done; waiting for the steps beside them"
