@@ -9,15 +9,18 @@ Run by hand, not by `make test` (marker soak; ten minutes of a spinning process 
 The group is examples/quickstart.yaml as a user applies it (its CPU requests), with the lease agent opted in, in a
 namespace of its own. On every node, one pod per core of the machine spins (`while True: pass`) with a CPU request
 of its own (``ROCKETMQ_OPERATOR_SOAK_HOG_CPU``, 500m: a neighbour that asked for CPU, which a pod without a request
-loses to) for ``ROCKETMQ_OPERATOR_SOAK_MINUTES`` (10) under a producer of 150 msg/s (3 s timeout, 2 retries). Then:
-no agent fenced, no master changed, every send acknowledged, and every acknowledged key read back. The test prints
-its figures as one JSON line (`soak:`), for docs/fencing.md.
+loses to), and on the host one process per core spins too (the nodes share the host's cores), for
+``ROCKETMQ_OPERATOR_SOAK_MINUTES`` (10) under a producer of 150 msg/s (3 s timeout, 2 retries). Then: no agent
+fenced, the operator fenced nothing, no master changed, every send acknowledged, and every acknowledged key read
+back. The test prints its figures as one JSON line (`soak:`), for docs/fencing.md.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -52,11 +55,17 @@ def _hog_pods(node: Node, per_node: int, cpu: str) -> list[str]:
     return pods
 
 
-def _fences(group: Group) -> dict[str, list[str]]:
-    """Each broker pod's lease-agent lines that fenced (or ran out of its lease)."""
+def _agent_logs(group: Group) -> dict[str, str]:
+    return {
+        pod: group.node.kubectl("-n", group.ns, "logs", pod, "-c", "lease-agent", check=False)
+        for pod in sorted(group.pods())
+    }
+
+
+def _fences(logs: dict[str, str]) -> dict[str, list[str]]:
+    """Each broker pod's lease-agent lines that fenced."""
     found: dict[str, list[str]] = {}
-    for pod in sorted(group.pods()):
-        log = group.node.kubectl("-n", group.ns, "logs", pod, "-c", "lease-agent", check=False)
+    for pod, log in logs.items():
         lines = [line for line in log.splitlines() if "lease Fence" in line or "fenced (" in line]
         if lines:
             found[pod] = lines
@@ -74,6 +83,7 @@ def test_a_cpu_hog_on_every_core_of_every_node_fences_no_live_master(operator: N
     count = int(RATE * minutes * 60)
     producer = "soak-producer"
     pods = _hog_pods(node, per_node, hog_cpu)
+    host_hogs = [subprocess.Popen([sys.executable, *SPIN[1:]]) for _ in range(per_node)]
     try:
         node.wait_for(
             f"{len(pods)} hog pods running",
@@ -86,9 +96,16 @@ def test_a_cpu_hog_on_every_core_of_every_node_fences_no_live_master(operator: N
         group.produce(producer, count, "--rate", str(RATE), "--report-keys", wait=False)
         produced: dict[str, Any] = group.tool_result(producer, timeout=minutes * 60 * 4 + 600)
     finally:
+        for hog in host_hogs:
+            hog.kill()
+            hog.wait()
         node.kubectl("-n", SOAK_NS, "delete", "pod", "-l", "app=cpu-hog", "--grace-period=0", "--force", check=False)
     elections = len(group.events("MasterChanged")) - elections_before
-    fences = _fences(group)
+    operator_fences = [
+        e["message"] for e in group.events("ReplicationPolicy") if "fenced" in e.get("message", "")
+    ]  # fmt: skip
+    logs = _agent_logs(group)
+    fences = _fences(logs)
     consumed = group.consume_all("soak-read-back", report_keys=True)
     loss = reports_no_loss_failure([produced], consumed)
     summary = {
@@ -97,10 +114,13 @@ def test_a_cpu_hog_on_every_core_of_every_node_fences_no_live_master(operator: N
         "attempt_failures": produced.get("attempt_failures"), "elapsed_s": produced.get("elapsed_s"),
         "latency_ms": produced.get("latency_ms"), "elections": elections, "master_before": master,
         "master_after": group.master(), "agent_fences": sum(len(v) for v in fences.values()),
+        "operator_fences": len(operator_fences), "host_hogs": len(host_hogs),
         "read_back_lost": loss,
     }  # fmt: skip
     print("soak: " + json.dumps(summary, sort_keys=True))
     assert loss is None, loss
+    assert master is not None and "lease Confirmed" in logs[master], logs  # the agent ran, and held the lease
     assert not fences, fences
+    assert not operator_fences, operator_fences
     assert elections == 0 and group.master() == master, summary
     assert produced["acknowledged"] == count, summary
