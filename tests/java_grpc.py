@@ -1,7 +1,7 @@
 """RocketMQ 5's Java gRPC client (`rocketmq-client-java`, apache/rocketmq-clients) for the tests: resolved once from
 Maven Central into the project's cache, each jar checked against the `.sha1` Central publishes, and
-`java/GrpcDefaultProduce.java` run with it, as a Java application with the client's defaults would send through
-the Proxy.
+`java/GrpcDefaultProduce.java` and `java/GrpcSimpleConsume.java` run with it, as a Java application with the
+client's defaults would send and read (a SimpleConsumer that acks each message) through the Proxy.
 
 `client_jar()` builds `<cache>/clients/rocketmq-client-java-<version>/` with `rocketmq/clients/pom.xml` (the
 version pinned there and in `JAVA_GRPC_CLIENT_VERSION`; a unit test checks they agree) under a file lock, into a
@@ -21,7 +21,9 @@ from real_parts import missing
 
 ROOT = Path(__file__).resolve().parents[1]
 POM = ROOT / "rocketmq" / "clients" / "pom.xml"
-SOURCE = Path(__file__).resolve().parent / "java" / "GrpcDefaultProduce.java"
+SOURCES = tuple(
+    Path(__file__).resolve().parent / "java" / f"{main}.java" for main in ("GrpcDefaultProduce", "GrpcSimpleConsume")
+)
 JAVA_GRPC_CLIENT_VERSION = "5.2.0"
 ARTIFACT = f"rocketmq-client-java-{JAVA_GRPC_CLIENT_VERSION}"
 MARKER = ".complete"
@@ -70,16 +72,17 @@ def client_jars() -> list[Path]:
     return sorted((target / "lib").glob("*.jar"))
 
 
-def compile_producer(out: Path) -> str:
-    """`GrpcDefaultProduce` compiled into ``out``; returns the classpath that runs it."""
+def compile_clients(out: Path) -> str:
+    """`GrpcDefaultProduce` and `GrpcSimpleConsume` compiled into ``out``; returns the classpath that runs them."""
     javac = shutil.which("javac")
     if javac is None:
         missing("no javac on PATH (JDK 17 needed)")
     jars = ":".join(str(j) for j in client_jars())
     out.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [javac, "--release", "17", "-cp", jars, "-d", str(out), str(SOURCE)], check=True, capture_output=True, text=True
-    )
+        [javac, "--release", "17", "-cp", jars, "-d", str(out), *map(str, SOURCES)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
     return f"{out}:{jars}"
 
 
@@ -106,3 +109,29 @@ def produce(classpath: str, endpoint: str, topic: str, prefix: str, count: int, 
     if proc.returncode != 0 or "done" not in lines:
         failures.append(f"exit {proc.returncode}: {proc.stderr.strip()[-2000:]}")
     return JavaSends(acknowledged, failures, proc.stdout + proc.stderr)
+
+
+@dataclass
+class JavaReceipts:
+    keys: set[str]  # every key received (duplicates folded)
+    ack_failures: list[str]
+    output: str
+
+
+def receive(
+    classpath: str, endpoint: str, topic: str, group: str, expected: set[str], idle_s: float = 20, timeout: float = 300
+) -> JavaReceipts:
+    """Runs the Java SimpleConsumer of ``group`` through the proxy at ``endpoint`` until every ``expected`` key was
+    received or nothing arrived for ``idle_s``; AssertionError when it did not end with "done"."""
+    java = shutil.which("java") or "java"
+    with tempfile.NamedTemporaryFile("w", suffix=".keys", encoding="utf-8") as keys:
+        keys.write("\n".join(sorted(expected)) + "\n")
+        keys.flush()
+        proc = subprocess.run(
+            [java, "-cp", classpath, "GrpcSimpleConsume", endpoint, topic, group, str(idle_s), keys.name],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )  # fmt: skip
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and "done" in lines, (proc.returncode, (proc.stdout + proc.stderr)[-3000:])
+    received = {line.split()[1] for line in lines if line.startswith("got ")}
+    return JavaReceipts(received, [line for line in lines if line.startswith("ackfail ")], proc.stdout + proc.stderr)

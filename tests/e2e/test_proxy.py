@@ -86,11 +86,13 @@ def test_proxy_example_serves_a_grpc_client_on_the_host_through_the_node_port(qu
     lost = missing_acknowledged(set(keys), got)
     assert not lost, sorted(lost)[:10]
 
-    # RocketMQ 5's Java gRPC client with its defaults (TLS on: the proxy's permissive mode answers it), on the host.
-    java = java_grpc.produce(java_grpc.compile_producer(tmp_path / "java"), endpoint, TOPIC, "proxy-e2e-java", 20)
+    # RocketMQ 5's Java gRPC clients with their defaults (TLS on: the proxy's permissive mode answers them), on the
+    # host: a Producer, then a SimpleConsumer that acks what it reads.
+    classpath = java_grpc.compile_clients(tmp_path / "java")
+    java = java_grpc.produce(classpath, endpoint, TOPIC, "proxy-e2e-java", 20)
     assert len(java.acknowledged) == 20 and not java.failures, java.output[-3000:]
-    got = receive_keys(endpoint, GROUP, TOPIC, java.acknowledged, idle_s=30)
-    assert not missing_acknowledged(java.acknowledged, got), sorted(java.acknowledged - got)[:10]
+    read = java_grpc.receive(classpath, endpoint, TOPIC, GROUP, java.acknowledged, idle_s=30)
+    assert not missing_acknowledged(java.acknowledged, read.keys), sorted(java.acknowledged - read.keys)[:10]
 
     _roll_and_kill_under_a_producer(quickstart, endpoint, pods[0]["spec"]["containers"][0]["image"])
 

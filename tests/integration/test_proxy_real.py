@@ -51,7 +51,7 @@ def _master(cluster: Any, doc: dict[str, Any]) -> str | None:
 def test_grpc_clients_through_local_proxies_a_master_kill_and_a_hung_master(
     local_platform: Any, tmp_path: Path
 ) -> None:
-    java_classpath = java_grpc.compile_producer(tmp_path / "java")  # before the cluster: Maven's fetch, once
+    java_classpath = java_grpc.compile_clients(tmp_path / "java")  # before the cluster: Maven's fetch, once
     with local_platform.up(EXAMPLE, name="proxy") as cluster:
         doc = cluster.status()
         proxies = doc["proxies"]
@@ -71,14 +71,14 @@ def test_grpc_clients_through_local_proxies_a_master_kill_and_a_hung_master(
         got = receive_keys(other, CONSUMER_GROUP, TOPIC, keys, idle_s=20)
         assert not missing_acknowledged(set(keys), got), sorted(set(keys) - got)[:10]
 
-        # RocketMQ 5's Java gRPC client with its defaults, as a Java application sends: every key it got
-        # acknowledged comes back to the (Python) SimpleConsumer through the other proxy.
+        # RocketMQ 5's Java gRPC clients with their defaults, as a Java application sends and reads: every key its
+        # Producer got acknowledged comes back to its SimpleConsumer (which acks each) through the other proxy.
         java = java_grpc.produce(java_classpath, endpoint, TOPIC, "proxy-java", 50)
         print(f"\nJava gRPC client (rocketmq-client-java {java_grpc.JAVA_GRPC_CLIENT_VERSION}, defaults): "
               f"{len(java.acknowledged)} acknowledged, failures {java.failures[:3]}")  # fmt: skip
         assert len(java.acknowledged) == 50 and not java.failures, java.output[-3000:]
-        got = receive_keys(other, CONSUMER_GROUP, TOPIC, java.acknowledged, idle_s=20)
-        assert not missing_acknowledged(java.acknowledged, got), sorted(java.acknowledged - got)[:10]
+        read = java_grpc.receive(java_classpath, other, TOPIC, CONSUMER_GROUP, java.acknowledged, idle_s=20)
+        assert not missing_acknowledged(java.acknowledged, read.keys), sorted(java.acknowledged - read.keys)[:10]
 
         # A master SIGKILL, then a hung master (SIGSTOP), each under a default gRPC producer through the proxies.
         acked = _fault_under_producer(cluster, endpoint, "KILL") | _fault_under_producer(cluster, endpoint, "STOP")
