@@ -125,6 +125,10 @@ def api_read(args: Sequence[str]) -> tuple[str, list[tuple[str, str]]] | None:
     return f"/{prefix}{scope}/{resource}" + (f"/{name}" if name else ""), query
 
 
+TOOL_POD_CPU = "100m"
+"""The CPU request of the tests' one-shot client pods (`Node.start_pod`)."""
+
+
 @dataclass
 class Node:
     state_dir: Path
@@ -215,7 +219,8 @@ class Node:
     ) -> None:
         """Start a one-shot pod running ``command`` in a locally built image (never pulled); ``secret_mounts``:
         Secret name -> the directory it is mounted at (read-only); ``node_name``: the node it runs on (unset: the
-        scheduler's choice)."""
+        scheduler's choice). It requests CPU (`TOOL_POD_CPU`), as a client application would: the groups do (the
+        examples), and a client without a request is starved by them on a loaded node, its own sends timing out."""
         mounts = sorted((secret_mounts or {}).items())
         overrides: dict[str, Any] = {
             "spec": {
@@ -223,6 +228,7 @@ class Node:
                 "containers": [
                     {
                         "name": pod,
+                        "resources": {"requests": {"cpu": TOOL_POD_CPU}},
                         "volumeMounts": [
                             {"name": f"secret-{i}", "mountPath": d, "readOnly": True} for i, (_, d) in enumerate(mounts)
                         ],
@@ -235,7 +241,7 @@ class Node:
         self.kubectl(
             "-n", ns, "run", pod, "--restart=Never", f"--image={image}", "--image-pull-policy=Never",
             *(f"--env={k}={v}" for k, v in (env or {}).items()),
-            *(["--override-type=strategic", f"--overrides={json.dumps(overrides)}"] if mounts or node_name else []),
+            "--override-type=strategic", f"--overrides={json.dumps(overrides)}",
             "--command", "--", *command,
         )  # fmt: skip
 
