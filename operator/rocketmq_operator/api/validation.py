@@ -721,19 +721,20 @@ _IGNORED_BECAUSE: dict[str, tuple[str, str]] = {
 }
 
 
-def _no_cpu_request(resources: ResourceRequirements, role: str, example: str) -> Problem | None:
+def _no_cpu_request(resources: ResourceRequirements, role: str, example: str) -> list[Problem]:
     """On Kubernetes a container's CPU request is its CPU weight under contention (cgroup cpu.shares): without one
     the group's pods get the lowest weight (a pod with no request at all is BestEffort), and any neighbour with a
     request starves them (docs/fencing.md, "Starved, not hung")."""
     if "cpu" in resources.requests:
-        return None
-    return Problem(
+        return []
+    problem = Problem(
         "spec.resources.requests.cpu",
         f"is unset: on Kubernetes the {role} pods get the lowest CPU weight, and any neighbour that requests CPU "
         f"starves them (measured: a master silent for 24 s beside pods requesting 100m each); set it, e.g. "
         f"resources: {{requests: {{cpu: {example}}}}} (ignored by the local platform)",
         "warn.no-cpu-request",
     )
+    return [problem]
 
 
 def broker_group_warnings(bg: BrokerGroup) -> list[Problem]:
@@ -836,9 +837,7 @@ def broker_group_warnings(bg: BrokerGroup) -> list[Problem]:
                 "warn.switchover",
             )
         )
-    no_request = _no_cpu_request(s.resources, "broker", "250m")
-    if no_request is not None:
-        w.append(no_request)
+    w.extend(_no_cpu_request(s.resources, "broker", "250m"))
     return w
 
 
@@ -860,7 +859,5 @@ def controller_group_warnings(cg: ControllerGroup) -> list[Problem]:
                 "warn.single",
             )
         )
-    no_request = _no_cpu_request(cg.spec.resources, "controller", "100m")
-    if no_request is not None:
-        w.append(no_request)
+    w.extend(_no_cpu_request(cg.spec.resources, "controller", "100m"))
     return w
