@@ -10,7 +10,7 @@
 #    cluster mode with -pc <copied file> -pm cluster.
 # 2. Brokers: appends brokerIP1=${POD_IP} and brokerIP2=${POD_IP} unless the file already sets them.
 # 3. Appends every *.properties file of ${ROCKETMQ_SECRET_CONFIG_DIR} (a Secret volume; absent: nothing) to the
-#    copy, made mode 0600 first.
+#    copy, made mode 0600 first; proxies merge every *.json object of it into their rmq-proxy.json instead.
 # 4. Execs java with ${JAVA_OPTS}, user.home on the data volume (logs, default stores), rocketmq.home.dir,
 #    the role's logback configuration, the classpath conf/ + lib/*, the role's main class and -c <copied file>.
 #
@@ -104,6 +104,24 @@ if [ -d "$secret_dir" ] && [ "$role" != proxy ]; then
             echo >>"$config_file"
         fi
         cat "$f" >>"$config_file"
+    done
+fi
+# Proxies: every *.json of the Secret volume is one JSON object whose members join rmq-proxy.json's (the operator
+# renders both: the config's closing brace on its own last line, the secret's object on one line).
+if [ -d "$secret_dir" ] && [ "$role" = proxy ]; then
+    for f in "$secret_dir"/*.json; do
+        [ -f "$f" ] || continue
+        [ -r "$f" ] || die 78 "secret config $f is not readable by uid $(id -u)"
+        members=$(sed -e '1s/^[[:space:]]*{//' -e '$s/}[[:space:]]*$//' "$f")
+        case "$members" in
+            *[![:space:]]*) ;;
+            *) continue ;;
+        esac
+        chmod 600 "$config_file"
+        sed -e '$s/}[[:space:]]*$//' "$config_file" >"$config_file.tmp"
+        printf ',%s}\n' "$members" >>"$config_file.tmp"
+        chmod 600 "$config_file.tmp"
+        mv -f "$config_file.tmp" "$config_file"
     done
 fi
 

@@ -6,6 +6,7 @@ data directories; the Dockerfiles are checked statically (and with hadolint when
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -224,6 +225,32 @@ def test_proxy_copies_its_json_and_runs_in_cluster_mode(env: Env, shell: str) ->
     assert argv[-6:] == [MAIN_CLASSES["proxy"], "-pc", f"{env.data}/conf/rmq-proxy.json", "-pm", "cluster", "-x"]
     assert f"-Drmq.logback.configurationFile={env.home}/conf/rmq.proxy.logback.xml" in argv
     assert (env.data / "conf" / "rmq-proxy.json").read_text() == source
+
+
+@pytest.mark.parametrize("shell", _shells())
+def test_proxy_merges_its_secret_json_into_the_copy_only(env: Env, shell: str) -> None:
+    """A Proxy with spec.auth mounts the admin it signs with as one JSON object (`proxy_auth_config_secret`); its
+    members join the copy of rmq-proxy.json (mode 0600), never the ConfigMap's file, once per start."""
+    source = '{\n  "namesrvAddr": "ns-0:9876",\n  "authenticationEnabled": true\n}\n'
+    (env.config / "rmq-proxy.json").write_text(source)
+    env.secret.mkdir()
+    data = env.secret / "..2026_11_29_10_00_00.1"
+    data.mkdir()
+    credentials = json.dumps({"accessKey": "rocketmq-admin", "secretKey": 'p\\a"ss'}, separators=(",", ":"))
+    (data / "auth.json").write_text(json.dumps({"innerClientAuthenticationCredentials": credentials}) + "\n")
+    (env.secret / "auth.json").symlink_to(data / "auth.json")
+    (env.secret / "notes.txt").write_text("not a JSON file\n")
+
+    for _ in range(2):  # a restart copies again: the member is there once
+        _argv(env.run("proxy", shell=shell, POD_NAME="proxy-7c9d-x2b4q"))
+        copy = env.data / "conf" / "rmq-proxy.json"
+        assert json.loads(copy.read_text()) == {
+            "namesrvAddr": "ns-0:9876",
+            "authenticationEnabled": True,
+            "innerClientAuthenticationCredentials": credentials,
+        }
+        assert copy.stat().st_mode & 0o777 == 0o600
+    assert (env.config / "rmq-proxy.json").read_text() == source
 
 
 def test_role_from_environment_and_extra_arguments(env: Env) -> None:

@@ -310,6 +310,22 @@ class AuthSpec(Model):
     )
 
 
+class ProxyAuthSpec(Model):
+    enabled: bool = Field(
+        default=False,
+        description="ACL 2.0 through the proxies: every gRPC and remoting client is authenticated and authorized by "
+        "the proxy against the cluster's users (read from its brokers, spec.auth.users of the BrokerGroups), and the "
+        "proxy signs its own requests to the brokers as the admin. Required in front of brokers with spec.auth on.",
+    )
+    admin_secret: str | None = Field(
+        default=None,
+        pattern=SECRET_NAME_PATTERN,
+        max_length=253,
+        description="Secret with keys username and password: the brokers' admin (their spec.auth.adminSecret), "
+        "which the proxies sign with (innerClientAuthenticationCredentials).",
+    )
+
+
 TLS_DURATION_PATTERN = r"^[1-9][0-9]{0,6}(h|m|s)$"
 
 
@@ -1035,6 +1051,9 @@ class ProxySpec(Model):
     )
     service: ProxyServiceSpec = Field(
         default_factory=ProxyServiceSpec, description="The Service clients connect to (the gRPC port)."
+    )
+    auth: ProxyAuthSpec = Field(
+        default_factory=ProxyAuthSpec, description="ACL 2.0: the proxies authenticate and authorize every client."
     )
     resources: ResourceRequirements = Field(
         default_factory=ResourceRequirements, description="Requests and limits of each proxy container."

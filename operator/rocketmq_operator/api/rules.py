@@ -139,6 +139,14 @@ OPERATOR_OWNED_PROXY_KEYS: dict[str, str] = {
     "metricsExporterType": "spec.metrics.enabled",
     "metricsPromExporterPort": "spec.metrics.port",
     "rocketmqHome": "(the image)",
+    "authenticationEnabled": "spec.auth.enabled",
+    "authorizationEnabled": "spec.auth.enabled",
+    "authenticationProvider": "spec.auth.enabled",
+    "authenticationMetadataProvider": "spec.auth.enabled",
+    "authorizationProvider": "spec.auth.enabled",
+    "authorizationMetadataProvider": "spec.auth.enabled",
+    "enableAclRpcHookForClusterMode": "spec.auth.enabled",
+    "innerClientAuthenticationCredentials": "spec.auth.adminSecret",
 }
 MAX_PROXY_REPLICAS = 32
 NODE_PORT_MIN, NODE_PORT_MAX = 30000, 32767  # the API server's default --service-node-port-range
@@ -1087,6 +1095,17 @@ def _proxy_rules() -> list[Rule]:
             "|| self.service.type == 'LoadBalancer'",
             valid=lambda r: not r.spec.service.load_balancer_source_ranges or r.spec.service.type == "LoadBalancer",
             values={"type": Placeholder("self.service.type", lambda r: r.spec.service.type)},
+        ),
+        Rule(
+            id="Proxy.auth.adminSecret.required",
+            kind=k,
+            scope="spec",
+            field_path=".auth.adminSecret",
+            problem="auth is enabled and no admin Secret is named",
+            rule="auth.enabled requires auth.adminSecret (the brokers' admin, which the proxies sign with)",
+            fix="set spec.auth.adminSecret to the Secret the BrokerGroups name in spec.auth.adminSecret",
+            cel="!self.auth.enabled || has(self.auth.adminSecret)",
+            valid=lambda r: not r.spec.auth.enabled or r.spec.auth.admin_secret is not None,
         ),
         _quantity_rule(k, "jvm.heap", ".jvm.heap", lambda r: r.spec.jvm.heap, "512Mi"),
         *_config_key_rules(

@@ -580,7 +580,16 @@ def validate_files(paths: Sequence[str | Path], *, together: bool = False) -> Ma
     warnings = [r.prefixed(p) for r in reports for p in r.warnings]
     manifests = ManifestSet(reports, errors, warnings)
     document = {id(r.resource): r for r in reports if r.resource is not None}
-    for resource, problem in validate_cross_references(manifests.resources):
+    cross = validate_cross_references(manifests.resources)
+    # A proxy against the brokers of its cluster: within one file, or across them when they are used together
+    # (examples/*.yaml are alternatives that name the same cluster).
+    by_file: dict[str, list[AnyResource]] = {}
+    for r in reports:
+        if r.resource is not None:
+            by_file.setdefault("" if together else r.document.rsplit("#", 1)[0], []).append(r.resource)
+    for resources in by_file.values():
+        cross.extend(proxy_references(resources))
+    for resource, problem in cross:
         owner = document.get(id(resource))
         errors.append(owner.prefixed(problem) if owner is not None else str(problem))
     return manifests
@@ -633,6 +642,84 @@ def validate_cross_references(resources: Sequence[AnyResource]) -> list[tuple[An
                         ),
                     )
                 )
+    return problems
+
+
+def proxy_references(resources: Sequence[AnyResource]) -> list[tuple[AnyResource, Problem]]:
+    """A Proxy and the BrokerGroups of its cluster (same namespace and clusterName) in the set: the proxy
+    authenticates clients exactly when the brokers do (unsigned, its requests would be refused; signing as the admin
+    for unauthenticated clients, it would open the cluster), and TLS through a proxy is not served yet."""
+    problems: list[tuple[AnyResource, Problem]] = []
+    for proxy in (r for r in resources if isinstance(r, Proxy)):
+        brokers = [
+            r
+            for r in resources
+            if isinstance(r, BrokerGroup)
+            and r.metadata.namespace == proxy.metadata.namespace
+            and r.spec.cluster_name == proxy.spec.cluster_name
+        ]
+        with_auth = [b for b in brokers if b.spec.auth.enabled]
+        name = f"Proxy/{proxy.metadata.name}"
+        if with_auth and not proxy.spec.auth.enabled:
+            b = with_auth[0]
+            secret = b.spec.auth.admin_secret or "<the admin Secret>"
+            problems.append(
+                (
+                    proxy,
+                    Problem(
+                        "spec.auth.enabled",
+                        f"{name}: auth.enabled is false and BrokerGroup/{b.metadata.name} of cluster "
+                        f"{proxy.spec.cluster_name} has spec.auth.enabled; rule: a proxy in front of brokers with "
+                        "ACL 2.0 authenticates its clients and signs as their admin; fix: set spec.auth.enabled: true "
+                        f"and spec.auth.adminSecret: {secret} on the Proxy",
+                        "xref.proxy.auth",
+                    ),
+                )
+            )
+        if proxy.spec.auth.enabled and brokers and not with_auth:
+            problems.append(
+                (
+                    proxy,
+                    Problem(
+                        "spec.auth.enabled",
+                        f"{name}: auth.enabled is true and no BrokerGroup of cluster {proxy.spec.cluster_name} "
+                        f"({', '.join(b.metadata.name for b in brokers)}) has spec.auth.enabled; rule: the proxy "
+                        "reads its users from the brokers' ACL 2.0 store; fix: enable spec.auth on the BrokerGroups, "
+                        "or set auth.enabled: false on the Proxy",
+                        "xref.proxy.auth",
+                    ),
+                )
+            )
+        admins = {b.spec.auth.admin_secret for b in with_auth}
+        if proxy.spec.auth.enabled and with_auth and proxy.spec.auth.admin_secret not in admins:
+            problems.append(
+                (
+                    proxy,
+                    Problem(
+                        "spec.auth.adminSecret",
+                        f"{name}: auth.adminSecret is {proxy.spec.auth.admin_secret!r} and the BrokerGroups of "
+                        f"cluster {proxy.spec.cluster_name} name {', '.join(sorted(repr(a) for a in admins))}; rule: "
+                        "the proxies sign as the brokers' admin (a Super user of their store); fix: use "
+                        f"{sorted(str(a) for a in admins)[0]}",
+                        "xref.proxy.auth",
+                    ),
+                )
+            )
+        tls = [b for b in brokers if b.spec.tls.enabled]
+        if tls:
+            problems.append(
+                (
+                    proxy,
+                    Problem(
+                        "spec.clusterName",
+                        f"{name}: cluster {proxy.spec.cluster_name} has BrokerGroup/{tls[0].metadata.name} with "
+                        "spec.tls.enabled; rule: TLS through a proxy is not served yet (its connections to the name "
+                        "servers and brokers would be plain text, which they refuse; issue 31); fix: run the proxy "
+                        "in front of a cluster without spec.tls, or connect clients to the brokers directly",
+                        "xref.proxy.tls",
+                    ),
+                )
+            )
     return problems
 
 

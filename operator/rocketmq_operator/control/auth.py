@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketmq_operator.api.models import BrokerGroup
+from rocketmq_operator.api.models import BrokerGroup, Proxy
 from rocketmq_operator.core.auth import (
     CUSTOM_POLICY,
     AclEntry,
@@ -65,21 +65,25 @@ ADMIN_KEYS = ("username", "password")
 """The keys of spec.auth.adminSecret."""
 
 
-def needed_secrets(bg: BrokerGroup) -> list[tuple[str, str, tuple[str, ...]]]:
-    """(field path, Secret name, keys) that ``bg``'s spec.auth needs."""
-    auth = bg.spec.auth
+def needed_secrets(resource: BrokerGroup | Proxy) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(field path, Secret name, keys) that a BrokerGroup's or a Proxy's spec.auth needs (a Proxy: its admin)."""
+    auth = resource.spec.auth
     if not auth.enabled:
         return []
     out: list[tuple[str, str, tuple[str, ...]]] = []
     if auth.admin_secret is not None:
         out.append(("spec.auth.adminSecret", auth.admin_secret, ADMIN_KEYS))
-    for i, user in enumerate(auth.users):
+    if not isinstance(resource, BrokerGroup):
+        return out
+    for i, user in enumerate(resource.spec.auth.users):
         out.append((f"spec.auth.users[{i}].passwordSecret", user.password_secret.name, (user.password_secret.key,)))
     return out
 
 
-def admin_credentials(bg: BrokerGroup, secrets: Mapping[str, Mapping[str, str]]) -> SessionCredentials | None:
-    data = secrets.get(bg.spec.auth.admin_secret or "")
+def admin_credentials(
+    resource: BrokerGroup | Proxy, secrets: Mapping[str, Mapping[str, str]]
+) -> SessionCredentials | None:
+    data = secrets.get(resource.spec.auth.admin_secret or "")
     if not data or not data.get("username") or not data.get("password"):
         return None
     return SessionCredentials(data["username"], data["password"])

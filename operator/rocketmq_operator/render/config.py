@@ -283,6 +283,21 @@ def properties_text(conf: Mapping[str, str], header: str = "") -> str:
 
 
 PROXY_CONFIG_FILE = "rmq-proxy.json"
+_PROXY_AUTH = "org.apache.rocketmq.proxy.auth."
+# ACL 2.0 at the proxy (5.5.0 `AuthConfig`, read from rmq-proxy.json): the proxy authenticates and authorizes each
+# client itself, with users and ACLs its metadata providers read from one of the cluster's brokers (cached;
+# `ClusterMetadataService`), and signs its own requests to the brokers as the admin (`AclClientRPCHook` over
+# innerClientAuthenticationCredentials, only with enableAclRpcHookForClusterMode), which the platform adds where
+# only the proxy reads it (`auth_secret_keys`).
+PROXY_AUTH_KEYS: Mapping[str, object] = {
+    "authenticationEnabled": True,
+    "authenticationProvider": _AUTHN + "DefaultAuthenticationProvider",
+    "authenticationMetadataProvider": _PROXY_AUTH + "ProxyAuthenticationMetadataProvider",
+    "authorizationEnabled": True,
+    "authorizationProvider": _AUTHZ + "DefaultAuthorizationProvider",
+    "authorizationMetadataProvider": _PROXY_AUTH + "ProxyAuthorizationMetadataProvider",
+    "enableAclRpcHookForClusterMode": True,
+}
 
 
 def proxy_config(proxy: Proxy, name_servers: Sequence[str], grpc_port: int, remoting_port: int) -> dict[str, object]:
@@ -301,6 +316,8 @@ def proxy_config(proxy: Proxy, name_servers: Sequence[str], grpc_port: int, remo
         # the cluster reaches a proxy through a node port (30081) or a load balancer, and was refused at 8081.
         "useEndpointPortFromRequest": True,
     }
+    if proxy.spec.auth.enabled:
+        conf |= PROXY_AUTH_KEYS
     if proxy.spec.metrics.enabled:
         conf |= {
             "metricsExporterType": "PROM",

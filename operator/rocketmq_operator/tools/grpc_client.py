@@ -19,6 +19,8 @@ Contract:
   folded). Each message is acked after it is recorded, so an unacked one (or one whose ack failed) comes back
   after `invisible_s`. A
   failed receive is tried again; `GrpcReceiveError` when the last one before the deadline failed too.
+* Each takes `credentials` (a `SessionCredentials`): the ACL 2.0 user every request is signed as, for a proxy
+  with spec.auth (none: unsigned).
 * `GrpcClientMissing` when the `grpc` extra is not installed (one line naming the fix).
 """
 
@@ -31,6 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.tools.digest import body_for
 from rocketmq_operator.tools.produce import default_key_prefix, message_key
 
@@ -74,9 +77,12 @@ class GrpcSend:
         return (self.end - self.start) * 1000.0
 
 
-def _configuration(endpoints: str, request_timeout_s: float | None) -> Any:
+def _configuration(endpoints: str, request_timeout_s: float | None, signer: SessionCredentials | None = None) -> Any:
+    """The client's settings; ``signer``: the ACL 2.0 user it signs every request as (a proxy with spec.auth)."""
     rocketmq = _client()
-    credentials = rocketmq.Credentials()
+    credentials = (
+        rocketmq.Credentials() if signer is None else rocketmq.Credentials(signer.access_key, signer.secret_key)
+    )
     if request_timeout_s is None:
         return rocketmq.ClientConfiguration(endpoints, credentials)
     return rocketmq.ClientConfiguration(endpoints, credentials, request_timeout=request_timeout_s)
@@ -85,11 +91,18 @@ def _configuration(endpoints: str, request_timeout_s: float | None) -> Any:
 class GrpcProducer:
     """A started gRPC producer of one topic; `close()` (or `with`) shuts it down."""
 
-    def __init__(self, endpoints: str, topic: str, *, request_timeout_s: float | None = None) -> None:
+    def __init__(
+        self,
+        endpoints: str,
+        topic: str,
+        *,
+        request_timeout_s: float | None = None,
+        credentials: SessionCredentials | None = None,
+    ) -> None:
         rocketmq = _client()
         self.topic = topic
         self._rocketmq = rocketmq
-        self._producer = rocketmq.Producer(_configuration(endpoints, request_timeout_s), (topic,))
+        self._producer = rocketmq.Producer(_configuration(endpoints, request_timeout_s, credentials), (topic,))
         self._producer.startup()
 
     def send(self, seq: int, key: str, body: bytes) -> GrpcSend:
@@ -193,9 +206,11 @@ class SteadyGrpcProducer:
         self.stop()
 
 
-def send_keys(endpoints: str, topic: str, keys: Iterable[str]) -> list[GrpcSend]:
+def send_keys(
+    endpoints: str, topic: str, keys: Iterable[str], *, credentials: SessionCredentials | None = None
+) -> list[GrpcSend]:
     """One message per key (its body the key), in order, through one started producer."""
-    with GrpcProducer(endpoints, topic) as producer:
+    with GrpcProducer(endpoints, topic, credentials=credentials) as producer:
         return [producer.send(seq, key, key.encode()) for seq, key in enumerate(keys)]
 
 
@@ -208,6 +223,7 @@ def receive_keys(
     idle_s: float = 10.0,
     invisible_s: int = 20,
     batch: int = 32,
+    credentials: SessionCredentials | None = None,
 ) -> set[str]:
     """Every key a SimpleConsumer of `group` receives on `topic` (each message acked once seen), until every
     `expected` key was seen or nothing arrived for `idle_s` seconds."""
@@ -217,7 +233,7 @@ def receive_keys(
     # A long poll shorter than idle_s, so that an idle topic ends the loop on time.
     await_s = max(1, min(20, int(idle_s / 2)))
     consumer = rocketmq.SimpleConsumer(
-        _configuration(endpoints, None),
+        _configuration(endpoints, None, credentials),
         group,
         {topic: rocketmq.FilterExpression()},
         await_duration=await_s,

@@ -207,11 +207,17 @@ async def _render_proxy(kube: KubeClient, proxy: Proxy, namespace: str, outcome:
             return None
         cg = lookup.resource
     try:
-        return render_proxy(proxy, cg)
+        objects = render_proxy(proxy, cg)
     except RenderError as exc:
         outcome.blocked_reason = "NotRenderable"
         outcome.blocked_message = str(exc)
         return None
+    # The admin Secret's copy the proxies mount comes first: a proxy pod with spec.auth cannot start without it.
+    auth_objects, blocked = await admin_config_objects(kube, proxy, namespace)
+    if blocked is not None:
+        outcome.blocked_reason, outcome.blocked_message = blocked
+        return None
+    return [*auth_objects, *objects]
 
 
 def desired_status(body: JSON, outcome: Outcome, now: str) -> JSON:

@@ -3,7 +3,7 @@
 
 Contract:
 
-* `select_secrets(resources, secrets)` checks that every Secret and key a BrokerGroup's spec.auth names was
+* `select_secrets(resources, secrets)` checks that every Secret and key a BrokerGroup's or Proxy's spec.auth names was
   given (a v1 Secret document in the manifests) and returns those, and only those; a missing one raises
   `AuthSecretError` with one line naming the field, the Secret and the fix. `store_secrets` writes them to
   `secrets.json` (mode 0600).
@@ -11,7 +11,7 @@ Contract:
   every client the platform opens (`local status`, the supervisor, switchover, roll); `credentials_by_addr(state)`:
   each broker address of a group with auth on → its admin credentials,
   for every client the platform opens (`local status`, the supervisor, switchover, roll).
-* `run_config_keys(state, replica)`: the secret broker.conf keys added to a broker's run config when it
+* `run_config_keys(state, replica)`: the secret keys added to a broker's or a proxy's run config when it
   starts (the rendered conf/<replica>.conf, like a ConfigMap, never holds them).
 * `AuthPolicy.run(client, states)`: `control.auth.assert_users` for every group with auth on, logging what it
   changed (user names and resources only).
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rocketmq_operator.api.models import BrokerGroup
+from rocketmq_operator.api.models import BrokerGroup, Proxy
 from rocketmq_operator.api.validation import SecretDoc
 from rocketmq_operator.control.auth import AuthMemory, admin_credentials, assert_users, needed_secrets, wanted_users
 from rocketmq_operator.core.observation import GroupState
@@ -47,19 +47,19 @@ class AuthSecretError(ValueError):
 def select_secrets(resources: Sequence[Any], secrets: Mapping[str, SecretDoc]) -> dict[str, dict[str, str]]:
     """The data of every Secret the groups name (raises AuthSecretError for one missing or lacking a key)."""
     kept: dict[str, dict[str, str]] = {}
-    for bg in (r for r in resources if isinstance(r, BrokerGroup)):
+    for bg in (r for r in resources if isinstance(r, BrokerGroup | Proxy)):
         for path, name, keys in needed_secrets(bg):
             secret = secrets.get(name)
             if secret is None:
                 raise AuthSecretError(
-                    f"BrokerGroup/{bg.metadata.name}: {path}: Secret {name!r} is not in the manifests; rule: the "
+                    f"{bg.kind}/{bg.metadata.name}: {path}: Secret {name!r} is not in the manifests; rule: the "
                     f"local platform reads Secrets from the manifests it is given; fix: add a document `apiVersion: "
                     f"v1, kind: Secret, metadata: {{name: {name}}}, stringData: {{{', '.join(keys)}}}` to a file of -f"
                 )
             missing = [k for k in keys if not secret.data.get(k)]
             if missing:
                 raise AuthSecretError(
-                    f"BrokerGroup/{bg.metadata.name}: {path}: Secret {name!r} has no {', '.join(missing)}; rule: the "
+                    f"{bg.kind}/{bg.metadata.name}: {path}: Secret {name!r} has no {', '.join(missing)}; rule: the "
                     f"Secret holds {', '.join(keys)}; fix: add {', '.join(missing)} to its stringData"
                 )
             kept[name] = secret.data
@@ -128,10 +128,21 @@ def state_client(
 
 
 def run_config_keys(state: LocalState, replica: str) -> dict[str, str]:
+    """The secret keys of a broker's or a proxy's run config: its group's admin (a proxy: its Proxy's)."""
     for name, credentials in group_credentials(state).items():
         info = state.group(name)
         if info is not None and replica in info.replicas:
             return auth_secret_keys(credentials.access_key, credentials.secret_key)
+    process = state.replica(replica)
+    if process is None or process.role != "proxy":
+        return {}
+    secrets: dict[str, dict[str, str]] | None = None
+    for proxy in load_resources(state):
+        if isinstance(proxy, Proxy) and proxy.metadata.name == process.group and proxy.spec.auth.enabled:
+            secrets = read_secrets(StateLayout(Path(state.state_dir))) if secrets is None else secrets
+            admin = admin_credentials(proxy, secrets)
+            if admin is not None:
+                return auth_secret_keys(admin.access_key, admin.secret_key)
     return {}
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -84,7 +85,7 @@ from rocketmq_operator.platforms.local.state import (
 from rocketmq_operator.platforms.local.tls import TlsPolicy
 from rocketmq_operator.platforms.local.topics import TopicPolicy
 from rocketmq_operator.remoting import RemotingClient
-from rocketmq_operator.render.config import properties_text
+from rocketmq_operator.render.config import properties_text, proxy_config_text
 
 TICK_S = 0.1
 GATE_TIMEOUT_S = 60.0
@@ -155,10 +156,15 @@ class Supervisor:
         shutil.copyfile(r.config, run_config)
         secret_keys = run_config_keys(self.state, r.name)
         if secret_keys:
-            # The admin Secret goes into the copy the broker reads only (as a Secret volume would on Kubernetes).
+            # The admin Secret goes into the copy the process reads only (as a Secret volume would on Kubernetes):
+            # a broker's properties, a proxy's rmq-proxy.json (JSON: the keys join its object).
             run_config.chmod(0o600)
-            with run_config.open("a", encoding="utf-8") as conf:
-                conf.write(properties_text(secret_keys))
+            if r.role == "proxy":
+                merged = {**json.loads(run_config.read_text(encoding="utf-8")), **secret_keys}
+                run_config.write_text(proxy_config_text(merged), encoding="utf-8")
+            else:
+                with run_config.open("a", encoding="utf-8") as conf:
+                    conf.write(properties_text(secret_keys))
         log_path = Path(r.log)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         handle: IO[bytes]

@@ -20,6 +20,7 @@ from rocketmq_operator.render.kubernetes.kinds import (
     master_disruption_budget,
     pod_disruption_budget,
     replica_disruption_budget,
+    secret_config,
     secret_mount,
     service,
     sidecar,
@@ -34,7 +35,6 @@ from rocketmq_operator.render.kubernetes.names import (
     auth_config_secret_name,
     broker_image,
     broker_placement,
-    labels,
     namespace_of,
     tls_java_flags,
     tls_secret_name,
@@ -114,17 +114,8 @@ def auth_config_secret(bg: BrokerGroup, username: str, password: str) -> JSON:
     (from spec.auth.adminSecret, which the operator reads). Not part of `render_broker_group`, which renders
     from the spec alone and never holds a secret."""
     name = bg.metadata.name
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {
-            "name": auth_config_secret_name(name),
-            "namespace": namespace_of(bg),
-            "labels": labels(name, "broker"),
-        },
-        "type": "Opaque",
-        "stringData": {"auth.properties": properties_text(auth_secret_keys(username, password))},
-    }
+    text = properties_text(auth_secret_keys(username, password))
+    return secret_config(auth_config_secret_name(name), namespace_of(bg), "broker", name, {"auth.properties": text})
 
 
 def render_broker_group(

@@ -407,3 +407,16 @@ def config_map(name: str, namespace: str, component: str, group: str, data: dict
         "metadata": {"name": name, "namespace": namespace, "labels": labels(group, component)},
         "data": data,
     }
+
+
+def secret_config(name: str, namespace: str, component: str, group: str, data: dict[str, str]) -> JSON:
+    """A Secret of settings only the process may read (the entrypoint adds its files to the process's copy of its
+    config: `pod_template_spec` ``secret_config``). Built by the platform from a Secret it read, never by a
+    renderer of a spec, which holds no secret."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels(group, component)},
+        "type": "Opaque",
+        "stringData": data,
+    }

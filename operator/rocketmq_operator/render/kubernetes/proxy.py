@@ -9,6 +9,8 @@ clients use: ClusterIP inside the cluster, NodePort or LoadBalancer outside it.
 
 from __future__ import annotations
 
+import json
+
 from rocketmq_operator.api.models import (
     DEFAULT_IMAGE_REPOSITORY,
     DEFAULT_PROXY_GRPC_PORT,
@@ -16,7 +18,7 @@ from rocketmq_operator.api.models import (
     ControllerGroup,
     Proxy,
 )
-from rocketmq_operator.render.config import PROXY_CONFIG_FILE, proxy_config, proxy_config_text
+from rocketmq_operator.render.config import PROXY_CONFIG_FILE, auth_secret_keys, proxy_config, proxy_config_text
 from rocketmq_operator.render.jvm import jvm_options
 from rocketmq_operator.render.kubernetes.kinds import (
     config_hash,
@@ -24,12 +26,33 @@ from rocketmq_operator.render.kubernetes.kinds import (
     deployment,
     pod_disruption_budget,
     pod_template_spec,
+    secret_config,
     service,
 )
-from rocketmq_operator.render.kubernetes.names import JSON, RenderError, name_server_addresses, namespace_of
+from rocketmq_operator.render.kubernetes.names import (
+    JSON,
+    RenderError,
+    auth_config_secret_name,
+    name_server_addresses,
+    namespace_of,
+)
 
 COMPONENT = "proxy"
 DEFAULT_PROXY_HEAP = "512Mi"
+# The file of the proxies' secret settings (spec.auth: the admin they sign with): one JSON object, which the
+# entrypoint merges into its copy of rmq-proxy.json (`rocketmq-entrypoint.sh`).
+PROXY_SECRET_CONFIG_FILE = "auth.json"
+
+
+def proxy_auth_config_secret(proxy: Proxy, username: str, password: str) -> JSON:
+    """The Secret the proxies of a Proxy with spec.auth.enabled mount: the admin they sign their requests to the
+    brokers with (from spec.auth.adminSecret, which the operator reads). Not part of `render_proxy`, which
+    renders from the spec alone and never holds a secret."""
+    name = proxy.metadata.name
+    text = json.dumps(auth_secret_keys(username, password), separators=(",", ":")) + "\n"
+    return secret_config(
+        auth_config_secret_name(name), namespace_of(proxy), COMPONENT, name, {PROXY_SECRET_CONFIG_FILE: text}
+    )
 
 
 def proxy_image(proxy: Proxy) -> str:
@@ -108,6 +131,7 @@ def render_proxy(proxy: Proxy, cg: ControllerGroup | None) -> list[JSON]:
         readiness_gate=False,
         spread=proxy.spec.topology_spread_constraints,
         data_volume={"emptyDir": {}},  # logs only: a proxy keeps no state
+        secret_config=auth_config_secret_name(name) if proxy.spec.auth.enabled else None,
     )
     client_ports = [p for p in ports if p["name"] != "metrics"]
     return [
