@@ -5,6 +5,7 @@
 - a user whose ACL allows only Pub on the topic can send to it and cannot read it;
 - after a SIGKILL of the master, the elected master authenticates the same users (they were created on every
   replica) and every acknowledged message is read back with credentials, by `consume` and by the Spark source;
+- through the example's Proxy (spec.auth), RocketMQ 5's gRPC client is held to the same users and ACLs;
 - no password appears in the rendered configs, the manifest copy, the status files, `local status --json` or
   any log (the broker's own logs included); only the 0600 secrets file and the broker's run config hold them.
 """
@@ -28,6 +29,8 @@ from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.remoting import RemotingException
 from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.tools.consume import consume
+from rocketmq_operator.tools.grpc_client import GrpcReceiveError, receive_keys, send_keys
+from rocketmq_operator.tools.noloss import missing_acknowledged
 from rocketmq_operator.tools.produce import DEFAULT_RETRIES, produce
 
 pytestmark = pytest.mark.integration
@@ -97,6 +100,32 @@ def _files_holding(root: Path, needles: list[str]) -> list[str]:
     return sorted(found)
 
 
+def _through_the_proxy(doc: dict[str, Any]) -> None:
+    """The example's Proxy (spec.auth) as RocketMQ 5's gRPC client sees it (rocketmq-python-client): unsigned and
+    wrongly signed sends refused, the user's acknowledged and read back by its SimpleConsumer (which acks each), a
+    Pub-only user's sends acknowledged and its reads refused. The proxy reads the users from the brokers (after
+    the master kill above: from the new master too)."""
+    proxies = doc["proxies"]
+    assert proxies and all(p["ready"] for p in proxies), proxies
+    endpoint = proxies[0]["endpoint"]
+    anonymous = send_keys(endpoint, TOPIC, ["grpc-anonymous-0"])
+    assert not any(s.ok for s in anonymous), anonymous
+    wrong = send_keys(endpoint, TOPIC, ["grpc-wrong-0"], credentials=SessionCredentials(APP.access_key, "not-it"))
+    assert not any(s.ok for s in wrong), wrong
+    keys = [f"grpc-app-{i}" for i in range(20)]
+    sent = send_keys(endpoint, TOPIC, keys, credentials=APP)
+    assert all(s.ok for s in sent), [(s.key, s.status, s.error) for s in sent if not s.ok][:3]
+    published = send_keys(endpoint, TOPIC, ["grpc-publisher-0"], credentials=PUBLISHER)
+    assert all(s.ok for s in published), [(s.status, s.error) for s in published]
+    try:
+        stolen = receive_keys(endpoint, READERS, TOPIC, keys, idle_s=6, credentials=PUBLISHER)
+    except GrpcReceiveError:
+        stolen = set()  # every receive refused: what a Pub-only user must see
+    assert not stolen, f"a Pub-only user received {len(stolen)} messages through the proxy"
+    got = receive_keys(endpoint, READERS, TOPIC, keys, idle_s=20, credentials=APP)
+    assert not missing_acknowledged(set(keys), got), sorted(set(keys) - got)[:10]
+
+
 def test_users_and_acls_on_real_brokers_survive_a_master_kill(local_platform: Any) -> None:
     with local_platform.up(AUTH, name="auth") as cluster:
         doc = cluster.wait_for("a writable master", lambda d: _serving(cluster, d), timeout=180)
@@ -140,6 +169,8 @@ def test_users_and_acls_on_real_brokers_survive_a_master_kill(local_platform: An
         assert _send(namesrv, 5, None).acknowledged == 0
         got = until("every acknowledged message read back", lambda: acknowledged <= (g := _read(namesrv, APP)) and g)
         assert acknowledged <= got
+
+        _through_the_proxy(cluster.status())
 
         spark_rows = _spark_read(namesrv, APP)
         assert acknowledged <= spark_rows, (

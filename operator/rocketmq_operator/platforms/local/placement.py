@@ -506,7 +506,7 @@ def build_state(
 
 
 def load_resources(state: LocalState) -> list[Resource]:
-    """The typed resources recorded in a state (for status: the BrokerGroup specs)."""
+    """The typed resources recorded in a state (for status: the BrokerGroup specs; the proxies' spec.auth)."""
     out: list[Resource] = []
     for doc in state.resources:
         if doc.get("kind") == "BrokerGroup":
@@ -517,4 +517,6 @@ def load_resources(state: LocalState) -> list[Resource]:
             out.append(Topic.model_validate(doc))
         elif doc.get("kind") == "ConsumerGroup":
             out.append(ConsumerGroup.model_validate(doc))
+        elif doc.get("kind") == "Proxy":
+            out.append(Proxy.model_validate(doc))
     return out
