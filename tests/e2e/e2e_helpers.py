@@ -19,3 +19,14 @@ def operator_version() -> str:
     m = re.search(r'^version\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
     assert m
     return m.group(1)
+
+
+def wait_proxy_ready(node: Any, ns: str, name: str, replicas: int) -> float:
+    """Waits until the Proxy reports `replicas` ready and its Ready condition; returns the seconds waited."""
+
+    def ready() -> bool:
+        status = node.json("-n", ns, "get", "proxy", name).get("status") or {}
+        conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+        return status.get("readyReplicas") == replicas and conditions.get("Ready") == "True"
+
+    return float(node.wait_for(f"{replicas} ready replicas of Proxy {ns}/{name}", ready, timeout=600))

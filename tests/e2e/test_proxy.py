@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import java_grpc
-from e2e.e2e_helpers import pod_ready
+from e2e.e2e_helpers import pod_ready, wait_proxy_ready
 from rocketmq_operator.tools.grpc_client import SteadyGrpcProducer, receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged
 
@@ -36,17 +36,6 @@ def topic_and_group(topic: str, group: str) -> str:
          "spec": {"brokerGroups": ["broker-a"], "topics": [topic]}},
     ]  # fmt: skip
     return "\n---\n".join(json.dumps(d) for d in docs)
-
-
-def wait_proxy_ready(node: Any, ns: str, name: str, replicas: int) -> float:
-    """Waits until the Proxy reports `replicas` ready and its Ready condition; returns the seconds waited."""
-
-    def ready() -> bool:
-        status = node.json("-n", ns, "get", "proxy", name).get("status") or {}
-        conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
-        return status.get("readyReplicas") == replicas and conditions.get("Ready") == "True"
-
-    return float(node.wait_for(f"{replicas} ready replicas of Proxy {ns}/{name}", ready, timeout=600))
 
 
 def wait_topic_ready(node: Any, ns: str, topic: str) -> None:

@@ -7,14 +7,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
+import json
 from typing import Any
 
 import pytest
 from kube_fake import FakeApi
 
-from rocketmq_operator.api.models import BrokerGroup
+from rocketmq_operator.api.models import BrokerGroup, Proxy
 from rocketmq_operator.platforms.kubernetes.auth import admin_config_objects, read_group_auth, secret_data
-from rocketmq_operator.render.kubernetes import render_broker_group
+from rocketmq_operator.render.kubernetes import render_broker_group, render_proxy
 
 JSON = dict[str, Any]
 GROUP: JSON = {
@@ -143,3 +144,36 @@ def test_the_brokers_mount_the_admin_copy_read_only_and_other_groups_do_not() ->
     doc["spec"]["auth"] = {"enabled": False}
     plain = next(o for o in render_broker_group(BrokerGroup.model_validate(doc), None) if o["kind"] == "StatefulSet")
     assert all("secret" not in v for v in plain["spec"]["template"]["spec"]["volumes"])
+
+
+PROXY: JSON = {
+    "apiVersion": "rocketmq-operator.dev/v1alpha1",
+    "kind": "Proxy",
+    "metadata": {"name": "proxy", "namespace": "ns"},
+    "spec": {"nameServers": ["ns:9876"], "auth": {"enabled": True, "adminSecret": "admin"}},
+}
+
+
+def test_a_proxy_with_auth_gets_its_admin_as_json_and_mounts_it() -> None:
+    """The proxies' copy of the admin: one JSON object (the entrypoint merges it into rmq-proxy.json), never in the
+    ConfigMap; their pod mounts it. Only the admin Secret is read (a Proxy declares no users)."""
+    proxy = Proxy.model_validate(copy.deepcopy(PROXY))
+    api = _api(_secret("admin", username="root", password=ADMIN_PASSWORD))
+    objects, blocked = asyncio.run(admin_config_objects(api, proxy, "ns"))  # type: ignore[arg-type]
+    assert blocked is None and [(o["kind"], o["metadata"]["name"]) for o in objects] == [
+        ("Secret", "proxy-auth-config")
+    ]
+    member = json.loads(objects[0]["stringData"]["auth.json"])["innerClientAuthenticationCredentials"]
+    assert json.loads(member) == {"accessKey": "root", "secretKey": ADMIN_PASSWORD}
+    rendered = render_proxy(proxy, None)
+    assert ADMIN_PASSWORD not in json.dumps(rendered)
+    conf = json.loads(next(o for o in rendered if o["kind"] == "ConfigMap")["data"]["rmq-proxy.json"])
+    assert conf["authenticationEnabled"] is True and conf["enableAclRpcHookForClusterMode"] is True
+    pod = next(o for o in rendered if o["kind"] == "Deployment")["spec"]["template"]["spec"]
+    assert {"name": "secret-config", "secret": {"secretName": "proxy-auth-config", "defaultMode": 0o440}} in pod[
+        "volumes"
+    ]
+
+    objects, blocked = asyncio.run(admin_config_objects(_api(), proxy, "ns"))  # type: ignore[arg-type]
+    assert objects == [] and blocked is not None and blocked[0] == "AuthSecretMissing"
+    assert "Proxy/proxy: spec.auth.adminSecret: Secret 'admin' not found in namespace 'ns'" in blocked[1]

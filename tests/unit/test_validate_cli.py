@@ -245,3 +245,58 @@ def test_a_problem_between_two_documents_names_the_document(tmp_path: Path, caps
     printed = capsys.readouterr()
     (line,) = [x for x in (printed.out + printed.err).splitlines() if "tls.enabled" in x]
     assert line.startswith(f"{f}#2 BrokerGroup/broker-a: spec.tls.enabled: "), line
+
+
+def _proxy(**auth: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"controllerRef": {"name": "ctl"}, "clusterName": "DefaultCluster"}
+    if auth:
+        spec["auth"] = auth
+    return {"apiVersion": API, "kind": "Proxy", "metadata": {"name": "proxy"}, "spec": spec}
+
+
+AUTH_ON = {"enabled": True, "adminSecret": "admin"}
+
+
+@pytest.mark.parametrize(
+    ("broker_spec", "proxy_auth", "says"),
+    [
+        ({"auth": AUTH_ON}, {}, "spec.auth.enabled: Proxy/proxy: auth.enabled is false and BrokerGroup/broker-a of "
+         "cluster DefaultCluster has spec.auth.enabled; rule: a proxy in front of brokers with ACL 2.0 authenticates "
+         "its clients and signs as their admin; fix: set spec.auth.enabled: true and spec.auth.adminSecret: admin on "
+         "the Proxy"),
+        ({}, AUTH_ON, "spec.auth.enabled: Proxy/proxy: auth.enabled is true and no BrokerGroup of cluster "
+         "DefaultCluster (broker-a) has spec.auth.enabled"),
+        ({"auth": AUTH_ON}, {"enabled": True, "adminSecret": "other"}, "spec.auth.adminSecret: Proxy/proxy: "
+         "auth.adminSecret is 'other' and the BrokerGroups of cluster DefaultCluster name 'admin'"),
+        ({"tls": {"enabled": True}}, {}, "spec.clusterName: Proxy/proxy: cluster DefaultCluster has "
+         "BrokerGroup/broker-a with spec.tls.enabled; rule: TLS through a proxy is not served yet"),
+        ({"auth": AUTH_ON}, AUTH_ON, None),
+        ({}, {}, None),
+    ],
+    ids=["brokers authenticate, the proxy not", "the proxy authenticates, the brokers not", "another admin",
+         "TLS brokers", "both authenticate", "neither"],
+)  # fmt: skip
+def test_a_proxy_must_match_the_brokers_of_its_cluster(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    broker_spec: dict[str, Any],
+    proxy_auth: dict[str, Any],
+    says: str | None,
+) -> None:
+    controller_doc = controller()
+    if "tls" in broker_spec:
+        controller_doc["spec"]["tls"] = {"enabled": True}
+    f = tmp_path / "m.yaml"
+    f.write_text(yaml.safe_dump_all([controller_doc, broker(**broker_spec), _proxy(**proxy_auth)]))
+    code, lines, err = run(capsys, "validate", str(f))
+    if says is None:
+        assert code == 0, err
+        return
+    assert code == 2
+    (line,) = [x for x in [*lines, *err.splitlines()] if "Proxy/proxy" in x]
+    assert line.startswith(f"{f}#3 Proxy/proxy: {says}"), line
+    # Alternatives given as separate files are not held to each other (examples/*.yaml name the same cluster).
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(yaml.safe_dump_all([controller_doc, broker(**broker_spec)]))
+    b.write_text(yaml.safe_dump_all([controller_doc, _proxy(**proxy_auth)]))
+    assert run(capsys, "validate", str(a), str(b))[0] == 0
