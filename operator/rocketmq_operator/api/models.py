@@ -289,18 +289,20 @@ class UserSpec(Model):
     acls: list[AclRuleSpec] = Field(default_factory=list, max_length=64, description="The user's ACL 2.0 rules.")
 
 
+def _admin_secret_field(description: str) -> Any:
+    """spec.auth.adminSecret of a BrokerGroup or a Proxy: the name of a Secret in the resource's namespace."""
+    return Field(default=None, pattern=SECRET_NAME_PATTERN, max_length=253, description=description)
+
+
 class AuthSpec(Model):
     enabled: bool = Field(
         default=False,
         description="ACL 2.0 (RocketMQ 5.3+): every request to a broker is authenticated (signed by a user) and "
         "authorized by that user's ACL. The controllers' role notifications are exempt (they cannot sign).",
     )
-    admin_secret: str | None = Field(
-        default=None,
-        pattern=SECRET_NAME_PATTERN,
-        max_length=253,
-        description="Secret with keys username and password: a Super user the brokers create at start "
-        "(innerClientAuthenticationCredentials, used between brokers) and the operator signs with.",
+    admin_secret: str | None = _admin_secret_field(
+        "Secret with keys username and password: a Super user the brokers create at start "
+        "(innerClientAuthenticationCredentials, used between brokers) and the operator signs with."
     )
     users: list[UserSpec] = Field(
         default_factory=list,
@@ -317,12 +319,9 @@ class ProxyAuthSpec(Model):
         "the proxy against the cluster's users (read from its brokers, spec.auth.users of the BrokerGroups), and the "
         "proxy signs its own requests to the brokers as the admin. Required in front of brokers with spec.auth on.",
     )
-    admin_secret: str | None = Field(
-        default=None,
-        pattern=SECRET_NAME_PATTERN,
-        max_length=253,
-        description="Secret with keys username and password: the brokers' admin (their spec.auth.adminSecret), "
-        "which the proxies sign with (innerClientAuthenticationCredentials).",
+    admin_secret: str | None = _admin_secret_field(
+        "Secret with keys username and password: the brokers' admin (their spec.auth.adminSecret), "
+        "which the proxies sign with (innerClientAuthenticationCredentials)."
     )
 
 

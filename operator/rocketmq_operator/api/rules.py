@@ -67,6 +67,17 @@ MAX_PLACEMENTS = 64
 TOPIC_ATTRIBUTE_KEYS: tuple[str, ...] = ("cleanup.policy", "queue.type", "reserve.time")
 
 # broker.conf keys the operator renders itself, and the spec field a user sets instead.
+# ACL 2.0 keys a BrokerGroup's and a Proxy's spec.auth own (both read them into RocketMQ's AuthConfig).
+_AUTH_OWNED_KEYS: dict[str, str] = {
+    "authenticationEnabled": "spec.auth.enabled",
+    "authorizationEnabled": "spec.auth.enabled",
+    "authenticationProvider": "spec.auth.enabled",
+    "authenticationMetadataProvider": "spec.auth.enabled",
+    "authorizationProvider": "spec.auth.enabled",
+    "authorizationMetadataProvider": "spec.auth.enabled",
+    "innerClientAuthenticationCredentials": "spec.auth.adminSecret",
+}
+
 OPERATOR_OWNED_BROKER_KEYS: dict[str, str] = {
     "brokerClusterName": "spec.clusterName",
     "brokerName": "metadata.name",
@@ -97,15 +108,9 @@ OPERATOR_OWNED_BROKER_KEYS: dict[str, str] = {
     "autoCreateSubscriptionGroup": "spec.autoCreate.subscriptionGroups",
     "accessMessageInMemoryMaxRatio": "spec.slaveRead.memoryRatio",
     "rocketmqHome": "(the image)",
-    "authenticationEnabled": "spec.auth.enabled",
-    "authorizationEnabled": "spec.auth.enabled",
-    "authenticationProvider": "spec.auth.enabled",
-    "authenticationMetadataProvider": "spec.auth.enabled",
-    "authorizationProvider": "spec.auth.enabled",
-    "authorizationMetadataProvider": "spec.auth.enabled",
+    **_AUTH_OWNED_KEYS,
     "authenticationWhitelist": "spec.auth.enabled",
     "authorizationWhitelist": "spec.auth.enabled",
-    "innerClientAuthenticationCredentials": "spec.auth.adminSecret",
     "initAuthenticationUser": "spec.auth.adminSecret",
 }
 
@@ -139,14 +144,8 @@ OPERATOR_OWNED_PROXY_KEYS: dict[str, str] = {
     "metricsExporterType": "spec.metrics.enabled",
     "metricsPromExporterPort": "spec.metrics.port",
     "rocketmqHome": "(the image)",
-    "authenticationEnabled": "spec.auth.enabled",
-    "authorizationEnabled": "spec.auth.enabled",
-    "authenticationProvider": "spec.auth.enabled",
-    "authenticationMetadataProvider": "spec.auth.enabled",
-    "authorizationProvider": "spec.auth.enabled",
-    "authorizationMetadataProvider": "spec.auth.enabled",
+    **_AUTH_OWNED_KEYS,
     "enableAclRpcHookForClusterMode": "spec.auth.enabled",
-    "innerClientAuthenticationCredentials": "spec.auth.adminSecret",
 }
 MAX_PROXY_REPLICAS = 32
 NODE_PORT_MIN, NODE_PORT_MAX = 30000, 32767  # the API server's default --service-node-port-range
