@@ -704,16 +704,10 @@ def _broker_rules() -> list[Rule]:
             values={"value": Placeholder("self.upgrade.strategy", lambda r: r.spec.upgrade.strategy)},
             choices=tuple(strategies),
         ),
-        Rule(
-            id="BrokerGroup.auth.adminSecret.required",
-            kind=k,
-            scope="spec",
-            field_path=".auth.adminSecret",
-            problem="auth is enabled and no admin Secret is named",
-            rule="auth.enabled requires auth.adminSecret (the Super user the brokers and the operator use)",
-            fix="create a Secret with keys username and password and set spec.auth.adminSecret to its name",
-            cel="!self.auth.enabled || has(self.auth.adminSecret)",
-            valid=lambda r: not r.spec.auth.enabled or r.spec.auth.admin_secret is not None,
+        _admin_secret_rule(
+            k,
+            "the Super user the brokers and the operator use",
+            "create a Secret with keys username and password and set spec.auth.adminSecret to its name",
         ),
         Rule(
             id="BrokerGroup.auth.users.unique",
@@ -1014,6 +1008,21 @@ def _consumer_group_rules() -> list[Rule]:
     ]
 
 
+def _admin_secret_rule(k: Kind, what: str, fix: str) -> Rule:
+    """spec.auth.enabled needs spec.auth.adminSecret (a BrokerGroup's and a Proxy's)."""
+    return Rule(
+        id=f"{k}.auth.adminSecret.required",
+        kind=k,
+        scope="spec",
+        field_path=".auth.adminSecret",
+        problem="auth is enabled and no admin Secret is named",
+        rule=f"auth.enabled requires auth.adminSecret ({what})",
+        fix=fix,
+        cel="!self.auth.enabled || has(self.auth.adminSecret)",
+        valid=lambda r: not r.spec.auth.enabled or r.spec.auth.admin_secret is not None,
+    )
+
+
 def _proxy_rules() -> list[Rule]:
     k: Kind = "Proxy"
     types = list(PROXY_SERVICE_TYPES)
@@ -1095,16 +1104,10 @@ def _proxy_rules() -> list[Rule]:
             valid=lambda r: not r.spec.service.load_balancer_source_ranges or r.spec.service.type == "LoadBalancer",
             values={"type": Placeholder("self.service.type", lambda r: r.spec.service.type)},
         ),
-        Rule(
-            id="Proxy.auth.adminSecret.required",
-            kind=k,
-            scope="spec",
-            field_path=".auth.adminSecret",
-            problem="auth is enabled and no admin Secret is named",
-            rule="auth.enabled requires auth.adminSecret (the brokers' admin, which the proxies sign with)",
-            fix="set spec.auth.adminSecret to the Secret the BrokerGroups name in spec.auth.adminSecret",
-            cel="!self.auth.enabled || has(self.auth.adminSecret)",
-            valid=lambda r: not r.spec.auth.enabled or r.spec.auth.admin_secret is not None,
+        _admin_secret_rule(
+            k,
+            "the brokers' admin, which the proxies sign with",
+            "set spec.auth.adminSecret to the Secret the BrokerGroups name in spec.auth.adminSecret",
         ),
         _quantity_rule(k, "jvm.heap", ".jvm.heap", lambda r: r.spec.jvm.heap, "512Mi"),
         *_config_key_rules(
