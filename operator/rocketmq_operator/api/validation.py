@@ -659,67 +659,47 @@ def proxy_references(resources: Sequence[AnyResource]) -> list[tuple[AnyResource
             and r.spec.cluster_name == proxy.spec.cluster_name
         ]
         with_auth = [b for b in brokers if b.spec.auth.enabled]
-        name = f"Proxy/{proxy.metadata.name}"
-        if with_auth and not proxy.spec.auth.enabled:
-            b = with_auth[0]
-            secret = b.spec.auth.admin_secret or "<the admin Secret>"
-            problems.append(
-                (
-                    proxy,
-                    Problem(
-                        "spec.auth.enabled",
-                        f"{name}: auth.enabled is false and BrokerGroup/{b.metadata.name} of cluster "
-                        f"{proxy.spec.cluster_name} has spec.auth.enabled; rule: a proxy in front of brokers with "
-                        "ACL 2.0 authenticates its clients and signs as their admin; fix: set spec.auth.enabled: true "
-                        f"and spec.auth.adminSecret: {secret} on the Proxy",
-                        "xref.proxy.auth",
-                    ),
-                )
-            )
-        if proxy.spec.auth.enabled and brokers and not with_auth:
-            problems.append(
-                (
-                    proxy,
-                    Problem(
-                        "spec.auth.enabled",
-                        f"{name}: auth.enabled is true and no BrokerGroup of cluster {proxy.spec.cluster_name} "
-                        f"({', '.join(b.metadata.name for b in brokers)}) has spec.auth.enabled; rule: the proxy "
-                        "reads its users from the brokers' ACL 2.0 store; fix: enable spec.auth on the BrokerGroups, "
-                        "or set auth.enabled: false on the Proxy",
-                        "xref.proxy.auth",
-                    ),
-                )
-            )
-        admins = {b.spec.auth.admin_secret for b in with_auth}
-        if proxy.spec.auth.enabled and with_auth and proxy.spec.auth.admin_secret not in admins:
-            problems.append(
-                (
-                    proxy,
-                    Problem(
-                        "spec.auth.adminSecret",
-                        f"{name}: auth.adminSecret is {proxy.spec.auth.admin_secret!r} and the BrokerGroups of "
-                        f"cluster {proxy.spec.cluster_name} name {', '.join(sorted(repr(a) for a in admins))}; rule: "
-                        "the proxies sign as the brokers' admin (a Super user of their store); fix: use "
-                        f"{sorted(str(a) for a in admins)[0]}",
-                        "xref.proxy.auth",
-                    ),
-                )
-            )
+        admins = sorted(str(b.spec.auth.admin_secret) for b in with_auth)
+        auth = proxy.spec.auth
+        cluster = proxy.spec.cluster_name
+        found: list[tuple[str, str, str]] = []  # (field, text, code)
+        if with_auth and not auth.enabled:
+            found.append((
+                "spec.auth.enabled",
+                f"auth.enabled is false and BrokerGroup/{with_auth[0].metadata.name} of cluster {cluster} has "
+                "spec.auth.enabled; rule: a proxy in front of brokers with ACL 2.0 authenticates its clients and "
+                f"signs as their admin; fix: set spec.auth.enabled: true and spec.auth.adminSecret: "
+                f"{with_auth[0].spec.auth.admin_secret or '<the admin Secret>'} on the Proxy",
+                "xref.proxy.auth",
+            ))  # fmt: skip
+        if auth.enabled and brokers and not with_auth:
+            found.append((
+                "spec.auth.enabled",
+                f"auth.enabled is true and no BrokerGroup of cluster {cluster} "
+                f"({', '.join(b.metadata.name for b in brokers)}) has spec.auth.enabled; rule: the proxy reads its "
+                "users from the brokers' ACL 2.0 store; fix: enable spec.auth on the BrokerGroups, or set "
+                "auth.enabled: false on the Proxy",
+                "xref.proxy.auth",
+            ))  # fmt: skip
+        if auth.enabled and with_auth and auth.admin_secret not in admins:
+            found.append((
+                "spec.auth.adminSecret",
+                f"auth.adminSecret is {auth.admin_secret!r} and the BrokerGroups of cluster {cluster} name "
+                f"{', '.join(repr(a) for a in sorted(set(admins)))}; rule: the proxies sign as the brokers' admin (a "
+                f"Super user of their store); fix: use {admins[0]}",
+                "xref.proxy.auth",
+            ))  # fmt: skip
         tls = [b for b in brokers if b.spec.tls.enabled]
         if tls:
-            problems.append(
-                (
-                    proxy,
-                    Problem(
-                        "spec.clusterName",
-                        f"{name}: cluster {proxy.spec.cluster_name} has BrokerGroup/{tls[0].metadata.name} with "
-                        "spec.tls.enabled; rule: TLS through a proxy is not served yet (its connections to the name "
-                        "servers and brokers would be plain text, which they refuse; issue 31); fix: run the proxy "
-                        "in front of a cluster without spec.tls, or connect clients to the brokers directly",
-                        "xref.proxy.tls",
-                    ),
-                )
-            )
+            found.append((
+                "spec.clusterName",
+                f"cluster {cluster} has BrokerGroup/{tls[0].metadata.name} with spec.tls.enabled; rule: TLS through "
+                "a proxy is not served yet (its connections to the name servers and brokers would be plain text, "
+                "which they refuse; issue 31); fix: run the proxy in front of a cluster without spec.tls, or connect "
+                "clients to the brokers directly",
+                "xref.proxy.tls",
+            ))  # fmt: skip
+        problems.extend((proxy, Problem(f, f"Proxy/{proxy.metadata.name}: {text}", code)) for f, text, code in found)
     return problems
 
 
