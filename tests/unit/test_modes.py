@@ -20,7 +20,7 @@ from rocketmq_operator.api.modes import (
 from rocketmq_operator.api.rules import rules_for
 from rocketmq_operator.api.validation import broker_group_warnings, parse_resource
 from rocketmq_operator.core.explain import explain_broker_group
-from rocketmq_operator.render.config import BrokerPlacement, ReplicaPlacement, broker_config
+from rocketmq_operator.render.config import BrokerPlacement, ReplicaPlacement, broker_config, properties_text
 
 # Every quorum field set to a value that is legal in every mode, so that only the mode decides what is read.
 ALL_FIELDS_SET = {
@@ -63,6 +63,18 @@ def test_render_writes_exactly_the_keys_the_mode_reads(mode: HAMode) -> None:
         conf = broker_config(bg, ordinal, _placement(3))
         rendered = [k for k in conf if k in QUORUM_FIELDS]
         assert rendered == list(MODES[mode].quorum_keys)
+
+
+@pytest.mark.parametrize("mode", list(HAMode), ids=[m.value for m in HAMode])
+def test_every_broker_gets_the_start_spin_fix_unless_brokerconfig_sets_it(mode: HAMode) -> None:
+    # RocketMQ <= 5.5.0 spins a core for one transactionMetricFlushInterval after every broker start
+    # (render/config.py BROKER_START_SPIN_FIX): every replica of every mode gets 1 s, a user's own value wins.
+    for ordinal in range(3):
+        assert broker_config(_group(mode), ordinal, _placement(3))["transactionMetricFlushInterval"] == "1000"
+    bg = _group(mode)
+    bg.spec.broker_config["transactionMetricFlushInterval"] = 5000
+    conf = broker_config(bg, 0, _placement(3))
+    assert "transactionMetricFlushInterval=5000" in properties_text(conf).splitlines()
 
 
 @pytest.mark.parametrize("mode", list(HAMode), ids=[m.value for m in HAMode])

@@ -47,6 +47,17 @@ CONTROLLER_MODE_TIMINGS: Mapping[str, str] = {
 }
 """Failover timings rendered for controller mode (docs/benchmarks.md, Failover); `brokerConfig` overrides them."""
 
+BROKER_START_SPIN_FIX: Mapping[str, str] = {
+    # RocketMQ 5.x up to 5.5.0 (apache/rocketmq#10515, fixed upstream by #10517): TransactionMetricsFlushService
+    # waits only after its first flush, so from the broker's start until one flush interval has passed (10 s by
+    # default) its loop spins a whole core, on every broker start, transactions used or not (read in 5.4.0's and
+    # 5.5.0's bytecode). Measured (docs/benchmarks.md, "A broker's start"): a quickstart's three brokers used
+    # 23.7 CPU-s in their first 35 s, 15.8 of them in that thread; 9.0 CPU-s with 1 s. At 1 s it spins at most 1 s
+    # and then writes its small metrics file once a second instead of every 10 s.
+    "transactionMetricFlushInterval": "1000",
+}
+"""Rendered for every broker, every HA mode; `brokerConfig` overrides it."""
+
 
 @dataclass(frozen=True)
 class ReplicaPlacement:
@@ -122,6 +133,7 @@ def broker_config(bg: BrokerGroup, ordinal: int, placement: BrokerPlacement) -> 
                 brokerHeartbeatInterval="1000",
                 brokerNotActiveTimeoutMillis="10000",
             )
+    conf.update(BROKER_START_SPIN_FIX)
     # Off unless asked for: an auto-created topic or group exists only on the master that created it and is
     # missing after a failover (api.validation warns when spec.autoCreate switches it on).
     conf["autoCreateTopicEnable"] = config_text(spec.auto_create.topics)
