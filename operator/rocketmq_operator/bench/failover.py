@@ -153,18 +153,25 @@ async def _signal(state_dir: Path, replica: str, sig: str = "KILL") -> float:
     return float(answer.get("signalledAt") or time.time())
 
 
-def with_detection(files: list[str], detection_s: float, directory: Path) -> list[str]:
-    """Copies of the manifests with spec.failover.detectionSeconds set on every BrokerGroup."""
+def edited_broker_groups(files: list[str], directory: Path, edit: Callable[[dict[str, Any]], None]) -> list[str]:
+    """Copies of the manifests in ``directory`` with ``edit`` applied to the spec of every BrokerGroup."""
     out: list[str] = []
     for index, name in enumerate(files):
         docs = load_documents(name)
         for doc in docs:
             if doc.get("kind") == "BrokerGroup":
-                doc.setdefault("spec", {}).setdefault("failover", {})["detectionSeconds"] = detection_s
+                edit(doc.setdefault("spec", {}))
         target = directory / f"{index}-{Path(name).name}"
         target.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
         out.append(str(target))
     return out
+
+
+def with_detection(files: list[str], detection_s: float, directory: Path) -> list[str]:
+    """Copies of the manifests with spec.failover.detectionSeconds set on every BrokerGroup."""
+    return edited_broker_groups(
+        files, directory, lambda spec: spec.setdefault("failover", {}).__setitem__("detectionSeconds", detection_s)
+    )
 
 
 class StaleRouteClient:

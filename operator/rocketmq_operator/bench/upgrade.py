@@ -22,10 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rocketmq_operator.api.models import RolloutStatus
-from rocketmq_operator.bench.failover import delivery, run_cli, up_controller_group
+from rocketmq_operator.bench.failover import delivery, edited_broker_groups, run_cli, up_controller_group
 from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.roll import read_rollout
@@ -42,16 +40,7 @@ LOST_SHOWN = 10  # lost messages listed by key, status, queue and time (the coun
 
 def with_version(files: list[str], version: str, directory: Path) -> list[str]:
     """Copies of the manifests with spec.version set on every BrokerGroup."""
-    out: list[str] = []
-    for index, name in enumerate(files):
-        docs = [d for d in yaml.safe_load_all(Path(name).read_text(encoding="utf-8")) if d]
-        for doc in docs:
-            if doc.get("kind") == "BrokerGroup":
-                doc.setdefault("spec", {})["version"] = version
-        target = directory / f"{index}-{Path(name).name}"
-        target.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
-        out.append(str(target))
-    return out
+    return edited_broker_groups(files, directory, lambda spec: spec.__setitem__("version", version))
 
 
 def longest_gap(records: list[SendRecord], start: float, end: float) -> tuple[float, float, float]:

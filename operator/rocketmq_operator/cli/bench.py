@@ -269,6 +269,38 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
 
 
+def _key_values(pairs: list[str]) -> dict[str, str] | str:
+    """`KEY=VALUE` arguments as a mapping, or the one-line error for the first malformed one."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            return (
+                f"error: --compare {pair!r}: expected a brokerConfig KEY=VALUE; "
+                "fix: e.g. --compare transactionMetricFlushInterval=10000"
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.start import run_start_bench
+
+    state_dir = Path(args.state_dir or ".bench-state/start").resolve()
+    compare = _key_values(args.compare or [])
+    if isinstance(compare, str):
+        print(compare, file=sys.stderr)
+        return 2
+    try:
+        doc = _run(
+            "bench start", state_dir, False, run_start_bench(args.files, state_dir, args.rounds, args.seconds, compare)
+        )
+    except Interrupted as exc:
+        return _interrupted(exc)
+    print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_round"}, indent=2))
+    return 0
+
+
 def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -340,7 +372,8 @@ def register(sub: Any) -> None:
     c.set_defaults(func=cmd_chaos)
     bench = sub.add_parser(
         "bench",
-        help="benchmarks that print JSON (failover, proxy, proxy-failover, routes, upgrade, switchover, quorum, spark)",
+        help="benchmarks that print JSON (failover, proxy, proxy-failover, routes, upgrade, switchover, start, quorum, "
+        "spark)",
     )
     bsub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
     p = bsub.add_parser("failover", help="SIGKILL or SIGSTOP the master N times under load on the local platform")
@@ -431,6 +464,25 @@ def register(sub: Any) -> None:
     w.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     w.add_argument("--json", action="store_true", help="include every switchover")
     w.set_defaults(func=cmd_switchover)
+    st = bsub.add_parser(
+        "start",
+        help="the CPU a group's processes use from their start, rounds alternating with --compare brokerConfig keys",
+    )
+    st.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    st.add_argument("--rounds", type=positive_int, default=3, help="rounds per variant (default 3)")
+    st.add_argument(
+        "--seconds", type=positive_float, default=35.0, help="CPU read this long after each up began (default 35)"
+    )
+    st.add_argument(
+        "--compare",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a brokerConfig key set on every BrokerGroup in the compared rounds (repeatable), e.g. "
+        "transactionMetricFlushInterval=10000, RocketMQ's own default",
+    )
+    st.add_argument("--state-dir", help="default: .bench-state/start (one directory per round)")
+    st.add_argument("--json", action="store_true", help="include every round")
+    st.set_defaults(func=cmd_start)
     q = bsub.add_parser(
         "quorum",
         help="send latency and statuses per replica count, quorum mode and condition (healthy, stalled, slow slave)",
