@@ -15,6 +15,7 @@ import pytest
 from kube_fake import FakeApi
 
 from rocketmq_operator.control.fence import fence_config, unfence_config
+from rocketmq_operator.control.offsets import OFFSET_COPY_S
 from rocketmq_operator.control.policy import PolicyMemory, PolicySettings, run_replication_policy
 from rocketmq_operator.core.failover import ProcessState
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
@@ -75,6 +76,17 @@ class FakeClient:
     silent: set[str] = field(default_factory=set)  # addresses that answer no confirmation probe
     configs: dict[str, dict[str, str]] = field(default_factory=dict)  # live broker configs by address
     probes_wait_out_their_timeout: bool = False  # a silent address's probe fails only after its timeout, as a real one
+    consumer_offsets: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # offsetTable by address
+
+    async def get_all_consumer_offsets(self, addr: str, *, timeout: float | None = None) -> dict[str, Any]:
+        self._maybe_fail("get_all_consumer_offsets")
+        return {name: dict(queues) for name, queues in self.consumer_offsets.get(addr, {}).items()}
+
+    async def update_consumer_offset(
+        self, addr: str, group: str, topic: str, queue_id: int, offset: int, *, timeout: float | None = None
+    ) -> None:
+        self.calls.append(("update_consumer_offset", (addr, topic, group, queue_id, offset)))
+        self.consumer_offsets.setdefault(addr, {}).setdefault(f"{topic}@{group}", {})[str(queue_id)] = offset
 
     def _maybe_fail(self, what: str) -> None:
         if what in self.fail:
@@ -165,6 +177,39 @@ def test_healthy_group_needs_nothing() -> None:
     healthy = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
     assert run(client, platform, memory, healthy) == []
     assert client.calls == [] and platform.fenced == []
+
+
+def test_the_masters_consumer_offsets_are_copied_to_the_slaves_every_ten_seconds() -> None:
+    # RocketMQ 5.5.0's slaves cannot copy them themselves (core.offsets); the policy does, at RocketMQ's own period.
+    client, platform, memory = FakeClient(), FakePlatform(), PolicyMemory()
+    client.consumer_offsets = {ADDR[1]: {"orders@readers": {"0": 42}}, ADDR[2]: {"orders@readers": {"0": 42}}}
+    healthy = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    assert run(client, platform, memory, healthy) == []  # upkeep, not an action: no step, no event
+    assert client.calls == [("update_consumer_offset", (ADDR[3], "orders", "readers", 0, 42))]
+    client.consumer_offsets[ADDR[1]]["orders@readers"]["0"] = 50
+    run(client, platform, memory, healthy)  # within OFFSET_COPY_S of the last copy: nothing read or written
+    assert len(client.calls) == 1
+    memory.offsets_copied_at -= OFFSET_COPY_S
+    run(client, platform, memory, healthy)
+    assert client.calls[1:] == [
+        ("update_consumer_offset", (ADDR[2], "orders", "readers", 0, 50)),
+        ("update_consumer_offset", (ADDR[3], "orders", "readers", 0, 50)),
+    ] or client.calls[1:] == [
+        ("update_consumer_offset", (ADDR[3], "orders", "readers", 0, 50)),
+        ("update_consumer_offset", (ADDR[2], "orders", "readers", 0, 50)),
+    ]
+
+
+def test_an_unreadable_offset_table_is_a_note_never_an_error() -> None:
+    client, platform, memory = FakeClient(fail={"get_all_consumer_offsets"}), FakePlatform(), PolicyMemory()
+    healthy = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    outcome = asyncio.run(
+        run_replication_policy(client, healthy, SETTINGS, memory, platform)  # type: ignore[arg-type]
+    )
+    assert outcome.steps == [] and outcome.offsets_copied == 0
+    assert outcome.notes == [
+        f"could not read the consumer offsets of master {ADDR[1]}: get_all_consumer_offsets failed"
+    ]
 
 
 def test_hung_master_is_fenced_then_replaced_after_detection() -> None:

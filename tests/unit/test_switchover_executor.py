@@ -50,11 +50,21 @@ class FakeGroup:
     polls_left: int = 0
     log: list[tuple[str, Any]] = field(default_factory=list)
     configs: list[dict[str, str]] = field(default_factory=list)  # every fence and unfence, in order
+    consumer_offsets: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # offsetTable by address
 
     async def _call(self, addr: str, code: int, *args: Any, **kwargs: Any) -> Any:
         # Topic tables (the switchover's carry-over, best effort) are not modelled here: table-tested in
         # test_topics_plan, and run on real brokers in test_failover_real.
         raise RemotingException(f"request {code} to {addr} is not modelled by this fake")
+
+    async def get_all_consumer_offsets(self, addr: str, *, timeout: float | None = None) -> dict[str, Any]:
+        # Every replica holds the same committed offsets unless a test gives the master more.
+        return {name: dict(queues) for name, queues in self.consumer_offsets.get(addr, {}).items()}
+
+    async def update_consumer_offset(
+        self, addr: str, group: str, topic: str, queue_id: int, offset: int, *, timeout: float | None = None
+    ) -> None:
+        self.log.append(("offset copied", (next(i for i, a in ADDR.items() if a == addr), topic, group, offset)))
 
     async def find_controller_leader(self, controllers: list[str], *, timeout: float | None = None) -> Any:
         return ControllerMetadata(CONTROLLER, None, "1", CONTROLLER, True, {})
@@ -322,3 +332,16 @@ def test_a_fence_is_rolled_back_when_the_controller_still_names_the_old_master()
     with pytest.raises(OperationRefused) as refused:
         _run(group)
     assert group.log[-1] == ("unfenced", 1) and "rolled back the fence" in str(refused.value)
+
+
+def test_the_target_gets_the_old_masters_consumer_offsets_under_the_fence_before_its_election() -> None:
+    # RocketMQ 5.5.0's slaves cannot copy their master's consumer offsets (core.offsets): without this copy the new
+    # master would resume every consumer group from stale offsets or none.
+    group = FakeGroup(demote_after=0)
+    group.consumer_offsets = {ADDR[1]: {"orders@readers": {"0": 42, "1": 7}}, ADDR[2]: {"orders@readers": {"0": 40}}}
+    report = _run(group)
+    copied = [entry for entry in group.log if entry[0] == "offset copied"]
+    assert copied == [("offset copied", (2, "orders", "readers", 42)), ("offset copied", (2, "orders", "readers", 7))]
+    order = [entry[0] for entry in group.log]
+    assert order.index("fenced") < order.index("offset copied") < order.index("elected")
+    assert any(step == f"copied 2 consumer offsets to {ADDR[2]}" for step in report.steps)

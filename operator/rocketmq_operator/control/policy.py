@@ -22,6 +22,7 @@ from typing import Protocol
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control.fence import fence_lease_expired, is_fenced, show, unfence_config
 from rocketmq_operator.control.observe import facts_from_state
+from rocketmq_operator.control.offsets import OFFSET_COPY_S, copy_offsets
 from rocketmq_operator.control.routes import attach_slaves_to, reattach_slaves, register_again, route_master
 from rocketmq_operator.core.failover import (
     ActionKind,
@@ -81,6 +82,7 @@ class PolicyMemory:
     # probe holds the pass for its long timeout; on Kubernetes, asked on every pass, a frozen master was fenced
     # after 12.6 s of silence instead of 8)
     confirmation_failed: dict[int, float] = field(default_factory=dict)
+    offsets_copied_at: float = 0.0  # the last copy of the master's consumer offsets to the slaves (control.offsets)
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ class PolicyOutcome:
     decisions: list[Decision] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)  # what was done
     notes: list[str] = field(default_factory=list)  # what was judged and not acted on (logged: a master is slow)
+    offsets_copied: int = 0  # consumer offsets written on slaves in this pass (routine upkeep, not an action)
 
     @property
     def acted(self) -> bool:
@@ -208,6 +211,14 @@ async def run_replication_policy(
     if time.time() - memory.fences_checked_at >= FENCE_CHECK_S:
         memory.fences_checked_at = time.time()
         outcome.steps.extend(await _unfence_abandoned(client, state, facts, settings, timeout))
+    if master_ha is not None and master is not None and time.time() - memory.offsets_copied_at >= OFFSET_COPY_S:
+        # RocketMQ 5.5.0's slaves cannot copy them themselves (core.offsets): a new master would resume every
+        # consumer group from stale offsets or none.
+        memory.offsets_copied_at = time.time()
+        slaves = [r.address for r in state.replicas if r.reachable and r.address != master.address]
+        copied = await copy_offsets(client, master.address, slaves)
+        outcome.offsets_copied = copied.total
+        outcome.notes.extend(copied.errors)
     return outcome
 
 

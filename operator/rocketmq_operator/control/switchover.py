@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control.fence import FENCE_LEASE_S, show, switchover_fence_config, unfence_config
 from rocketmq_operator.control.observe import facts_from_state, observe_group
+from rocketmq_operator.control.offsets import copy_offsets
 from rocketmq_operator.control.routes import attach_slaves_to, register_around, unregister_master
 from rocketmq_operator.control.topics import carry_over
 from rocketmq_operator.control.waits import until
@@ -120,6 +121,7 @@ async def switchover(
                 await _wait_catch_up(client, old.address, target.address, catch_up_timeout_s)
                 report.steps.append(f"broker {target_id} caught up with the fenced master")
                 report.steps.extend(await _carry_over(client, old.address, target.address))
+                report.steps.extend(await _copy_offsets(client, old.address, target.address))
             elif action.kind is ActionKind.ELECT:
                 # The other slaves take their new master's HA address from their own name-server registration on
                 # the role change, which races the new master's: a name server still listing the old master
@@ -252,6 +254,15 @@ async def _carry_over(client: RemotingClient, master: str, target: str) -> list[
         return await carry_over(TopicAdmin(client), master, target, timeout=2.0)
     except (RemotingException, OSError) as exc:
         return [f"could not copy topics and groups to {target} before the election: {exc or type(exc).__name__}"]
+
+
+async def _copy_offsets(client: RemotingClient, master: str, target: str) -> list[str]:
+    """The consumers' committed offsets onto the target before it is elected (`control.offsets`: RocketMQ 5.5.0's
+    slaves cannot copy them), so every consumer group resumes where it was on the old master. Best effort: what
+    is committed to the old master after this, until the election, is read again (at least once)."""
+    copied = await copy_offsets(client, master, [target])
+    steps = [f"copied {copied.total} consumer offsets to {target}"] if copied.total else []
+    return steps + copied.errors
 
 
 async def _max_offset(client: RemotingClient, addr: str) -> int:

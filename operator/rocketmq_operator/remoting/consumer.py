@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .caller import Caller
 from .codec import RemotingCommand
@@ -17,7 +18,7 @@ from .message import (
     Message,
     decode_messages,
 )
-from .parsing import _fields, _int
+from .parsing import _body_json, _fields, _int, _obj
 
 DEFAULT_CONSUMER_GROUP = "rocketmq-operator-consumer"
 
@@ -159,6 +160,13 @@ class ConsumerCalls(Caller):
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return None
         return _int(response.ext_fields.get("offset"), "offset")
+
+    async def get_all_consumer_offsets(self, addr: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """GET_ALL_CONSUMER_OFFSET (43): the broker's committed offsets, its `offsetTable` as sent
+        (``"topic@group" -> {queue id: offset}``; fastjson's bare integer keys are read as strings)."""
+        response = await self._call(addr, RequestCode.GET_ALL_CONSUMER_OFFSET, timeout=timeout)
+        body = _obj(_body_json(response, "GET_ALL_CONSUMER_OFFSET"), "GET_ALL_CONSUMER_OFFSET")
+        return _obj(body.get("offsetTable"), "offsetTable")
 
     async def update_consumer_offset(
         self,

@@ -266,6 +266,12 @@ async def test_broker_admin_calls(fake_server: Start) -> None:
                     else (22, {}, b"", "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
                 ),
                 R.UPDATE_CONSUMER_OFFSET: lambda r: ok(),
+                # As a 5.5.0 broker sends it: fastjson's bare integer keys (apache/rocketmq#10284)
+                R.GET_ALL_CONSUMER_OFFSET: lambda r: ok(
+                    {},
+                    b'{"dataVersion":{"counter":0},"offsetTable":{"roll@readers":{0:586,1:574}},'
+                    b'"pullOffsetTable":{"orders@spark":{0:6000}}}',
+                ),
                 R.DELETE_EXPIRED_COMMITLOG: lambda r: ok(),
                 R.CLEAN_EXPIRED_CONSUMEQUEUE: lambda r: ok(),
             },
@@ -316,6 +322,7 @@ async def test_broker_admin_calls(fake_server: Start) -> None:
         assert await client.get_max_offset(addr, "t1", 0) == 42
         assert await client.query_consumer_offset(addr, "g", "t1", 0) == 7
         assert await client.query_consumer_offset(addr, "other", "t1", 0) is None
+        assert await client.get_all_consumer_offsets(addr) == {"roll@readers": {"0": 586, "1": 574}}
         await client.update_consumer_offset(addr, "g", "t1", 0, 9)
         await client.update_consumer_offset(addr, "g", "t1", 0, 10, oneway=True)
         await client.get_min_offset(addr, "t1", 0)  # the oneway arrives before this one
