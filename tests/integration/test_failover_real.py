@@ -126,6 +126,16 @@ def test_failover_switchover_and_refusals(local_platform: Any) -> None:
         # a replica after its grace period, so the whole set is back.
         g = _healthy(cluster)
         master = g["master"]
+        # Consumer offsets follow the master (control.offsets): a consumer pulls from the master, which fills its
+        # pullOffsetTable (and then RocketMQ 5.5.0's slaves cannot copy any offset: apache/rocketmq#10284), and
+        # commits; every slave holds the commit before the kill, and the new master serves it after.
+        committed = asyncio.run(_pull_and_commit(master["address"]))
+        slaves = [r["address"] for r in g["replicas"] if r["brokerId"] != master["brokerId"]]
+        cluster.wait_for(
+            "every slave to hold the consumer's committed offset (the policy copies every 10 s)",
+            lambda _: asyncio.run(_committed_on(slaves)) == [committed] * len(slaves),
+            timeout=60,
+        )
         cluster.cli("kill", master["replica"], "--signal", "KILL", "--no-restart")
         doc = cluster.wait_for(
             "a new master in status",
@@ -147,6 +157,8 @@ def test_failover_switchover_and_refusals(local_platform: Any) -> None:
             ),
             timeout=20,
         )
+        new_master = next(r["address"] for r in g["replicas"] if r["brokerId"] == g["master"]["brokerId"])
+        assert asyncio.run(_committed_on([new_master])) == [committed]
         cluster.cli("start", master["replica"])
 
         # 3. Switchover to a non-member is refused with the reason.
@@ -236,6 +248,26 @@ async def _carry_twice(master: str, target: str, topic: str) -> tuple[list[str],
     async with RemotingClient() as client:
         admin = TopicAdmin(client)
         return await carry_over(admin, master, target), await carry_over(admin, master, target)
+
+
+OFFSET_TOPIC, OFFSET_GROUP = "orders", "orders-readers"  # the quickstart's Topic and ConsumerGroup
+
+
+async def _pull_and_commit(master: str) -> int:
+    """Two messages on queue 0, pulled by the quickstart's consumer group (as a push or pull consumer does) and
+    committed; the committed offset."""
+    async with RemotingClient() as client:
+        for _ in range(2):
+            await client.send(master, OFFSET_TOPIC, b"offset", 0, broker_name=GROUP, timeout=5.0)
+        end = await client.get_max_offset(master, OFFSET_TOPIC, 0, timeout=5.0)
+        await client.pull(master, OFFSET_TOPIC, 0, end - 2, consumer_group=OFFSET_GROUP, timeout=5.0)
+        await client.update_consumer_offset(master, OFFSET_GROUP, OFFSET_TOPIC, 0, end, timeout=5.0)
+        return end
+
+
+async def _committed_on(brokers: list[str]) -> list[int | None]:
+    async with RemotingClient() as client:
+        return [await client.query_consumer_offset(b, OFFSET_GROUP, OFFSET_TOPIC, 0, timeout=5.0) for b in brokers]
 
 
 async def _send(broker: str, topic: str) -> str:
