@@ -108,8 +108,11 @@ async def switchover(
         for action in decision.actions:
             if action.kind is ActionKind.FENCE:
                 # Topics and groups the target lacks, copied while the master still takes writes (no pause);
-                # those made meanwhile are copied again under the fence, below.
+                # those made meanwhile are copied again under the fence, below. The consumer offsets too, here
+                # only: copied under the fence they would lengthen the write pause by a read of two tables and a
+                # write per changed offset, and what consumers commit until the election is read again anyway.
                 report.steps.extend(await _carry_over(client, old.address, target.address))
+                report.steps.extend(await _copy_offsets(client, old.address, target.address))
                 heartbeat = (await client.get_broker_config(old.address)).get("haSendHeartbeatInterval")
                 unfence = unfence_config(min_in_sync_replicas, heartbeat)
                 fence = switchover_fence_config()
@@ -121,7 +124,6 @@ async def switchover(
                 await _wait_catch_up(client, old.address, target.address, catch_up_timeout_s)
                 report.steps.append(f"broker {target_id} caught up with the fenced master")
                 report.steps.extend(await _carry_over(client, old.address, target.address))
-                report.steps.extend(await _copy_offsets(client, old.address, target.address))
             elif action.kind is ActionKind.ELECT:
                 # The other slaves take their new master's HA address from their own name-server registration on
                 # the role change, which races the new master's: a name server still listing the old master
@@ -257,7 +259,7 @@ async def _carry_over(client: RemotingClient, master: str, target: str) -> list[
 
 
 async def _copy_offsets(client: RemotingClient, master: str, target: str) -> list[str]:
-    """The consumers' committed offsets onto the target before it is elected (`control.offsets`: RocketMQ 5.5.0's
+    """The consumers' committed offsets onto the target before the fence (`control.offsets`: RocketMQ 5.5.0's
     slaves cannot copy them), so every consumer group resumes where it was on the old master. Best effort: what
     is committed to the old master after this, until the election, is read again (at least once)."""
     copied = await copy_offsets(client, master, [target])
