@@ -37,6 +37,16 @@ def test_a_master_change_after_the_recovery_is_extra() -> None:
     assert extra_elections(samples, QUIET) == [1, 0]
 
 
+def test_a_read_answered_after_the_next_fault_belongs_to_no_window() -> None:
+    # Seen under load (2026-11-29): a read sent at 29.9, before the next fault at 30, answered at 30.4 after that
+    # fault's own election. Dated by its send time it made the next trial's election an extra one of this trial.
+    samples = [*CLEAN[:6], Sample(29.9, 2, 3, 30.4), *CLEAN[6:]]
+    assert extra_elections(samples, QUIET) == [0, 0]
+    assert epochs_seen(samples, 13.0, 30.0) == [[2, 1]]
+    # A read wholly inside the window still counts: the same election seen before the fault is extra.
+    assert extra_elections([*CLEAN[:6], Sample(29.5, 2, 3, 29.8), *CLEAN[6:]], QUIET) == [1, 0]
+
+
 def test_bumps_a_poll_missed_still_count() -> None:
     # Two elections between two samples, in the settle time after the last trial: the epoch rose by 2.
     samples = [*CLEAN[:-1], Sample(50.0, 2, 5)]

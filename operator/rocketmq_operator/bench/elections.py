@@ -18,9 +18,21 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Sample:
-    at: float  # wall time the read was sent: the answer shows the state at that moment or later
+    at: float  # wall time the read was sent: the answer shows the state at some moment from then ...
     master: int | None
     epoch: int | None
+    answered: float | None = None  # ... to when it was answered (None: at once)
+
+    @property
+    def until(self) -> float:
+        return self.at if self.answered is None else self.answered
+
+
+def _within(s: Sample, start: float, end: float) -> bool:
+    """The whole read lies in [start, end]: a read sent before a window's end and answered after it may show an
+    election of the next window (found 2026-11-29: under load, the next fault's own election was counted as an
+    extra election of the trial before it, whose next trial's `epoch_before` still showed the old epoch)."""
+    return start <= s.at and s.until <= end
 
 
 @dataclass(frozen=True)
@@ -31,10 +43,10 @@ class Window:
 
 
 def elections_in(samples: Sequence[Sample], start: float, end: float) -> int:
-    """The elections the samples taken in [start, end] show: each rise of the master epoch above the highest
+    """The elections the samples read wholly within [start, end] show: each rise of the master epoch above the highest
     seen so far in the window (a read from a controller that lags behind does not count twice); where an epoch is
     unknown, a change of master."""
-    inside = sorted((s for s in samples if start <= s.at <= end), key=lambda s: s.at)
+    inside = sorted((s for s in samples if _within(s, start, end)), key=lambda s: s.at)
     count = 0
     highest: int | None = None
     previous: Sample | None = None
@@ -59,7 +71,7 @@ def extra_elections(samples: Sequence[Sample], windows: Sequence[Window]) -> lis
 def epochs_seen(samples: Sequence[Sample], start: float, end: float) -> list[list[int | None]]:
     """The successive distinct [epoch, master] pairs sampled in [start, end], for the per-trial JSON."""
     out: list[list[int | None]] = []
-    for s in sorted((s for s in samples if start <= s.at <= end), key=lambda s: s.at):
+    for s in sorted((s for s in samples if _within(s, start, end)), key=lambda s: s.at):
         pair = [s.epoch, s.master]
         if not out or out[-1] != pair:
             out.append(pair)
@@ -86,7 +98,7 @@ class EpochWatch:
             master, epoch, _ = await self.read()
         except Exception:  # any: a side measurement never ends the bench it watches
             return None
-        s = Sample(at, master, epoch)
+        s = Sample(at, master, epoch, time.time())
         self.samples.append(s)
         return s
 

@@ -458,7 +458,7 @@ async def _trial(run: _FailoverRun) -> Trial:
             run.by_id[r.broker_id] = r.name
     timeline.asked_at.append(time.time())
     old, old_epoch, _ = await retrying(lambda: group.controller_master(client))
-    run.watch.samples.append(Sample(timeline.asked_at[-1], old, old_epoch))
+    run.watch.samples.append(Sample(timeline.asked_at[-1], old, old_epoch, time.time()))
     assert old is not None
     old_addr = next(e.address for e in group.endpoints if e.name == run.by_id[old])
     killed_at = await _signal(run.state_dir, run.by_id[old], "STOP" if run.fault == "stop" else "KILL")
