@@ -2,8 +2,8 @@
 # `make test`: every test, arranged for the CI budget on a 2-core machine.
 #   first: start the background build, then install the venv and the RocketMQ distribution (`make install
 #               prepare-rocketmq`) beside it
-#   background: build the cluster parts (Go builds of the control plane and the node, Debian bases, images; a
-#               no-op when warm, an image rebuild when the sources changed)
+#   background: build the cluster parts (Go builds of the control plane and the node, Debian bases, images, the
+#               nodes' image seed; a no-op when warm, an image rebuild when the sources changed)
 #   stage 1, foreground: the tests that need no cluster (unit, integration on real RocketMQ processes, spark;
 #               two pytest workers). It keeps both cores busy from start to end (measured: 90-100% CPU), so
 #               nothing else is put beside it but the build.
@@ -25,7 +25,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 MAKE_CMD=${1:-make}
 shift || true
-PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 "$@")
+PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=40 "$@")
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocketmq-operator-test.XXXXXX")
 build_log=$work/prepare-cluster.log
 side_line=""
@@ -35,6 +35,10 @@ stamp() { date -u +%H:%M:%S; }
 
 (
     if "$MAKE_CMD" --no-print-directory prepare-cluster >"$build_log" 2>&1; then
+        # The nodes' image seed too (32-55 s of import when an image changed), here beside stage 1 rather than on
+        # the critical path when the nodes come up. It needs the venv, which the foreground installs meanwhile.
+        while [ ! -e "$work/venv-ready" ]; do sleep 1; done
+        .venv/bin/python tests/e2e/shared_node.py seed >"$work/seed.log" 2>&1
         touch "$work/built"
         # Only the chart's alert tests need promtool (their fixture waits for this build's lock): built after the
         # parts the node needs, beside the e2e tests, off the critical path of a cold run. A no-op when warm.
@@ -77,6 +81,7 @@ if ! "$MAKE_CMD" --no-print-directory install prepare-rocketmq; then
     wait "$background" 2>/dev/null
     exit 1
 fi
+touch "$work/venv-ready"
 # The project's own byte-code, written now: where PYTHONDONTWRITEBYTECODE is set (this machine sets it) every
 # process the tests start (CLI calls, supervisors, tools) would otherwise compile every module it imports (measured:
 # 0.14 s of CPU per process for the CLI's and the supervisor's imports). Up-to-date files are skipped.
@@ -91,13 +96,17 @@ BESIDE_E2E=(tests/integration/test_quorum_real.py tests/integration/test_tls_rea
 NO_CLUSTER=(-m "not k8s and not e2e and not chaos")
 ALERTS=tests/k8s/test_chart_alerts.py  # the API-server tests that need promtool
 
+# pytest workers of stage 1 and of the second e2e phase (overridable to measure another arrangement).
+STAGE1_WORKERS=${ROCKETMQ_OPERATOR_STAGE1_WORKERS:-3}
+E2E_WORKERS=${ROCKETMQ_OPERATOR_E2E_WORKERS:-3}
+
 rc=0
 # Two workers, whole files each (a file's tests share its local cluster), the longest files first (tests/conftest.py,
 # LONGEST_FILES_FIRST; xdist's own order put them last): the integration files mostly wait on
 # JVMs, elections and timeouts, so two at a time nearly halve the wall time on two cores.
 ignore=()
 for path in "${BESIDE_E2E[@]}"; do ignore+=(--ignore "$path"); done
-"${PYTEST[@]}" -n 2 --dist loadfile --no-loadscope-reorder "${NO_CLUSTER[@]}" "${ignore[@]}" tests || rc=$?
+"${PYTEST[@]}" -n "$STAGE1_WORKERS" --dist loadfile --no-loadscope-reorder "${NO_CLUSTER[@]}" "${ignore[@]}" tests || rc=$?
 
 echo "== $(stamp) waiting for the cluster parts to be built"
 while [ ! -e "$work/built" ] && [ ! -e "$work/build-failed" ]; do
@@ -149,7 +158,7 @@ if .venv/bin/python tests/e2e/shared_node.py up "$e2e_state" >"$work/e2e-node.lo
     echo "== $(stamp) $(tail -n 1 "$work/e2e-node.log"), the operator installed"
     ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -m "e2e and node_fault" tests || rc=$?
     echo "== $(stamp) e2e node faults done; the other e2e tests on two workers"
-    ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -n 2 --dist loadgroup -m "e2e and not node_fault and not soak" tests \
+    ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -n "$E2E_WORKERS" --dist loadgroup -m "e2e and not node_fault and not soak" tests \
         || rc=$?
     .venv/bin/python tests/e2e/shared_node.py down "$e2e_state" "$work/e2e-diagnostics"
 else

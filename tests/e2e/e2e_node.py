@@ -313,6 +313,16 @@ def missing_part() -> str | None:
     return None
 
 
+def prepare_seed() -> None:
+    """The image seed the nodes of `bring_up` start from, made now (k8s/cluster.py `ensure_seed`; a no-op when it is
+    there): scripts/run-tests.sh makes it beside the tests that need no cluster, once the images are built, so that
+    bringing the nodes up after them does not wait for the import (32-55 s when an image changed). The one-node
+    cluster imports its images while it starts: nothing to make."""
+    if node_count() > 1:
+        archives = [images.archive(role) for role in ROLES]
+        cluster_script.ensure_seed([*node.node_images(node.build_tools.bin_dir()).values(), *archives])
+
+
 def bring_up(state: Path) -> Node:
     """The node up in ``state`` with the images imported; stopped again if that fails (and the error raised)."""
     os.environ.setdefault(node.CONTAINER_ENV, CONTAINER_ENV)

@@ -2,6 +2,7 @@
 """One node for a whole e2e run (scripts/run-tests.sh), whichever pytest processes share it: brought up with the
 images and the chart's operator before the tests, stopped after them with their diagnostics saved.
 
+    shared_node.py seed                      # the nodes' image seed made ahead of `up` (beside other tests)
     shared_node.py up STATE_DIR              # exit 0: the node runs; else one line on stderr saying what is missing
     shared_node.py down STATE_DIR DIAG_DIR   # diagnostics saved under DIAG_DIR, the node stopped
 
@@ -18,11 +19,20 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from e2e.e2e_node import Node, bring_up, harness, install_operator, missing_part, tear_down  # noqa: E402
+from e2e.e2e_node import Node, bring_up, harness, install_operator, missing_part, prepare_seed, tear_down  # noqa: E402
 from jvm_flags import set_timer_slack  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["seed"]:
+        lacking = missing_part()
+        if lacking:  # `up` reports it
+            return 0
+        try:
+            prepare_seed()
+        except Exception as exc:  # `up` makes it again and fails with the cause there
+            print(f"warning: making the image seed ahead failed: {exc}", file=sys.stderr)
+        return 0
     if len(argv) < 2 or argv[0] not in {"up", "down"} or (argv[0] == "down" and len(argv) != 3):
         print(__doc__, file=sys.stderr)
         return 2

@@ -73,6 +73,20 @@ def test_switchover_extra_elections_name_the_switchovers() -> None:
     ]
 
 
+def test_a_failed_switchover_is_a_reason_with_its_message() -> None:
+    doc = passed(
+        switchovers=3,
+        per_switchover=[
+            {"extra_elections": 0, "refused": None},
+            {"extra_elections": 0, "refused": "switchover to broker 2 failed: no controller leader"},
+            {"extra_elections": 0, "refused": "switchover to broker 1 failed: timed out"},
+        ],
+    )
+    assert verdict.switchover_failures(doc) == [
+        "2 of 3 switchovers failed; the first: switchover to broker 2 failed: no controller leader"
+    ]
+
+
 def test_upgrade_roll_not_complete_and_lost() -> None:
     doc = passed(lost=1, phase="Blocked", rollout_message="replica b-1 is not ready")
     assert verdict.upgrade_failures(doc) == [

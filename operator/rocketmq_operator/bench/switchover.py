@@ -44,7 +44,7 @@ from rocketmq_operator.bench.failover import (
 )
 from rocketmq_operator.bench.upgrade import longest_gap
 from rocketmq_operator.control.observe import observe_groups
-from rocketmq_operator.control.switchover import switchover
+from rocketmq_operator.control.switchover import OperationRefused, OperationReport, switchover
 from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.remoting import RemotingClient
@@ -90,6 +90,7 @@ async def run_bench(files: list[str], state_dir: Path, switchovers: int, rate: f
     return {
         "group": group.name,
         "switchovers": len(per),
+        "refused_switchovers": sum(1 for p in per if p["refused"]),
         "rate_msgs_per_s": rate,
         **delivery(producer.report(), got.count, lost),
         "deposed_acks": deposed,
@@ -128,16 +129,20 @@ async def _one_switchover(
     switched_at.append(time.time())
     await watch.sample()
     started = time.time()
-    report = await switchover(
-        client,
-        group.controllers,
-        group.spec.cluster_name,
-        group.name,
-        group.endpoints,
-        target.broker_id,
-        min_in_sync_replicas=effective_quorum(group.spec).min_in_sync_replicas,
-    )
-    elected = report.elected_at or started
+    refused: str | None = None
+    try:
+        report: OperationReport | None = await switchover(
+            client,
+            group.controllers,
+            group.spec.cluster_name,
+            group.name,
+            group.endpoints,
+            target.broker_id,
+            min_in_sync_replicas=effective_quorum(group.spec).min_in_sync_replicas,
+        )
+    except OperationRefused as exc:  # a finding of the bench, recorded; the next switchover waits for health
+        report, refused = None, str(exc)
+    elected = (report.elected_at if report else None) or started
     # Every replica back in the SyncStateSet: the third replica may have raced to the old master's HA port (its
     # name-server registration still named it) and waits for the policy.
     full_at = await wait_for(
@@ -151,10 +156,11 @@ async def _one_switchover(
     pause, _, _ = longest_gap(records, started - 0.5, ended)
     return {
         "from": st.master_broker_id,
-        "to": report.new_master,
+        "to": report.new_master if report else None,
+        "refused": refused,
         "client_pause_s": round(pause, 3),
-        "reported_pause_s": None if report.write_pause_s is None else round(report.write_pause_s, 3),
-        "fence_to_election_s": round(elected - (report.fenced_at or elected), 3),
+        "reported_pause_s": None if report is None or report.write_pause_s is None else round(report.write_pause_s, 3),
+        "fence_to_election_s": round(elected - ((report.fenced_at if report else None) or elected), 3),
         "failed_sends": sum(1 for r in records if not r.ok),
         "all_in_sync_after_s": round(full_at - elected, 3),
         "stale_sends": stale.sends,

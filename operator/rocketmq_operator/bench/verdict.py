@@ -63,8 +63,17 @@ def proxy_bench_failures(doc: dict[str, Any]) -> list[str]:
 
 
 def switchover_failures(doc: dict[str, Any]) -> list[str]:
-    """`bench switchover`: lost messages, deposed acknowledgements, elections beyond one per switchover."""
-    return _lost(doc) + _deposed(doc, "stale_route_acks_after_election") + _extra(doc, "per_switchover", "switchover")
+    """`bench switchover`: lost messages, deposed acknowledgements, elections beyond one per switchover, switchovers
+    the operation refused or failed."""
+    refused = [p["refused"] for p in doc.get("per_switchover", []) if p.get("refused")]
+    count = doc.get("switchovers")
+    reasons = [f"{len(refused)} of {count} switchovers failed; the first: {refused[0]}"] if refused else []
+    return (
+        _lost(doc)
+        + _deposed(doc, "stale_route_acks_after_election")
+        + _extra(doc, "per_switchover", "switchover")
+        + reasons
+    )
 
 
 def upgrade_failures(doc: dict[str, Any]) -> list[str]:

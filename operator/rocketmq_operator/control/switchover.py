@@ -133,14 +133,24 @@ async def switchover(
                 # (the address is left unset, and handed over below) or the new one.
                 report.steps.extend(await unregister_master(client, cluster, group, old.address))
                 electing = True  # from here a failed request may still have elected: see the rollback below
-                result = await client.elect_master(leader, cluster, group, target_id, designate=True)
+                try:
+                    result = await client.elect_master(leader, cluster, group, target_id, designate=True)
+                    report.new_master, report.epoch = result.master_broker_id, result.master_epoch
+                    report.steps.append(
+                        f"controller elected broker {result.master_broker_id} (epoch {result.master_epoch})"
+                    )
+                except (RemotingException, OSError, TimeoutError) as exc:
+                    # The answer lost (a timeout under load) says nothing of the election: the controller does.
+                    epoch = await _elected_anyway(client, controllers, group, old, target_id)
+                    if epoch is None:
+                        raise
+                    report.new_master, report.epoch = target_id, epoch
+                    report.steps.append(
+                        f"the election request failed ({exc}), but the controller names broker {target_id} "
+                        f"(epoch {epoch}): going on"
+                    )
                 fenced = electing = False  # the group has a new master; this fence no longer guards the only writer
                 report.elected_at = time.time()
-                report.new_master = result.master_broker_id
-                report.epoch = result.master_epoch
-                report.steps.append(
-                    f"controller elected broker {result.master_broker_id} (epoch {result.master_epoch})"
-                )
                 # Serving before the old master is unfenced: the old master still holds its HA connection to the
                 # target until it has changed to slave (it reports SLAVE before it drops them), and a heartbeat it
                 # sends once unfenced, read by the target's HA client while that is shut down for the promotion,
@@ -195,6 +205,22 @@ async def switchover(
             )
         raise OperationRefused(f"switchover to broker {target_id} failed: {exc}; steps: {report.steps}") from None
     return report
+
+
+async def _elected_anyway(
+    client: RemotingClient,
+    controllers: Sequence[str],
+    group: str,
+    old: ReplicaObservation,
+    target_id: int,
+) -> int | None:
+    """The epoch at which the controller names ``target_id`` (not the old master) master now, or None (not
+    elected, or the controller unreadable)."""
+    with contextlib.suppress(RemotingException, OSError, TimeoutError):
+        now = await observe_group(client, controllers, group, [ReplicaEndpoint(old.name, old.address)])
+        if now.controller_reachable and now.master_broker_id == target_id and now.master_epoch is not None:
+            return now.master_epoch
+    return None
 
 
 async def _roll_back_fence(

@@ -246,6 +246,13 @@ class Connection:
         with contextlib.suppress(Exception):
             self._writer.close()
 
+    async def close_when_idle(self) -> None:
+        """Close once no call waits on this connection any more: each ends by its response, its own deadline or
+        the connection's loss. For a connection no new call is given (`ClientPool` retired it)."""
+        while self._pending and not self.closed:
+            await asyncio.wait(list(self._pending.values()))
+        await self.close()
+
     async def close(self) -> None:
         """Close the socket at once; pending calls fail with :class:`RemotingConnectionError`. What is still
         buffered for the peer is dropped: a peer that stopped reading (a lost node, a frozen broker) never takes
@@ -290,6 +297,8 @@ class ClientPool:
         self._max_frame_length = max_frame_length
         self._connections: dict[str, Connection] = {}
         self._connecting: dict[str, asyncio.Task[Connection]] = {}
+        self._retiring: dict[Connection, asyncio.Task[None]] = {}
+        """Connections given no new call, closed once the calls still waiting on them have ended."""
         self._closed = False
 
     async def get(self, addr: str) -> Connection:
@@ -348,7 +357,10 @@ class ClientPool:
             return await connection.invoke(request, self.request_timeout if timeout is None else timeout)
         except RemotingTimeout:
             if connection.last_received < sent_at:
-                await self.discard(addr, connection)
+                # Nothing heard since this call was sent: the peer may be gone. The next call opens a new
+                # connection; the calls still waiting on this one keep their own deadlines (a slow answer, such
+                # as a controller's election under load, is not failed by a short read that gave up beside it).
+                self.retire(addr, connection)
             raise
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> None:
@@ -356,20 +368,21 @@ class ClientPool:
         connection = await self.get(addr)
         await connection.invoke_oneway(request, self.request_timeout if timeout is None else timeout)
 
-    async def discard(self, addr: str, connection: Connection | None = None) -> None:
-        """Close and forget the connection to ``addr`` (only if it is ``connection``, when given)."""
-        current = self._connections.get(addr)
-        if current is None or (connection is not None and current is not connection):
+    def retire(self, addr: str, connection: Connection) -> None:
+        """Give ``connection`` (if still the one to ``addr``) no new call, and close it once its calls have ended."""
+        if self._connections.get(addr) is not connection:
             return
         del self._connections[addr]
-        await current.close()
+        task = asyncio.ensure_future(connection.close_when_idle())
+        self._retiring[connection] = task
+        task.add_done_callback(lambda _: self._retiring.pop(connection, None))
 
     async def close(self) -> None:
         self._closed = True
         for attempt in list(self._connecting.values()):
             attempt.cancel()
         connections, self._connections = self._connections, {}
-        for connection in connections.values():
+        for connection in [*connections.values(), *self._retiring]:
             await connection.close()
 
     def __contains__(self, addr: object) -> bool:

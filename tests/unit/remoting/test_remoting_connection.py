@@ -379,6 +379,45 @@ async def test_a_caller_that_gives_up_does_not_cancel_the_shared_connect(fake_se
         await pool.close()
 
 
+async def test_a_call_timing_out_does_not_fail_a_slower_call_beside_it(fake_server: Start) -> None:
+    """A short call that gives up while a slow one waits on the same connection (found: a bench's 0.1 s role read
+    beside a controller's election under load; the election was failed with "closed by client", although it had
+    elected): the new call gets a new connection, the slow call its answer, and the old connection is closed
+    after it."""
+    both_read = asyncio.Event()
+    answer_slow = asyncio.Event()
+
+    async def answers_the_first_late(conn: FakeConn) -> None:
+        if server.connections > 1:  # the new connection: answer at once
+            await echo(conn)
+            return
+        requests = [await conn.read_request(), await conn.read_request()]
+        slow = next(r for r in requests if r.ext_fields["n"] == "1")  # the other, the short call: never answered
+        both_read.set()
+        await answer_slow.wait()
+        await conn.reply(slow, 0, remark="elected")
+        await asyncio.sleep(10)
+
+    server = await fake_server(answers_the_first_late)
+    pool = ClientPool()
+    try:
+        slow = asyncio.create_task(pool.invoke(server.addr, req(1), timeout=30))
+        short = asyncio.create_task(pool.invoke(server.addr, req(2), timeout=0.05))
+        with pytest.raises(RemotingTimeout):
+            await short
+        await both_read.wait()
+        [(old, closing)] = pool._retiring.items()
+        assert server.addr not in pool and not old.closed  # retired: no new call, the slow one still waiting
+        assert (await pool.invoke(server.addr, req(3), timeout=30)).code == 0
+        assert server.connections == 2
+        answer_slow.set()
+        assert (await slow).remark == "elected"
+        await closing  # closed once its last call ended
+        assert old.closed and not pool._retiring
+    finally:
+        await pool.close()
+
+
 async def test_pool_keeps_connection_that_answers_others(fake_server: Start) -> None:
     first_read = asyncio.Event()
 
