@@ -587,6 +587,20 @@ CASES: list[Case] = [
         "spec.proxyConfig",
         "is not a RocketMQ proxy key",
     ),
+    Case(
+        "proxy-tls-renew-after-expiry",
+        px("spec.tls", {"enabled": True, "duration": "24h", "renewBefore": "48h"}),
+        "Proxy.tls.renewBefore",
+        "spec.tls.renewBefore",
+        "renewBefore 48h is not shorter than duration 24h",
+    ),
+    Case(
+        "proxy-config-owned-tls",
+        px("spec.proxyConfig", {"tlsTestModeEnable": "true"}),
+        "Proxy.proxyConfig.owned",
+        "spec.proxyConfig",
+        "sets tlsTestModeEnable, which the operator renders from the spec",
+    ),
 ]
 
 

@@ -5,26 +5,82 @@ namespace's authority and observes the group over TLS (status turns writable onl
 Measured as the client sees it, from pods of the operator image: a plain-text send is refused; a send that
 trusts the authority (the ca.crt of the group's Secret, mounted into the pod; the chain verified, not the pod IP
 it is dialled at, as RocketMQ's Java clients do) is acknowledged and read back.
+
+Through the example's Proxy (spec.tls), from the host over `kubectl port-forward` to its Service (the proxy's
+certificate names localhost beside the Service's names, so a client on the host verifies chain and name): RocketMQ
+5's gRPC client in plain text is refused; with TLS, trusting the ca.crt of the Secret `proxy-tls-tls`, every send
+is acknowledged and every key read back.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+import contextlib
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from e2e.e2e_helpers import wait_proxy_ready
 from rocketmq_operator.control.certificates import CertificateInfo
-from rocketmq_operator.tools.noloss import reports_no_loss_failure
+from rocketmq_operator.tools.grpc_client import receive_keys_trusting, send_keys, send_keys_trusting
+from rocketmq_operator.tools.noloss import missing_acknowledged, reports_no_loss_failure
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tls.yaml"
 NS = "rocketmq-tls"
 CA = {"broker-tls-tls": "/tls"}
+PROXY = "proxy-tls"
+GRPC_KEYS = [f"e2e-grpc-tls-{i}" for i in range(40)]
+
+
+@contextlib.contextmanager
+def _port_forward(node: Any, service: str, port: int) -> Iterator[str]:
+    """`kubectl port-forward svc/SERVICE LOCAL:PORT` for the block: yields `localhost:LOCAL`."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        local = s.getsockname()[1]
+    argv = [str(node.state_dir / "bin" / "kubectl"), "-n", NS, "port-forward", f"svc/{service}", f"{local}:{port}"]
+    forward = subprocess.Popen(argv, env=node.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", local), timeout=2):
+                break
+            said = forward.stdout.read() if forward.poll() is not None and forward.stdout else ""
+            assert forward.poll() is None, f"kubectl port-forward exited: {said}"
+            assert time.monotonic() < deadline, "kubectl port-forward did not listen within 60 s"
+            time.sleep(0.5)
+        yield f"localhost:{local}"
+    finally:
+        forward.terminate()
+        forward.wait(timeout=30)
+
+
+def _through_the_tls_proxy(node: Any, tmp_path: Path) -> None:
+    wait_proxy_ready(node, NS, PROXY, 1)
+    crt = node.kubectl("-n", NS, "get", "secret", f"{PROXY}-tls", "-o", "jsonpath={.data.tls\\.crt}")
+    names = CertificateInfo.of(base64.b64decode(crt).decode()).dns_names
+    assert {f"{PROXY}.{NS}.svc", f"{PROXY}.{NS}.svc.cluster.local", "localhost"} <= set(names), names
+    ca = tmp_path / "proxy-ca.crt"
+    ca_data = node.kubectl("-n", NS, "get", "secret", f"{PROXY}-tls", "-o", "jsonpath={.data.ca\\.crt}")
+    ca.write_text(base64.b64decode(ca_data).decode(), encoding="utf-8")
+    with _port_forward(node, PROXY, 8081) as endpoint:
+        try:
+            plain_ok = any(s.ok for s in send_keys(endpoint, "orders", ["e2e-grpc-plain-0"]))
+        except Exception:  # the client could not even fetch its route: refused
+            plain_ok = False
+        assert not plain_ok, "a plain-text gRPC send through the TLS proxy was acknowledged"
+        sent = send_keys_trusting(str(ca), endpoint, "orders", GRPC_KEYS)
+        assert all(s.ok for s in sent), [(s.key, s.status, s.error) for s in sent if not s.ok][:3]
+        got = receive_keys_trusting(str(ca), endpoint, "orders-readers", "orders", GRPC_KEYS, idle_s=20)
+        assert not missing_acknowledged(set(GRPC_KEYS), got), sorted(set(GRPC_KEYS) - got)[:10]
 
 
 def test_tls_example_refuses_plain_text_and_serves_clients_that_trust_its_authority(
-    group_in: Callable[..., Any],
+    group_in: Callable[..., Any], tmp_path: Path
 ) -> None:
     group = group_in(NS, name="broker-tls", replicas=2, controller_group="tls-ctl")
     node = group.node
@@ -60,5 +116,6 @@ def test_tls_example_refuses_plain_text_and_serves_clients_that_trust_its_author
         assert read is not None and read["body_mismatches"] == 0 and read["unique"] >= 200, read
         loss = reports_no_loss_failure([sent], read)  # by key: every acknowledged key read back
         assert loss is None, loss
+        _through_the_tls_proxy(node, tmp_path)
     finally:
         node.delete_namespace(NS)

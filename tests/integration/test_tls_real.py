@@ -3,15 +3,20 @@
 - a plain-text client is refused by the name server and by the master;
 - `produce` and `consume` over TLS, verifying the servers against the cluster's authority, send and read back
   every message; so does the Spark source (option tlsCaFile);
+- RocketMQ 5's gRPC client (rocketmq-python-client) through the example's Proxy (spec.tls): a plain-text client
+  is refused, so is a TLS client that does not trust the cluster's authority (the proxy's certificate is
+  verified, chain and name), and one that trusts it (`ROCKETMQ_TLS_CA` from `local env`, given to gRPC as
+  GRPC_DEFAULT_SSL_ROOTS_FILE_PATH) has every send acknowledged and reads every acknowledged key back;
 - every process's certificate, replaced by one that expires within the group's renewBefore, is renewed by the
-  supervisor while a producer sends: brokers and the name server load the renewed certificate without a restart
-  (RocketMQ's file watch), the controller hosted in the name server is restarted, and no send fails.
+  supervisor while a producer sends: brokers, the name server and the proxy load the renewed certificate without
+  a restart (RocketMQ's file watch), the controller hosted in the name server is restarted, and no send fails.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import shlex
 import socket
 import ssl
 import threading
@@ -28,13 +33,18 @@ from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.state import read_state, write_text_atomic
 from rocketmq_operator.remoting import ClientTls, RemotingClient, RemotingConnectionError
 from rocketmq_operator.tools.consume import consume
+from rocketmq_operator.tools.grpc_client import GrpcSend, receive_keys_trusting, send_keys, send_keys_trusting
+from rocketmq_operator.tools.noloss import missing_acknowledged
 from rocketmq_operator.tools.produce import DEFAULT_RETRIES, ProduceReport, produce
 
 ROOT = Path(__file__).resolve().parents[2]
 TLS = ROOT / "examples" / "tls.yaml"
 GROUP = "broker-tls"
 TOPIC = "orders"
+READERS = "orders-readers"
+PROXY = "proxy-tls-0"
 COUNT = 200
+GRPC_COUNT = 100
 NEAR_EXPIRY_S = 3600  # well inside the example's renewBefore (720h)
 RENEWAL_SENDS = 1500
 RENEWAL_RATE = 50.0
@@ -50,6 +60,7 @@ def _served(address: str, ca: Path) -> tuple[str, float] | None:
     server does not answer (a restart)."""
     host, _, port = address.rpartition(":")
     ctx = ssl.create_default_context(cafile=str(ca))
+    ctx.set_alpn_protocols(["h2"])  # what a gRPC client offers (the proxy's gRPC port); remoting servers ignore it
     try:
         with (
             socket.create_connection((host, int(port)), timeout=5) as raw,
@@ -73,9 +84,51 @@ async def _plain_send(namesrv: str, broker: str) -> None:
         await client.send(broker, TOPIC, b"plain", 0, keys="plain", timeout=3.0)
 
 
+def _env(cluster: Any) -> dict[str, str]:
+    """`local env`, parsed as the shell's eval would."""
+    out: dict[str, str] = {}
+    for line in cluster.cli("env").stdout.splitlines():
+        name, _, value = shlex.split(line)[1].partition("=")
+        out[name] = value
+    return out
+
+
+def _refused(send: Any) -> list[GrpcSend] | str:
+    """The sends of one gRPC client, or why it could not even start (its route lookup refused)."""
+    try:
+        sends: list[GrpcSend] = send()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return sends
+
+
+def _through_the_tls_proxy(cluster: Any, layout: StateLayout) -> None:
+    """RocketMQ 5's gRPC client through the TLS proxy, configured from `local env` as a user's application is."""
+    env = _env(cluster)
+    endpoint, ca = env["ROCKETMQ_PROXY_ENDPOINT"], env["ROCKETMQ_TLS_CA"]
+    assert ca == str(layout.tls_ca), env
+    plain = _refused(lambda: send_keys(endpoint, TOPIC, ["grpc-plain-0"]))
+    assert isinstance(plain, str) or not any(s.ok for s in plain), plain
+    # This process's gRPC trusts only the system's authorities: the proxy's certificate must not pass.
+    untrusted = _refused(lambda: send_keys(endpoint, TOPIC, ["grpc-untrusted-0"], tls=True))
+    assert isinstance(untrusted, str) or not any(s.ok for s in untrusted), untrusted
+    keys = [f"grpc-tls-{i}" for i in range(GRPC_COUNT)]
+    sent = send_keys_trusting(ca, endpoint, TOPIC, keys)
+    assert all(s.ok for s in sent), [(s.key, s.status, s.error) for s in sent if not s.ok][:3]
+    got = receive_keys_trusting(ca, endpoint, READERS, TOPIC, keys, idle_s=20)
+    assert not missing_acknowledged(set(keys), got), sorted(set(keys) - got)[:10]
+    print(f"\ngRPC over TLS through {endpoint}: {len(sent)} acknowledged, {len(got & set(keys))} read back; "
+          f"plain text: {plain if isinstance(plain, str) else plain[0].status}; "
+          f"untrusted: {untrusted if isinstance(untrusted, str) else untrusted[0].status}")  # fmt: skip
+
+
 def test_tls_everywhere_and_renewal_under_load(local_platform: Any) -> None:
     with local_platform.up(TLS, name="tls") as cluster:
-        doc = cluster.wait_for("a writable master", lambda d: _serving(cluster, d), timeout=180)
+        doc = cluster.wait_for(
+            "a writable master and the proxy ready",
+            lambda d: _serving(cluster, d) and all(p["ready"] for p in d.get("proxies") or [{"ready": False}]),
+            timeout=180,
+        )
         namesrv = ";".join(doc["nameServers"])
         layout = StateLayout(Path(cluster.state_dir))
         tls = ClientTls(str(layout.tls_ca))
@@ -98,10 +151,13 @@ def test_tls_everywhere_and_renewal_under_load(local_platform: Any) -> None:
             spark_keys = {row["keys"] for row in reader.load().select("keys").collect()}
         assert acknowledged <= spark_keys, f"the Spark source read {len(spark_keys & acknowledged)} of {COUNT}"
 
+        _through_the_tls_proxy(cluster, layout)
+
         # Renewal under load: every certificate is replaced by one that expires within renewBefore.
         state = read_state(layout.state_file)
         reloading = {r.name: r.address for r in state.replicas if r.role == "broker"}
         reloading[state.replicas[0].name] = doc["nameServers"][0]  # the name server (hosts the controller)
+        reloading[PROXY] = next(r.address for r in state.replicas if r.name == PROXY)  # its gRPC port
         results: list[ProduceReport] = []
         sender = threading.Thread(
             target=lambda: results.append(
@@ -120,7 +176,9 @@ def test_tls_everywhere_and_renewal_under_load(local_platform: Any) -> None:
         )
         sender.start()
         time.sleep(3.0)
-        restarts_before = {r.name: r.restarts for r in read_state(layout.state_file).replicas if r.role == "broker"}
+        restarts_before = {
+            r.name: r.restarts for r in read_state(layout.state_file).replicas if r.role in ("broker", "proxy")
+        }
         authority = IssuedPair(layout.tls_ca.read_text(), layout.tls_ca_key.read_text())
         near: dict[str, str] = {}
         for r in state.replicas:
@@ -155,7 +213,7 @@ def test_tls_everywhere_and_renewal_under_load(local_platform: Any) -> None:
         restarted = [
             r.name
             for r in read_state(layout.state_file).replicas
-            if r.role == "broker" and r.restarts != restarts_before[r.name]
+            if r.role in ("broker", "proxy") and r.restarts != restarts_before[r.name]
         ]
-        assert restarted == [], "a broker was restarted during the renewal\n" + cluster.log_tails()
-        assert "tls: restart broker" not in log.read_text()
+        assert restarted == [], "a broker or the proxy was restarted during the renewal\n" + cluster.log_tails()
+        assert "tls: restart broker" not in log.read_text() and "tls: restart proxy" not in log.read_text()

@@ -6,6 +6,7 @@ CEL validation at apply time, server-side apply, status subresources, garbage co
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import signal
@@ -24,6 +25,7 @@ import yaml
 from rocketmq_operator.api.crd import dump_yaml
 from rocketmq_operator.api.rules import rules_for
 from rocketmq_operator.api.validation import parse_resource, validate_file
+from rocketmq_operator.control.certificates import CertificateInfo
 from rocketmq_operator.render.kubernetes import render_all
 from validation_cases import CASES
 
@@ -627,6 +629,81 @@ def test_a_proxy_is_a_deployment_and_a_node_port_service_with_truthful_status(op
         timeout=60,
     )
     cluster.kubectl("delete", "proxy", "proxy", "-n", ns, "--wait=true", "--timeout=60s")
+
+
+def test_a_tls_proxy_mounts_its_own_certificate_a_renewal_rolls_nothing_and_a_mismatch_is_reported(
+    operator: Operator,
+) -> None:
+    """examples/tls.yaml's groups and Proxy, as the chart's ServiceAccount: the operator issues `proxy-tls-tls`
+    from the namespace's authority naming the proxy's Service (and localhost), the Deployment equals the rendering
+    (TLS flags, the Secret mounted); a new certificate (the Secret deleted and issued again) leaves the Deployment
+    as it was (the proxy reloads its files); spec.tls.enabled may change on a Proxy (not fixed at creation, unlike
+    the groups), and a Proxy that then disagrees with its cluster is Reconciled=False, reason TlsMismatch."""
+    cluster, ns = operator.cluster, "rmq-b"
+    example = ROOT / "examples" / "tls.yaml"
+    docs = [d for d in yaml.safe_load_all(example.read_text(encoding="utf-8")) if d]
+    docs = [d for d in docs if d["kind"] in ("ControllerGroup", "BrokerGroup", "Proxy")]
+    cluster.kubectl("apply", "--server-side", "-n", ns, "-f", "-", input=yaml.safe_dump_all(docs))
+    resources = [r.resource for r in validate_file(example) if r.resource is not None and r.resource.kind in
+                 ("ControllerGroup", "BrokerGroup", "Proxy")]  # fmt: skip
+    for r in resources:
+        r.metadata.namespace = ns
+    rendered = [o for o in render_all(resources) if o["metadata"]["labels"]["app.kubernetes.io/component"] == "proxy"]
+    try:
+        cluster.wait_for(
+            "the TLS proxy's Secret and Deployment",
+            lambda: (
+                _get(cluster, "secret", "proxy-tls-tls", ns) is not None
+                and _get(cluster, "deployment", "proxy-tls", ns) is not None
+            ),
+            timeout=90,
+        )
+        for obj in rendered:
+            live = _get(cluster, obj["kind"], obj["metadata"]["name"], ns)
+            assert live is not None
+            key = "spec" if "spec" in obj else "data"
+            assert not _subset(obj[key], live[key]), obj["metadata"]["name"]
+        secret = _get(cluster, "secret", "proxy-tls-tls", ns)
+        assert secret is not None and secret["metadata"]["ownerReferences"][0]["kind"] == "Proxy"
+        crt = base64.b64decode(secret["data"]["tls.crt"]).decode()
+        names = set(CertificateInfo.of(crt).dns_names)
+        assert {f"proxy-tls.{ns}.svc", f"proxy-tls.{ns}.svc.cluster.local", "localhost"} <= names, names
+        deployment = _get(cluster, "deployment", "proxy-tls", ns)
+        assert deployment is not None
+        template, generation = deployment["spec"]["template"], deployment["metadata"]["generation"]
+
+        cluster.kubectl("delete", "secret", "proxy-tls-tls", "-n", ns)
+        cluster.wait_for(
+            "a new certificate",
+            lambda: (
+                (s := _get(cluster, "secret", "proxy-tls-tls", ns)) is not None
+                and base64.b64decode(s["data"]["tls.crt"]).decode() != crt
+            ),
+            timeout=60,
+        )
+        time.sleep(2 * RESYNC_S)  # a pass after the new Secret: it must not touch the Deployment
+        after = _get(cluster, "deployment", "proxy-tls", ns)
+        assert after is not None and after["metadata"]["generation"] == generation
+        assert after["spec"]["template"] == template
+
+        cluster.kubectl(
+            "patch", "proxy", "proxy-tls", "-n", ns, "--type=merge", "-p", '{"spec":{"tls":{"enabled":false}}}'
+        )
+
+        def reconciled() -> dict[str, Any]:
+            status = (_get(cluster, "proxy", "proxy-tls", ns) or {}).get("status") or {}
+            return next((c for c in status.get("conditions") or [] if c["type"] == "Reconciled"), {})
+
+        cluster.wait_for("TlsMismatch", lambda: reconciled().get("reason") == "TlsMismatch", timeout=60)
+        condition = reconciled()
+        assert condition["status"] == "False", condition
+        assert condition["message"].startswith("Proxy/proxy-tls: spec.tls.enabled: tls.enabled is false and "), (
+            condition
+        )
+        assert condition["message"].endswith("fix: set spec.tls.enabled: true on the Proxy"), condition
+    finally:
+        for kind, name in (("proxy", "proxy-tls"), ("brokergroup", "broker-tls"), ("controllergroup", "tls-ctl")):
+            cluster.kubectl("delete", kind, name, "-n", ns, "--wait=true", "--timeout=60s", check=False)
 
 
 def test_operator_memory_is_recorded_after_the_module(operator: Operator) -> None:

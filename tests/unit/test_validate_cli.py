@@ -249,9 +249,14 @@ def test_a_problem_between_two_documents_names_the_document(tmp_path: Path, caps
 
 def _proxy(**auth: Any) -> dict[str, Any]:
     spec: dict[str, Any] = {"controllerRef": {"name": "ctl"}, "clusterName": "DefaultCluster"}
+    if "tls" in auth:
+        spec["tls"] = auth.pop("tls")
     if auth:
         spec["auth"] = auth
     return {"apiVersion": API, "kind": "Proxy", "metadata": {"name": "proxy"}, "spec": spec}
+
+
+TLS_ON = {"enabled": True}
 
 
 AUTH_ON = {"enabled": True, "adminSecret": "admin"}
@@ -268,13 +273,22 @@ AUTH_ON = {"enabled": True, "adminSecret": "admin"}
          "DefaultCluster (broker-a) has spec.auth.enabled"),
         ({"auth": AUTH_ON}, {"enabled": True, "adminSecret": "other"}, "spec.auth.adminSecret: Proxy/proxy: "
          "auth.adminSecret is 'other' and the BrokerGroups of cluster DefaultCluster name 'admin'"),
-        ({"tls": {"enabled": True}}, {}, "spec.clusterName: Proxy/proxy: cluster DefaultCluster has "
-         "BrokerGroup/broker-a with spec.tls.enabled; rule: TLS through a proxy is not served yet"),
+        ({"tls": TLS_ON}, {}, "spec.tls.enabled: Proxy/proxy: tls.enabled is false and BrokerGroup/broker-a "
+         "(cluster DefaultCluster) has tls.enabled true; rule: a proxy speaks TLS to its name servers and brokers "
+         "exactly when it serves TLS (one JVM-wide switch, tls.enable), so it matches them; fix: set "
+         "spec.tls.enabled: true on the Proxy"),
+        ({}, {"tls": TLS_ON}, "spec.tls.enabled: Proxy/proxy: tls.enabled is true and BrokerGroup/broker-a "
+         "(cluster DefaultCluster) has tls.enabled false; rule: a proxy speaks TLS to its name servers and brokers "
+         "exactly when it serves TLS (one JVM-wide switch, tls.enable), so it matches them; fix: set "
+         "spec.tls.enabled: false on the Proxy"),
+        ({"tls": TLS_ON}, {"tls": TLS_ON}, None),
+        ({"auth": AUTH_ON, "tls": TLS_ON}, {**AUTH_ON, "tls": TLS_ON}, None),
         ({"auth": AUTH_ON}, AUTH_ON, None),
         ({}, {}, None),
     ],
     ids=["brokers authenticate, the proxy not", "the proxy authenticates, the brokers not", "another admin",
-         "TLS brokers", "both authenticate", "neither"],
+         "TLS brokers, a plain-text proxy", "plain-text brokers, a TLS proxy", "TLS on both",
+         "TLS and authentication on both", "both authenticate", "neither"],
 )  # fmt: skip
 def test_a_proxy_must_match_the_brokers_of_its_cluster(
     tmp_path: Path,
@@ -298,5 +312,5 @@ def test_a_proxy_must_match_the_brokers_of_its_cluster(
     # Alternatives given as separate files are not held to each other (examples/*.yaml name the same cluster).
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     a.write_text(yaml.safe_dump_all([controller_doc, broker(**broker_spec)]))
-    b.write_text(yaml.safe_dump_all([controller_doc, _proxy(**proxy_auth)]))
+    b.write_text(yaml.safe_dump_all([_proxy(**proxy_auth)]))
     assert run(capsys, "validate", str(a), str(b))[0] == 0

@@ -252,10 +252,12 @@ def _crd(
             "fix: create a new ControllerGroup with the other type",
         )
     tls_enabled = properties.get("tls", {}).get("properties", {}).get("enabled")
-    if tls_enabled is not None:
+    if tls_enabled is not None and kind != "Proxy":
         # Defaulted to false, so present on both sides of every update. A rolling switch would leave TLS and
         # plain-text pods (and the group's ControllerGroup) unable to reach each other mid-roll; the local
-        # platform refuses the same change (platforms/local/roll.py).
+        # platform refuses the same change (platforms/local/roll.py). Not a Proxy's: it keeps no state and must
+        # match its brokers, so the fix of a mismatch is this very edit (recreating it would also replace its
+        # Service and a load balancer's address).
         _fixed_at_creation(
             tls_enabled,
             "spec.tls.enabled is fixed at creation (a rolling switch would leave TLS and plain-text processes "

@@ -1054,6 +1054,12 @@ class ProxySpec(Model):
     auth: ProxyAuthSpec = Field(
         default_factory=ProxyAuthSpec, description="ACL 2.0: the proxies authenticate and authorize every client."
     )
+    tls: TlsSpec = Field(
+        default_factory=TlsSpec,
+        description="TLS on the proxies' gRPC and remoting ports (tls.server.mode=enforcing: a plain-text client is "
+        "refused) with a certificate from the operator's authority or spec.tls.secretName, and on their own "
+        "connections to the name servers and brokers. Must match the cluster's BrokerGroups; off by default.",
+    )
     resources: ResourceRequirements = Field(
         default_factory=ResourceRequirements, description="Requests and limits of each proxy container."
     )

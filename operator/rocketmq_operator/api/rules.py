@@ -146,6 +146,12 @@ OPERATOR_OWNED_PROXY_KEYS: dict[str, str] = {
     "rocketmqHome": "(the image)",
     **_AUTH_OWNED_KEYS,
     "enableAclRpcHookForClusterMode": "spec.auth.enabled",
+    # The gRPC server's certificate: RocketMQ's self-signed test certificate unless spec.tls is on, then the
+    # mounted (or locally issued) one, whose key is unencrypted PKCS#8.
+    "tlsTestModeEnable": "spec.tls.enabled",
+    "tlsCertPath": "spec.tls (the certificate the operator mounts)",
+    "tlsKeyPath": "spec.tls (the certificate the operator mounts)",
+    "tlsKeyPassword": "spec.tls (the operator's keys are unencrypted PKCS#8)",
 }
 MAX_PROXY_REPLICAS = 32
 NODE_PORT_MIN, NODE_PORT_MAX = 30000, 32767  # the API server's default --service-node-port-range
@@ -1110,6 +1116,7 @@ def _proxy_rules() -> list[Rule]:
             "set spec.auth.adminSecret to the Secret the BrokerGroups name in spec.auth.adminSecret",
         ),
         _quantity_rule(k, "jvm.heap", ".jvm.heap", lambda r: r.spec.jvm.heap, "512Mi"),
+        _tls_renew_rule(k),
         *_config_key_rules(
             k,
             "proxyConfig",

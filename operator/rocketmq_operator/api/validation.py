@@ -648,7 +648,8 @@ def validate_cross_references(resources: Sequence[AnyResource]) -> list[tuple[An
 def proxy_references(resources: Sequence[AnyResource]) -> list[tuple[AnyResource, Problem]]:
     """A Proxy and the BrokerGroups of its cluster (same namespace and clusterName) in the set: the proxy
     authenticates clients exactly when the brokers do (unsigned, its requests would be refused; signing as the admin
-    for unauthenticated clients, it would open the cluster), and TLS through a proxy is not served yet."""
+    for unauthenticated clients, it would open the cluster), and speaks TLS exactly when they and its ControllerGroup
+    do (`proxy_tls_mismatch`)."""
     problems: list[tuple[AnyResource, Problem]] = []
     for proxy in (r for r in resources if isinstance(r, Proxy)):
         brokers = [
@@ -689,18 +690,49 @@ def proxy_references(resources: Sequence[AnyResource]) -> list[tuple[AnyResource
                 f"Super user of their store); fix: use {admins[0]}",
                 "xref.proxy.auth",
             ))  # fmt: skip
-        tls = [b for b in brokers if b.spec.tls.enabled]
-        if tls:
-            found.append((
-                "spec.clusterName",
-                f"cluster {cluster} has BrokerGroup/{tls[0].metadata.name} with spec.tls.enabled; rule: TLS through "
-                "a proxy is not served yet (its connections to the name servers and brokers would be plain text, "
-                "which they refuse; issue 31); fix: run the proxy in front of a cluster without spec.tls, or connect "
-                "clients to the brokers directly",
-                "xref.proxy.tls",
-            ))  # fmt: skip
+        controller = _proxy_controller_group(proxy, resources)
+        tls_mismatch = proxy_tls_mismatch(proxy, brokers, controller)
+        if tls_mismatch is not None:
+            found.append(("spec.tls.enabled", tls_mismatch, "xref.proxy.tls"))
         problems.extend((proxy, Problem(f, f"Proxy/{proxy.metadata.name}: {text}", code)) for f, text, code in found)
     return problems
+
+
+def _proxy_controller_group(proxy: Proxy, resources: Sequence[AnyResource]) -> ControllerGroup | None:
+    """The ControllerGroup a Proxy reads routes from, when it is in the set (not with spec.nameServers)."""
+    if proxy.spec.controller_ref is None or proxy.spec.name_servers:
+        return None
+    for r in resources:
+        if (
+            isinstance(r, ControllerGroup)
+            and r.metadata.namespace == proxy.metadata.namespace
+            and r.metadata.name == proxy.spec.controller_ref.name
+        ):
+            return r
+    return None
+
+
+def proxy_tls_mismatch(proxy: Proxy, brokers: Sequence[BrokerGroup], controller: ControllerGroup | None) -> str | None:
+    """Why a Proxy's spec.tls.enabled disagrees with what it connects to, or None: ``brokers`` are the
+    BrokerGroups of its cluster (same namespace and clusterName), ``controller`` its ControllerGroup when known.
+    One JVM-wide switch (tls.enable) makes the proxy's own connections to the name servers and brokers TLS, and
+    they refuse the other kind (enforcing), so the proxy serves TLS exactly when they do. Shared by `validate`,
+    `local up` and the Kubernetes reconciler (which reports it in the Proxy's status)."""
+    wanted = proxy.spec.tls.enabled
+    peers: list[BrokerGroup | ControllerGroup] = [*brokers, *([controller] if controller is not None else [])]
+    other = next((g for g in peers if g.spec.tls.enabled != wanted), None)
+    if other is None:
+        return None
+
+    def said(value: bool) -> str:
+        return "true" if value else "false"
+
+    return (
+        f"tls.enabled is {said(wanted)} and {other.kind}/{other.metadata.name} "
+        f"(cluster {proxy.spec.cluster_name}) has tls.enabled {said(not wanted)}; rule: a proxy speaks TLS to its "
+        "name servers and brokers exactly when it serves TLS (one JVM-wide switch, tls.enable), so it matches "
+        f"them; fix: set spec.tls.enabled: {said(not wanted)} on the Proxy"
+    )
 
 
 def _placement_references(resources: Sequence[AnyResource]) -> list[tuple[AnyResource, Problem]]:

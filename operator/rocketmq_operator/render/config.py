@@ -312,11 +312,27 @@ PROXY_AUTH_KEYS: Mapping[str, object] = {
 }
 
 
-def proxy_config(proxy: Proxy, name_servers: Sequence[str], grpc_port: int, remoting_port: int) -> dict[str, object]:
+PROXY_TLS_WATCH_MS = 10_000
+"""How often a proxy with spec.tls reads its certificate files for a renewal (ProxyConfig tlsCertWatchIntervalMs;
+RocketMQ's default is an hour). Two small files hashed every 10 s; a renewed certificate is served within that."""
+
+
+def proxy_config(
+    proxy: Proxy,
+    name_servers: Sequence[str],
+    grpc_port: int,
+    remoting_port: int,
+    tls_files: tuple[str, str] | None = None,
+) -> dict[str, object]:
     """rmq-proxy.json of every proxy of a Proxy (cluster mode: routes from the name servers, sends straight to the
     brokers). fastjson2 reads it into ProxyConfig and AuthConfig (5.5.0 `Configuration.init`); integers stay
     integers. The route cache is refreshed every `routeRefreshSeconds` (RocketMQ's 20 s would keep a proxy
-    sending to a deposed master that long)."""
+    sending to a deposed master that long).
+
+    With spec.tls, ``tls_files`` is (certificate, key) as the platform places them; they must be the same paths as
+    the JVM's -Dtls.server.certPath/keyPath (`render.jvm.tls_flags`): the gRPC server reads ProxyConfig's paths,
+    and its file watcher (5.5.0 `TlsCertificateManager`) watches ProxyConfig's paths but reloads only when the
+    changed path equals TlsSystemConfig's."""
     conf: dict[str, object] = {
         "rocketMQClusterName": proxy.spec.cluster_name,
         "proxyMode": "cluster",
@@ -330,6 +346,17 @@ def proxy_config(proxy: Proxy, name_servers: Sequence[str], grpc_port: int, remo
     }
     if proxy.spec.auth.enabled:
         conf |= PROXY_AUTH_KEYS
+    if proxy.spec.tls.enabled:
+        if tls_files is None:
+            raise ValueError(f"Proxy/{proxy.metadata.name}: spec.tls is on and no certificate files were placed")
+        cert, key = tls_files
+        # Without these RocketMQ serves a self-signed certificate it makes at start (tlsTestModeEnable: true).
+        conf |= {
+            "tlsTestModeEnable": False,
+            "tlsCertPath": cert,
+            "tlsKeyPath": key,
+            "tlsCertWatchIntervalMs": PROXY_TLS_WATCH_MS,
+        }
     if proxy.spec.metrics.enabled:
         conf |= {
             "metricsExporterType": "PROM",

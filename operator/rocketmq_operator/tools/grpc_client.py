@@ -20,16 +20,28 @@ Contract:
   after `invisible_s`. A
   failed receive is tried again; `GrpcReceiveError` when the last one before the deadline failed too.
 * Each takes `credentials` (a `SessionCredentials`): the ACL 2.0 user every request is signed as, for a proxy
-  with spec.auth (none: unsigned).
+  with spec.auth (none: unsigned), and `tls`: speak TLS to a proxy with spec.tls (the client's own switch,
+  `tls_enable`). The client then verifies the proxy's chain and name against gRPC's default roots, which gRPC
+  reads once per process from `$GRPC_DEFAULT_SSL_ROOTS_FILE_PATH` (else the system's).
+* `send_keys_trusting(ca_file, ...)` / `receive_keys_trusting(ca_file, ...)`: the same over TLS in a fresh Python
+  process whose gRPC trusts ``ca_file`` (the cluster's authority, `$ROCKETMQ_TLS_CA`), as an application given
+  that variable does; this process's gRPC roots are left alone. `python -m rocketmq_operator.tools.grpc_client
+  send|receive` is that process (one JSON document on stdout).
 * `GrpcClientMissing` when the `grpc` extra is not installed (one line naming the fix).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,11 +110,13 @@ class GrpcProducer:
         *,
         request_timeout_s: float | None = None,
         credentials: SessionCredentials | None = None,
+        tls: bool = False,
     ) -> None:
         rocketmq = _client()
         self.topic = topic
         self._rocketmq = rocketmq
-        self._producer = rocketmq.Producer(_configuration(endpoints, request_timeout_s, credentials), (topic,))
+        configuration = _configuration(endpoints, request_timeout_s, credentials)
+        self._producer = rocketmq.Producer(configuration, (topic,), tls_enable=tls)
         self._producer.startup()
 
     def send(self, seq: int, key: str, body: bytes) -> GrpcSend:
@@ -139,8 +153,10 @@ class SteadyGrpcProducer:
         size: int = 128,
         key_prefix: str | None = None,
         request_timeout_s: float | None = None,
+        tls: bool = False,
     ) -> None:
         self.endpoints = endpoints
+        self.tls = tls
         self.topic = topic
         self.rate = rate
         self.size = size
@@ -170,7 +186,7 @@ class SteadyGrpcProducer:
 
     def _run(self) -> None:
         try:
-            producer = GrpcProducer(self.endpoints, self.topic, request_timeout_s=self.request_timeout_s)
+            producer = GrpcProducer(self.endpoints, self.topic, request_timeout_s=self.request_timeout_s, tls=self.tls)
         except BaseException as exc:
             self._error = exc
             self._started.set()
@@ -207,10 +223,15 @@ class SteadyGrpcProducer:
 
 
 def send_keys(
-    endpoints: str, topic: str, keys: Iterable[str], *, credentials: SessionCredentials | None = None
+    endpoints: str,
+    topic: str,
+    keys: Iterable[str],
+    *,
+    credentials: SessionCredentials | None = None,
+    tls: bool = False,
 ) -> list[GrpcSend]:
     """One message per key (its body the key), in order, through one started producer."""
-    with GrpcProducer(endpoints, topic, credentials=credentials) as producer:
+    with GrpcProducer(endpoints, topic, credentials=credentials, tls=tls) as producer:
         return [producer.send(seq, key, key.encode()) for seq, key in enumerate(keys)]
 
 
@@ -224,6 +245,7 @@ def receive_keys(
     invisible_s: int = 20,
     batch: int = 32,
     credentials: SessionCredentials | None = None,
+    tls: bool = False,
 ) -> set[str]:
     """Every key a SimpleConsumer of `group` receives on `topic` (each message acked once seen), until every
     `expected` key was seen or nothing arrived for `idle_s` seconds."""
@@ -237,6 +259,7 @@ def receive_keys(
         group,
         {topic: rocketmq.FilterExpression()},
         await_duration=await_s,
+        tls_enable=tls,
     )
     consumer.startup()
     last_error: Exception | None = None
@@ -263,3 +286,88 @@ def receive_keys(
     if last_error is not None and not (wanted and wanted <= seen):
         raise GrpcReceiveError(f"receiving {topic} as {group} through {endpoints} failed: {last_error}")
     return seen
+
+
+GRPC_ROOTS_ENV = "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"
+"""gRPC core's trusted roots file, read once per process when the first TLS channel is made."""
+
+
+class GrpcClientProcessError(RuntimeError):
+    """The client process failed before it could answer (its stderr's tail is in the message)."""
+
+
+def _in_trusting_process(ca_file: str, args: Sequence[str], timeout_s: float) -> Any:
+    env = {**os.environ, GRPC_ROOTS_ENV: ca_file}
+    done = subprocess.run(
+        [sys.executable, "-m", "rocketmq_operator.tools.grpc_client", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+    # The client library may log to stdout too: the answer is the last line.
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise GrpcClientProcessError(
+            f"grpc_client {args[0]} exited {done.returncode}: {done.stderr.strip()[-1500:] or done.stdout[-1500:]}"
+        )
+    return json.loads(lines[-1])
+
+
+def send_keys_trusting(
+    ca_file: str, endpoints: str, topic: str, keys: Sequence[str], *, timeout_s: float = 300.0
+) -> list[GrpcSend]:
+    """`send_keys(..., tls=True)` in a process whose gRPC trusts ``ca_file``."""
+    answer = _in_trusting_process(
+        ca_file, ["send", "--endpoints", endpoints, "--topic", topic, "--keys", ",".join(keys)], timeout_s
+    )
+    return [GrpcSend(**record) for record in answer["sends"]]
+
+
+def receive_keys_trusting(
+    ca_file: str,
+    endpoints: str,
+    group: str,
+    topic: str,
+    expected: Sequence[str],
+    *,
+    idle_s: float = 20.0,
+    timeout_s: float = 600.0,
+) -> set[str]:
+    """`receive_keys(..., tls=True)` in a process whose gRPC trusts ``ca_file``; `GrpcReceiveError` as there."""
+    args = ["receive", "--endpoints", endpoints, "--topic", topic, "--group", group, "--idle-s", str(idle_s)]
+    answer = _in_trusting_process(ca_file, [*args, "--keys", ",".join(expected)], timeout_s)
+    if answer.get("error"):
+        raise GrpcReceiveError(str(answer["error"]))
+    return set(answer["keys"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The process `send_keys_trusting` and `receive_keys_trusting` run: TLS always (trusting gRPC's roots)."""
+    parser = argparse.ArgumentParser(prog="python -m rocketmq_operator.tools.grpc_client")
+    parser.add_argument("action", choices=("send", "receive"))
+    parser.add_argument("--endpoints", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group")
+    parser.add_argument("--keys", default="")
+    parser.add_argument("--idle-s", type=float, default=20.0)
+    args = parser.parse_args(argv)
+    keys = [k for k in args.keys.split(",") if k]
+    if args.action == "receive" and not args.group:
+        parser.error("receive needs --group (the consumer group)")
+    if args.action == "send":
+        sends = send_keys(args.endpoints, args.topic, keys, tls=True)
+        print(json.dumps({"sends": [dataclasses.asdict(s) for s in sends]}), flush=True)
+        return 0
+    try:
+        seen = receive_keys(args.endpoints, args.group, args.topic, keys, idle_s=args.idle_s, tls=True)
+    except GrpcReceiveError as exc:
+        print(json.dumps({"keys": [], "error": str(exc)}), flush=True)
+        return 0
+    print(json.dumps({"keys": sorted(seen)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

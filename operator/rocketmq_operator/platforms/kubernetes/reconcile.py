@@ -1,5 +1,8 @@
 """The reconcile pipeline for one BrokerGroup, ControllerGroup or Proxy, in ordered, guarded steps.
 
+A Proxy whose spec.tls.enabled disagrees with the BrokerGroups of its cluster (or its ControllerGroup) is not
+applied: Reconciled=False, reason TlsMismatch, the one line `validate` prints for the same manifests.
+
 validate → resolve references → render → apply what differs → status. Each step either continues or stops
 with a condition that says why (a blocked reconcile is a state in status, never an exception loop). Nothing is
 remembered between calls: what was applied is read back from the objects' hash annotation, so a restarted
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, Proxy
+from rocketmq_operator.api.validation import proxy_tls_mismatch
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.core.conditions import set_condition
 from rocketmq_operator.core.config_change import running_downgrade_warning
@@ -146,7 +150,7 @@ async def reconcile(kube: KubeClient, body: JSON) -> Outcome:
                 outcome.warnings.append(outcome.downgrade)
         elif isinstance(resource, Proxy):
             objects = await _render_proxy(kube, resource, namespace, outcome)
-        if objects is not None and isinstance(resource, BrokerGroup | ControllerGroup):
+        if objects is not None and isinstance(resource, BrokerGroup | ControllerGroup | Proxy):
             # The certificate Secret comes first: a pod with spec.tls cannot start without it.
             certificates, blocked = await certificate_objects(kube, resource, namespace)
             if blocked is not None:
@@ -206,6 +210,12 @@ async def _render_proxy(kube: KubeClient, proxy: Proxy, namespace: str, outcome:
             outcome.blocked_message = lookup.message
             return None
         cg = lookup.resource
+    mismatch = await _proxy_tls_mismatch(kube, proxy, cg, namespace)
+    if mismatch is not None:
+        # Its connections to the name servers and brokers would be refused (enforcing, one JVM-wide tls.enable).
+        outcome.blocked_reason = "TlsMismatch"
+        outcome.blocked_message = f"Proxy/{proxy.metadata.name}: spec.tls.enabled: {mismatch}"
+        return None
     try:
         objects = render_proxy(proxy, cg)
     except RenderError as exc:
@@ -218,6 +228,17 @@ async def _render_proxy(kube: KubeClient, proxy: Proxy, namespace: str, outcome:
         outcome.blocked_reason, outcome.blocked_message = blocked
         return None
     return [*auth_objects, *objects]
+
+
+async def _proxy_tls_mismatch(kube: KubeClient, proxy: Proxy, cg: ControllerGroup | None, namespace: str) -> str | None:
+    """`api.validation.proxy_tls_mismatch` against the valid BrokerGroups of the proxy's cluster in its namespace
+    (and its ControllerGroup), as `validate` judges them within one file."""
+    brokers: list[BrokerGroup] = []
+    for raw in await kube.list("BrokerGroup", namespace):
+        report = validated(raw)
+        if isinstance(report.resource, BrokerGroup) and report.resource.spec.cluster_name == proxy.spec.cluster_name:
+            brokers.append(report.resource)
+    return proxy_tls_mismatch(proxy, brokers, cg)
 
 
 def desired_status(body: JSON, outcome: Outcome, now: str) -> JSON:

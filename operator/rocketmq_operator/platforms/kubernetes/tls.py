@@ -1,6 +1,6 @@
-"""TLS on Kubernetes: the certificate Secret every pod of a group with spec.tls mounts, issued and renewed by the
-operator from its namespace's authority (unless spec.tls.secretName names the user's own, e.g. cert-manager's),
-the operator's own client trusting it, and the controllers restarted after a renewal.
+"""TLS on Kubernetes: the certificate Secret every pod of a group (or a Proxy) with spec.tls mounts, issued and
+renewed by the operator from its namespace's authority (unless spec.tls.secretName names the user's own, e.g.
+cert-manager's), the operator's own client trusting it, and the controllers restarted after a renewal.
 
 Contract:
 
@@ -12,7 +12,9 @@ Contract:
   not from the current authority, or due within renewBefore (`core.tls.plan_tls`; the issue time is in its
   annotation); nothing when it is fine. With secretName: nothing to write, and (reason, message) when that
   Secret lacks one of its keys. The certificate names the group's DNS names (`*.<headless>.<ns>.svc…`); pods
-  are dialled by IP, so clients verify the chain and not the name, as RocketMQ's own Java clients do.
+  are dialled by IP, so clients verify the chain and not the name, as RocketMQ's own Java clients do. A Proxy's
+  (`<proxy>-tls`) names its Service (`<proxy>`, `<proxy>.<ns>`, `<proxy>.<ns>.svc…`) and localhost: gRPC clients
+  dial the Service by name and check it. The proxies reload a renewed Secret themselves (nothing restarts).
 * `trust_group(kube, client, resource, namespace, addresses, ca_dir)`: the operator's one client speaks TLS to
   ``addresses``, trusting the group's ca.crt (written under ``ca_dir`` by content hash). False when the CA
   cannot be read yet (the pass then observes nothing over plain text either: the pods refuse it).
@@ -34,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, duration_seconds
+from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, Proxy, duration_seconds
 from rocketmq_operator.control.certificates import (
     CertificateError,
     CertificateInfo,
@@ -104,9 +106,18 @@ async def authority(kube: KubeClient, namespace: str, now: float) -> IssuedPair:
     raise KubeError(409, f"Secret {namespace}/{AUTHORITY_SECRET} changed under every attempt to make the authority")
 
 
-def dns_names(resource: BrokerGroup | ControllerGroup, namespace: str) -> list[str]:
-    """Every name a pod or Service of the group answers to: the headless Services' pods and the Services."""
+def dns_names(resource: BrokerGroup | ControllerGroup | Proxy, namespace: str) -> list[str]:
+    """Every name a pod or Service of the group answers to: the headless Services' pods and the Services. A
+    Proxy's: its Service by every name a client in the cluster may dial, and localhost (a port-forward)."""
     name = resource.metadata.name
+    if isinstance(resource, Proxy):
+        return [
+            name,
+            f"{name}.{namespace}",
+            f"{name}.{namespace}.svc",
+            f"{name}.{namespace}.svc.{CLUSTER_DOMAIN}",
+            "localhost",
+        ]
     services = [f"{name}-headless", name]
     if isinstance(resource, BrokerGroup):
         services.append(f"{name}-master")
@@ -121,7 +132,7 @@ def dns_names(resource: BrokerGroup | ControllerGroup, namespace: str) -> list[s
     return out
 
 
-def _held(resource: BrokerGroup | ControllerGroup, secret: JSON | None, ca_pem: str) -> HeldCertificate:
+def _held(resource: BrokerGroup | ControllerGroup | Proxy, secret: JSON | None, ca_pem: str) -> HeldCertificate:
     renew_before = duration_seconds(resource.spec.tls.renew_before)
     data = secret_data(secret or {})
     info: CertificateInfo | None = None
@@ -154,7 +165,7 @@ def issued_at(secret: JSON | None) -> float | None:
 
 
 async def certificate_objects(
-    kube: KubeClient, resource: BrokerGroup | ControllerGroup, namespace: str, now: float | None = None
+    kube: KubeClient, resource: BrokerGroup | ControllerGroup | Proxy, namespace: str, now: float | None = None
 ) -> tuple[list[JSON], tuple[str, str] | None]:
     """The group's certificate Secret to apply (issued now) or nothing; or (reason, message) when blocked."""
     tls = resource.spec.tls
@@ -182,7 +193,7 @@ async def certificate_objects(
         return [], None
     lifetime = duration_seconds(tls.duration)
     pair = issue(ca, resource.metadata.name, dns_names(resource, namespace), [], lifetime, now)
-    component = "broker" if isinstance(resource, BrokerGroup) else "controller"
+    component = {"BrokerGroup": "broker", "ControllerGroup": "controller", "Proxy": "proxy"}[resource.kind]
     meta: JSON = {
         "labels": labels(resource.metadata.name, component),
         "annotations": {ANNOTATION_ISSUED_AT: f"{now:.3f}"},

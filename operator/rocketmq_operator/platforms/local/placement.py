@@ -15,7 +15,8 @@ Contract:
   platform defaults only shrink the footprint (facts §6 "Shrinking a local test"); the user's
   `brokerConfig`/`controllerConfig` keys still win, as on Kubernetes.
 * `build_state(...)` is the whole desired state (`state.LocalState` without pids): every process, its
-  rendered config text, its java argv (`distribution.java_command`, small heaps, TLS off), its paths.
+  rendered config text, its java argv (`distribution.java_command`, small heaps, TLS off unless spec.tls), its
+  paths. A process of a group or Proxy with spec.tls gets `render.jvm.tls_flags` on its files in the layout.
   It does no I/O besides what `java_command` does to name the java executable.
 * Replica names are those of the pods: `<BrokerGroup>-<ordinal>`, `<ControllerGroup>-<ordinal>` and, for
   standalone name servers, `<ControllerGroup>-namesrv-<ordinal>`.
@@ -243,11 +244,17 @@ def proxy_name_servers_here(proxy: Proxy, resources: Sequence[Resource], ports: 
     return controller_endpoints(cg, ports)[0]
 
 
-def proxy_conf(proxy: Proxy, name: str, resources: Sequence[Resource], ports: Mapping[str, int]) -> dict[str, object]:
+def proxy_conf(
+    proxy: Proxy, name: str, resources: Sequence[Resource], ports: Mapping[str, int], layout: StateLayout
+) -> dict[str, object]:
     """rmq-proxy.json of one local proxy: the renderer Kubernetes uses, with this proxy's own ports (every proxy
-    shares 127.0.0.1, so its exporter cannot keep spec.metrics.port)."""
+    shares 127.0.0.1, so its exporter cannot keep spec.metrics.port) and, with spec.tls, its own certificate (the
+    files its -Dtls.server.* flags name: `build_state`)."""
     own = proxy_ports(name, ports)
-    conf = proxy_config(proxy, proxy_name_servers_here(proxy, resources, ports), own["grpc"], own["remoting"])
+    tls_files = (str(layout.tls_cert(name)), str(layout.tls_key(name))) if proxy.spec.tls.enabled else None
+    conf = proxy_config(
+        proxy, proxy_name_servers_here(proxy, resources, ports), own["grpc"], own["remoting"], tls_files
+    )
     if proxy.spec.metrics.enabled:
         conf |= {"metricsPromExporterHost": LOCALHOST, "metricsPromExporterPort": own["metrics"]}
     return conf
@@ -390,7 +397,7 @@ def _processes(resources: Sequence[Resource], ports: Mapping[str, int], layout: 
                 _Process(
                     replica, "proxy", proxy.metadata.name, "Proxy", i, 3,
                     {"grpc": own["grpc"], "remoting": own["remoting"]}, _addr(own["grpc"]),
-                    proxy_conf(proxy, replica, resources, ports), PROXY_HEAP, None, extra,
+                    proxy_conf(proxy, replica, resources, ports, layout), PROXY_HEAP, None, extra,
                 )
             )  # fmt: skip
     return out
@@ -458,7 +465,11 @@ def build_state(
 ) -> LocalState:
     check_names(resources)
     replicas: list[ReplicaProcess] = []
-    tls_on = {r.metadata.name for r in resources if isinstance(r, BrokerGroup | ControllerGroup) and r.spec.tls.enabled}
+    tls_on = {
+        r.metadata.name
+        for r in resources
+        if isinstance(r, BrokerGroup | ControllerGroup | Proxy) and r.spec.tls.enabled
+    }
     for p in _processes(resources, ports, layout):
         run_config = layout.run_config(p.name)
         tls = p.group in tls_on

@@ -3,16 +3,16 @@ in files under `tls/`, issued and renewed through `control.certificates` as `cor
 
 Contract:
 
-* `check_tls(resources)`: TLS is all or nothing within one set of manifests (every client the platform opens
-  speaks to all of its processes with one setting) and spec.tls.secretName is Kubernetes only; otherwise
-  `TlsConfigError`, one line naming the field, the rule and the fix.
-* `tls_groups(resources)`: the groups with spec.tls on (`placement.build_state` gives their processes
-  `render.jvm.tls_flags` over the files of the layout).
+* `check_tls(resources)`: TLS is all or nothing within one set of manifests, Proxies included (every client the
+  platform opens speaks to all of its processes with one setting) and spec.tls.secretName is Kubernetes only;
+  otherwise `TlsConfigError`, one line naming the field, the rule and the fix.
+* `tls_groups(resources)`: the groups and Proxies with spec.tls on (`placement.build_state` gives their
+  processes `render.jvm.tls_flags` over the files of the layout, and a proxy's rmq-proxy.json the same files).
 * `client_tls(state)`: what every client of this cluster trusts (the state directory's authority), or None
   when TLS is off.
 * `TlsPolicy(state, layout).run(restart)`: reads every certificate, plans, issues (certificate then key, each
-  replaced in one rename: brokers and name servers reload when both changed) and restarts, through `restart`,
-  the one process `plan_tls` names. `ensure_certificates(layout, state)` is the same issuing at `local up`.
+  replaced in one rename: brokers, name servers and proxies reload when both changed) and restarts, through
+  `restart`, the one process `plan_tls` names. `ensure_certificates(layout, state)` is the same issuing at `local up`.
   Never logs a key.
 """
 
@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup, duration_seconds
+from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup, Proxy, duration_seconds
 from rocketmq_operator.control.certificates import (
     CertificateError,
     CertificateInfo,
@@ -49,8 +49,12 @@ class TlsConfigError(ValueError):
     """spec.tls that the local platform cannot run (one line: field, rule, fix)."""
 
 
-def _groups(resources: Sequence[AnyResource]) -> list[BrokerGroup | ControllerGroup]:
-    return [r for r in resources if isinstance(r, BrokerGroup | ControllerGroup)]
+TlsOwner = BrokerGroup | ControllerGroup | Proxy
+"""What runs processes with spec.tls: a group, or a Proxy."""
+
+
+def _groups(resources: Sequence[AnyResource]) -> list[TlsOwner]:
+    return [r for r in resources if isinstance(r, BrokerGroup | ControllerGroup | Proxy)]
 
 
 def check_tls(resources: Sequence[AnyResource]) -> None:
@@ -72,7 +76,7 @@ def check_tls(resources: Sequence[AnyResource]) -> None:
         )
 
 
-def tls_groups(resources: Sequence[AnyResource]) -> dict[str, BrokerGroup | ControllerGroup]:
+def tls_groups(resources: Sequence[AnyResource]) -> dict[str, TlsOwner]:
     return {g.metadata.name: g for g in _groups(resources) if g.spec.tls.enabled}
 
 
@@ -82,10 +86,10 @@ def client_tls(state: LocalState) -> ClientTls | None:
     return ClientTls(ca_file=str(StateLayout(Path(state.state_dir)).tls_ca))
 
 
-def _reloads(replica: ReplicaProcess, groups: dict[str, BrokerGroup | ControllerGroup]) -> bool:
-    """Brokers and name servers watch their certificate files; a controller's remoting server does not (also
-    the one inside a name server that hosts the controller)."""
-    if replica.role == "broker":
+def _reloads(replica: ReplicaProcess, groups: dict[str, TlsOwner]) -> bool:
+    """Brokers, name servers and proxies watch their certificate files (a proxy every tlsCertWatchIntervalMs);
+    a controller's remoting server does not (also the one inside a name server that hosts the controller)."""
+    if replica.role in ("broker", "proxy"):
         return True
     group = groups.get(replica.group)
     return replica.role == "namesrv" and isinstance(group, ControllerGroup) and group.spec.standalone
@@ -116,7 +120,7 @@ def _held(
     layout: StateLayout,
     replica: ReplicaProcess,
     authority: IssuedPair,
-    groups: dict[str, BrokerGroup | ControllerGroup],
+    groups: dict[str, TlsOwner],
 ) -> HeldCertificate:
     text = _read(layout.tls_cert(replica.name))
     info: CertificateInfo | None = None

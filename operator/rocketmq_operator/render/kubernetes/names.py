@@ -147,17 +147,21 @@ TLS_DIR = "/etc/rocketmq-tls"
 """Where a group with spec.tls mounts its certificate Secret (tls.crt, tls.key, ca.crt: cert-manager's keys)."""
 
 
-def tls_secret_name(resource: BrokerGroup | ControllerGroup) -> str | None:
-    """The Secret a group with spec.tls mounts: spec.tls.secretName (e.g. a cert-manager Certificate's), else the
-    one the operator issues, `<group>-tls`. None with TLS off."""
+def tls_secret_name(resource: BrokerGroup | ControllerGroup | Proxy) -> str | None:
+    """The Secret a group (or a Proxy) with spec.tls mounts: spec.tls.secretName (e.g. a cert-manager
+    Certificate's), else the one the operator issues, `<name>-tls`. None with TLS off."""
     tls = resource.spec.tls
     if not tls.enabled:
         return None
     return tls.secret_name or f"{resource.metadata.name}-tls"
 
 
-def tls_java_flags(resource: BrokerGroup | ControllerGroup) -> list[str]:
+TLS_CERT_FILE = f"{TLS_DIR}/tls.crt"
+TLS_KEY_FILE = f"{TLS_DIR}/tls.key"
+
+
+def tls_java_flags(resource: BrokerGroup | ControllerGroup | Proxy) -> list[str]:
     """RocketMQ's TLS switches for every process of the group, on the mounted Secret's files (none with TLS off)."""
     if not resource.spec.tls.enabled:
         return []
-    return tls_flags(f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key", f"{TLS_DIR}/ca.crt")
+    return tls_flags(TLS_CERT_FILE, TLS_KEY_FILE, f"{TLS_DIR}/ca.crt")

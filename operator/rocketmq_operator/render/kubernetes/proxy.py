@@ -5,6 +5,10 @@ Proxies in cluster mode keep no state (routes come from the name servers, messag
 so they are a Deployment that a change rolls one pod at a time, a new one Ready first. They run from the broker
 image, which holds the whole distribution (`rocketmq-entrypoint.sh proxy`). The Service is the one address
 clients use: ClusterIP inside the cluster, NodePort or LoadBalancer outside it.
+
+With spec.tls the pods mount the certificate Secret (`<proxy>-tls` or spec.tls.secretName) at TLS_DIR and run
+`render.jvm.tls_flags` on it; rmq-proxy.json names the same files. Only the paths are in the ConfigMap, so a
+renewed Secret changes no config hash and rolls nothing: kubelet updates the volume and the proxy reloads it.
 """
 
 from __future__ import annotations
@@ -31,10 +35,14 @@ from rocketmq_operator.render.kubernetes.kinds import (
 )
 from rocketmq_operator.render.kubernetes.names import (
     JSON,
+    TLS_CERT_FILE,
+    TLS_KEY_FILE,
     RenderError,
     auth_config_secret_name,
     name_server_addresses,
     namespace_of,
+    tls_java_flags,
+    tls_secret_name,
 )
 
 COMPONENT = "proxy"
@@ -108,10 +116,14 @@ def render_proxy(proxy: Proxy, cg: ControllerGroup | None) -> list[JSON]:
     name = proxy.metadata.name
     namespace = namespace_of(proxy)
     ports = proxy_ports(proxy)
-    conf = proxy_config(proxy, proxy_name_servers(proxy, cg), DEFAULT_PROXY_GRPC_PORT, DEFAULT_PROXY_REMOTING_PORT)
+    tls_files = (TLS_CERT_FILE, TLS_KEY_FILE) if proxy.spec.tls.enabled else None
+    conf = proxy_config(
+        proxy, proxy_name_servers(proxy, cg), DEFAULT_PROXY_GRPC_PORT, DEFAULT_PROXY_REMOTING_PORT, tls_files
+    )
     files = {PROXY_CONFIG_FILE: proxy_config_text(conf)}
     java = [
         *jvm_options("proxy", proxy.spec.jvm.heap or DEFAULT_PROXY_HEAP, proxy.spec.jvm.direct_memory),
+        *tls_java_flags(proxy),
         *proxy.spec.jvm.extra_options,
     ]
     pod = pod_template_spec(
@@ -132,6 +144,7 @@ def render_proxy(proxy: Proxy, cg: ControllerGroup | None) -> list[JSON]:
         spread=proxy.spec.topology_spread_constraints,
         data_volume={"emptyDir": {}},  # logs only: a proxy keeps no state
         secret_config=auth_config_secret_name(name) if proxy.spec.auth.enabled else None,
+        tls_secret=tls_secret_name(proxy),
     )
     client_ports = [p for p in ports if p["name"] != "metrics"]
     return [
