@@ -97,8 +97,8 @@ NO_CLUSTER=(-m "not k8s and not e2e and not chaos")
 ALERTS=tests/k8s/test_chart_alerts.py  # the API-server tests that need promtool
 
 # pytest workers of stage 1 and of the second e2e phase (overridable to measure another arrangement).
-STAGE1_WORKERS=${ROCKETMQ_OPERATOR_STAGE1_WORKERS:-3}
-E2E_WORKERS=${ROCKETMQ_OPERATOR_E2E_WORKERS:-3}
+STAGE1_WORKERS=${ROCKETMQ_OPERATOR_STAGE1_WORKERS:-2}
+E2E_WORKERS=${ROCKETMQ_OPERATOR_E2E_WORKERS:-2}
 
 rc=0
 # Two workers, whole files each (a file's tests share its local cluster), the longest files first (tests/conftest.py,
