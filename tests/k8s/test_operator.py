@@ -189,6 +189,17 @@ def _subset(want: Any, have: Any, path: str = "") -> list[str]:
     return []
 
 
+def _assert_live_as_rendered(cluster: Any, rendered: list[dict[str, Any]], ns: str, owner: str | None = None) -> None:
+    """Every rendered object is live with its spec (or data) as rendered; owned by ``owner`` kind when given."""
+    for obj in rendered:
+        live = _get(cluster, obj["kind"], obj["metadata"]["name"], ns)
+        assert live is not None, obj["metadata"]["name"]
+        key = "spec" if "spec" in obj else "data"
+        assert not _subset(obj[key], live[key]), obj["metadata"]["name"]
+        if owner is not None:
+            assert live["metadata"]["ownerReferences"][0]["kind"] == owner, obj["metadata"]["name"]
+
+
 def _rendered_for(ns: str) -> list[dict[str, Any]]:
     resources = [r.resource for r in validate_file(QUICKSTART) if r.resource is not None]
     for r in resources:
@@ -605,12 +616,7 @@ def test_a_proxy_is_a_deployment_and_a_node_port_service_with_truthful_status(op
         lambda: all(_get(cluster, o["kind"], o["metadata"]["name"], ns) is not None for o in rendered),
         timeout=90,
     )
-    for obj in rendered:
-        live = _get(cluster, obj["kind"], obj["metadata"]["name"], ns)
-        assert live is not None
-        key = "spec" if "spec" in obj else "data"
-        assert not _subset(obj[key], live[key]), obj["metadata"]["name"]
-        assert live["metadata"]["ownerReferences"][0]["kind"] == "Proxy"
+    _assert_live_as_rendered(cluster, rendered, ns, owner="Proxy")
     service = _get(cluster, "service", "proxy", ns)
     assert service is not None and service["spec"]["type"] == "NodePort"
     assert next(p for p in service["spec"]["ports"] if p["name"] == "grpc")["nodePort"] == 30081
@@ -658,11 +664,7 @@ def test_a_tls_proxy_mounts_its_own_certificate_a_renewal_rolls_nothing_and_a_mi
             ),
             timeout=90,
         )
-        for obj in rendered:
-            live = _get(cluster, obj["kind"], obj["metadata"]["name"], ns)
-            assert live is not None
-            key = "spec" if "spec" in obj else "data"
-            assert not _subset(obj[key], live[key]), obj["metadata"]["name"]
+        _assert_live_as_rendered(cluster, rendered, ns)
         secret = _get(cluster, "secret", "proxy-tls-tls", ns)
         assert secret is not None and secret["metadata"]["ownerReferences"][0]["kind"] == "Proxy"
         crt = base64.b64decode(secret["data"]["tls.crt"]).decode()
