@@ -92,7 +92,9 @@ echo "== $(stamp) stage 1: tests that need no cluster"
 # 2-2.5 min each alone, docs/testing.md). Their marker filter is stage 1's: nothing runs twice, nothing is left out.
 # Not the roll and scale files too (tried 2026-11-28 08:59-09:34: stage 1 took 1 min 40 s less, the e2e tests
 # beside them 3 min more, each slower under the load, and the whole run 2 min more).
-BESIDE_E2E=(tests/integration/test_quorum_real.py tests/integration/test_tls_real.py)
+# The proxy file (about 4 min, much of it waiting for proxies to shut down in its roll) too: stage 1 is the
+# critical path, and the steps beside the e2e tests ended 6-7 min before them (2026-11-29).
+BESIDE_E2E=(tests/integration/test_quorum_real.py tests/integration/test_tls_real.py tests/integration/test_proxy_real.py)
 NO_CLUSTER=(-m "not k8s and not e2e and not chaos")
 ALERTS=tests/k8s/test_chart_alerts.py  # the API-server tests that need promtool
 

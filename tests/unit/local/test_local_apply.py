@@ -25,16 +25,22 @@ QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 
 @pytest.fixture
 def running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[StateLayout, list[dict[str, Any]]]:
-    """The quickstart as `local up` leaves it (configs, state.json), a supervisor said to run, and the requests
-    `local apply` sends it (answered ok)."""
+    return running_from(QUICKSTART, tmp_path, monkeypatch)
+
+
+def running_from(
+    manifest: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[StateLayout, list[dict[str, Any]]]:
+    """The manifest (the quickstart) as `local up` leaves it (configs, state.json), a supervisor said to run, and
+    the requests `local apply` sends it (answered ok)."""
     monkeypatch.setattr(roll, "ensure_distribution", lambda version, log=None: Path(f"/dist/{version}"))
     monkeypatch.setattr(local_apply, "supervisor_running", lambda state: True)
     layout = StateLayout(tmp_path / "state")
-    resources, errors, _, _ = lifecycle.validate([str(QUICKSTART)])
+    resources, errors, _, _ = lifecycle.validate([str(manifest)])
     assert not errors
     ports = pack(port_needs(resources), 22900)
     texts = render_configs(resources, ports, layout)
-    state = roll.desired_state(resources, ports, layout, files=[str(QUICKSTART)], texts=texts)
+    state = roll.desired_state(resources, ports, layout, files=[str(manifest)], texts=texts)
     layout.ensure()
     roll.write_configs(layout, state, texts, None)
     for r in state.replicas:  # what each process runs

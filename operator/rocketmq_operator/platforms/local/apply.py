@@ -7,7 +7,10 @@ Contract:
   them back (`lifecycle.roll.apply_hot_config`). Prints what the change needs (`describe_change`), the spec.jvm
   sizes it does not apply (`placement.jvm_not_applied`) and the Topics and ConsumerGroups added, changed or
   removed (`render.diff.describe_topic_changes`: the supervisor's `TopicPolicy` asserts what the new resources
-  declare); warns of a downgrade (`render.diff.diff_warnings`). Scaling outside controller mode is refused.
+  declare); warns of a downgrade (`render.diff.diff_warnings`). Scaling outside controller mode is refused (a
+  Proxy's replicas too). A changed Proxy rolls its proxies one at a time (`platforms.local.proxy_roll`); with one
+  replica its restart leaves no proxy serving for a while, which is said in a warning, not refused. A restart of
+  a ControllerGroup or a classic-mode BrokerGroup is refused.
   Nothing running (or never started) exits 3 (`lifecycle.not_running`).
 * The supervisor's side of the roll it starts is `platforms.local.roll`; this module runs in the user's process
   and talks to the supervisor only through its requests (`lifecycle.request`).
@@ -29,6 +32,7 @@ from rocketmq_operator.control.roll import (
     apply_hot_config,
 )
 from rocketmq_operator.core.config_change import classify, describe_change
+from rocketmq_operator.core.proxy_roll import describe_proxy_change, proxy_config_keys
 from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, state_client, store_secrets
 from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION
@@ -97,7 +101,7 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
         state = desired_state(resources, ports, layout, files=_abs(files), texts=texts, log=_stderr)
         _refuse_unrollable(existing, state)
         summary = _summary(existing, state, resources, layout, texts)
-        for w in diff_warnings(load_resources(existing), resources):
+        for w in [*diff_warnings(load_resources(existing), resources), *_single_proxy_warnings(existing, state)]:
             _stderr(f"warning: {w}")
         write_configs(layout, state, texts, existing)
         store_secrets(layout, auth_secrets)
@@ -165,14 +169,16 @@ def _refuse_unscalable(existing: LocalState, texts: Mapping[str, str]) -> None:
 
 
 def _refuse_unrollable(existing: LocalState, state: LocalState) -> None:
-    """Rolls go through the controller's SyncStateSet: controller-mode BrokerGroups only, for now (a changed
-    Proxy is refused too: the local platform does not restart proxies one at a time yet)."""
+    """Broker rolls go through the controller's SyncStateSet: controller-mode BrokerGroups only, for now; a
+    Proxy's processes roll one at a time (`platforms.local.proxy_roll`). ControllerGroups do not roll yet."""
     rollable = {g.name for g in existing.groups if g.kind == "BrokerGroup" and g.controller_mode}
     for r in state.replicas:
         old = existing.replica(r.name)
         if old is None or old.revision == r.target_revision or not old.revision or r.group in rollable:
             continue
-        what = {"ControllerGroup": "ControllerGroup", "Proxy": "Proxy"}.get(r.kind, "BrokerGroup (not controller mode)")
+        if r.kind == "Proxy":
+            continue
+        what = "ControllerGroup" if r.kind == "ControllerGroup" else "BrokerGroup (not controller mode)"
         raise lifecycle.LocalError(
             f"{what} {r.group}: replica {r.name} would need a restart (version or restart-only config), and "
             "`local apply` rolls only controller-mode BrokerGroups; fix: change only hot keys there, or "
@@ -206,6 +212,9 @@ def _summary(
     strategies = {r.metadata.name: r.spec.upgrade.strategy for r in resources if isinstance(r, BrokerGroup)}
     lines: list[str] = []
     for group in sorted({r.group for r in state.replicas}):
+        if any(r.kind == "Proxy" for r in state.replicas if r.group == group):
+            lines.append(f"{group}: {_proxy_change(existing, state, group, layout, texts, old_versions, new_versions)}")
+            continue
         added = [r.name for r in state.replicas if r.group == group and existing.replica(r.name) is None]
         replicas = [r for r in state.replicas if r.group == group and existing.replica(r.name) is not None]
         old_confs = [parse_properties_text(_running_text(layout, r.name)) for r in replicas]
@@ -238,6 +247,42 @@ def _summary(
         for line in describe_topic_changes(old_resources, resources)
     )
     return "\n".join(lines)
+
+
+def _proxy_change(
+    existing: LocalState,
+    state: LocalState,
+    group: str,
+    layout: StateLayout,
+    texts: Mapping[str, str],
+    old_versions: Mapping[str, str],
+    new_versions: Mapping[str, str],
+) -> str:
+    """What a Proxy's change needs: nothing, or a roll of its proxies one at a time (`core.proxy_roll`)."""
+    replicas = [r for r in state.replicas if r.group == group]
+    olds = [o for r in replicas if (o := existing.replica(r.name)) is not None]
+    return describe_proxy_change(
+        old_versions.get(group, ROCKETMQ_VERSION),
+        new_versions.get(group, ROCKETMQ_VERSION),
+        [proxy_config_keys(_running_text(layout, o.name)) for o in olds],
+        [proxy_config_keys(texts[r.name]) for r in replicas],
+        [a for o in olds for a in o.argv],
+        [a for r in replicas for a in (r.target_argv or r.argv)],
+    )
+
+
+def _single_proxy_warnings(existing: LocalState, state: LocalState) -> list[str]:
+    """A Proxy of one replica that must restart: no proxy serves until it is back (said, not refused)."""
+    out: list[str] = []
+    for group in sorted({r.group for r in state.replicas if r.kind == "Proxy"}):
+        replicas = [r for r in state.replicas if r.group == group]
+        pending = [r.name for r in replicas if (o := existing.replica(r.name)) and o.revision != r.target_revision]
+        if len(replicas) == 1 and pending:
+            out.append(
+                f"Proxy/{group}: spec.replicas is 1, so restarting {pending[0]} leaves no proxy serving gRPC clients "
+                "until it is back (a few seconds); fix for next time: spec.replicas 2 or more, rolled one at a time"
+            )
+    return out
 
 
 def _hot_changes(existing: LocalState, texts: Mapping[str, str], layout: StateLayout) -> dict[str, dict[str, str]]:

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import socket
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 PORT_LOW = 20000
@@ -129,3 +129,9 @@ async def port_answers(address: str, timeout: float = 0.5) -> bool:
     with contextlib.suppress(OSError):
         await writer.wait_closed()
     return True
+
+
+async def ports_answer(ports: Iterable[int], host: str = "127.0.0.1") -> bool:
+    """Every port accepts a connection: a local proxy's readiness (what its pod's probes check on Kubernetes),
+    shared by `local status`, `local up --wait` and the Proxy roll."""
+    return all(await asyncio.gather(*(port_answers(f"{host}:{p}") for p in ports)))

@@ -9,8 +9,10 @@ Contract:
   `stateDir`, `supervisor` {pid, running, phase}, `nameServers`, `controllers` (`host:port`), `processes`
   (every supervised process: name, role, group, pid, running, desired, restarts, suspended, address, log) and
   `groups`: per BrokerGroup the `BrokerGroupStatus` dumped by alias (camelCase) plus `name`, `nameServers`,
-  `controllers`, and per replica the local `pid`, `restarts`, `desired`, `suspended`; and `proxies`: per
-  proxy process its name, its Proxy, its gRPC `endpoint` and `ready` (running, its ports answer).
+  `controllers`, and per replica the local `pid`, `restarts`, `desired`, `suspended`; `proxies`: per
+  proxy process its name, its Proxy, its gRPC `endpoint`, `ready` (running, its ports answer), the `revision`
+  it runs and whether it is `rolled` (runs its target); and `proxyGroups`: per Proxy its processes and the
+  `rollout` of them (`platforms.local.proxy_roll`), as a BrokerGroup's.
   When nothing runs (`nothing_runs`: no supervisor, no supervised process, e.g. after `local down`) nothing
   is asked over the network and nothing is persisted: the document has `stopped: true` and each group
   `phase: Stopped`, no master, `writable: false` (`stopped_groups`).
@@ -18,9 +20,9 @@ Contract:
   status`): one row per broker replica (group, replica, brokerId, role, alive, inSync, maxOffset, then the local
   pid and restarts), then per group a line with needAcks/writable (`controller=unavailable` when the controller
   could not be asked: roles are then what the brokers report) and every problem condition, or `stopped`, then
-  per group with a `rollout` its phase, step or message and, while it is not complete, each replica's version and
-  whether it is rolled (`rollout_lines`), the topics and consumer groups (existence unknown, `-`, when stopped),
-  then the name-server/controller processes.
+  per group or Proxy with a `rollout` its phase, step or message and, while it is not complete, each replica's
+  version and whether it is rolled (`rollout_lines`), the topics and consumer groups (existence unknown, `-`,
+  when stopped), then the name-server/controller processes.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from rocketmq_operator.core.status_view import STOPPED, cell, group_lines, repli
 from rocketmq_operator.platforms.local.group_states import observe
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
-from rocketmq_operator.platforms.local.ports import port_answers
+from rocketmq_operator.platforms.local.ports import ports_answer
 from rocketmq_operator.platforms.local.roll import with_rollout
 from rocketmq_operator.platforms.local.state import LocalState, ReplicaProcess, pid_alive, write_json_atomic
 from rocketmq_operator.platforms.local.topics import topics_status_path
@@ -143,13 +145,43 @@ async def proxy_docs(state: LocalState, stopped: bool) -> list[dict[str, Any]]:
     async def ready(r: ReplicaProcess) -> bool:
         if stopped or not pid_alive(r.pid, r.run_config):
             return False
-        return all(await asyncio.gather(*(port_answers(f"127.0.0.1:{p}") for p in r.ports.values())))
+        return await ports_answer(r.ports.values())
 
     answers = await asyncio.gather(*(ready(r) for r in proxies))
     return [
-        {"name": r.name, "proxy": r.group, "endpoint": r.address, "ready": ok}
+        {
+            "name": r.name,
+            "proxy": r.group,
+            "endpoint": r.address,
+            "ready": ok,
+            "revision": r.revision,
+            "rolled": r.revision == (r.target_revision or r.revision),
+        }
         for r, ok in zip(proxies, answers, strict=True)
     ]
+
+
+def proxy_group_docs(
+    state: LocalState, layout: StateLayout, proxies: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Per Proxy: its processes (name, ready, revision) and the supervisor's last `rollout` of them (the
+    BrokerGroups' document, with the RolloutBlocked condition while it is blocked)."""
+    docs: list[dict[str, Any]] = []
+    for info in state.groups:
+        if info.kind != "Proxy":
+            continue
+        doc: dict[str, Any] = {
+            "name": info.name,
+            "kind": "Proxy",
+            "replicas": [
+                {"name": p["name"], "ready": p["ready"], "revision": p["revision"]}
+                for p in proxies
+                if p["proxy"] == info.name
+            ],
+        }
+        with_rollout(doc, layout, info.name)
+        docs.append(doc)
+    return docs
 
 
 async def collect(state: LocalState, layout: StateLayout, *, persist: bool = True) -> dict[str, Any]:
@@ -158,6 +190,7 @@ async def collect(state: LocalState, layout: StateLayout, *, persist: bool = Tru
     # Stopped: no network round trip (the ports may belong to someone else by now) and no last known master.
     observed = stopped_groups(state) if stopped else await observe(state)
     now = now_iso()
+    proxies = await proxy_docs(state, stopped)
     groups: list[dict[str, Any]] = []
     for info in state.groups:
         if info.kind != "BrokerGroup" or info.name not in observed or info.name not in specs:
@@ -198,7 +231,8 @@ async def collect(state: LocalState, layout: StateLayout, *, persist: bool = Tru
         "controllers": state.controllers,
         "processes": _process_doc(state),
         "groups": groups,
-        "proxies": await proxy_docs(state, stopped),
+        "proxies": proxies,
+        "proxyGroups": proxy_group_docs(state, layout, proxies),
     }
 
 
@@ -260,7 +294,7 @@ def render_table(doc: dict[str, Any]) -> str:
     groups = doc["groups"]
     lines.extend(replica_table(groups, extra_headers=("PID", "RESTARTS"), extra_cells=_local_cells, role_text=_role))
     lines.extend(group_lines(groups))
-    lines.extend(rollout_lines(groups))
+    lines.extend(rollout_lines([*groups, *doc.get("proxyGroups", [])]))
     lines.extend(topic_tables(groups))
     procs = [p for p in doc["processes"] if p["role"] != "broker"]
     if procs:

@@ -3,17 +3,19 @@ command that starts one, is `platforms.local.apply`).
 
 Contract:
 
-* A replica's **revision** is `core.config_change.revision` of its rendered config (hot keys left out), its
-  RocketMQ version and its java argv. `desired_state` is `placement.build_state` with every process on the
-  distribution of its resource's `spec.version` (one distribution per version, `distribution.ensure_distribution`)
-  and `revision == target_revision` set.
+* A replica's **revision** is `core.config_change.revision` of its rendered config (hot keys left out; a
+  proxy's rmq-proxy.json read by `core.proxy_roll.proxy_config_keys`), its RocketMQ version and its java argv.
+  `desired_state` is `placement.build_state` with every process on the distribution of its resource's
+  `spec.version` (one distribution per version, `distribution.ensure_distribution`) and `revision ==
+  target_revision` set.
 * `conf/<replica>.conf` is what the replica runs; a pending revision's config waits in
   `conf/<replica>.target.conf` and its argv in `ReplicaProcess.target_argv`. A start takes the target only when
   the roll asked for it (`roll_requested`, set by `LocalRoll.roll_restart`): a crash restart, or `local up` after a
   killed supervisor, restarts every replica on the revision it ran, and the roll goes on from
   `status/<group>.rollout.json`.
 * `LocalRoll` is the supervisor's `control.roll.RollPlatform`: one `control.roll.run_roll_step` per group per
-  policy pass; the rollout status is persisted after every step.
+  policy pass; the rollout status is persisted after every step. A Proxy's processes roll by
+  `platforms.local.proxy_roll` (the same revisions, target configs and `roll_restart`).
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
-from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup, RolloutStatus
+from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup, Proxy, RolloutStatus
 from rocketmq_operator.control.roll import (
     Revisions,
     RollSettings,
@@ -37,6 +39,7 @@ from rocketmq_operator.control.roll import (
 )
 from rocketmq_operator.core.config_change import revision
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
+from rocketmq_operator.core.proxy_roll import proxy_config_keys
 from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION, dist_dir, ensure_distribution
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import build_state, load_resources
@@ -56,7 +59,12 @@ if TYPE_CHECKING:
 
 def versions_of(resources: Sequence[AnyResource]) -> dict[str, str]:
     """Owning resource name -> its RocketMQ version."""
-    return {r.metadata.name: r.spec.version for r in resources if isinstance(r, BrokerGroup | ControllerGroup)}
+    return {r.metadata.name: r.spec.version for r in resources if isinstance(r, BrokerGroup | ControllerGroup | Proxy)}
+
+
+def config_keys(kind: str, text: str) -> dict[str, str]:
+    """A rendered config as keys: a broker's or controller's properties, a proxy's rmq-proxy.json (JSON)."""
+    return proxy_config_keys(text) if kind == "Proxy" else parse_properties_text(text)
 
 
 def target_config(layout: StateLayout, replica: str) -> Path:
@@ -87,7 +95,7 @@ def desired_state(
         home = str(ensure_distribution(version, log=log))
         if home != default_home:
             r.argv = [a.replace(default_home, home) for a in r.argv]
-        r.revision = r.target_revision = revision(parse_properties_text(texts[r.name]), version, r.argv)
+        r.revision = r.target_revision = revision(config_keys(r.kind, texts[r.name]), version, r.argv)
     return state
 
 
@@ -182,6 +190,26 @@ def handle_apply(state: LocalState, body: Mapping[str, Any], now: float | None =
     return {"ok": True, "message": f"applied; {len(pending)} replica(s) to restart", "pending": pending}
 
 
+class RollHost(Protocol):
+    """The supervisor, as a roll restarts one of its processes."""
+
+    dirty: bool
+
+    async def restart_process(self, r: ReplicaProcess) -> None: ...
+
+
+async def request_roll_restart(host: RollHost, r: ReplicaProcess) -> str:
+    """Restart a process onto its pending revision: its next start takes the target (`promote_target`); a
+    running one gets SIGTERM (graceful), one that is down starts on it. Returns what was done, for the log."""
+    r.roll_requested = True
+    r.failures = 0  # a roll's restart is not a crash: no longer back-off
+    host.dirty = True
+    if r.pid is None:
+        return f"{r.name} starts on revision {r.target_revision}"
+    await host.restart_process(r)
+    return f"SIGTERM to {r.name}; it starts on revision {r.target_revision}"
+
+
 def read_rollout(layout: StateLayout, group: str) -> RolloutStatus | None:
     try:
         return RolloutStatus.model_validate_json(rollout_path(layout, group).read_text(encoding="utf-8"))
@@ -228,13 +256,7 @@ class LocalRoll:
         r = self.supervisor.state.replica(replica.name)
         if r is None:
             return ""
-        r.roll_requested = True
-        r.failures = 0
-        self.supervisor.dirty = True
-        if r.pid is None:
-            return f"{r.name} starts on revision {r.target_revision}"
-        await self.supervisor.restart(replica)
-        return f"SIGTERM to {r.name}; it starts on revision {r.target_revision}"
+        return await request_roll_restart(self.supervisor, r)
 
     async def remove_replica(self, replica: ReplicaObservation) -> str:
         r = self.supervisor.state.replica(replica.name)

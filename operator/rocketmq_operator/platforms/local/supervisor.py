@@ -21,8 +21,9 @@ Contract:
   acknowledge a write is fenced (SIGKILL: the supervisor owns the process, as STONITH does; it restarts as a
   slave), a master that does not answer for `spec.failover.detectionSeconds` is fenced and replaced, slaves are
   pointed at the confirmed master (one not connected to it for a grace period is restarted with SIGTERM, as a
-  pod would be deleted), and a name server that lost the master's route gets it again at once. Failures are
-  logged and retried on the next pass; nothing else is decided here.
+  pod would be deleted), and a name server that lost the master's route gets it again at once. The same pass
+  runs one step of every group's roll, and then of every Proxy's (`proxy_roll`: one proxy at a time, the next
+  only once it serves again). Failures are logged and retried on the next pass; nothing else is decided here.
 * SIGTERM/SIGINT/SIGHUP: stop brokers, then name servers/controllers: SIGTERM (plus SIGCONT for suspended
   ones), SIGKILL after `GRACE_S`; record that nothing runs; exit 0. A second signal skips the grace period.
 """
@@ -66,7 +67,8 @@ from rocketmq_operator.platforms.local.group_states import observe
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.netfault import cgroup_preexec
 from rocketmq_operator.platforms.local.placement import load_resources
-from rocketmq_operator.platforms.local.ports import port_answers
+from rocketmq_operator.platforms.local.ports import port_answers, ports_answer
+from rocketmq_operator.platforms.local.proxy_roll import LocalProxyRoll
 from rocketmq_operator.platforms.local.roll import LocalRoll, handle_apply, promote_target
 from rocketmq_operator.platforms.local.state import (
     EXITED,
@@ -121,6 +123,7 @@ class Supervisor:
         self.auth_policy = AuthPolicy(self.state, layout)  # declared users and ACLs, asserted on every replica
         self.tls_policy = TlsPolicy(self.state, layout)  # spec.tls: certificates renewed before they expire
         self.roll = LocalRoll(self)  # rolling restarts, one step per policy pass
+        self.proxy_roll = LocalProxyRoll(self)  # a changed Proxy's processes, one at a time
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -402,6 +405,14 @@ class Supervisor:
         """SIGTERM; the back-off starts it again (with what is now on file: config, certificate)."""
         self._signal(r, "TERM", no_restart=False, now=time.time())
 
+    async def proxy_serves(self, r: ReplicaProcess) -> bool:
+        """The process this supervisor runs for the proxy is up (not exited, not SIGSTOPped) and its gRPC and
+        remoting ports accept a connection (`local status`'s `ready`)."""
+        proc = self.procs.get(r.name)
+        if proc is None or proc.poll() is not None or r.suspended:
+            return False
+        return await ports_answer(r.ports.values())
+
     async def freeze(self, replica: ReplicaObservation) -> bool:
         """SIGSTOP: the process keeps its sockets and sends nothing; the fence's SIGKILL follows."""
         r = self.state.replica(replica.name)
@@ -448,6 +459,7 @@ class Supervisor:
             or self.topic_policy.wanted
             or self.auth_policy.wanted
             or self.tls_policy.wanted
+            or any(g.kind == "Proxy" for g in self.state.groups)
         ):
             return
         settings = self._policy_settings()
@@ -470,6 +482,11 @@ class Supervisor:
                     await self.tls_policy.run(self.restart_process)
                 except Exception:  # a pass must never take the supervisor down; the next one retries
                     log.exception("replication policy pass failed")
+                try:  # apart from the groups' pass: an unreadable group must not hold a Proxy's roll
+                    for line in await self.proxy_roll.run():
+                        log.info("%s", line)
+                except Exception:
+                    log.exception("proxy roll step failed")
 
     async def _lease_agents(self) -> None:
         """One lease agent per broker of a controller-mode group, as a pod runs one beside its broker
