@@ -123,8 +123,8 @@ def test_a_changed_controller_group_stays_refused(
     assert _apply(layout, new) == 1
     assert _said(capsys.readouterr().err) == [
         "error: ControllerGroup rocketmq-ctl: replica rocketmq-ctl-0 would need a restart (version or restart-only "
-        "config), and `local apply` rolls only controller-mode BrokerGroups; fix: change only hot keys there, or "
-        "`local down` and `local up` with the new manifest"
+        "config), and `local apply` rolls only controller-mode BrokerGroups and Proxies; fix: change only hot keys "
+        "there, or `local down` and `local up` with the new manifest"
     ]
     assert not sent
 

@@ -181,8 +181,8 @@ def _refuse_unrollable(existing: LocalState, state: LocalState) -> None:
         what = "ControllerGroup" if r.kind == "ControllerGroup" else "BrokerGroup (not controller mode)"
         raise lifecycle.LocalError(
             f"{what} {r.group}: replica {r.name} would need a restart (version or restart-only config), and "
-            "`local apply` rolls only controller-mode BrokerGroups; fix: change only hot keys there, or "
-            "`local down` and `local up` with the new manifest"
+            "`local apply` rolls only controller-mode BrokerGroups and Proxies; fix: change only hot keys there, "
+            "or `local down` and `local up` with the new manifest"
         )
 
 
