@@ -40,6 +40,7 @@ set_timer_slack()
 # behind them: with pytest-xdist's default order (most tests first) the two longest files were scheduled last,
 # and one worker ran them alone at the end while the other idled.
 LONGEST_FILES_FIRST = (
+    "tests/integration/test_proxy_real.py",  # with the proxies' roll: about 270 s (2026-11-29)
     "tests/integration/test_scale_real.py",
     "tests/integration/test_roll_real.py",
     "tests/integration/test_fencing_real.py",
