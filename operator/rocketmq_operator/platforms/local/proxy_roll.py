@@ -26,8 +26,13 @@ from rocketmq_operator.core.config_change import group_revision
 from rocketmq_operator.core.proxy_roll import ProxyProcess, ProxyRollFacts, plan_proxy_roll
 from rocketmq_operator.core.roll import StepKind
 from rocketmq_operator.platforms.local.layout import StateLayout
-from rocketmq_operator.platforms.local.roll import RollHost, read_rollout, request_roll_restart, rollout_path
-from rocketmq_operator.platforms.local.state import LocalState, ReplicaProcess, write_json_atomic
+from rocketmq_operator.platforms.local.roll import (
+    RollHost,
+    read_rollout,
+    remember_rollout,
+    request_roll_restart,
+)
+from rocketmq_operator.platforms.local.state import LocalState, ReplicaProcess
 
 
 class ProxyRollHost(RollHost, Protocol):
@@ -67,10 +72,8 @@ class LocalProxyRoll:
         layout = self.host.layout
         before = self.rollouts[name] if name in self.rollouts else read_rollout(layout, name)
         after = await self._next(before, procs, now)
-        self.rollouts[name] = after
-        if after is None or after == before:
+        if not remember_rollout(layout, self.rollouts, name, before, after):
             return None
-        write_json_atomic(rollout_path(layout, name), after.model_dump(mode="json", by_alias=True))
         if self.host.dirty:
             self.host.save()
         if after.started is None:

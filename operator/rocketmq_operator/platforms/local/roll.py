@@ -190,6 +190,22 @@ def handle_apply(state: LocalState, body: Mapping[str, Any], now: float | None =
     return {"ok": True, "message": f"applied; {len(pending)} replica(s) to restart", "pending": pending}
 
 
+def remember_rollout(
+    layout: StateLayout,
+    rollouts: dict[str, RolloutStatus | None],
+    name: str,
+    before: RolloutStatus | None,
+    after: RolloutStatus | None,
+) -> bool:
+    """Keep ``after`` as the rollout of ``name``, written to its status file when it changed (so a restarted
+    supervisor resumes from it). True when it changed."""
+    rollouts[name] = after
+    if after is None or after == before:
+        return False
+    write_json_atomic(rollout_path(layout, name), after.model_dump(mode="json", by_alias=True))
+    return True
+
+
 class RollHost(Protocol):
     """The supervisor, as a roll restarts one of its processes."""
 
@@ -315,10 +331,9 @@ class LocalRoll:
         after = await run_roll_step(client, group, settings, before, self)
         if forgotten and after is not None:
             after = after.model_copy(update={"current_step": forgotten})
-        self.rollouts[name] = after
-        if after is None or after == before:
+        if not remember_rollout(layout, self.rollouts, name, before, after):
             return None
-        write_json_atomic(rollout_path(layout, name), after.model_dump(mode="json", by_alias=True))
+        assert after is not None  # remember_rollout: changed
         if self.supervisor.dirty:
             self.supervisor.save()
         if forgotten:
