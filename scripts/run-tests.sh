@@ -5,17 +5,18 @@
 #   background: build the cluster parts (Go builds of the control plane and the node, Debian bases, images, the
 #               nodes' image seed; a no-op when warm, an image rebuild when the sources changed)
 #   stage 1, foreground: the tests that need no cluster (unit, integration on real RocketMQ processes, spark;
-#               two pytest workers). It keeps both cores busy from start to end (measured: 90-100% CPU), so
-#               nothing else is put beside it but the build.
+#               two pytest workers). It leaves about a fifth of the two cores idle (its tests wait on JVMs,
+#               elections and timeouts: sampled 75-80% busy), so the JVM-free steps run beside it: lint, format,
+#               typecheck and the import layers, then (once the build has the control plane) the tests on the real
+#               API server (marker k8s; no JVM) and the alert tests (promtool is built meanwhile when cold).
 #   stage 2, once the build is done: the e2e tests on the real three-node cluster (k8s/cluster.py: each node a
 #               network namespace, NetworkPolicies enforced; ROCKETMQ_OPERATOR_E2E_NODES=1 for the one-node
 #               cluster of k8s/node.py) in the foreground: first the node faults alone (marker node_fault), then
-#               the rest on two workers, each group's tests on one (the xdist_group marks). Beside them, one after
-#               the other: the chaos campaign (marker chaos: nine JVMs under faults, in cgroups of their own: its
-#               iptables rules match only its own processes) and the integration files of BESIDE_E2E (moved out
-#               of stage 1), both beside the node faults; then the tests on the real API server (marker k8s; no
-#               JVM), lint, format, typecheck and the import layers, and the alert tests (promtool is built
-#               meanwhile when cold).
+#               the rest on two workers, each group's tests on one (the xdist_group marks). Beside the node faults,
+#               one after the other: the chaos campaign (marker chaos: nine JVMs under faults, in cgroups of their
+#               own: its iptables rules match only its own processes) and the integration files of BESIDE_E2E
+#               (moved out of stage 1). The two e2e workers keep both cores busy (sampled 95-100%): nothing is put
+#               beside them on purpose.
 # The JVM-heavy lines never run three at a time: the e2e tests beside the two integration workers ran at load
 # average 50 on two cores, where broker pods missed their probes, restarted and re-elected for an hour (a CI run
 # of 86 min with 4 e2e failures).
@@ -29,9 +30,21 @@ PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=40 "$@")
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocketmq-operator-test.XXXXXX")
 build_log=$work/prepare-cluster.log
 side_line=""
+stage1_line=""
 e2e_state=""
 
 stamp() { date -u +%H:%M:%S; }
+
+# One step of a line beside the foreground: its log, exit status and times are kept and printed at the end.
+step() {
+    local name=$1
+    shift
+    local status=0
+    stamp >"$work/side-$name.start"
+    "$@" >"$work/side-$name.log" 2>&1 || status=$?
+    echo "$status" >"$work/side-$name.rc"
+    stamp >"$work/side-$name.end"
+}
 
 (
     if "$MAKE_CMD" --no-print-directory prepare-cluster >"$build_log" 2>&1; then
@@ -56,11 +69,13 @@ on_interrupt() {
         .venv/bin/python tests/e2e/shared_node.py down "$e2e_state" "$work/e2e-diagnostics" >/dev/null 2>&1
         echo "interrupted: stopped the e2e node (diagnostics: $work/e2e-diagnostics)" >&2
     fi
-    if [ -n "${side_line:-}" ] && kill -0 "$side_line" 2>/dev/null; then
-        pkill -INT -P "$side_line" 2>/dev/null
-        wait "$side_line" 2>/dev/null
-        echo "interrupted: stopped the steps beside the e2e tests (their logs: $work/side-*.log)" >&2
-    fi
+    for line in "${stage1_line:-}" "${side_line:-}"; do
+        if [ -n "$line" ] && kill -0 "$line" 2>/dev/null; then
+            pkill -INT -P "$line" 2>/dev/null
+            wait "$line" 2>/dev/null
+            echo "interrupted: stopped the steps beside the tests (their logs: $work/side-*.log)" >&2
+        fi
+    done
     if kill -0 "$background" 2>/dev/null; then
         pkill -TERM -P "$background" 2>/dev/null
         kill -TERM "$background" 2>/dev/null
@@ -86,7 +101,8 @@ touch "$work/venv-ready"
 # process the tests start (CLI calls, supervisors, tools) would otherwise compile every module it imports (measured:
 # 0.14 s of CPU per process for the CLI's and the supervisor's imports). Up-to-date files are skipped.
 .venv/bin/python -m compileall -q -j 2 operator/rocketmq_operator >/dev/null
-echo "== $(stamp) stage 1: tests that need no cluster"
+echo "== $(stamp) stage 1: tests that need no cluster; beside them: lint and typecheck, then the tests on the real" \
+    "API server once the build has its binaries (logs: $work/side-*.log)"
 
 # Integration files run beside the e2e tests instead of in stage 1 (each starts its own local clusters; about
 # 2-2.5 min each alone, docs/testing.md). Their marker filter is stage 1's: nothing runs twice, nothing is left out.
@@ -102,6 +118,21 @@ ALERTS=tests/k8s/test_chart_alerts.py  # the API-server tests that need promtool
 STAGE1_WORKERS=${ROCKETMQ_OPERATOR_STAGE1_WORKERS:-2}
 E2E_WORKERS=${ROCKETMQ_OPERATOR_E2E_WORKERS:-2}
 
+# Beside stage 1, one after the other: the JVM-free steps (beside the saturated e2e workers they cost those tests
+# about as much CPU as they used; here they use what stage 1 leaves idle).
+(
+    step lint "$MAKE_CMD" --no-print-directory lint typecheck
+    # The control plane's binaries come with the build (a no-op when warm); a failed build is reported by the
+    # foreground, which stops this line.
+    while [ ! -e "$work/built" ] && [ ! -e "$work/build-failed" ]; do sleep 2; done
+    [ -e "$work/built" ] || exit 0
+    step k8s "${PYTEST[@]}" -m k8s --ignore "$ALERTS" tests
+    # Last: promtool, which only these tests use, is built after the node's parts when cold (11 min in the cold run
+    # of 2026-11-27 15:00, where the API-server tests waited 7 min for it); their fixture waits on its build lock.
+    step alerts "${PYTEST[@]}" -m k8s "$ALERTS"
+) &
+stage1_line=$!
+
 rc=0
 # Two workers, whole files each (a file's tests share its local cluster), the longest files first (tests/conftest.py,
 # LONGEST_FILES_FIRST; xdist's own order put them last): the integration files mostly wait on
@@ -116,37 +147,22 @@ while [ ! -e "$work/built" ] && [ ! -e "$work/build-failed" ]; do
 done
 if [ -e "$work/build-failed" ]; then
     wait "$background"
+    wait "$stage1_line" 2>/dev/null  # lint, which needs no build (its steps waiting for the build end at once)
     tail -n 40 "$build_log" >&2
     echo "error: building the cluster parts failed (full log: $build_log); fix it and run make test again" >&2
     exit 1
 fi
 grep -E '^(built|base image|k8s tools ready|.* up to date)' "$build_log" || true
 
-# Beside the e2e tests, one after the other; each step's log and exit status are kept and printed after them.
+# Beside the node faults (one e2e test at a time), one after the other: the JVM-heavy steps.
 (
-    step() {
-        local name=$1
-        shift
-        local status=0
-        stamp >"$work/side-$name.start"
-        "$@" >"$work/side-$name.log" 2>&1 || status=$?
-        echo "$status" >"$work/side-$name.rc"
-        stamp >"$work/side-$name.end"
-    }
-    # The JVM-heavy steps first, beside the node faults (one e2e test at a time); the JVM-free ones beside the two
-    # e2e workers that follow.
     step chaos "${PYTEST[@]}" -m chaos tests
     step integration "${PYTEST[@]}" "${NO_CLUSTER[@]}" "${BESIDE_E2E[@]}"
-    step k8s "${PYTEST[@]}" -m k8s --ignore "$ALERTS" tests
-    step lint "$MAKE_CMD" --no-print-directory lint typecheck
-    # Last: promtool, which only these tests use, is built beside the e2e tests when cold (11 min in the cold run
-    # of 2026-11-27 15:00, where the API-server tests waited 7 min for it); their fixture waits on its build lock.
-    step alerts "${PYTEST[@]}" -m k8s "$ALERTS"
 ) &
 side_line=$!
 
-echo "== $(stamp) stage 2: e2e tests on the real cluster (tests/e2e, three nodes); beside them: the tests on the real" \
-    "API server, the chaos campaign, lint and typecheck, then ${BESIDE_E2E[*]} (logs: $work/side-*.log)"
+echo "== $(stamp) stage 2: e2e tests on the real cluster (tests/e2e, three nodes); beside them: the chaos campaign," \
+    "then ${BESIDE_E2E[*]} (logs: $work/side-*.log)"
 # The node is brought up by tests/e2e/shared_node.py (images, the chart's operator) while the steps beside start.
 # First the node faults (marker node_fault: a node powered off, drained, its kubelet stopped), alone, since every
 # pod on that node is hit; then the other e2e tests on two workers sharing the cluster (`--dist loadgroup`: the
@@ -173,7 +189,9 @@ e2e_state=""
 echo "== $(stamp) e2e tests done; waiting for the steps beside them"
 wait "$side_line"
 side_line=""
-for name in chaos integration k8s lint alerts; do
+wait "$stage1_line"
+stage1_line=""
+for name in lint k8s alerts chaos integration; do
     case $name in
     k8s) title="the tests on the real API server (tests/k8s, kubectl, helm)" ;;
     chaos) title="the chaos campaign (marker chaos)" ;;
@@ -182,7 +200,7 @@ for name in chaos integration k8s lint alerts; do
     alerts) title="the chart's alerts through promtool ($ALERTS)" ;;
     esac
     echo "== $title, $(cat "$work/side-$name.start" 2>/dev/null)-$(cat "$work/side-$name.end" 2>/dev/null)" \
-        "beside the e2e tests (log: $work/side-$name.log)"
+        "beside the foreground (log: $work/side-$name.log)"
     cat "$work/side-$name.log" 2>/dev/null
     step_rc=$(cat "$work/side-$name.rc" 2>/dev/null || echo 1)
     [ "$step_rc" = 0 ] || rc=$step_rc

@@ -51,8 +51,8 @@ def test_readme_offers_make_check_after_set_up_not_as_a_set_up_command() -> None
     assert "`make check`" in set_up[block_end:]
 
 
-def test_make_test_still_lints_and_typechecks_beside_the_e2e_tests() -> None:
-    """`make test` no longer lints before the tests (the e2e stage leaves CPU idle; lint uses it), but it lints:
+def test_make_test_still_lints_and_typechecks_beside_stage_1() -> None:
+    """`make test` no longer lints before the tests (stage 1 leaves CPU idle; lint uses it), but it lints:
     the script runs `make lint typecheck` as a step whose exit status counts."""
     # Read, not `make -n test`: make runs a recipe line naming $(MAKE) even under -n (the whole suite, recursively).
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
