@@ -546,6 +546,20 @@ CASES: list[Case] = [
         "0 s is out of range",
     ),
     Case(
+        "proxy-min-ready-negative",
+        px("spec.minReadySeconds", -1),
+        "Proxy.minReadySeconds.range",
+        "spec.minReadySeconds",
+        "-1 s is out of range",
+    ),
+    Case(
+        "proxy-min-ready-too-long",
+        px("spec.minReadySeconds", 601),
+        "Proxy.minReadySeconds.range",
+        "spec.minReadySeconds",
+        "601 s is out of range",
+    ),
+    Case(
         "proxy-service-type",
         px("spec.service", {"type": "Ingress"}),
         "Proxy.service.type.enum",

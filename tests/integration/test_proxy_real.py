@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 import java_grpc
+from rocketmq_operator.api.models import DEFAULT_PROXY_MIN_READY_SECONDS
 from rocketmq_operator.bench.failover import write_pause
 from rocketmq_operator.tools.grpc_client import SteadyGrpcProducer, receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged
@@ -235,6 +236,11 @@ def test_a_changed_proxy_rolls_one_proxy_at_a_time_under_grpc_producers(local_pl
     term0, start0 = _first(log, "sent SIGTERM to proxy-0"), _first(log, "started proxy-0")
     term1, start1 = _first(log, "sent SIGTERM to proxy-1"), _first(log, "started proxy-1")
     assert term0 < start0 < term1 < start1, "\n".join(line for _, line in log)
+    # And proxy-1's SIGTERM came spec.minReadySeconds (the default) after the pass that first saw proxy-0 serve on
+    # its new revision: time for proxy-0's clients to reconnect before the other proxy goes.
+    settling = _first(log, "proxy-0 serves on revision")
+    assert start0 < settling < term1, "\n".join(line for _, line in log)
+    assert term1 - settling >= DEFAULT_PROXY_MIN_READY_SECONDS - 1, "\n".join(line for _, line in log)
     assert all(any(s.values()) for s in samples), samples
     # The client's view: while one proxy was down, the producer through the other one got acknowledgements.
     for (down_from, down_to), other in (((term0, start0), records[1]), ((term1, start1), records[0])):
@@ -243,7 +249,8 @@ def test_a_changed_proxy_rolls_one_proxy_at_a_time_under_grpc_producers(local_pl
     acked_keys = {r.key for rs in records for r in rs if r.ok}
     print(
         f"\nproxy roll: SIGTERM to the new start {start0 - term0:.1f}s (proxy-0) and {start1 - term1:.1f}s "
-        f"(proxy-1); proxy-1's SIGTERM {term1 - start0:.1f}s after proxy-0 started"
+        f"(proxy-1); proxy-1's SIGTERM {term1 - start0:.1f}s after proxy-0 started, {term1 - settling:.1f}s after it "
+        "was first seen serving"
     )
     for name, rs, (down_from, down_to) in (
         ("proxy-1", records[1], (term0, start0)),

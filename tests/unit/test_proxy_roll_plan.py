@@ -21,9 +21,22 @@ def p(name: str, rolled: bool, ready: bool = True) -> ProxyProcess:
 
 
 def facts(
-    *procs: ProxyProcess, last: str | None = None, since: float | None = None, now: float = 1000.0
+    *procs: ProxyProcess,
+    last: str | None = None,
+    since: float | None = None,
+    now: float = 1000.0,
+    serving: float | None = None,
+    settle: float = 0.0,
 ) -> ProxyRollFacts:
-    return ProxyRollFacts(processes=procs, now=now, last_restarted=last, waiting_since=since, timeout_s=300.0)
+    return ProxyRollFacts(
+        processes=procs,
+        now=now,
+        last_restarted=last,
+        waiting_since=since,
+        timeout_s=300.0,
+        serving_since=serving,
+        settle_s=settle,
+    )
 
 
 CASES = [
@@ -53,6 +66,22 @@ CASES = [
                  "RolloutComplete", id="nothing pending: a crashed proxy is the back-off's, not the roll's"),
     pytest.param(facts(p("a-0", True), p("a-1", True), p("a-2", False), last="a-1"), StepKind.RESTART, "a-2",
                  "RollingUpdate", id="resumed mid-roll from status: only the one left"),
+    # spec.minReadySeconds: the restarted proxy serves that long before the next restart (a Deployment's wait).
+    pytest.param(facts(p("proxy-0", True), p("proxy-1", False), last="proxy-0", serving=1000.0, settle=10.0),
+                 StepKind.WAIT, None, "ProxySettling", id="restarted one just serves: its clients get minReadySeconds"),
+    pytest.param(facts(p("proxy-0", True), p("proxy-1", False), last="proxy-0", serving=991.0, settle=10.0),
+                 StepKind.WAIT, None, "ProxySettling", id="9 s of 10: still settling"),
+    pytest.param(facts(p("proxy-0", True), p("proxy-1", False), last="proxy-0", serving=990.0, settle=10.0),
+                 StepKind.RESTART, "proxy-1", "RollingUpdate", id="served minReadySeconds: the next"),
+    pytest.param(facts(p("proxy-0", True), p("proxy-1", False), last="proxy-0", settle=10.0), StepKind.WAIT, None,
+                 "ProxySettling", id="serving but not seen serving before (no serving_since): the count starts now"),
+    pytest.param(facts(p("proxy-0", True), p("proxy-1", False), last="proxy-0", serving=999.0, settle=10.0,
+                       since=100.0),
+                 StepKind.WAIT, None, "ProxySettling", id="settling is bounded by minReadySeconds: never blocked"),
+    pytest.param(facts(p("proxy-0", True), p("proxy-1", True), last="proxy-1", serving=1000.0, settle=10.0),
+                 StepKind.DONE, None, "RolloutComplete", id="the last one serving: done without settling"),
+    pytest.param(facts(p("proxy-0", False), p("proxy-1", False), serving=None, settle=10.0), StepKind.RESTART,
+                 "proxy-0", "RollingUpdate", id="the first restart of a roll waits for nothing"),
 ]  # fmt: skip
 
 

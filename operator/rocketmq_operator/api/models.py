@@ -731,6 +731,11 @@ class RolloutStatus(Model):
     last_restarted: str | None = Field(default=None, description="The replica the roll waits for, if any.")
     switched_from: str | None = Field(default=None, description="The old master after the roll's switchover.")
     waiting_since: float | None = Field(default=None, description="Start of the current wait (epoch seconds).")
+    serving_since: float | None = Field(
+        default=None,
+        description="When the process the roll restarted last was first seen serving on its new revision (epoch "
+        "seconds; a Proxy's roll waits spec.minReadySeconds from it).",
+    )
     removed_broker_ids: list[int] = Field(
         default_factory=list,
         description="Broker ids of replicas a scale-in removed that the controller has not forgotten yet.",
@@ -989,6 +994,8 @@ class ConsumerGroup(Model):
 DEFAULT_PROXY_GRPC_PORT = 8081  # ProxyConfig.grpcServerPort (5.5.0)
 DEFAULT_PROXY_REMOTING_PORT = 8080  # ProxyConfig.remotingListenPort
 DEFAULT_PROXY_ROUTE_REFRESH_SECONDS = 1
+DEFAULT_PROXY_MIN_READY_SECONDS = 15
+MAX_PROXY_MIN_READY_SECONDS = 600
 PROXY_SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer")
 
 
@@ -1047,6 +1054,11 @@ class ProxySpec(Model):
         description="topicRouteServiceCacheRefreshSeconds: how old a topic's route may be before the proxy reads it "
         "again from the name servers (RocketMQ's default 20; a proxy sends to a deposed master until then). "
         "1 to 300.",
+    )
+    min_ready_seconds: int = Field(
+        default=DEFAULT_PROXY_MIN_READY_SECONDS,
+        description="How long a restarted proxy serves before a roll restarts the next one: the time clients get "
+        "to reconnect to it (the Deployment's minReadySeconds; the local platform waits the same). 0 to 600.",
     )
     service: ProxyServiceSpec = Field(
         default_factory=ProxyServiceSpec, description="The Service clients connect to (the gRPC port)."

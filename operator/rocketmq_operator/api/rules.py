@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from rocketmq_operator.api.broker_config_keys import BROKER_CONFIG_KEYS, CONTROLLER_CONFIG_KEYS, PROXY_CONFIG_KEYS
 from rocketmq_operator.api.models import (
+    DEFAULT_PROXY_MIN_READY_SECONDS,
+    MAX_PROXY_MIN_READY_SECONDS,
     PROXY_SERVICE_TYPES,
     AnyResource,
     BrokerGroup,
@@ -1059,6 +1061,18 @@ def _proxy_rules() -> list[Rule]:
             cel="self.routeRefreshSeconds >= 1 && self.routeRefreshSeconds <= 300",
             valid=lambda r: 1 <= r.spec.route_refresh_seconds <= 300,
             values={"value": Placeholder("self.routeRefreshSeconds", lambda r: r.spec.route_refresh_seconds)},
+        ),
+        Rule(
+            id="Proxy.minReadySeconds.range",
+            kind=k,
+            scope="spec",
+            field_path=".minReadySeconds",
+            problem="{value} s is out of range",
+            rule=f"0 <= minReadySeconds <= {MAX_PROXY_MIN_READY_SECONDS}",
+            fix=f"use {DEFAULT_PROXY_MIN_READY_SECONDS} (time for clients to reconnect to a restarted proxy)",
+            cel=f"self.minReadySeconds >= 0 && self.minReadySeconds <= {MAX_PROXY_MIN_READY_SECONDS}",
+            valid=lambda r: 0 <= r.spec.min_ready_seconds <= MAX_PROXY_MIN_READY_SECONDS,
+            values={"value": Placeholder("self.minReadySeconds", lambda r: r.spec.min_ready_seconds)},
         ),
         _enum_rule(
             k,

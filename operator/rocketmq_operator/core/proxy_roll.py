@@ -12,10 +12,13 @@ one it should run, whether it serves) plus what the roll remembers, and returns 
 * `Wait(reason)`: the proxy restarted last does not serve on its new revision yet, or another proxy does not
   serve (restarting one more now could leave none serving). A wait longer than `timeout_s` becomes
   `Blocked(reason, fix)`: still nothing restarted, and the fix is shown.
+* `Wait("ProxySettling")`: the proxy restarted last serves, but for less than `settle_s` (the Proxy's
+  `spec.minReadySeconds`, counted from `serving_since`): its clients have not all reconnected to it yet, so the
+  next restart waits, as a Deployment with `minReadySeconds` does. Bounded by `settle_s`, never Blocked.
 * `Done`: every proxy runs its desired revision (and the one restarted last serves).
 
-The facts are what `status`/`state` keep (revisions per process, the rollout's `last_restarted` and
-`waiting_since`), so a supervisor restarted mid-roll resumes from them.
+The facts are what `status`/`state` keep (revisions per process, the rollout's `last_restarted`, `waiting_since`
+and `serving_since`), so a supervisor restarted mid-roll resumes from them.
 
 `proxy_config_keys(text)` flattens a rendered `rmq-proxy.json` into key -> JSON value (for revisions and
 diffs); `describe_proxy_change(...)` says in one line what a changed Proxy needs.
@@ -49,6 +52,8 @@ class ProxyRollFacts:
     last_restarted: str | None = None  # the proxy the previous step restarted
     waiting_since: float | None = None  # when the current run of Wait steps began
     timeout_s: float = DEFAULT_TIMEOUT_S
+    serving_since: float | None = None  # when `last_restarted` was first seen serving on its new revision
+    settle_s: float = 0.0  # how long it serves before the next restart (spec.minReadySeconds)
 
 
 def _wait(facts: ProxyRollFacts, reason: str, message: str, fix: str) -> RollStep:
@@ -77,6 +82,16 @@ def plan_proxy_roll(facts: ProxyRollFacts) -> RollStep:
     if not pending:
         # Each proxy has a revision of its own (its rmq-proxy.json names its own ports).
         return RollStep(StepKind.DONE, reason="RolloutComplete", message="every proxy runs its desired revision")
+    if awaited is not None and facts.settle_s > 0:
+        served = facts.now - (facts.serving_since if facts.serving_since is not None else facts.now)
+        if served < facts.settle_s:
+            return RollStep(
+                StepKind.WAIT,
+                reason="ProxySettling",
+                message=f"{awaited.name} serves on revision {awaited.desired_revision} for {served:.0f}s of "
+                f"spec.minReadySeconds {facts.settle_s:.0f}s (time for its clients to reconnect to it); the next "
+                "proxy waits",
+            )
     down_pending = next((p for p in pending if not p.ready), None)
     if down_pending is not None:
         return RollStep(

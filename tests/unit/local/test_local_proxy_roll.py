@@ -284,3 +284,31 @@ async def test_nothing_pending_notes_the_revision_and_restarts_nothing(tmp_path:
     sup = FakeSupervisor(state, layout)
     assert await LocalProxyRoll(sup).run(now=0.0) == []
     assert _rollout(layout)["phase"] == "Complete" and not _rollout(layout)["started"] and sup.terms == []
+
+
+async def test_the_next_proxy_waits_min_ready_seconds_from_when_the_restarted_one_serves(tmp_path: Path) -> None:
+    """spec.minReadySeconds counted from the pass that first sees the restarted proxy serve on its new revision
+    (kept in the rollout as `servingSince`, so a restarted supervisor counts on from it), as a Deployment does."""
+    state, layout = _proxies(tmp_path)
+    state.resources = [
+        {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "Proxy", "metadata": {"name": "proxy"},
+         "spec": {"nameServers": ["127.0.0.1:9876"], "minReadySeconds": 10}}
+    ]  # fmt: skip
+    sup = FakeSupervisor(state, layout, serving={"proxy-0", "proxy-1"})
+    roll = LocalProxyRoll(sup)
+    await roll.run(now=0.0)
+    sup.exit_and_start("proxy-0")
+    await roll.run(now=5.0)  # not serving yet
+    assert _rollout(layout)["servingSince"] is None
+    sup.serving.add("proxy-0")
+    assert await roll.run(now=20.0) == [
+        "proxy: rollout Waiting: proxy-0 serves on revision r2 for 0s of spec.minReadySeconds 10s (time for its "
+        "clients to reconnect to it); the next proxy waits"
+    ]
+    assert _rollout(layout)["servingSince"] == 20.0 and sup.terms == ["proxy-0"]
+    resumed = LocalProxyRoll(sup)  # a restarted supervisor counts from the kept servingSince
+    await resumed.run(now=29.0)
+    assert sup.terms == ["proxy-0"] and _rollout(layout)["reason"] == "ProxySettling"
+    await resumed.run(now=30.0)
+    assert sup.terms == ["proxy-0", "proxy-1"]
+    assert _rollout(layout)["servingSince"] is None  # proxy-1's count starts when it serves

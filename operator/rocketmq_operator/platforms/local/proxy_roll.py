@@ -10,7 +10,9 @@ Contract:
   connection: what `local status` and `local up --wait` call `ready` (`ports.ports_answer`).
 * Progress is a `RolloutStatus` in `status/<proxy>.rollout.json`, the BrokerGroups' document (`local status`
   shows both), written after every step that changed it; a restarted supervisor reads it back and goes on:
-  the facts of a step are the revisions in state.json plus the rollout's `lastRestarted` and `waitingSince`.
+  the facts of a step are the revisions in state.json plus the rollout's `lastRestarted`, `waitingSince` and
+  `servingSince` (when the proxy restarted last was first seen serving: the next waits the Proxy's
+  `spec.minReadySeconds` from it, as a Deployment does).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import asyncio
 import time
 from typing import Protocol
 
-from rocketmq_operator.api.models import RolloutStatus
+from rocketmq_operator.api.models import Proxy, RolloutStatus
 from rocketmq_operator.control.clock import iso_time
 from rocketmq_operator.control.roll import PHASES
 from rocketmq_operator.core.config_change import group_revision
@@ -48,6 +50,14 @@ class ProxyRollHost(RollHost, Protocol):
 
 def _desired(r: ReplicaProcess) -> str:
     return r.target_revision or r.revision
+
+
+def _min_ready_seconds(state: LocalState, proxy: str) -> int:
+    """The Proxy's spec.minReadySeconds as recorded in the state (the resource `local up`/`apply` last took)."""
+    for doc in state.resources:
+        if doc.get("kind") == "Proxy" and (doc.get("metadata") or {}).get("name") == proxy:
+            return Proxy.model_validate(doc).spec.min_ready_seconds
+    return 0
 
 
 class LocalProxyRoll:
@@ -94,6 +104,12 @@ class LocalProxyRoll:
         elif rollout.phase == "Complete" and not pending:
             return rollout
         serving = await asyncio.gather(*(self.host.proxy_serves(r) for r in procs))
+        serving_since = rollout.serving_since
+        if serving_since is None and any(
+            r.name == rollout.last_restarted and ok and r.revision == _desired(r)
+            for r, ok in zip(procs, serving, strict=True)
+        ):
+            serving_since = now  # first seen serving on its new revision: spec.minReadySeconds count from here
         facts = ProxyRollFacts(
             processes=tuple(
                 ProxyProcess(r.name, r.revision, _desired(r), ok) for r, ok in zip(procs, serving, strict=True)
@@ -101,9 +117,12 @@ class LocalProxyRoll:
             now=now,
             last_restarted=rollout.last_restarted,
             waiting_since=rollout.waiting_since,
+            serving_since=serving_since,
+            settle_s=float(_min_ready_seconds(self.host.state, procs[0].group)),
         )
         step = plan_proxy_roll(facts)
         out = rollout.model_copy(deep=True)
+        out.serving_since = serving_since
         out.replicas_done = sorted(r.name for r in procs if r.revision == _desired(r))
         out.reason = step.reason
         out.message = step.text
@@ -113,12 +132,14 @@ class LocalProxyRoll:
             out.restarts += 1
             out.last_restarted = r.name
             out.waiting_since = None
+            out.serving_since = None
             out.current_step = f"restart {r.name}: {step.message} ({done})"
         elif step.kind in (StepKind.WAIT, StepKind.BLOCKED):
             out.waiting_since = out.waiting_since or now
         elif step.kind is StepKind.DONE:
             out.last_restarted = None
             out.waiting_since = None
+            out.serving_since = None
             out.finished = out.finished or iso_time(now)
             out.current_step = ""
         phase = PHASES[step.kind]

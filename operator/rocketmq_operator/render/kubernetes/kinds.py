@@ -309,9 +309,10 @@ def deployment(
     replicas: int,
     config_digest: str,
     pod_spec: JSON,
+    min_ready_seconds: int = 0,
 ) -> JSON:
-    """A Deployment of stateless pods (proxies) that a change replaces one at a time, a new pod Ready before an
-    old one goes: never every pod down at once, whatever the replica count."""
+    """A Deployment of stateless pods (proxies) that a change replaces one at a time, a new pod Ready (for
+    ``min_ready_seconds``) before an old one goes: never every pod down at once, whatever the replica count."""
     group = group_of(name, component)
     return {
         "apiVersion": "apps/v1",
@@ -319,6 +320,7 @@ def deployment(
         "metadata": {"name": name, "namespace": namespace, "labels": labels(group, component)},
         "spec": {
             "replicas": replicas,
+            "minReadySeconds": min_ready_seconds,
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
             "selector": {"matchLabels": selector(group, component)},
             "template": {

@@ -156,6 +156,7 @@ def render_proxy(proxy: Proxy, cg: ControllerGroup | None) -> list[JSON]:
             replicas=proxy.spec.replicas,
             config_digest=config_hash(files),  # the image and JVM flags are in the template already
             pod_spec=pod,
+            min_ready_seconds=proxy.spec.min_ready_seconds,
         ),
         _service(proxy, namespace, client_ports),
         pod_disruption_budget(name, namespace, COMPONENT, name),
