@@ -461,11 +461,14 @@ async def produce(
     try:
         # With creation off, a missing route is waited for as long as one message may take (1 + retries
         # attempts of `timeout`), not ensure_topic's 30 s: `--timeout 3 --retries 0` gives up after 3 s. A topic
-        # just created keeps the longer wait for its route to reach every master.
+        # just created keeps the longer wait for its route to reach every master. A lookup that fails otherwise (a
+        # name server answering late on a loaded machine) is tried again for ensure_topic's 30 s at least: a run of
+        # `--timeout 1 --retries 0` gave up at its first slow lookup beside a CPU hog (2026-11-28), where a Java
+        # producer keeps looking up.
         wait_s = DEFAULT_ROUTE_WAIT_S if create_topic else timeout * (1 + retries)
         route = await ensure_topic(
             active, topic, create=create_topic, cluster=cluster, timeout=timeout, wait_s=wait_s,
-            retry_s=timeout * (1 + retries),
+            retry_s=max(timeout * (1 + retries), DEFAULT_ROUTE_WAIT_S),
         )  # fmt: skip
         router = (
             TopicRouter(active, topic, timeout=timeout, refresh_interval=route_refresh_s, route=route)

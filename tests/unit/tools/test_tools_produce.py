@@ -247,6 +247,16 @@ async def test_missing_topic_without_creation_is_waited_for_timeout_times_attemp
         await produce(None, "missing", 1, create_topic=False, timeout=0.04, retries=2, client=FakeClient())
 
 
+async def test_a_late_name_server_is_asked_again_whatever_the_message_timeout() -> None:
+    """`--timeout 1 --retries 0` (the pinned producer of the frozen-master e2e test) gave up on the whole run when
+    its first route lookup timed out beside a CPU hog; a lookup that fails (not a missing topic) is now tried again
+    for ensure_topic's 30 s at least, then the sends go on."""
+    client = _two_brokers()
+    client.route_errors = 3  # three lookups time out, the fourth answers
+    report = await produce(None, "t", 2, timeout=0.01, retries=0, client=client, create_topic=False)
+    assert report.ok and client.route_lookups >= 4, (report.failures, client.route_lookups)
+
+
 def _rec(seq: int, start: float, end: float, ok: bool) -> SendRecord:
     return SendRecord(seq, f"k{seq}", start, end, (end - start) * 1000, "PUT_OK" if ok else "TIMEOUT", ok, 1)
 
