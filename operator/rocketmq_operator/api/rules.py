@@ -550,17 +550,14 @@ def _broker_rules() -> list[Rule]:
     return [
         *_name_rules(k),
         _version_rule(k),
-        Rule(
-            id="BrokerGroup.replicas.range",
-            kind=k,
-            scope="spec",
-            field_path=".replicas",
-            problem="{value} replicas is out of range",
-            rule=f"1 <= replicas <= {MAX_BROKER_REPLICAS}",
-            fix="use 3 for a quorum group (2 for slaveActingMaster pairs, 1 for a test)",
-            cel=f"self.replicas >= 1 && self.replicas <= {MAX_BROKER_REPLICAS}",
-            valid=lambda r: 1 <= r.spec.replicas <= MAX_BROKER_REPLICAS,
-            values={"value": Placeholder("self.replicas", lambda r: r.spec.replicas)},
+        _range_rule(
+            k,
+            "replicas",
+            "replicas",
+            1,
+            MAX_BROKER_REPLICAS,
+            "replicas",
+            "use 3 for a quorum group (2 for slaveActingMaster pairs, 1 for a test)",
         ),
         Rule(
             id="BrokerGroup.haMode.enum",
@@ -876,6 +873,22 @@ def _placement_rule(kind: Kind) -> Rule:
     )
 
 
+def _range_rule(kind: Kind, field: str, attr: str, low: int, high: int, unit: str, fix: str, why: str = "") -> Rule:
+    """An integer spec field (``field``, ``attr`` in the model) within [low, high], in Python and in CEL."""
+    return Rule(
+        id=f"{kind}.{field}.range",
+        kind=kind,
+        scope="spec",
+        field_path=f".{field}",
+        problem=f"{{value}} {unit} is out of range",
+        rule=f"{low} <= {field} <= {high}" + (f" ({why})" if why else ""),
+        fix=fix,
+        cel=f"self.{field} >= {low} && self.{field} <= {high}",
+        valid=lambda r: low <= _spec_attr(r, attr) <= high,
+        values={"value": Placeholder(f"self.{field}", lambda r: _spec_attr(r, attr))},
+    )
+
+
 def _enum_rule(kind: Kind, field: str, attr: str, values: Sequence[str], fix: str, what: str) -> Rule:
     return Rule(
         id=f"{kind}.{field}.enum",
@@ -911,18 +924,10 @@ def _topic_rules() -> list[Rule]:
         return [key for key in r.spec.attributes if key not in TOPIC_ATTRIBUTE_KEYS]
 
     def queue_rule(field: str, attr: str) -> Rule:
-        return Rule(
-            id=f"Topic.{field}.range",
-            kind=k,
-            scope="spec",
-            field_path=f".{field}",
-            problem=f"{{value}} {field.removesuffix('QueueNums')} queues is out of range",
-            rule=f"1 <= {field} <= {MAX_QUEUES} (a topic without queues can hold no message)",
-            fix=f"set {field} to 8 (RocketMQ's own default is 16)",
-            cel=f"self.{field} >= 1 && self.{field} <= {MAX_QUEUES}",
-            valid=lambda r: 1 <= getattr(r.spec, attr) <= MAX_QUEUES,
-            values={"value": Placeholder(f"self.{field}", lambda r: getattr(r.spec, attr))},
-        )
+        return _range_rule(
+            k, field, attr, 1, MAX_QUEUES, f"{field.removesuffix('QueueNums')} queues",
+            f"set {field} to 8 (RocketMQ's own default is 16)", "a topic without queues can hold no message",
+        )  # fmt: skip
 
     return [
         *_resource_name_rules(k, "topic", "topicName", TOPIC_NAME_MAX, system=True),
@@ -977,29 +982,9 @@ def _consumer_group_rules() -> list[Rule]:
             "use 'Keep' (deleting the resource keeps the group and its offsets) or 'Delete'",
             "a deletion policy",
         ),
-        Rule(
-            id="ConsumerGroup.retryMaxTimes.range",
-            kind=k,
-            scope="spec",
-            field_path=".retryMaxTimes",
-            problem="{value} retries is out of range",
-            rule="0 <= retryMaxTimes <= 1024",
-            fix="use 16 (RocketMQ's default)",
-            cel="self.retryMaxTimes >= 0 && self.retryMaxTimes <= 1024",
-            valid=lambda r: 0 <= r.spec.retry_max_times <= 1024,
-            values={"value": Placeholder("self.retryMaxTimes", lambda r: r.spec.retry_max_times)},
-        ),
-        Rule(
-            id="ConsumerGroup.retryQueueNums.range",
-            kind=k,
-            scope="spec",
-            field_path=".retryQueueNums",
-            problem="{value} retry queues is out of range",
-            rule=f"0 <= retryQueueNums <= {MAX_QUEUES}",
-            fix="use 1 (RocketMQ's default)",
-            cel=f"self.retryQueueNums >= 0 && self.retryQueueNums <= {MAX_QUEUES}",
-            valid=lambda r: 0 <= r.spec.retry_queue_nums <= MAX_QUEUES,
-            values={"value": Placeholder("self.retryQueueNums", lambda r: r.spec.retry_queue_nums)},
+        _range_rule(k, "retryMaxTimes", "retry_max_times", 0, 1024, "retries", "use 16 (RocketMQ's default)"),
+        _range_rule(
+            k, "retryQueueNums", "retry_queue_nums", 0, MAX_QUEUES, "retry queues", "use 1 (RocketMQ's default)"
         ),
         Rule(
             id="ConsumerGroup.topics.format",
@@ -1037,42 +1022,33 @@ def _proxy_rules() -> list[Rule]:
     return [
         *_name_rules(k),
         _version_rule(k),
-        Rule(
-            id="Proxy.replicas.range",
-            kind=k,
-            scope="spec",
-            field_path=".replicas",
-            problem="{value} proxies is out of range",
-            rule=f"1 <= replicas <= {MAX_PROXY_REPLICAS}",
-            fix="use 2 (a roll then never takes every proxy down)",
-            cel=f"self.replicas >= 1 && self.replicas <= {MAX_PROXY_REPLICAS}",
-            valid=lambda r: 1 <= r.spec.replicas <= MAX_PROXY_REPLICAS,
-            values={"value": Placeholder("self.replicas", lambda r: r.spec.replicas)},
+        _range_rule(
+            k,
+            "replicas",
+            "replicas",
+            1,
+            MAX_PROXY_REPLICAS,
+            "proxies",
+            "use 2 (a roll then never takes every proxy down)",
         ),
         *_name_server_rules(k, "the proxies have no name servers to read routes from", {}),
-        Rule(
-            id="Proxy.routeRefreshSeconds.range",
-            kind=k,
-            scope="spec",
-            field_path=".routeRefreshSeconds",
-            problem="{value} s is out of range",
-            rule="1 <= routeRefreshSeconds <= 300",
-            fix="use 1 (a proxy follows a new master within about a second)",
-            cel="self.routeRefreshSeconds >= 1 && self.routeRefreshSeconds <= 300",
-            valid=lambda r: 1 <= r.spec.route_refresh_seconds <= 300,
-            values={"value": Placeholder("self.routeRefreshSeconds", lambda r: r.spec.route_refresh_seconds)},
+        _range_rule(
+            k,
+            "routeRefreshSeconds",
+            "route_refresh_seconds",
+            1,
+            300,
+            "s",
+            "use 1 (a proxy follows a new master within about a second)",
         ),
-        Rule(
-            id="Proxy.minReadySeconds.range",
-            kind=k,
-            scope="spec",
-            field_path=".minReadySeconds",
-            problem="{value} s is out of range",
-            rule=f"0 <= minReadySeconds <= {MAX_PROXY_MIN_READY_SECONDS}",
-            fix=f"use {DEFAULT_PROXY_MIN_READY_SECONDS} (time for clients to reconnect to a restarted proxy)",
-            cel=f"self.minReadySeconds >= 0 && self.minReadySeconds <= {MAX_PROXY_MIN_READY_SECONDS}",
-            valid=lambda r: 0 <= r.spec.min_ready_seconds <= MAX_PROXY_MIN_READY_SECONDS,
-            values={"value": Placeholder("self.minReadySeconds", lambda r: r.spec.min_ready_seconds)},
+        _range_rule(
+            k,
+            "minReadySeconds",
+            "min_ready_seconds",
+            0,
+            MAX_PROXY_MIN_READY_SECONDS,
+            "s",
+            f"use {DEFAULT_PROXY_MIN_READY_SECONDS} (time for clients to reconnect to a restarted proxy)",
         ),
         _enum_rule(
             k,
