@@ -28,6 +28,7 @@ from rocketmq_operator.core.config_change import group_revision
 from rocketmq_operator.core.proxy_roll import ProxyProcess, ProxyRollFacts, plan_proxy_roll
 from rocketmq_operator.core.roll import StepKind
 from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.roll import (
     RollHost,
     read_rollout,
@@ -54,10 +55,8 @@ def _desired(r: ReplicaProcess) -> str:
 
 def _min_ready_seconds(state: LocalState, proxy: str) -> int:
     """The Proxy's spec.minReadySeconds as recorded in the state (the resource `local up`/`apply` last took)."""
-    for doc in state.resources:
-        if doc.get("kind") == "Proxy" and (doc.get("metadata") or {}).get("name") == proxy:
-            return Proxy.model_validate(doc).spec.min_ready_seconds
-    return 0
+    found = next((r for r in load_resources(state) if isinstance(r, Proxy) and r.metadata.name == proxy), None)
+    return found.spec.min_ready_seconds if found is not None else 0
 
 
 class LocalProxyRoll:
