@@ -388,6 +388,18 @@ def second_quickstart(operator: Node) -> Group:
     return applied_healthy(operator, SECOND_QUICKSTART_NS, "quickstart.yaml", lease_agent_quickstart())
 
 
+def retire_when_done(operator: Node, ns: str, session: pytest.Session) -> None:
+    """Namespace ``ns`` retired (`Node.retire_namespace`) once the tests that use it are done, so that its JVMs do
+    not idle beside the rest of the run (two quickstarts' brokers were a third of the e2e line's broker CPU while
+    the TLS and auth tests ran after them, 2026-11-29). Kept when a test has failed in this process: its pods and
+    their logs are the run's diagnostics (`shared_node.py down`). Deleting too early costs time, not truth: a test
+    that needs the group again applies it again (`applied_healthy`)."""
+    if session.testsfailed:
+        print(f"\nnamespace {ns} kept for the diagnostics: {session.testsfailed} test(s) failed in this process")
+        return
+    operator.retire_namespace(ns)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test here is marked e2e; the node faults (marker node_fault) run first, so that in one process, too,
     no other test's pods are on a node while it is powered off, drained or without its kubelet."""

@@ -183,9 +183,14 @@ class Node:
         """A test's namespace gone, without its brokers' graceful stop (7-12 s each, up to the pods' 60 s grace
         period): the test is over and its data thrown away. Terminating first, so that no controller makes a pod
         again; then the pods at once; then wait until the namespace is gone."""
-        self.kubectl("delete", "namespace", ns, "--wait=false", check=False)
-        self.kubectl("-n", ns, "delete", "pods", "--all", "--grace-period=0", "--force", check=False, timeout=120)
+        self.retire_namespace(ns)
         self.kubectl("wait", "--for=delete", f"namespace/{ns}", "--timeout=600s", check=False, timeout=660)
+
+    def retire_namespace(self, ns: str) -> None:
+        """`delete_namespace` without waiting for it to be gone: its pods' processes are killed at once (their
+        JVMs would otherwise idle beside the tests that follow), the rest is the API server's and the operator's."""
+        self.kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false", check=False)
+        self.kubectl("-n", ns, "delete", "pods", "--all", "--grace-period=0", "--force", check=False, timeout=120)
 
     def helm(self, *args: object, timeout: float = 300) -> str:
         argv = [str(self.state_dir / "bin" / "helm"), *map(str, args)]

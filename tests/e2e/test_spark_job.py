@@ -10,9 +10,13 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from e2e.conftest import SECOND_QUICKSTART_NS, retire_when_done
 from e2e.e2e_helpers import operator_version
 from e2e.e2e_node import node_count, wait_for_image
 from real_parts import missing
@@ -21,6 +25,15 @@ from real_parts import missing
 # quickstart group (namespace rocketmq-b), while the other worker's tests fail over and fence the first.
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def second_quickstart_retired_after(operator: Any, request: pytest.FixtureRequest) -> Iterator[None]:
+    """The second quickstart's namespace retired after this file: the last of its worker group in `make test`
+    (the image roll, then these; tests/conftest.py E2E_WORKER_GROUPS), and in one process the node faults and the
+    roll that use it run before it."""
+    yield
+    retire_when_done(operator, SECOND_QUICKSTART_NS, request.session)
 
 
 def test_spark_job_reads_every_message_of_the_topic(second_quickstart: Any) -> None:

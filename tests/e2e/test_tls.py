@@ -23,6 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from e2e.conftest import ROCKETMQ_NS, retire_when_done
 from e2e.e2e_helpers import wait_proxy_ready
 from rocketmq_operator.control.certificates import CertificateInfo
 from rocketmq_operator.tools.grpc_client import receive_keys_trusting, send_keys, send_keys_trusting
@@ -34,6 +37,14 @@ NS = "rocketmq-tls"
 CA = {"broker-tls-tls": "/tls"}
 PROXY = "proxy-tls"
 GRPC_KEYS = [f"e2e-grpc-tls-{i}" for i in range(40)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def quickstart_retired(operator: Any, request: pytest.FixtureRequest) -> None:
+    """The first quickstart's namespace retired first: this file is the last of its worker group in `make test`
+    (tests/conftest.py E2E_WORKER_GROUPS: the quickstart's tests in file order, then this one) and the last e2e
+    file in one process, so every test of that group is done."""
+    retire_when_done(operator, ROCKETMQ_NS, request.session)
 
 
 @contextlib.contextmanager
