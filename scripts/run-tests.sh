@@ -5,16 +5,21 @@
 #   background: build the cluster parts (Go builds of the control plane and the node, Debian bases, images, the
 #               nodes' image seed; a no-op when warm, an image rebuild when the sources changed)
 #   stage 1, foreground: the tests that need no cluster (unit, integration on real RocketMQ processes, spark;
-#               two pytest workers). Its tests wait on JVMs, elections and timeouts (sampled 69-83% busy), so two
-#               lines run beside it: the JVM-free steps (lint, format, typecheck, the import layers, then, once the
-#               build has the control plane, the tests on the real API server and the alert tests), and, once the
-#               build is done, the e2e cluster brought up (k8s/cluster.py, three nodes, NetworkPolicies enforced;
-#               ROCKETMQ_OPERATOR_E2E_NODES=1 for the one-node cluster of k8s/node.py) with the node faults on it
-#               (marker node_fault: they mostly wait on a node's loss or a lease's expiry), then the chaos
-#               campaign (marker chaos: nine JVMs under faults, in cgroups of their own).
-#   stage 2, once stage 1 and the node faults are done: the other e2e tests on that cluster, two workers, each
-#               group's tests on one (tests/conftest.py E2E_WORKER_GROUPS). They keep both cores busy (sampled
-#               93-95%): nothing runs beside them.
+#               two pytest workers). It leaves about a fifth of the two cores idle (its tests wait on JVMs,
+#               elections and timeouts: sampled 75-80% busy), so the JVM-free steps run beside it: lint, format,
+#               typecheck and the import layers, then (once the build has the control plane) the tests on the real
+#               API server (marker k8s; no JVM) and the alert tests (promtool is built meanwhile when cold).
+#   stage 2, once the build is done: the e2e tests on the real three-node cluster (k8s/cluster.py: each node a
+#               network namespace, NetworkPolicies enforced; ROCKETMQ_OPERATOR_E2E_NODES=1 for the one-node
+#               cluster of k8s/node.py) in the foreground: first the node faults alone (marker node_fault), then
+#               the rest on two workers, each group's tests on one (the xdist_group marks). Beside the node faults,
+#               one after the other: the chaos campaign (marker chaos: nine JVMs under faults, in cgroups of their
+#               own: its iptables rules match only its own processes) and the integration files of BESIDE_E2E
+#               (moved out of stage 1). The two e2e workers keep both cores busy (sampled 95-100%): nothing is put
+#               beside them on purpose.
+# The JVM-heavy lines never run three at a time: the e2e tests beside the two integration workers ran at load
+# average 50 on two cores, where broker pods missed their probes, restarted and re-elected for an hour (a CI run
+# of 86 min with 4 e2e failures).
 # The exit status is non-zero if any step failed; every step runs even when an earlier one failed.
 # Usage: scripts/run-tests.sh [MAKE] [extra pytest args...]
 set -uo pipefail
@@ -24,8 +29,8 @@ shift || true
 PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=40 "$@")
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocketmq-operator-test.XXXXXX")
 build_log=$work/prepare-cluster.log
+side_line=""
 stage1_line=""
-node_line=""
 e2e_state=""
 
 stamp() { date -u +%H:%M:%S; }
@@ -60,18 +65,17 @@ background=$!
 # shellcheck disable=SC2317  # invoked by the trap below
 on_interrupt() {
     trap - INT TERM
-    # The lines first (one of them may be bringing the e2e cluster up), then the cluster they used.
-    for line in "${stage1_line:-}" "${node_line:-}"; do
+    if [ -n "${e2e_state:-}" ] && [ -d "$e2e_state" ]; then
+        .venv/bin/python tests/e2e/shared_node.py down "$e2e_state" "$work/e2e-diagnostics" >/dev/null 2>&1
+        echo "interrupted: stopped the e2e node (diagnostics: $work/e2e-diagnostics)" >&2
+    fi
+    for line in "${stage1_line:-}" "${side_line:-}"; do
         if [ -n "$line" ] && kill -0 "$line" 2>/dev/null; then
             pkill -INT -P "$line" 2>/dev/null
             wait "$line" 2>/dev/null
             echo "interrupted: stopped the steps beside the tests (their logs: $work/side-*.log)" >&2
         fi
     done
-    if [ -n "${e2e_state:-}" ] && [ -d "$e2e_state" ]; then
-        .venv/bin/python tests/e2e/shared_node.py down "$e2e_state" "$work/e2e-diagnostics" >/dev/null 2>&1
-        echo "interrupted: stopped the e2e cluster (diagnostics: $work/e2e-diagnostics)" >&2
-    fi
     if kill -0 "$background" 2>/dev/null; then
         pkill -TERM -P "$background" 2>/dev/null
         kill -TERM "$background" 2>/dev/null
@@ -100,6 +104,13 @@ touch "$work/venv-ready"
 echo "== $(stamp) stage 1: tests that need no cluster; beside them: lint and typecheck, then the tests on the real" \
     "API server once the build has its binaries (logs: $work/side-*.log)"
 
+# Integration files run beside the e2e tests instead of in stage 1 (each starts its own local clusters; about
+# 2-2.5 min each alone, docs/testing.md). Their marker filter is stage 1's: nothing runs twice, nothing is left out.
+# Not the roll and scale files too (tried 2026-11-28 08:59-09:34: stage 1 took 1 min 40 s less, the e2e tests
+# beside them 3 min more, each slower under the load, and the whole run 2 min more).
+# Not the proxy file (its roll test, about 4 min): beside the e2e tests it cut stage 1 by 40 s but slowed the e2e
+# proxy and image-roll tests by about 2 min each (the whole run 28 min 5 s against 26 min 1 s, 2026-11-29).
+BESIDE_E2E=(tests/integration/test_quorum_real.py tests/integration/test_tls_real.py)
 NO_CLUSTER=(-m "not k8s and not e2e and not chaos")
 ALERTS=tests/k8s/test_chart_alerts.py  # the API-server tests that need promtool
 
@@ -122,33 +133,13 @@ E2E_WORKERS=${ROCKETMQ_OPERATOR_E2E_WORKERS:-2}
 ) &
 stage1_line=$!
 
-# Beside stage 1 too, once the cluster parts are built: the e2e cluster brought up, the node faults on it (marker
-# node_fault: a node powered off, drained, its kubelet stopped; every pod on that node is hit, so no other e2e
-# test runs meanwhile), then the chaos campaign (marker chaos: nine JVMs under faults in cgroups of their own; its
-# iptables rules match only its own processes). The node faults mostly wait (a node's loss, a lease's expiry:
-# 61-70% of the two cores busy with the chaos campaign beside them, 2026-11-29), so they fill what stage 1 leaves
-# idle instead of running as a phase of their own after it (4 min 40 s of every run until 2026-11-29).
-e2e_state=$work/e2e-node
-(
-    while [ ! -e "$work/built" ] && [ ! -e "$work/build-failed" ]; do sleep 2; done
-    [ -e "$work/built" ] || exit 0
-    stamp >"$work/e2e-node.start"
-    if .venv/bin/python tests/e2e/shared_node.py up "$e2e_state" >"$work/e2e-node.log" 2>&1; then
-        touch "$work/e2e-node-up"
-        step faults env ROCKETMQ_OPERATOR_E2E_NODE="$e2e_state" "${PYTEST[@]}" -m "e2e and node_fault" tests
-    else
-        touch "$work/e2e-node-failed"
-    fi
-    stamp >"$work/e2e-node.end"
-    step chaos "${PYTEST[@]}" -m chaos tests
-) &
-node_line=$!
-
 rc=0
 # Two workers, whole files each (a file's tests share its local cluster), the longest files first (tests/conftest.py,
 # LONGEST_FILES_FIRST; xdist's own order put them last): the integration files mostly wait on
 # JVMs, elections and timeouts, so two at a time nearly halve the wall time on two cores.
-"${PYTEST[@]}" -n "$STAGE1_WORKERS" --dist loadfile --no-loadscope-reorder "${NO_CLUSTER[@]}" tests || rc=$?
+ignore=()
+for path in "${BESIDE_E2E[@]}"; do ignore+=(--ignore "$path"); done
+"${PYTEST[@]}" -n "$STAGE1_WORKERS" --dist loadfile --no-loadscope-reorder "${NO_CLUSTER[@]}" "${ignore[@]}" tests || rc=$?
 
 echo "== $(stamp) waiting for the cluster parts to be built"
 while [ ! -e "$work/built" ] && [ ! -e "$work/build-failed" ]; do
@@ -157,25 +148,34 @@ done
 if [ -e "$work/build-failed" ]; then
     wait "$background"
     wait "$stage1_line" 2>/dev/null  # lint, which needs no build (its steps waiting for the build end at once)
-    wait "$node_line" 2>/dev/null
     tail -n 40 "$build_log" >&2
     echo "error: building the cluster parts failed (full log: $build_log); fix it and run make test again" >&2
     exit 1
 fi
 grep -E '^(built|base image|k8s tools ready|.* up to date)' "$build_log" || true
-echo "== $(stamp) waiting for the node faults and the chaos campaign beside stage 1 (logs: $work/side-*.log)"
-wait "$node_line"
-node_line=""
-echo "== e2e cluster: $(cat "$work/e2e-node.start" 2>/dev/null)-$(cat "$work/e2e-node.end" 2>/dev/null)" \
-    "up and the node faults done (log: $work/e2e-node.log)"
 
-# Stage 2: the other e2e tests on two workers sharing the cluster (`--dist loadgroup`: the tests of one group on one
-# worker, in file order; tests/conftest.py E2E_WORKER_GROUPS): the first quickstart's failovers, fences and spec
-# changes, then the TLS example, on one; the second quickstart's Spark jobs and image roll (namespace rocketmq-b,
-# the group the node faults left) and the auth example on the other. Nothing beside them: the two workers keep both
-# cores busy (sampled 93-95%).
-if [ -e "$work/e2e-node-up" ]; then
-    echo "== $(stamp) stage 2: the other e2e tests on two workers"
+# Beside the node faults (one e2e test at a time), one after the other: the JVM-heavy steps.
+(
+    step chaos "${PYTEST[@]}" -m chaos tests
+    step integration "${PYTEST[@]}" "${NO_CLUSTER[@]}" "${BESIDE_E2E[@]}"
+) &
+side_line=$!
+
+echo "== $(stamp) stage 2: e2e tests on the real cluster (tests/e2e, three nodes); beside them: the chaos campaign," \
+    "then ${BESIDE_E2E[*]} (logs: $work/side-*.log)"
+# The node is brought up by tests/e2e/shared_node.py (images, the chart's operator) while the steps beside start.
+# First the node faults (marker node_fault: a node powered off, drained, its kubelet stopped), alone, since every
+# pod on that node is hit; then the other e2e tests on two workers sharing the cluster (`--dist loadgroup`: the
+# tests of one group on one worker, in file order; the xdist_group marks in tests/e2e): the first quickstart's
+# failovers, fences and spec changes on one, the second quickstart's Spark jobs and image roll (namespace
+# rocketmq-b) and the auth and TLS examples on the other. The e2e line was the critical path of stage 2 (22 min
+# of one test at a time, about 20% of the CPU idle). Two workers beside the chaos campaign ran at load average 38
+# (2026-11-27 08:58-09:09, one quickstart): the campaign now runs beside the node faults instead.
+e2e_state=$work/e2e-node
+if .venv/bin/python tests/e2e/shared_node.py up "$e2e_state" >"$work/e2e-node.log" 2>&1; then
+    echo "== $(stamp) $(tail -n 1 "$work/e2e-node.log"), the operator installed"
+    ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -m "e2e and node_fault" tests || rc=$?
+    echo "== $(stamp) e2e node faults done; the other e2e tests on two workers"
     ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -n "$E2E_WORKERS" --dist loadgroup -m "e2e and not node_fault and not soak" tests \
         || rc=$?
     .venv/bin/python tests/e2e/shared_node.py down "$e2e_state" "$work/e2e-diagnostics"
@@ -187,14 +187,16 @@ else
 fi
 e2e_state=""
 echo "== $(stamp) e2e tests done; waiting for the steps beside them"
+wait "$side_line"
+side_line=""
 wait "$stage1_line"
 stage1_line=""
-for name in lint k8s alerts faults chaos; do
+for name in lint k8s alerts chaos integration; do
     case $name in
     k8s) title="the tests on the real API server (tests/k8s, kubectl, helm)" ;;
     chaos) title="the chaos campaign (marker chaos)" ;;
     lint) title="lint, format, typecheck, import layers" ;;
-    faults) title="the e2e node faults (marker node_fault) on the shared cluster" ;;
+    integration) title="${BESIDE_E2E[*]}" ;;
     alerts) title="the chart's alerts through promtool ($ALERTS)" ;;
     esac
     echo "== $title, $(cat "$work/side-$name.start" 2>/dev/null)-$(cat "$work/side-$name.end" 2>/dev/null)" \

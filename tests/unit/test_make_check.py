@@ -66,24 +66,16 @@ def test_make_test_still_lints_and_typechecks_beside_stage_1() -> None:
     assert '[ "$step_rc" = 0 ] || rc=$step_rc' in script
 
 
-def test_make_test_runs_every_marker_once_stage_1_whole_and_the_node_faults_before_the_other_e2e_tests() -> None:
-    """Stage 1 runs every test of its marker filter (no file moved elsewhere); the node faults and the chaos
-    campaign run beside it on the line that brings the e2e cluster up; the other e2e tests run after both, on that
-    cluster, with the node faults excluded: every marker runs once and nothing is left out."""
+def test_make_test_runs_the_integration_files_it_moves_out_of_stage_1_beside_the_e2e_tests() -> None:
+    """Stage 1 ignores the files of BESIDE_E2E and the side line runs exactly them, with stage 1's marker filter:
+    nothing is run twice and nothing is left out."""
     script = (ROOT / "scripts" / "run-tests.sh").read_text(encoding="utf-8")
-    assert 'NO_CLUSTER=(-m "not k8s and not e2e and not chaos")' in script
+    listed = re.search(r"^BESIDE_E2E=\(([^)]*)\)$", script, re.M)
+    assert listed is not None
+    files = listed.group(1).split()
+    assert files and all((ROOT / f).is_file() for f in files), files
+    assert 'for path in "${BESIDE_E2E[@]}"; do ignore+=(--ignore "$path"); done' in script
+    assert '"${NO_CLUSTER[@]}" "${ignore[@]}" tests || rc=$?' in script
     assert re.search(
-        r'^"\$\{PYTEST\[@\]\}" -n "\$STAGE1_WORKERS" --dist loadfile --no-loadscope-reorder "\$\{NO_CLUSTER\[@\]\}" '
-        r"tests \|\| rc=\$\?$",
-        script,
-        re.M,
-    ), script
-    faults = script.index(
-        'step faults env ROCKETMQ_OPERATOR_E2E_NODE="$e2e_state" "${PYTEST[@]}" -m "e2e and node_fault" tests'
+        r'^\s*step integration "\$\{PYTEST\[@\]\}" "\$\{NO_CLUSTER\[@\]\}" "\$\{BESIDE_E2E\[@\]\}"$', script, re.M
     )
-    chaos = script.index('step chaos "${PYTEST[@]}" -m chaos tests')
-    node_line = script.index("node_line=$!")
-    assert faults < chaos < node_line, "the node faults, then chaos, on the line started beside stage 1"
-    waited = script.index('wait "$node_line"')
-    others = script.index('-m "e2e and not node_fault and not soak" tests')
-    assert node_line < waited < others, "the other e2e tests start once the node faults are done"
