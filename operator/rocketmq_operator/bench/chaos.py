@@ -1,12 +1,15 @@
-"""`rocketmq-operator chaos`: a seeded campaign of faults on a local controller-mode group, under a producer.
+"""`rocketmq-operator chaos`: a seeded campaign of faults on a controller-mode group, under a producer.
 
-Contract: `run_chaos` brings the manifests up with fault injection (`local up --fault-injection`: each process in
-a cgroup of its own), runs a producer (3 s timeout, 2 retries, as the Java client's defaults) for the whole
-campaign, and injects the planned faults one at a time: each held for ``hold_s`` and healed, then the group is
-given back its full health (every process up, a full SyncStateSet) plus ``recover_s`` of steady traffic before
-the next. Afterwards every acknowledged message is read back through the name servers, and every
-acknowledgement's queue offset is checked on the final master (`deposed_acks`: writes a deposed master took).
-The pure half (schedule, targets, checker) is `chaos_plan`; a fault is executed here:
+Contract: `run_campaign` is the campaign, written once for both platforms: it runs a producer (3 s timeout, 2
+retries, as the Java client's defaults) for the whole campaign, and injects the planned faults one at a time
+through a `ChaosPlatform`: each held for ``hold_s`` and healed, then the group is given back its full health
+(every process up, a full SyncStateSet) plus ``recover_s`` of steady traffic before the next. Afterwards every
+acknowledged message is read back through the name servers, and every acknowledgement's queue offset is checked
+on the final master (`deposed_acks`: writes a deposed master took). The pure half (schedule, targets, checker)
+is `chaos_plan`; a platform only executes a fault and says whether the group is healthy and who is master.
+
+`run_chaos` is the local platform's campaign: it brings the manifests up with fault injection (`local up
+--fault-injection`: each process in a cgroup of its own) and executes a fault here (`LocalChaos`):
 
 * kill: SIGKILL with no restart, started again at heal; suspend: SIGSTOP, SIGCONT at heal (a hung master is
   fenced by the supervisor meanwhile, and then there is nothing to continue);
@@ -14,6 +17,7 @@ The pure half (schedule, targets, checker) is `chaos_plan`; a fault is executed 
 
 Every fault is healed and the cluster taken down (unless ``keep``) also on an error or Ctrl-C. With a plot,
 every send is also written next to it (``*.sends.jsonl.gz``), so a fault can be traced after the cluster is gone.
+The Kubernetes platform's executor is `bench.chaos_kubernetes`.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ import gzip
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rocketmq_operator.bench.chaos_plan import (
+    FAMILIES,
     LOSS_PROBABILITY,
     HeldFault,
     PlannedFault,
@@ -51,6 +56,34 @@ from rocketmq_operator.tools.produce import SteadyProducer
 HEALTH_TIMEOUT_S = 240.0
 
 
+class ChaosPlatform(Protocol):
+    """What a campaign needs of a platform: the group's processes by name, its name servers, a fault executor, its
+    health and its master. The campaign itself (`run_campaign`) is the same on every platform."""
+
+    group: str
+    brokers: list[str]
+    controllers: list[str]
+    name_servers: list[str]
+
+    async def inject(self, family: str, process: str) -> str | None:
+        """Inject one fault on one process; a note when it could not be done."""
+        ...
+
+    async def heal(self, family: str, process: str) -> str | None: ...
+
+    async def heal_all(self) -> None:
+        """Heal every fault still open (on an error or Ctrl-C)."""
+        ...
+
+    async def healthy(self) -> bool:
+        """Every process up and the SyncStateSet full."""
+        ...
+
+    async def master(self) -> tuple[str | None, str | None]:
+        """The master's process name and its remoting address, as far as the platform knows now."""
+        ...
+
+
 def controller_processes(state: LocalState, group: Group) -> list[str]:
     """The processes hosting the group's controllers (standalone controllers, or name servers hosting one)."""
     info = state.group(group.name)
@@ -60,12 +93,21 @@ def controller_processes(state: LocalState, group: Group) -> list[str]:
     ]
 
 
-class Injector:
-    """Executes one fault family on local processes, and remembers what to heal."""
+class LocalChaos:
+    """The local platform's executor: faults on the supervisor's processes, health from its state and the
+    controller."""
 
-    def __init__(self, state_dir: Path, net: NetFaults) -> None:
+    def __init__(
+        self, state_dir: Path, state: LocalState, group: Group, net: NetFaults, client: RemotingClient
+    ) -> None:
         self.layout = StateLayout(state_dir)
         self.net = net
+        self.client = client
+        self.local_group = group
+        self.group = group.name
+        self.brokers = [e.name for e in group.endpoints]
+        self.controllers = controller_processes(state, group)
+        self.name_servers = state.name_servers
         self.open: list[tuple[str, str]] = []  # (family, process) not yet healed
 
     async def _request(self, op: str, **body: Any) -> dict[str, Any]:
@@ -103,29 +145,28 @@ class Injector:
             with contextlib.suppress(Exception):
                 await self.heal(family, process)
 
+    async def healthy(self) -> bool:
+        state = read_state(self.layout.state_file)
+        if any(r.pid is None or r.suspended for r in state.replicas):
+            return False
+        return await full_sync_state_set(self.local_group, self.client)
 
-async def _healthy(state_dir: Path, group: Group, client: RemotingClient) -> bool:
-    state = read_state(StateLayout(state_dir).state_file)
-    if any(r.pid is None or r.suspended for r in state.replicas):
-        return False
-    return await full_sync_state_set(group, client)
+    async def master(self) -> tuple[str | None, str | None]:
+        group = self.local_group
+        states = await observe_groups(self.client, group.controllers, {group.name: group.endpoints}, {group.name: True})
+        named = states[group.name].named_master
+        return (named.name, named.address) if named is not None else (None, None)
 
 
-async def _settle(state_dir: Path, group: Group, client: RemotingClient, recover_s: float) -> str | None:
+async def _settle(platform: ChaosPlatform, recover_s: float) -> str | None:
     """Wait until every process is up and the SyncStateSet is full, then ``recover_s`` of steady traffic. A group
     that does not get there in HEALTH_TIMEOUT_S is a finding, noted on the fault, and the campaign goes on."""
     try:
-        await wait_for("the group's health", lambda: _healthy(state_dir, group, client), HEALTH_TIMEOUT_S, 0.5)
+        await wait_for("the group's health", platform.healthy, HEALTH_TIMEOUT_S, 0.5)
     except TimeoutError as exc:
         return str(exc)
     await asyncio.sleep(recover_s)
     return None
-
-
-async def _master_name(group: Group, client: RemotingClient) -> str | None:
-    states = await observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
-    master = states[group.name].named_master
-    return master.name if master is not None else None
 
 
 async def run_chaos(
@@ -141,6 +182,7 @@ async def run_chaos(
     keep: bool = False,
     plot: Path | None = None,
 ) -> dict[str, Any]:
+    """The campaign on the local platform: the manifests brought up with fault injection, taken down after."""
     up_args = ["local", "up", "--wait", "--timeout", "600", "--fault-injection", "--state-dir", str(state_dir)]
     for f in files:
         up_args += ["-f", f]
@@ -151,60 +193,81 @@ async def run_chaos(
         if not names:
             raise SystemExit("error: chaos needs a controller-mode BrokerGroup (spec.controllerRef)")
         group = Group(state, names[0])
-        brokers = [e.name for e in group.endpoints]
-        controllers = controller_processes(state, group)
-        plan = plan_campaign(faults, seed, families, len(controllers))
-        topic = f"chaos-{seed}-{int(time.time())}"
-        held: list[HeldFault] = []
         async with (
             NetFaults(state_dir) as net,
             state_client(state, connect_timeout=1.0, request_timeout=2.0) as client,
         ):
-            injector = Injector(state_dir, net)
-            producer = SteadyProducer(topic, rate, namesrv=state.name_servers, size=512, timeout=3.0, retries=2)
-            began = time.time()
-            await producer.start()
-            try:
-                for fault in plan:
-                    held.append(
-                        await _one_fault(
-                            fault, state_dir, group, client, injector, brokers, controllers, hold_s, recover_s
-                        )
-                    )
-                if note := await _settle(state_dir, group, client, recover_s):
-                    held[-1] = dataclasses.replace(held[-1], notes=(*held[-1].notes, note))
-            finally:
-                await injector.heal_all()
-                await producer.stop()
-            ended = time.time()
-            sends = [
-                Send(r.key, r.start, r.end, r.ok, r.status, f"{r.broker_name}/{r.queue_id}@{r.queue_offset}")
-                for r in producer.records
-            ]
-            read, duplicates, first_missing, deposed = await _read_all(client, state, group, topic, producer)
-        doc = check_campaign(sends, held, read, ended, deposed, duplicates)
-        doc["first_read_missing"] = first_missing  # found by the second read, or lost
-        doc = {
-            "seed": seed,
-            "families": families,
-            "hold_s": hold_s,
-            "recover_s": recover_s,
-            "rate_msgs_per_s": rate,
-            "group": group.name,
-            "brokers": len(brokers),
-            "controllers": len(controllers),
-            **doc,
-        }
-        if plot is not None:
-            doc.update(_write_plot(plot, sends, held, began, ended))
-        return doc
+            platform = LocalChaos(state_dir, state, group, net, client)
+            return await run_campaign(
+                platform,
+                client,
+                faults=faults,
+                seed=seed,
+                families=families,
+                hold_s=hold_s,
+                recover_s=recover_s,
+                rate=rate,
+                plot=plot,
+            )
     finally:
         if not keep:
             await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
 
 
+async def run_campaign(
+    platform: ChaosPlatform,
+    client: RemotingClient,
+    *,
+    faults: int,
+    seed: int,
+    families: list[str],
+    hold_s: float,
+    recover_s: float,
+    rate: float,
+    plot: Path | None,
+    offered: tuple[str, ...] = FAMILIES,
+) -> dict[str, Any]:
+    """The campaign on a running group (see the module doc); ``client`` reaches its name servers and brokers."""
+    plan = plan_campaign(faults, seed, families, len(platform.controllers), offered)
+    topic = f"chaos-{seed}-{int(time.time())}"
+    held: list[HeldFault] = []
+    producer = SteadyProducer(topic, rate, namesrv=platform.name_servers, size=512, timeout=3.0, retries=2)
+    began = time.time()
+    await producer.start()
+    try:
+        for fault in plan:
+            held.append(await _one_fault(fault, platform, hold_s, recover_s))
+        if note := await _settle(platform, recover_s):
+            held[-1] = dataclasses.replace(held[-1], notes=(*held[-1].notes, note))
+    finally:
+        await platform.heal_all()
+        await producer.stop()
+    ended = time.time()
+    sends = [
+        Send(r.key, r.start, r.end, r.ok, r.status, f"{r.broker_name}/{r.queue_id}@{r.queue_offset}")
+        for r in producer.records
+    ]
+    read, duplicates, first_missing, deposed = await _read_all(client, platform, topic, producer)
+    doc = check_campaign(sends, held, read, ended, deposed, duplicates)
+    doc["first_read_missing"] = first_missing  # found by the second read, or lost
+    doc = {
+        "seed": seed,
+        "families": families,
+        "hold_s": hold_s,
+        "recover_s": recover_s,
+        "rate_msgs_per_s": rate,
+        "group": platform.group,
+        "brokers": len(platform.brokers),
+        "controllers": len(platform.controllers),
+        **doc,
+    }
+    if plot is not None:
+        doc.update(_write_plot(plot, sends, held, began, ended))
+    return doc
+
+
 async def _read_all(
-    client: RemotingClient, state: LocalState, group: Group, topic: str, producer: SteadyProducer
+    client: RemotingClient, platform: ChaosPlatform, topic: str, producer: SteadyProducer
 ) -> tuple[set[str], int, int, int]:
     """(the keys read back, duplicates, acknowledged keys the first read missed, acknowledged writes on a deposed
     master only: -1 when no master is left to ask)."""
@@ -214,20 +277,17 @@ async def _read_all(
         return bool(route.broker_datas)
 
     await wait_for(f"a route for topic {topic}", routed, timeout=120, interval=0.5)
-    got = await consume(state.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
+    got = await consume(platform.name_servers, topic, idle_timeout=5.0, read_from="master", to_end=True)
     read, duplicates = set(got.keys), got.duplicates
     missing = {r.key for r in producer.records if r.ok} - read
     if missing:
         # A consumer that stopped early on a loaded machine is not a loss: a message counts as lost only if a
         # second, patient read does not find it either.
-        again = await consume(state.name_servers, topic, idle_timeout=20.0, read_from="master")
+        again = await consume(platform.name_servers, topic, idle_timeout=20.0, read_from="master")
         read |= again.keys
-    final = await retrying(
-        lambda: observe_groups(client, group.controllers, {group.name: group.endpoints}, {group.name: True})
-    )
-    master = final[group.name].named_master
+    _, master_address = await retrying(platform.master)
     acked = [(r.broker_name, r.queue_id, r.queue_offset, r.key) for r in producer.records if r.ok]
-    deposed = await count_deposed_acks(client, group.name, topic, acked, master.address) if master else -1
+    deposed = await count_deposed_acks(client, platform.group, topic, acked, master_address) if master_address else -1
     return read, duplicates, len(missing), deposed
 
 
@@ -242,29 +302,19 @@ def _write_plot(plot: Path, sends: list[Send], held: list[HeldFault], began: flo
     return {"plot": str(plot), "sends": str(sends_file)}
 
 
-async def _one_fault(
-    fault: PlannedFault,
-    state_dir: Path,
-    group: Group,
-    client: RemotingClient,
-    injector: Injector,
-    brokers: list[str],
-    controllers: list[str],
-    hold_s: float,
-    recover_s: float,
-) -> HeldFault:
-    unsettled = await _settle(state_dir, group, client, recover_s)
-    master = await retrying(lambda: _master_name(group, client))
-    processes = resolve_targets(fault, brokers, controllers, master)
+async def _one_fault(fault: PlannedFault, platform: ChaosPlatform, hold_s: float, recover_s: float) -> HeldFault:
+    unsettled = await _settle(platform, recover_s)
+    master, _ = await retrying(platform.master)
+    processes = resolve_targets(fault, platform.brokers, platform.controllers, master)
     notes: list[str] = [f"before it: {unsettled}"] if unsettled else []
     start = time.time()
     for process in processes:
-        if note := await injector.inject(fault.family, process):
+        if note := await platform.inject(fault.family, process):
             notes.append(note)
     await asyncio.sleep(hold_s)
     healed = time.time()
     for process in processes:
-        if note := await injector.heal(fault.family, process):
+        if note := await platform.heal(fault.family, process):
             notes.append(note)
     return HeldFault(
         fault.index, fault.family, fault.target.value, processes, start, healed, tuple(notes), master=master

@@ -26,6 +26,9 @@ from rocketmq_operator.tools.noloss import missing_acknowledged
 from rocketmq_operator.tools.stats import latency_summary, recovery_windows
 
 FAMILIES = ("kill", "suspend", "loss", "partition")
+"""The families both platforms inject."""
+KUBERNETES_FAMILIES = (*FAMILIES, "pod-delete")
+"""On Kubernetes also the deletion of a pod (grace period 0), which only a platform with pods has."""
 LOSS_PROBABILITY = 0.8  # OpenChaos's packet-loss fault
 
 
@@ -63,16 +66,19 @@ def targets_for(controllers: int) -> list[Target]:
     return out
 
 
-def plan_campaign(faults: int, seed: int, families: Sequence[str], controllers: int) -> list[PlannedFault]:
+def plan_campaign(
+    faults: int, seed: int, families: Sequence[str], controllers: int, offered: Sequence[str] = FAMILIES
+) -> list[PlannedFault]:
     """``faults`` faults: the families in a seeded order that repeats every family once per round (a short
-    campaign covers each), each with a seeded target among those the group offers."""
+    campaign covers each), each with a seeded target among those the group offers. ``offered``: the families the
+    platform can inject."""
     if faults < 1:
         raise ChaosPlanError(f"--faults {faults}: must be at least 1; fix: --faults 12")
-    unknown = [f for f in families if f not in FAMILIES]
+    unknown = [f for f in families if f not in offered]
     if unknown or not families:
         raise ChaosPlanError(
-            f"--families {','.join(families) or '(none)'}: each must be one of {', '.join(FAMILIES)}; "
-            f"fix: --families {','.join(FAMILIES)}"
+            f"--families {','.join(families) or '(none)'}: each must be one of {', '.join(offered)} on this "
+            f"platform; fix: --families {','.join(offered)}"
         )
     rng = random.Random(seed)
     targets = targets_for(controllers)
@@ -203,7 +209,7 @@ def check_campaign(
             }
         )
     by_family: dict[str, dict[str, Any]] = {}
-    for family in FAMILIES:
+    for family in [*FAMILIES, *sorted({f["family"] for f in per_fault} - set(FAMILIES))]:
         mine = [f for f in per_fault if f["family"] == family]
         by_family[family] = {
             "faults": len(mine),
@@ -244,7 +250,13 @@ def check_campaign(
 
 # ---------------------------------------------------------------------------------------------------- timeline
 
-FAMILY_COLOURS = {"kill": "#d62728", "suspend": "#9467bd", "loss": "#ff7f0e", "partition": "#1f77b4"}
+FAMILY_COLOURS = {
+    "kill": "#d62728",
+    "suspend": "#9467bd",
+    "loss": "#ff7f0e",
+    "partition": "#1f77b4",
+    "pod-delete": "#8c564b",
+}
 
 
 def timeline_svg(sends: Sequence[Send], faults: Sequence[HeldFault], began: float, ended: float) -> str:
@@ -287,7 +299,8 @@ def timeline_svg(sends: Sequence[Send], faults: Sequence[HeldFault], began: floa
     parts.append(f'<text x="{left}" y="{height - 22}">0 s</text>')
     parts.append(f'<text x="{left + plot_w - 40}" y="{height - 22}">{span:.0f} s</text>')
     legend = [("acknowledged/s", "#2ca02c"), ("failed/s", "#d62728")]
-    legend += [(f"{family} fault", colour) for family, colour in FAMILY_COLOURS.items()]
+    present = {f.family for f in faults}
+    legend += [(f"{family} fault", colour) for family, colour in FAMILY_COLOURS.items() if family in present]
     for i, (label, colour) in enumerate(legend):
         lx = left + 10 + i * 150
         parts.append(f'<rect x="{lx}" y="{height - 14}" width="10" height="10" fill="{colour}"/>')

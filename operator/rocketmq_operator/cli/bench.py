@@ -234,12 +234,22 @@ def cmd_switchover(args: argparse.Namespace) -> int:
 
 
 def cmd_chaos(args: argparse.Namespace) -> int:
-    from rocketmq_operator.bench.chaos import run_chaos
     from rocketmq_operator.bench.chaos_plan import ChaosPlanError
     from rocketmq_operator.platforms.local.netfault import NetFaultError
 
-    state_dir = Path(args.state_dir or ".bench-state/chaos").resolve()
     families = [f.strip() for f in args.families.split(",") if f.strip()]
+    if args.platform == "kubernetes":
+        return _chaos_kubernetes(args, families)
+    from rocketmq_operator.bench.chaos import run_chaos
+
+    if not args.files:
+        print(
+            "error: chaos --platform local needs -f FILE (the manifests to bring up); "
+            "fix: -f examples/chaos/dledger.yaml",
+            file=sys.stderr,
+        )
+        return 2
+    state_dir = Path(args.state_dir or ".bench-state/chaos").resolve()
     plot = Path(args.plot).resolve() if args.plot else state_dir.parent / f"chaos-{args.seed}.svg"
     try:
         doc = _run(
@@ -265,8 +275,61 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     except Interrupted:
         print(f"interrupted: every fault was healed; {left_running(state_dir, args.keep)}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "per_fault"}, indent=2))
+    return _chaos_verdict(doc, args.json)
+
+
+def _chaos_verdict(doc: dict[str, Any], full: bool) -> int:
+    print(json.dumps(doc if full else {k: v for k, v in doc.items() if k != "per_fault"}, indent=2))
     return 0 if doc["lost"] == 0 and doc["deposed_acks"] == 0 else 1
+
+
+def _chaos_kubernetes(args: argparse.Namespace, families: list[str]) -> int:
+    """The campaign on a BrokerGroup already running in a cluster (bench.chaos_kubernetes); nothing to bring up or
+    take down, every fault healed on an error or Ctrl-C."""
+    from rocketmq_operator.bench.chaos_kubernetes import ChaosTargetError, run_chaos_kubernetes
+    from rocketmq_operator.bench.chaos_plan import ChaosPlanError
+    from rocketmq_operator.platforms.kubernetes.kube import CredentialsError, KubeError
+
+    if not args.group:
+        print(
+            "error: chaos --platform kubernetes needs --group NAME (a controller-mode BrokerGroup); "
+            "fix: --group broker-a",
+            file=sys.stderr,
+        )
+        return 2
+    if args.files:
+        print(
+            "error: -f FILE is for --platform local; on Kubernetes apply the manifests first "
+            "(kubectl apply -f FILE) and name the group with --group",
+            file=sys.stderr,
+        )
+        return 2
+    plot = Path(args.plot).resolve() if args.plot else Path(f"chaos-k8s-{args.seed}.svg").resolve()
+    try:
+        doc = asyncio.run(
+            run_chaos_kubernetes(
+                args.namespace,
+                args.group,
+                faults=args.faults,
+                seed=args.seed,
+                families=families,
+                hold_s=args.hold,
+                recover_s=args.recover,
+                rate=args.rate,
+                plot=plot,
+            )
+        )
+    except (ChaosPlanError, ChaosTargetError, CredentialsError, KubeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            f"interrupted: every fault was healed; BrokerGroup {args.namespace}/{args.group} still runs "
+            "(the campaign never brings a group up or down on Kubernetes)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    return _chaos_verdict(doc, args.json)
 
 
 def _key_values(pairs: list[str]) -> dict[str, str] | str:
@@ -354,12 +417,27 @@ def cmd_quorum(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     c = sub.add_parser(
         "chaos",
-        help="a seeded campaign of kill, suspend, packet-loss and partition faults under a producer (local, root)",
+        help="a seeded campaign of kill, suspend, packet-loss, partition (and pod-delete) faults under a producer "
+        "(root; local processes, or a group on Kubernetes)",
     )
-    c.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    c.add_argument("-f", "--file", dest="files", action="append", metavar="FILE", help="--platform local: manifests")
+    c.add_argument(
+        "--platform",
+        choices=("local", "kubernetes"),
+        default="local",
+        help="local (default): bring -f up as local processes; kubernetes: a BrokerGroup already running (--group)",
+    )
+    c.add_argument("--group", help="--platform kubernetes: the controller-mode BrokerGroup")
+    c.add_argument(
+        "-n", "--namespace", default="default", help="--platform kubernetes: its namespace (default: default)"
+    )
     c.add_argument("--faults", type=int, default=12, help="how many faults (default 12)")
     c.add_argument("--seed", type=int, default=1, help="the schedule's seed (default 1)")
-    c.add_argument("--families", default="kill,suspend,loss,partition", help="comma-separated fault families")
+    c.add_argument(
+        "--families",
+        default="kill,suspend,loss,partition",
+        help="comma-separated fault families; pod-delete too on --platform kubernetes",
+    )
     c.add_argument("--hold", type=float, default=5.0, metavar="S", help="each fault is held S seconds (default 5)")
     c.add_argument(
         "--recover", type=float, default=5.0, metavar="S", help="steady traffic after the group is healthy again"

@@ -1,0 +1,103 @@
+"""The Kubernetes chaos executor's pure parts (bench.chaos_kubernetes) and the CLI's refusals, on plain data."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from rocketmq_operator.bench.chaos_kubernetes import drop_rule, freezer_file, group_healthy, pod_processes
+from rocketmq_operator.bench.chaos_plan import FAMILIES, KUBERNETES_FAMILIES, ChaosPlanError, plan_campaign
+from rocketmq_operator.cli import bench as bench_cli
+
+UID = "ca8ccfc1-b620-40d2-b272-20fb76229efd"
+
+
+def _proc(root: Path, pid: int, cmdline: str, cgroup: str) -> None:
+    d = root / str(pid)
+    d.mkdir()
+    (d / "cmdline").write_bytes(cmdline.replace(" ", "\0").encode())
+    (d / "cgroup").write_text(cgroup)
+
+
+def test_pod_processes_finds_the_jvm_and_the_sandbox_by_the_pods_uid(tmp_path: Path) -> None:
+    pod = f"/rmq-n1/kubepods/burstable/pod{UID}"
+    _proc(tmp_path, 10, "/pause", f"6:freezer:{pod}/aaa\n0::{pod}/aaa\n")
+    _proc(tmp_path, 11, "java -server org.apache.rocketmq.broker.BrokerStartup -c x", f"6:freezer:{pod}/bbb\n")
+    _proc(tmp_path, 12, "java org.apache.rocketmq.broker.BrokerStartup", "6:freezer:/kubepods/podother/ccc\n")
+    (tmp_path / "self").mkdir()
+    jvm, sandbox, cgroup = pod_processes(UID, tmp_path)
+    assert (jvm, sandbox) == (11, 10)
+    assert freezer_file(cgroup, Path("/sys/fs/cgroup")) == Path(f"/sys/fs/cgroup/freezer{pod}/bbb/freezer.state")
+    assert pod_processes("no-such-uid", tmp_path) == (None, None, "")
+
+
+def test_freezer_file_v2_when_there_is_no_v1_freezer() -> None:
+    assert freezer_file("0::/kubepods/pod1/c1\n", Path("/c")) == Path("/c/kubepods/pod1/c1/cgroup.freeze")
+    assert freezer_file("", Path("/c")) is None
+
+
+def test_drop_rule_spares_loopback_and_is_tagged() -> None:
+    assert drop_rule(1.0) == [
+        "OUTPUT", "!", "-o", "lo", "-m", "comment", "--comment", "rocketmq-operator-chaos", "-j", "DROP",
+    ]  # fmt: skip
+    assert drop_rule(0.8)[4:9] == ["-m", "statistic", "--mode", "random", "--probability"]
+
+
+HEALTHY = {
+    "phase": "Ready",
+    "writable": True,
+    "master": {"replica": "broker-a-1", "address": "10.0.0.2:10911"},
+    "syncStateSet": {"members": [1, 2, 3]},
+    "replicas": [{"alive": True, "inSync": True}] * 3,
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "healthy"),
+    [
+        ({}, True),
+        ({"phase": "Degraded"}, False),
+        ({"writable": False}, False),
+        ({"master": {}}, False),
+        ({"syncStateSet": {"members": [1, 2]}}, False),
+        ({"replicas": [{"alive": True, "inSync": True}] * 2 + [{"alive": False, "inSync": False}]}, False),
+        ({"replicas": [{"alive": True, "inSync": True}] * 2 + [{"alive": True, "inSync": False}]}, False),
+    ],
+)
+def test_group_healthy_needs_every_replica_in_sync(change: dict[str, object], healthy: bool) -> None:
+    assert group_healthy({**HEALTHY, **change}, 3) is healthy
+
+
+def test_pod_delete_is_offered_on_kubernetes_only() -> None:
+    plan = plan_campaign(10, 1, ["pod-delete", "kill"], 3, KUBERNETES_FAMILIES)
+    assert {f.family for f in plan} == {"pod-delete", "kill"}
+    with pytest.raises(
+        ChaosPlanError, match=r"--families pod-delete: each must be one of kill, suspend, loss, partition"
+    ):
+        plan_campaign(10, 1, ["pod-delete"], 3, FAMILIES)
+
+
+def _args(**changes: object) -> argparse.Namespace:
+    base: dict[str, object] = dict(
+        files=None, platform="kubernetes", group=None, namespace="rocketmq", families="kill", plot=None, faults=1,
+        seed=1, hold=1.0, recover=1.0, rate=1.0, keep=False, json=False, state_dir=None,
+    )  # fmt: skip
+    return argparse.Namespace(**{**base, **changes})
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({}, "error: chaos --platform kubernetes needs --group NAME (a controller-mode BrokerGroup); fix: --group"),
+        ({"group": "broker-a", "files": ["x.yaml"]}, "error: -f FILE is for --platform local;"),
+        ({"platform": "local"}, "error: chaos --platform local needs -f FILE (the manifests to bring up); fix:"),
+    ],
+)
+def test_chaos_cli_refuses_with_one_line(
+    changes: dict[str, object], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert bench_cli.cmd_chaos(_args(**changes)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(message) and "\n" not in err, err
