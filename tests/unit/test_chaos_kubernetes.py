@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rocketmq_operator.bench.chaos_kubernetes import drop_rule, freezer_file, group_healthy, pod_processes
-from rocketmq_operator.bench.chaos_plan import FAMILIES, KUBERNETES_FAMILIES, ChaosPlanError, plan_campaign
+from rocketmq_operator.bench.chaos_plan import FAMILIES, KUBERNETES_FAMILIES, ChaosPlanError, Target, plan_campaign
 from rocketmq_operator.cli import bench as bench_cli
 
 UID = "ca8ccfc1-b620-40d2-b272-20fb76229efd"
@@ -70,9 +70,11 @@ def test_group_healthy_needs_every_replica_in_sync(change: dict[str, object], he
     assert group_healthy({**HEALTHY, **change}, 3) is healthy
 
 
-def test_pod_delete_is_offered_on_kubernetes_only() -> None:
-    plan = plan_campaign(10, 1, ["pod-delete", "kill"], 3, KUBERNETES_FAMILIES)
+def test_pod_delete_is_offered_on_kubernetes_only_and_planned_on_brokers_only() -> None:
+    plan = plan_campaign(40, 1, ["pod-delete", "kill"], 3, KUBERNETES_FAMILIES)
     assert {f.family for f in plan} == {"pod-delete", "kill"}
+    assert {f.target for f in plan if f.family == "pod-delete"} == {Target.BROKER, Target.MASTER}
+    assert len({f.target for f in plan if f.family == "kill"}) > 2  # the other families keep every target
     with pytest.raises(
         ChaosPlanError, match=r"--families pod-delete: each must be one of kill, suspend, loss, partition"
     ):

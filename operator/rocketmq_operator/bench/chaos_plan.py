@@ -29,6 +29,9 @@ FAMILIES = ("kill", "suspend", "loss", "partition")
 """The families both platforms inject."""
 KUBERNETES_FAMILIES = (*FAMILIES, "pod-delete")
 """On Kubernetes also the deletion of a pod (grace period 0), which only a platform with pods has."""
+BROKER_ONLY_FAMILIES = frozenset({"pod-delete"})
+"""Families planned on brokers only: a deleted pod comes back at another address, and the campaign's producer
+addresses the name servers (hosted with the controllers) by theirs (bench.chaos_kubernetes)."""
 LOSS_PROBABILITY = 0.8  # OpenChaos's packet-loss fault
 
 
@@ -89,7 +92,10 @@ def plan_campaign(
             order = list(dict.fromkeys(families))
             rng.shuffle(order)
         family = order.pop()
-        plan.append(PlannedFault(index, family, rng.choice(targets), rng.randrange(1 << 16)))
+        candidates = (
+            [t for t in targets if t in (Target.BROKER, Target.MASTER)] if family in BROKER_ONLY_FAMILIES else targets
+        )
+        plan.append(PlannedFault(index, family, rng.choice(candidates), rng.randrange(1 << 16)))
     return plan
 
 
