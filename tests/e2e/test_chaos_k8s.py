@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import SECOND_QUICKSTART_NS
+from rocketmq_operator.bench.chaos import Campaign
 from rocketmq_operator.bench.chaos_kubernetes import run_chaos_kubernetes
 from rocketmq_operator.bench.chaos_plan import KUBERNETES_FAMILIES
 
@@ -38,10 +39,7 @@ def test_a_short_chaos_campaign_on_the_pods_loses_nothing(
         run_chaos_kubernetes(
             SECOND_QUICKSTART_NS,
             group.name,
-            faults=FAULTS,
-            seed=7,
-            families=list(KUBERNETES_FAMILIES),
-            plot=tmp_path / "chaos-k8s.svg",
+            Campaign(FAULTS, seed=7, families=KUBERNETES_FAMILIES, plot=tmp_path / "chaos-k8s.svg"),
         )
     )
     summary = json.dumps({k: v for k, v in doc.items() if k not in ("per_fault", "lost_sends")}, indent=1)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from rocketmq_operator.bench.chaos import run_chaos
+from rocketmq_operator.bench.chaos import Campaign, run_chaos
 from rocketmq_operator.bench.chaos_plan import FAMILIES
 from rocketmq_operator.platforms.local.netfault import NetFaults
 
@@ -37,13 +37,8 @@ def test_a_short_campaign_of_every_family_loses_nothing(local_platform: Any) -> 
             run_chaos(
                 [str(CHAOS_GROUP)],
                 cluster.state_dir,
-                faults=FAULTS,
-                seed=11,
-                families=list(FAMILIES),
-                hold_s=3.0,
-                recover_s=2.0,
+                Campaign(FAULTS, seed=11, families=FAMILIES, hold_s=3.0, recover_s=2.0, plot=plot),
                 keep=True,  # the fixture brings it down
-                plot=plot,
             )
         )
         summary = {k: v for k, v in doc.items() if k != "per_fault"}

@@ -56,6 +56,21 @@ from rocketmq_operator.tools.produce import SteadyProducer
 HEALTH_TIMEOUT_S = 240.0
 
 
+@dataclasses.dataclass(frozen=True)
+class Campaign:
+    """What a campaign is asked for, on any platform: how many faults, the schedule's seed, the families, how long
+    each fault is held, the steady traffic after the group is healthy again, the producer's rate, and where its
+    timeline goes (None: nowhere)."""
+
+    faults: int
+    seed: int
+    families: tuple[str, ...]
+    hold_s: float = 5.0
+    recover_s: float = 5.0
+    rate: float = 200.0
+    plot: Path | None = None
+
+
 class ChaosPlatform(Protocol):
     """What a campaign needs of a platform: the group's processes by name, its name servers, a fault executor, its
     health and its master. The campaign itself (`run_campaign`) is the same on every platform."""
@@ -169,19 +184,7 @@ async def _settle(platform: ChaosPlatform, recover_s: float) -> str | None:
     return None
 
 
-async def run_chaos(
-    files: list[str],
-    state_dir: Path,
-    *,
-    faults: int,
-    seed: int,
-    families: list[str],
-    hold_s: float = 5.0,
-    recover_s: float = 5.0,
-    rate: float = 200.0,
-    keep: bool = False,
-    plot: Path | None = None,
-) -> dict[str, Any]:
+async def run_chaos(files: list[str], state_dir: Path, campaign: Campaign, *, keep: bool = False) -> dict[str, Any]:
     """The campaign on the local platform: the manifests brought up with fault injection, taken down after."""
     up_args = ["local", "up", "--wait", "--timeout", "600", "--fault-injection", "--state-dir", str(state_dir)]
     for f in files:
@@ -198,46 +201,27 @@ async def run_chaos(
             state_client(state, connect_timeout=1.0, request_timeout=2.0) as client,
         ):
             platform = LocalChaos(state_dir, state, group, net, client)
-            return await run_campaign(
-                platform,
-                client,
-                faults=faults,
-                seed=seed,
-                families=families,
-                hold_s=hold_s,
-                recover_s=recover_s,
-                rate=rate,
-                plot=plot,
-            )
+            return await run_campaign(platform, client, campaign)
     finally:
         if not keep:
             await run_cli("local", "down", "--purge", "--state-dir", str(state_dir))
 
 
 async def run_campaign(
-    platform: ChaosPlatform,
-    client: RemotingClient,
-    *,
-    faults: int,
-    seed: int,
-    families: list[str],
-    hold_s: float,
-    recover_s: float,
-    rate: float,
-    plot: Path | None,
-    offered: tuple[str, ...] = FAMILIES,
+    platform: ChaosPlatform, client: RemotingClient, campaign: Campaign, offered: tuple[str, ...] = FAMILIES
 ) -> dict[str, Any]:
     """The campaign on a running group (see the module doc); ``client`` reaches its name servers and brokers."""
-    plan = plan_campaign(faults, seed, families, len(platform.controllers), offered)
-    topic = f"chaos-{seed}-{int(time.time())}"
+    c = campaign
+    plan = plan_campaign(c.faults, c.seed, c.families, len(platform.controllers), offered)
+    topic = f"chaos-{c.seed}-{int(time.time())}"
     held: list[HeldFault] = []
-    producer = SteadyProducer(topic, rate, namesrv=platform.name_servers, size=512, timeout=3.0, retries=2)
+    producer = SteadyProducer(topic, c.rate, namesrv=platform.name_servers, size=512, timeout=3.0, retries=2)
     began = time.time()
     await producer.start()
     try:
         for fault in plan:
-            held.append(await _one_fault(fault, platform, hold_s, recover_s))
-        if note := await _settle(platform, recover_s):
+            held.append(await _one_fault(fault, platform, c.hold_s, c.recover_s))
+        if note := await _settle(platform, c.recover_s):
             held[-1] = dataclasses.replace(held[-1], notes=(*held[-1].notes, note))
     finally:
         await platform.heal_all()
@@ -251,18 +235,18 @@ async def run_campaign(
     doc = check_campaign(sends, held, read, ended, deposed, duplicates)
     doc["first_read_missing"] = first_missing  # found by the second read, or lost
     doc = {
-        "seed": seed,
-        "families": families,
-        "hold_s": hold_s,
-        "recover_s": recover_s,
-        "rate_msgs_per_s": rate,
+        "seed": c.seed,
+        "families": list(c.families),
+        "hold_s": c.hold_s,
+        "recover_s": c.recover_s,
+        "rate_msgs_per_s": c.rate,
         "group": platform.group,
         "brokers": len(platform.brokers),
         "controllers": len(platform.controllers),
         **doc,
     }
-    if plot is not None:
-        doc.update(_write_plot(plot, sends, held, began, ended))
+    if c.plot is not None:
+        doc.update(_write_plot(c.plot, sends, held, began, ended))
     return doc
 
 

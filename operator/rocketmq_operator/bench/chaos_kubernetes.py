@@ -1,7 +1,7 @@
 """The chaos campaign on Kubernetes (`rocketmq-operator chaos --platform kubernetes`): `chaos.run_campaign` on a
 BrokerGroup already running in a cluster, its faults executed on the pods' processes from the node that runs them.
 
-Contract: `run_chaos_kubernetes(namespace, group, ...)` finds the BrokerGroup, its ControllerGroup and their pods
+Contract: `run_chaos_kubernetes(namespace, group, campaign)` finds the BrokerGroup, its ControllerGroup and their pods
 through the API server (the kubeconfig, as kubectl finds it), runs the producer and the read-back on this host
 against the pods' addresses (the name servers' and brokers' client ports; the controllers' port is the group's
 own, closed to the host by its NetworkPolicy), and injects each fault on the process of a pod as the node's own
@@ -34,7 +34,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from rocketmq_operator.bench.chaos import run_campaign
+from rocketmq_operator.bench.chaos import Campaign, run_campaign
 from rocketmq_operator.bench.chaos_plan import KUBERNETES_FAMILIES, LOSS_PROBABILITY
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.remoting import RemotingClient
@@ -231,18 +231,7 @@ class KubernetesChaos:
         return master.get("replica"), master.get("address")
 
 
-async def run_chaos_kubernetes(
-    namespace: str,
-    group: str,
-    *,
-    faults: int,
-    seed: int,
-    families: list[str],
-    hold_s: float = 5.0,
-    recover_s: float = 5.0,
-    rate: float = 200.0,
-    plot: Path | None = None,
-) -> dict[str, Any]:
+async def run_chaos_kubernetes(namespace: str, group: str, campaign: Campaign) -> dict[str, Any]:
     """The campaign on BrokerGroup ``namespace/group`` (controller mode), running already."""
     if os.geteuid() != 0:
         raise ChaosTargetError("chaos --platform kubernetes acts on the nodes' processes: run it as root on the node")
@@ -265,18 +254,7 @@ async def run_chaos_kubernetes(
         await platform.discover()
         client = RemotingClient(platform.name_servers, connect_timeout=1.0, request_timeout=2.0)
         try:
-            doc = await run_campaign(
-                platform,
-                client,
-                faults=faults,
-                seed=seed,
-                families=families,
-                hold_s=hold_s,
-                recover_s=recover_s,
-                rate=rate,
-                plot=plot,
-                offered=KUBERNETES_FAMILIES,
-            )
+            doc = await run_campaign(platform, client, campaign, KUBERNETES_FAMILIES)
         finally:
             await client.close()
         return {"platform": "kubernetes", "namespace": namespace, **doc}

@@ -21,7 +21,7 @@ import sys
 import threading
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 
@@ -30,6 +30,9 @@ from rocketmq_operator.bench import verdict
 from rocketmq_operator.bench.load import CpuLoad
 from rocketmq_operator.bench.phase import listening
 from rocketmq_operator.cli import bench_spark
+
+if TYPE_CHECKING:
+    from rocketmq_operator.bench.chaos import Campaign
 from rocketmq_operator.cli.arguments import positive_float, positive_int
 from rocketmq_operator.platforms.console import EXIT_INTERRUPTED, Ticker, stderr_terminal
 from rocketmq_operator.platforms.local.layout import StateLayout
@@ -243,12 +246,9 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     from rocketmq_operator.bench.chaos import run_chaos
 
     if not args.files:
-        print(
-            "error: chaos --platform local needs -f FILE (the manifests to bring up); "
-            "fix: -f examples/chaos/dledger.yaml",
-            file=sys.stderr,
+        return _refused(
+            "chaos --platform local needs -f FILE (the manifests to bring up); fix: -f examples/chaos/dledger.yaml"
         )
-        return 2
     state_dir = Path(args.state_dir or ".bench-state/chaos").resolve()
     plot = Path(args.plot).resolve() if args.plot else state_dir.parent / f"chaos-{args.seed}.svg"
     try:
@@ -256,26 +256,26 @@ def cmd_chaos(args: argparse.Namespace) -> int:
             "chaos",
             state_dir,
             args.keep,
-            run_chaos(
-                args.files,
-                state_dir,
-                faults=args.faults,
-                seed=args.seed,
-                families=families,
-                hold_s=args.hold,
-                recover_s=args.recover,
-                rate=args.rate,
-                keep=args.keep,
-                plot=plot,
-            ),
+            run_chaos(args.files, state_dir, _campaign(args, families, plot), keep=args.keep),
         )
     except (ChaosPlanError, NetFaultError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _refused(str(exc))
     except Interrupted:
         print(f"interrupted: every fault was healed; {left_running(state_dir, args.keep)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     return _chaos_verdict(doc, args.json)
+
+
+def _refused(message: str) -> int:
+    """A campaign refused before it began: one line on stderr, exit status 2."""
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _campaign(args: argparse.Namespace, families: list[str], plot: Path) -> Campaign:
+    from rocketmq_operator.bench.chaos import Campaign
+
+    return Campaign(args.faults, args.seed, tuple(families), args.hold, args.recover, args.rate, plot)
 
 
 def _chaos_verdict(doc: dict[str, Any], full: bool) -> int:
@@ -291,37 +291,19 @@ def _chaos_kubernetes(args: argparse.Namespace, families: list[str]) -> int:
     from rocketmq_operator.platforms.kubernetes.kube import CredentialsError, KubeError
 
     if not args.group:
-        print(
-            "error: chaos --platform kubernetes needs --group NAME (a controller-mode BrokerGroup); "
-            "fix: --group broker-a",
-            file=sys.stderr,
+        return _refused(
+            "chaos --platform kubernetes needs --group NAME (a controller-mode BrokerGroup); fix: --group broker-a"
         )
-        return 2
     if args.files:
-        print(
-            "error: -f FILE is for --platform local; on Kubernetes apply the manifests first "
-            "(kubectl apply -f FILE) and name the group with --group",
-            file=sys.stderr,
+        return _refused(
+            "-f FILE is for --platform local; on Kubernetes apply the manifests first (kubectl apply -f FILE) "
+            "and name the group with --group"
         )
-        return 2
     plot = Path(args.plot).resolve() if args.plot else Path(f"chaos-k8s-{args.seed}.svg").resolve()
     try:
-        doc = asyncio.run(
-            run_chaos_kubernetes(
-                args.namespace,
-                args.group,
-                faults=args.faults,
-                seed=args.seed,
-                families=families,
-                hold_s=args.hold,
-                recover_s=args.recover,
-                rate=args.rate,
-                plot=plot,
-            )
-        )
+        doc = asyncio.run(run_chaos_kubernetes(args.namespace, args.group, _campaign(args, families, plot)))
     except (ChaosPlanError, ChaosTargetError, CredentialsError, KubeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _refused(str(exc))
     except KeyboardInterrupt:
         print(
             f"interrupted: every fault was healed; BrokerGroup {args.namespace}/{args.group} still runs "
