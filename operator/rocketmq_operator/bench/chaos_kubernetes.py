@@ -177,7 +177,10 @@ class KubernetesChaos:
             return None
         jvm, sandbox, cgroup = await self._processes(process)
         if jvm is None or sandbox is None:
-            return f"{family} {process}: its processes are not on this host (or the pod is gone)"
+            return (
+                f"{family} {process}: no RocketMQ JVM of the pod found on this host (the pod gone or its container "
+                "restarting, or the pod on another machine)"
+            )
         if family == "kill":
             with contextlib.suppress(ProcessLookupError):
                 os.kill(jvm, signal.SIGKILL)
