@@ -1,4 +1,5 @@
-"""A short chaos campaign on real processes: every fault family, under a producer (issue: chaos).
+"""A short chaos campaign on real processes: every fault family, under a producer (issue: chaos). Two layouts:
+the standalone controllers of RocketMQ's own proof, and the default one (controllers hosted in the name servers).
 
 The campaign's own group (examples/chaos/dledger.yaml): three standalone controllers, a name server no fault
 touches, and a 3-replica quorum group, with fault injection on (each process in a cgroup of its own): 12 seeded
@@ -28,6 +29,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 ROOT = Path(__file__).resolve().parents[2]
 CHAOS_GROUP = ROOT / "examples" / "chaos" / "dledger.yaml"
 FAULTS = 12
+HOSTED = ROOT / "examples" / "three-controllers.yaml"  # the default layout: each controller in a name server
+HOSTED_FAULTS = 8  # every family twice
 
 
 def test_a_short_campaign_of_every_family_loses_nothing(local_platform: Any) -> None:
@@ -66,6 +69,27 @@ def test_a_short_campaign_of_every_family_loses_nothing(local_platform: Any) -> 
         asyncio.run(partition_master())
         new = cluster.wait_for("a new master after the partition", lambda d: _master_of(d) not in (None, old_master))
         assert _master_of(new) != old_master
+
+
+def test_a_short_campaign_on_the_default_hosted_layout_loses_nothing(local_platform: Any) -> None:
+    """The same campaign on the default layout (three controllers, each hosted in a name server, so a controller
+    fault takes a name server with it): every family twice, nothing acknowledged lost or taken by a deposed
+    master."""
+    with local_platform.up(HOSTED, name="chaos-hosted", up_args=("--fault-injection",)) as cluster:
+        doc = asyncio.run(
+            run_chaos(
+                [str(HOSTED)],
+                cluster.state_dir,
+                Campaign(HOSTED_FAULTS, seed=5, families=FAMILIES, hold_s=3.0, recover_s=2.0),
+                keep=True,  # the fixture brings it down
+            )
+        )
+        summary = {k: v for k, v in doc.items() if k != "per_fault"}
+        print(json.dumps(doc, indent=1))  # shown when the test fails
+        assert doc["faults"] == HOSTED_FAULTS and doc["controllers"] == 3, summary
+        assert all(doc["by_family"][family]["faults"] == 2 for family in FAMILIES), summary
+        assert doc["acknowledged"] > 0 and doc["unrecovered_faults"] == 0, summary
+        assert doc["lost"] == 0 and doc["deposed_acks"] == 0, (summary, doc["lost_sends"], cluster.log_tails())
 
 
 def _master_of(doc: dict[str, Any]) -> str | None:
