@@ -18,6 +18,7 @@ from rocketmq_operator.control.policy import PolicyOutcome
 from rocketmq_operator.core.observation import GroupState
 from rocketmq_operator.platforms.kubernetes.group_pass import KubernetesPassSteps
 from rocketmq_operator.platforms.local import supervisor as local_supervisor
+from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.supervisor import LocalPassSteps
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,6 +65,9 @@ class Recording:
         self.calls.append(gp.USERS_AND_TOPICS)
         return self.topics
 
+    async def group_drain(self) -> None:
+        self.calls.append(gp.GROUP_DRAIN)
+
     async def publish(self, topics_asserted: bool) -> None:
         self.calls.append(gp.PUBLISH)
         self.published_with = topics_asserted
@@ -73,7 +77,7 @@ class Recording:
 
 
 F, S, P, D, C = gp.USER_FENCES, gp.PLANNED_SWITCHOVER, gp.REPLICATION_POLICY, gp.DRAIN, gp.CONVERGE
-TAIL = [gp.USERS_AND_TOPICS, gp.PUBLISH, gp.PLATFORM]
+TAIL = [gp.USERS_AND_TOPICS, gp.GROUP_DRAIN, gp.PUBLISH, gp.PLATFORM]
 
 
 @pytest.mark.parametrize(
@@ -143,8 +147,10 @@ def test_docs_architecture_lists_the_pass_exactly_as_the_code_runs_it() -> None:
 class LocalRecorder:
     """The local supervisor's parts a pass calls, recording the calls."""
 
-    def __init__(self, calls: list[str]) -> None:
+    def __init__(self, calls: list[str], layout: Any = None) -> None:
         self.policy_memory: dict[str, Any] = {}
+        self.layout = layout
+        self.state = SimpleNamespace(resources=[])
         self.roll = SimpleNamespace(run=self._roll)
         self.auth_policy = SimpleNamespace(run=self._auth)
         self.topic_policy = SimpleNamespace(run=self._topics)
@@ -164,7 +170,7 @@ class LocalRecorder:
     ("acted", "expected"), [(False, ["policy", "roll", "users", "topics"]), (True, ["policy", "users", "topics"])]
 )
 def test_the_local_supervisor_runs_the_one_pass(
-    monkeypatch: pytest.MonkeyPatch, acted: bool, expected: list[str]
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, acted: bool, expected: list[str]
 ) -> None:
     calls: list[str] = []
 
@@ -174,7 +180,7 @@ def test_the_local_supervisor_runs_the_one_pass(
 
     monkeypatch.setattr(local_supervisor, "run_replication_policy", run_replication_policy)
     group = GroupState(group="broker-a", observed_at=0.0, controller_mode=True)
-    steps = LocalPassSteps(LocalRecorder(calls), None, "broker-a", group, object(), 1.0)  # type: ignore[arg-type]
+    steps = LocalPassSteps(LocalRecorder(calls, StateLayout(tmp_path)), None, "broker-a", group, object(), 1.0)  # type: ignore[arg-type]
     record = asyncio.run(gp.run_group_pass(steps, controller_mode=steps.controller_mode, blocked=False))
     assert calls == expected
     # The steps the local platform does not have (no user fence, no drain, no storage) run and do nothing.

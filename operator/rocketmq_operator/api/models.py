@@ -561,6 +561,14 @@ class BrokerGroupSpec(Model):
         default_factory=AuthSpec, description="Authentication and authorization (ACL 2.0); off by default."
     )
     tls: TlsSpec = Field(default_factory=TlsSpec, description="TLS between clients and brokers; off by default.")
+    draining: bool = Field(
+        default=False,
+        description="Take the group out of service before removing it: its master turns write permission off "
+        "(brokerPermission 4), so producers leave it at their next route refresh (30 s) while consumers read what "
+        "it holds; status.drain reports the lag left per consumer group and the Drained condition when nothing is "
+        "left. Deleting a BrokerGroup drains it the same way, and waits until every consumer group's lag on it "
+        "is 0 (annotation rocketmq-operator.dev/force-delete=true drops what is left). false gives write back.",
+    )
     network_policy: BrokerNetworkPolicySpec = Field(
         default_factory=BrokerNetworkPolicySpec,
         description="The NetworkPolicy the operator renders for the broker pods (on by default; clients and "
@@ -745,6 +753,20 @@ class RolloutStatus(Model):
 _OBSERVED_GENERATION = "The metadata.generation of the spec this status was computed from."
 
 
+class GroupDrainStatus(Model):
+    since: float | None = Field(
+        default=None, description="When the master was first seen read-only for this drain (Unix time, s)."
+    )
+    drained: bool = Field(default=False, description="Nothing is left to consume and producers have left it.")
+    lag_total: int | None = Field(
+        default=None, description="Messages on the master past the consumer groups' offsets (None: unread)."
+    )
+    lag: dict[str, int] = Field(
+        default_factory=dict, description="Consumer group -> messages left to consume on this group (lag > 0 only)."
+    )
+    message: str = Field(default="", description="Where the drain stands, in one line.")
+
+
 class BrokerGroupStatus(Model):
     observed_generation: int | None = Field(default=None, description=_OBSERVED_GENERATION)
     conditions: list[Condition] = Field(
@@ -775,6 +797,9 @@ class BrokerGroupStatus(Model):
         default=None,
         description="Replicas (pod names) fenced at the user's request (annotation rocketmq-operator.dev/fence): "
         "they refuse every put until unfenced; the operator fences them again after a restart.",
+    )
+    drain: GroupDrainStatus | None = Field(
+        default=None, description="The drain under way (spec.draining, or the group being deleted)."
     )
 
 

@@ -40,7 +40,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_apply(args: argparse.Namespace) -> int:
     from rocketmq_operator.platforms.local.apply import apply
 
-    return apply(args.files, resolve_state_dir(args.state_dir))
+    return apply(args.files, resolve_state_dir(args.state_dir), force=args.force)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -116,6 +116,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
     _state_dir_arg(p)
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="remove a BrokerGroup the manifests no longer have even with messages its consumers have not read "
+        "(they are dropped; without it the group is drained first and its removal refused while any are left)",
+    )
     p.set_defaults(func=cmd_apply)
 
     p = lsub.add_parser(

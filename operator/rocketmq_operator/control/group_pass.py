@@ -18,9 +18,12 @@ Contract:
   3. `users-and-topics`: users and ACLs, then topics and consumer groups, on every replica or the master. After
      the fence and the failover: both ask the master, and a hung or deposed master must be fenced without
      waiting for the timeouts of requests to it first. A master elected in this pass gets them in the next.
-  4. `publish`: status, metrics, events and whatever the platform derives from the observation, knowing
+  4. `group-drain`: the drain of a group asked to drain or being removed (write permission off, the lag, the send
+     door; `control.group_drain`), after the topics (a removal reads the lag of what they hold), before the status
+     that reports it.
+  5. `publish`: status, metrics, events and whatever the platform derives from the observation, knowing
      whether the topics are asserted (a group is reported writable only once they are).
-  5. `platform`: the platform's own steps (Kubernetes: storage growth, then node loss), last, so that none of
+  6. `platform`: the platform's own steps (Kubernetes: storage growth, then node loss), last, so that none of
      them can keep the steps above from running.
 * Every step is the platform's; this module decides only which run and in what order. It does no I/O itself.
 """
@@ -36,10 +39,12 @@ REPLICATION_POLICY = "replication-policy"
 DRAIN = "drain"
 CONVERGE = "converge"
 USERS_AND_TOPICS = "users-and-topics"
+GROUP_DRAIN = "group-drain"
 PUBLISH = "publish"
 PLATFORM = "platform"
 PASS_ORDER = (
-    USER_FENCES, PLANNED_SWITCHOVER, REPLICATION_POLICY, DRAIN, CONVERGE, USERS_AND_TOPICS, PUBLISH, PLATFORM,
+    USER_FENCES, PLANNED_SWITCHOVER, REPLICATION_POLICY, DRAIN, CONVERGE, USERS_AND_TOPICS, GROUP_DRAIN, PUBLISH,
+    PLATFORM,
 )  # fmt: skip
 """Every step in the order a pass may run them (a pass runs a prefix-respecting subset: `run_group_pass`)."""
 
@@ -74,6 +79,10 @@ class GroupPassSteps(Protocol):
 
     async def users_and_topics(self) -> bool:
         """Users and ACLs, then topics and consumer groups; whether every topic is asserted."""
+        ...
+
+    async def group_drain(self) -> None:
+        """The drain of a group asked to drain or being removed; what it found is the publish step's."""
         ...
 
     async def publish(self, topics_asserted: bool) -> None:
@@ -116,6 +125,8 @@ async def run_group_pass(steps: GroupPassSteps, *, controller_mode: bool, blocke
                 await steps.converge(record.fenced)
     record.steps.append(USERS_AND_TOPICS)
     record.topics_asserted = await steps.users_and_topics()
+    record.steps.append(GROUP_DRAIN)
+    await steps.group_drain()
     record.steps.append(PUBLISH)
     await steps.publish(record.topics_asserted)
     record.steps.append(PLATFORM)

@@ -18,7 +18,7 @@ they answer as slaves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +27,7 @@ import kopf
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ControllerGroup, HAMode, ReplicaStatus
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.control.fence import run_fences
+from rocketmq_operator.control.group_drain import GroupDrainOutcome, drain_condition, run_group_drain
 from rocketmq_operator.control.group_pass import run_group_pass
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.control.policy import policy_settings, run_replication_policy
@@ -37,6 +38,8 @@ from rocketmq_operator.core.conditions import (
 )
 from rocketmq_operator.core.failover import ProcessState, SwitchoverTargetError, switchover_target_id
 from rocketmq_operator.core.fence import parse_fence_annotation
+from rocketmq_operator.core.group_drain import CONDITION as DRAINED
+from rocketmq_operator.core.group_drain import FORCE_ANNOTATION
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.core.status import build_broker_status
@@ -71,6 +74,11 @@ JSON = dict[str, Any]
 # broker id; the operator clears it when done and records the outcome as the `Switchover` condition (and an Event).
 
 
+def _condition_of(status: BrokerGroupStatus | None, type_: str) -> JSON | None:
+    found = next((c for c in status.conditions if c.type == type_), None) if status is not None else None
+    return None if found is None else found.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
 def _status_doc(status: BrokerGroupStatus) -> JSON:
     return status.model_dump(mode="json", by_alias=True, exclude_none=True)
 
@@ -95,6 +103,53 @@ async def observe_pass(
         # Ready=False: a spec that cannot be observed at all.
         await write_condition(kube, body, "Ready", ("False", "InvalidSpec", "; ".join(str(p) for p in report.errors)))
         return False
+    view = await view_group(kube, client, bg, body)
+    previous_doc = body.get("status") or {}
+    try:
+        previous = BrokerGroupStatus.model_validate(previous_doc)
+    except ValueError:
+        previous = None
+    steps = KubernetesPassSteps(
+        kube=kube,
+        client=view.client,
+        metrics=metrics,
+        resource=resource,
+        bg=bg,
+        cg=view.cg,
+        state=view.state,
+        pods=view.pods,
+        endpoints=view.endpoints,
+        controllers=view.controllers,
+        name_servers=view.name_servers,
+        previous=previous,
+        blocked=view.blocked,
+        auth=view.auth,
+        memory=memory,
+        logger=logger,
+    )
+    record = await run_group_pass(steps, controller_mode=view.controller_mode, blocked=view.blocked is not None)
+    return record.acted
+
+
+@dataclass
+class GroupView:
+    """One BrokerGroup as a pass sees it: its pods, controllers and name servers, credentials and trust set on
+    ``client`` (a client that knows the group's name servers), and the observation."""
+
+    client: RemotingClient
+    cg: ControllerGroup | None
+    pods: list[JSON]
+    endpoints: list[ReplicaEndpoint]
+    controllers: list[str]
+    name_servers: list[str]
+    controller_mode: bool
+    blocked: tuple[str, str] | None  # the spec cannot be applied: Ready says why
+    auth: GroupAuth
+    state: GroupState
+
+
+async def view_group(kube: KubeClient, client: RemotingClient, bg: BrokerGroup, body: JSON) -> GroupView:
+    """Look the group up and observe it (controller leader and brokers), as every pass of it starts."""
     ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
     pods = await kube.list("Pod", ns, f"{LABEL_GROUP}={name},app.kubernetes.io/component=broker")
     endpoints = [
@@ -129,31 +184,57 @@ async def observe_pass(
         # (the switchover has its fenced master forgotten by them).
         client = client.with_name_servers(name_servers)
     states = await observe_groups(client, controllers, {name: endpoints}, {name: controller_mode})
-    previous_doc = body.get("status") or {}
+    return GroupView(
+        client, cg, pods, endpoints, controllers, name_servers, controller_mode, blocked, auth, states[name]
+    )
+
+
+async def drain_before_delete(kube: KubeClient, client: RemotingClient, resource: kopf.Body, logger: Any) -> str | None:
+    """A deleted BrokerGroup is drained before it goes (`control.group_drain`, removing): None once it may go,
+    else why it waits (status.drain and the `Drained` condition say it too). Annotation
+    rocketmq-operator.dev/force-delete=true lets it go at once, naming what is dropped."""
+    body: JSON = dict(resource)
+    bg = validated(body).resource
+    if not isinstance(bg, BrokerGroup):
+        return None  # never ran as a group: nothing to drain
+    view = await view_group(kube, client, bg, body)
     try:
-        previous = BrokerGroupStatus.model_validate(previous_doc)
+        previous = BrokerGroupStatus.model_validate(body.get("status") or {})
     except ValueError:
         previous = None
-    steps = KubernetesPassSteps(
-        kube=kube,
-        client=client,
-        metrics=metrics,
-        resource=resource,
-        bg=bg,
-        cg=cg,
-        state=states[name],
-        pods=pods,
-        endpoints=endpoints,
-        controllers=controllers,
-        name_servers=name_servers,
-        previous=previous,
-        blocked=blocked,
-        auth=auth,
-        memory=memory,
-        logger=logger,
+    forced = (body["metadata"].get("annotations") or {}).get(FORCE_ANNOTATION, "").lower() == "true"
+    outcome = await run_group_drain(
+        view.client,
+        view.state,
+        draining=True,
+        removing=True,
+        forced=forced,
+        recorded=previous.drain if previous is not None else None,
     )
-    record = await run_group_pass(steps, controller_mode=controller_mode, blocked=blocked is not None)
-    return record.acted
+    for line in outcome.steps:
+        kopf.info(resource, reason="GroupDrain", message=line)
+    for line in outcome.problems:
+        logger.warning("%s", line)
+    drain = outcome.status()
+    await write_status(
+        kube,
+        body,
+        StatusChange(
+            fields={"drain": None if drain is None else drain.model_dump(mode="json", by_alias=True)},
+            conditions={
+                DRAINED: drain_condition(
+                    drain, now_iso(), body["metadata"].get("generation"), _condition_of(previous, DRAINED)
+                )
+            },
+        ),
+    )
+    if outcome.plan.remove:
+        if outcome.plan.lost or forced or not outcome.plan.drained:
+            kopf.warn(resource, reason="GroupRemoved", message=outcome.plan.message)
+        else:
+            kopf.info(resource, reason="GroupRemoved", message=outcome.plan.message)
+        return None
+    return outcome.plan.message
 
 
 @dataclass
@@ -176,6 +257,7 @@ class KubernetesPassSteps:
     auth: GroupAuth
     memory: GroupMemory
     logger: Any
+    drain_outcome: GroupDrainOutcome | None = field(default=None)
 
     @property
     def body(self) -> JSON:
@@ -231,6 +313,18 @@ class KubernetesPassSteps:
             self.kube, self.client, self.metrics, self.bg, self.namespace, self.state, self.memory
         )
 
+    async def group_drain(self) -> None:
+        recorded = self.previous.drain if self.previous is not None else None
+        if not self.bg.spec.draining and recorded is None:
+            return
+        self.drain_outcome = outcome = await run_group_drain(
+            self.client, self.state, draining=self.bg.spec.draining, removing=False, recorded=recorded
+        )
+        for line in outcome.steps:
+            kopf.info(self.resource, reason="GroupDrain", message=line)
+        for line in outcome.problems:
+            self.logger.warning("%s", line)
+
     async def publish(self, topics_asserted: bool) -> None:
         """The observer's status (written once, from the observation at the start of the pass), metrics, the
         `MasterChanged` Event, pod labels and the in-sync readiness gate."""
@@ -247,14 +341,16 @@ class KubernetesPassSteps:
         wanted = _status_doc(status)
         # The observer's own fields and conditions only: the reconciler's (Reconciled, observedGeneration), the
         # fences', the roll's and storage's are theirs (status_writer).
-        await write_status(
-            self.kube,
-            self.body,
-            StatusChange(
-                fields={k: wanted.get(k) for k in STATUS_KEYS},
-                conditions={c["type"]: c for c in wanted.get("conditions", [])},
-            ),
-        )
+        fields = {k: wanted.get(k) for k in STATUS_KEYS}
+        conditions: dict[str, JSON | None] = {c["type"]: c for c in wanted.get("conditions", [])}
+        if self.drain_outcome is not None:
+            drain = self.drain_outcome.status()
+            fields["drain"] = None if drain is None else drain.model_dump(mode="json", by_alias=True)
+            conditions[DRAINED] = drain_condition(
+                drain, now_iso(), self.resource["metadata"].get("generation"),
+                _condition_of(self.previous, DRAINED),
+            )  # fmt: skip
+        await write_status(self.kube, self.body, StatusChange(fields=fields, conditions=conditions))
         _metrics(self.metrics, ns, name, status)
         self.metrics.record_quorum_and_conditions(ns, name, self.bg.spec, status)
         if self.previous is not None and len(status.history) > len(self.previous.history):

@@ -12,7 +12,7 @@ import kopf
 from rocketmq_operator.api.models import API_GROUP, API_VERSION
 from rocketmq_operator.platforms.kubernetes.controller_pass import controller_pass
 from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
-from rocketmq_operator.platforms.kubernetes.group_pass import observe_pass
+from rocketmq_operator.platforms.kubernetes.group_pass import drain_before_delete, observe_pass
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, connection_info
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.proxy_pass import observe_proxy
@@ -184,6 +184,16 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
             await controller_pass(memo.kube, memo.remoting, body)
         finally:
             memo.metrics.api_writes.labels(kind="observer").inc(memo.kube.writes - before)
+
+    @kopf.on.delete(API_GROUP, API_VERSION, "brokergroups", registry=registry, id="brokergroups-delete")
+    async def on_group_delete(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+        # The group is drained before it goes (write off, every consumer group's lag 0, the send door shut); the
+        # finalizer holds it meanwhile, and status.drain with the Drained condition says why. The observer's
+        # timer has stopped: a failover meanwhile is not the operator's (docs/scaling.md).
+        async with pass_lock(memo):
+            held = await drain_before_delete(memo.kube, memo.remoting, body, logger)
+        if held is not None:
+            raise kopf.TemporaryError(held, delay=5)
 
     @kopf.on.delete(API_GROUP, API_VERSION, "topics", registry=registry, id="topics-delete")
     @kopf.on.delete(API_GROUP, API_VERSION, "consumergroups", registry=registry, id="consumergroups-delete")

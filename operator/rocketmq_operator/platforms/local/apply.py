@@ -36,6 +36,7 @@ from rocketmq_operator.core.proxy_roll import describe_proxy_change, proxy_confi
 from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, state_client, store_secrets
 from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION
+from rocketmq_operator.platforms.local.group_drain import remove_groups
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import (
     PlacementError,
@@ -66,7 +67,9 @@ def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
+def apply(files: Sequence[str], state_dir: Path, *, out: Any = print, force: bool = False) -> int:
+    """`local apply`: ``force`` lets a BrokerGroup the manifests no longer have go with what it holds unconsumed
+    (otherwise it is drained first, and its removal refused while its consumers have not read it)."""
     layout = StateLayout(state_dir)
     try:  # first: a stopped cluster is the one thing to say (not the manifests' warnings before it)
         existing = lifecycle.read_existing(layout)
@@ -97,12 +100,19 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
             )
         ports = _ports_with_new_replicas(existing, resources, layout)
         texts = render_configs(resources, ports, layout)
-        _refuse_unscalable(existing, texts)
+        _refuse_unscalable(existing, texts, resources)
         state = desired_state(resources, ports, layout, files=_abs(files), texts=texts, log=_stderr)
         _refuse_unrollable(existing, state)
         summary = _summary(existing, state, resources, layout, texts)
         for w in [*diff_warnings(load_resources(existing), resources), *_single_proxy_warnings(existing, state)]:
             _stderr(f"warning: {w}")
+        removed_groups = _removed_groups(existing, resources)
+        if removed_groups:
+            refusals = asyncio.run(remove_groups(existing, layout, removed_groups, forced=force, say=out))
+            if refusals:
+                for line in refusals:
+                    _stderr(f"error: {line}")
+                return lifecycle.EXIT_FAILED
         write_configs(layout, state, texts, existing)
         store_secrets(layout, auth_secrets)
         ensure_certificates(layout, state)  # a scale-out's new replicas
@@ -141,6 +151,12 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print) -> int:
         return lifecycle.EXIT_FAILED
 
 
+def _removed_groups(existing: LocalState, resources: Sequence[AnyResource]) -> list[str]:
+    """BrokerGroups that run and the new manifests no longer have."""
+    wanted = {r.metadata.name for r in resources if isinstance(r, BrokerGroup)}
+    return sorted(g.name for g in existing.groups if g.kind == "BrokerGroup" and g.name not in wanted)
+
+
 def _ports_with_new_replicas(
     existing: LocalState, resources: Sequence[AnyResource], layout: StateLayout
 ) -> dict[str, int]:
@@ -156,10 +172,18 @@ def _ports_with_new_replicas(
     return ports
 
 
-def _refuse_unscalable(existing: LocalState, texts: Mapping[str, str]) -> None:
-    """Scaling of controller-mode BrokerGroups only (the SyncStateSet drives it)."""
+def _refuse_unscalable(existing: LocalState, texts: Mapping[str, str], resources: Sequence[AnyResource] = ()) -> None:
+    """Scaling of controller-mode BrokerGroups only (the SyncStateSet drives it); a controller-mode BrokerGroup
+    may also be added whole (started like `local up` starts one), or removed whole (drained first:
+    `group_drain.remove_groups`)."""
     names = {r.name for r in existing.replicas}
     rollable = {g.name for g in existing.groups if g.kind == "BrokerGroup" and g.controller_mode}
+    running = {g.name for g in existing.groups}
+    rollable |= {
+        r.metadata.name
+        for r in resources
+        if isinstance(r, BrokerGroup) and r.metadata.name not in running and r.spec.controller_ref is not None
+    }
     changed = sorted(n for n in set(texts) ^ names if n.rsplit("-", 1)[0] not in rollable)
     if changed:
         raise lifecycle.LocalError(

@@ -48,6 +48,7 @@ from typing import IO, Any
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control.clock import iso_time
+from rocketmq_operator.control.group_drain import run_group_drain
 from rocketmq_operator.control.group_pass import run_group_pass
 from rocketmq_operator.control.lease_agent import LeaseAgent
 from rocketmq_operator.control.policy import (
@@ -63,6 +64,7 @@ from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local.adopt import AdoptedProcess
 from rocketmq_operator.platforms.local.auth import AuthPolicy, credentials_by_addr, run_config_keys, state_client
 from rocketmq_operator.platforms.local.backoff import DEFAULT_BACKOFF, BackoffPolicy
+from rocketmq_operator.platforms.local.group_drain import read_drain_record, write_drain_record
 from rocketmq_operator.platforms.local.group_states import observe
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.netfault import cgroup_preexec
@@ -217,6 +219,11 @@ class Supervisor:
                 continue
             uptime = now - (r.started_at or now)
             r.pid = None
+            if r.removing and self.state.group(r.group) is None:
+                self.state.replicas.remove(r)  # its group was removed (`_stop_removed_groups`)
+                log.info("%s exited (%s); removed with its group %s", name, _exit_text(code), r.group)
+                self.dirty = True
+                continue
             r.suspended = False
             r.last_exit_code = code
             r.last_exit_at = now
@@ -262,6 +269,8 @@ class Supervisor:
         if op == "apply":
             self.dirty = True
             answer = handle_apply(self.state, body)
+            if answer.get("ok"):
+                self._stop_removed_groups(now)
             self.auth_policy = AuthPolicy(self.state, self.layout)
             self.tls_policy = TlsPolicy(self.state, self.layout)
             return answer
@@ -275,6 +284,18 @@ class Supervisor:
         if op == "start":
             return self._start_request(r, now)
         return {"ok": False, "message": f"unknown request {op!r}"}
+
+    def _stop_removed_groups(self, now: float) -> None:
+        """Replicas of a BrokerGroup the applied manifests no longer have (`local apply` drained it first:
+        `platforms.local.group_drain.remove_groups`): stopped, and forgotten once down (`_reap`). Their data is
+        kept."""
+        groups = {g.name for g in self.state.groups}
+        for r in list(self.state.replicas):
+            if r.removing and r.group not in groups:
+                self._signal(r, "TERM", no_restart=True, now=now)
+                if r.pid is None:
+                    self.state.replicas.remove(r)
+                    log.info("%s removed with its group %s", r.name, r.group)
 
     def _signal(self, r: ReplicaProcess, sig_name: str, no_restart: bool, now: float) -> dict[str, Any]:
         sig = SIGNALS.get(sig_name)
@@ -630,6 +651,30 @@ class LocalPassSteps:
         await self.supervisor.auth_policy.run(self.client, {self.name: self.group})
         await self.supervisor.topic_policy.run(self.client, {self.name: self.group})
         return True
+
+    async def group_drain(self) -> None:
+        """`spec.draining` (and a drain taken back); the record, `status/<group>.drain.json`, is `local status`'s."""
+        layout = self.supervisor.layout
+        recorded = read_drain_record(layout, self.name)
+        bg = next(
+            (
+                r
+                for r in load_resources(self.supervisor.state)
+                if isinstance(r, BrokerGroup) and r.metadata.name == self.name
+            ),
+            None,
+        )
+        draining = bg is not None and bg.spec.draining
+        if not draining and recorded is None:
+            return
+        outcome = await run_group_drain(
+            self.client, self.group, draining=draining, removing=False, recorded=recorded, timeout=self.timeout
+        )
+        for line in (*outcome.steps, *outcome.problems):
+            log.info("%s: %s", self.name, line)
+        after = outcome.status()
+        if after != recorded:
+            write_drain_record(layout, self.name, after)
 
     async def publish(self, topics_asserted: bool) -> None:
         return None

@@ -1,0 +1,229 @@
+"""Taking a broker group out of its cluster without losing a message: the drain before removal. Pure.
+
+A group is drained when the user asks for it (`spec.draining: true`) and whenever it is being removed (Kubernetes:
+the BrokerGroup deleted; local: `local apply` of manifests without it). Draining is done with RocketMQ's own
+means, on the group's master:
+
+* **write off**: `brokerPermission=4` (read only). The broker registers again at once, every topic's queues on it
+  read-only (`BrokerController.registerBrokerAll` masks each topic's perm with the broker's); producers take only
+  writable queues into their routes, so they leave the group at their next route refresh (`pollNameServerInterval`,
+  30 s in RocketMQ's clients), while consumers go on reading it (pulls need read permission only). A producer with
+  a cached route is still acknowledged until then (the permission is checked on a send only for ordered topics).
+* **the door shut**, only once the group is to be removed and nothing is left to consume: the send door
+  (`startAcceptSendRequestTimeStamp`, the fence's) refuses every send, so a producer with a stale route is refused
+  (and its client retries on another group) instead of acknowledged by a group that is going away. The lag is
+  read again after the door is shut; a message that slipped in before it is consumed first.
+* **the lag**: per consumer group, the messages on the group's master past the group's committed offset, over
+  every queue it has committed an offset on (`GET_ALL_CONSUMER_OFFSET`; retry topics included, the broker's own
+  system groups not). A consumer group that never committed an offset on this group has no lag here.
+
+`plan_group_drain(facts)` decides from one observation; it acts only on a master that answers and no fence holds
+(a fence's keys are its owner's: `control.fence.hot_changes_past_fence`):
+
+* neither draining nor removed: `WRITE_ON` (and `OPEN_DOOR`) where a drain recorded in status left the master
+  read-only (or its door shut: a local removal refused after it), the user having taken the drain back;
+  nothing otherwise;
+* draining: `WRITE_OFF` until the master reads back read-only; `drained` once it has been read-only for a route
+  refresh (`since`) and every lag is 0;
+* removed: the same, then `SHUT_DOOR` once every lag is 0, and `remove` once the door is shut and every lag is
+  still 0. Otherwise held, with the reason and the fix (wait for the consumers; or force it, which says what is
+  lost). A group none of whose replicas answers has nothing that could be drained: removed, said so (its volumes
+  keep the store as its reclaimPolicy says). A forced removal goes at once and names the lag it drops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+PERM_READ_ONLY = 4
+PERM_READ_WRITE = 6
+ROUTE_REFRESH_S = 30.0
+"""RocketMQ clients' `pollNameServerInterval` (ms 30000): a producer's route is at most this old."""
+SYSTEM_CONSUMER_GROUP_PREFIXES = ("CID_RMQ_SYS_", "CID_SYS_RMQ_")
+"""The broker's own consumer groups (pop revive, transaction checks): their offsets are no user's backlog."""
+CONDITION = "Drained"
+FORCE_ANNOTATION = "rocketmq-operator.dev/force-delete"
+
+
+class GroupDrainAction(StrEnum):
+    WRITE_OFF = "write-off"  # brokerPermission=4 on the master
+    WRITE_ON = "write-on"  # brokerPermission=6 on the master: a drain taken back
+    SHUT_DOOR = "shut-door"  # the send door shut for good: the group is being removed
+    OPEN_DOOR = "open-door"  # a removal taken back (locally: refused) after the door shut
+
+
+@dataclass(frozen=True)
+class GroupDrainFacts:
+    """One observation of a group, as the drain needs it."""
+
+    draining: bool  # spec.draining
+    removing: bool  # the group is being removed
+    forced: bool = False  # removal forced by the user
+    master_reachable: bool = False  # a master answered, with its config
+    any_reachable: bool = False  # some replica of the group answered
+    permission: int | None = None  # the master's live brokerPermission
+    fence_held: bool = False  # a fence holds the master's keys (the user's, a switchover's, a lease agent's)
+    door_shut: bool = False  # the master's send door is shut for good (the drain's or a user's fence)
+    lag: Mapping[str, int] | None = None  # consumer group -> unconsumed messages on the master; None: unread
+    recorded_since: float | None = None  # when status first saw the master read-only for this drain (epoch s)
+    recorded: bool = False  # status records a drain of this group
+    now: float = 0.0
+
+
+@dataclass(frozen=True)
+class GroupDrainPlan:
+    actions: tuple[GroupDrainAction, ...] = ()
+    active: bool = False  # a drain is under way (status.drain kept)
+    since: float | None = None  # status.drain.since once the master reads back read-only
+    drained: bool = False  # nothing left to consume and producers gone (draining) / door shut (removing)
+    remove: bool = False  # the group's workloads may go now
+    held: bool = False  # a removal waits
+    message: str = ""  # one line for the condition, the hold and the CLI
+    lost: Mapping[str, int] = field(default_factory=dict)  # forced: the lag dropped
+
+
+def is_system_consumer_group(name: str) -> bool:
+    return name.startswith(SYSTEM_CONSUMER_GROUP_PREFIXES)
+
+
+def lag_by_group(
+    offset_table: Mapping[str, Mapping[str, int]], max_offsets: Mapping[tuple[str, int], int]
+) -> dict[str, int]:
+    """Lag per consumer group from a master's committed offsets (``"topic@group" -> {queue id: offset}``, as
+    `GET_ALL_CONSUMER_OFFSET` sends them) and its max offsets (``(topic, queue id) -> next offset``). A queue whose
+    max offset is unknown (the topic deleted since) counts nothing."""
+    lag: dict[str, int] = {}
+    for key, queues in offset_table.items():
+        topic, sep, group = key.rpartition("@")
+        if not sep or is_system_consumer_group(group):
+            continue
+        total = lag.setdefault(group, 0)
+        for queue, committed in queues.items():
+            high = max_offsets.get((topic, int(queue)))
+            if high is not None:
+                total += max(0, high - int(committed))
+        lag[group] = total
+    return lag
+
+
+def show_lag(lag: Mapping[str, int]) -> str:
+    """``orders-consumer 1,200, audit 34`` (the groups with a lag, largest first)."""
+    left = sorted(((n, g) for g, n in lag.items() if n > 0), key=lambda x: (-x[0], x[1]))
+    return ", ".join(f"{g} {n:,}" for n, g in left)
+
+
+def plan_group_drain(facts: GroupDrainFacts, *, group: str) -> GroupDrainPlan:
+    """See the module doc. ``group``: the BrokerGroup's name, for the messages."""
+    f = facts
+    if not f.draining and not f.removing:
+        if f.recorded and f.master_reachable and not f.fence_held:
+            back = [GroupDrainAction.WRITE_ON] if f.permission == PERM_READ_ONLY else []
+            back += [GroupDrainAction.OPEN_DOOR] if f.door_shut else []
+            if back:
+                return GroupDrainPlan(actions=tuple(back), message=f"{group}: drain taken back")
+        return GroupDrainPlan(active=f.recorded and not f.master_reachable)  # given back once it answers
+    lag_total = None if f.lag is None else sum(f.lag.values())
+    if f.removing and f.forced:
+        lost = {g: n for g, n in (f.lag or {}).items() if n > 0}
+        what = (
+            f"{lag_total:,} unconsumed messages are dropped ({show_lag(lost)})"
+            if lost
+            else ("its lag could not be read: whatever it held unconsumed is dropped" if f.lag is None else "")
+        )
+        return GroupDrainPlan(
+            active=True,
+            remove=True,
+            lost=lost,
+            message=f"{group}: removal forced" + (f": {what}" if what else ""),
+        )
+    if f.removing and not f.any_reachable:
+        return GroupDrainPlan(
+            active=True,
+            remove=True,
+            message=f"{group}: no replica answers, nothing can be drained: removed (its volumes keep the store as "
+            "spec.storage.reclaimPolicy says)",
+        )
+    if not f.master_reachable:
+        return GroupDrainPlan(
+            active=True,
+            held=f.removing,
+            since=f.recorded_since,
+            message=f"{group}: draining, no master answers: the lag cannot be read (the failover elects one); "
+            + _removal_fix(group, f.removing),
+        )
+    actions: list[GroupDrainAction] = []
+    read_only = f.permission == PERM_READ_ONLY
+    if not read_only and not f.fence_held:
+        actions.append(GroupDrainAction.WRITE_OFF)
+    since = f.recorded_since if read_only and f.recorded_since is not None else (f.now if read_only else None)
+    if f.lag is None:
+        return GroupDrainPlan(
+            actions=tuple(actions),
+            active=True,
+            held=f.removing,
+            since=since,
+            message=f"{group}: draining, its consumer offsets could not be read; " + _removal_fix(group, f.removing),
+        )
+    if lag_total:
+        return GroupDrainPlan(
+            actions=tuple(actions),
+            active=True,
+            held=f.removing,
+            since=since,
+            message=f"{group}: draining, {lag_total:,} messages left to consume ({show_lag(f.lag)}); "
+            + _removal_fix(group, f.removing),
+        )
+    if f.removing:
+        if not f.door_shut:
+            if f.fence_held:
+                return GroupDrainPlan(
+                    actions=tuple(actions),
+                    active=True,
+                    held=True,
+                    since=since,
+                    message=f"{group}: nothing left to consume; its removal waits for the fence on its master (a "
+                    "switchover's or the lease agent's) to be given back",
+                )
+            actions.append(GroupDrainAction.SHUT_DOOR)
+            return GroupDrainPlan(
+                actions=tuple(actions),
+                active=True,
+                held=True,
+                since=since,
+                message=f"{group}: nothing left to consume; sends refused from now on, the lag is read once more "
+                "before it is removed",
+            )
+        return GroupDrainPlan(
+            active=True,
+            since=since,
+            drained=True,
+            remove=True,
+            message=f"{group}: drained (sends refused, every consumer group's lag 0): removed",
+        )
+    if since is None or f.now - since < ROUTE_REFRESH_S:
+        wait = ROUTE_REFRESH_S if since is None else max(0.0, ROUTE_REFRESH_S - (f.now - since))
+        return GroupDrainPlan(
+            actions=tuple(actions),
+            active=True,
+            since=since,
+            message=f"{group}: draining, nothing left to consume; producers may send to it for {wait:.0f} s more "
+            "(their route refresh)",
+        )
+    return GroupDrainPlan(
+        active=True,
+        since=since,
+        drained=True,
+        message=f"{group}: drained: read-only for more than a route refresh and every consumer group's lag 0; "
+        "safe to remove",
+    )
+
+
+def _removal_fix(group: str, removing: bool) -> str:
+    if removing:
+        return (
+            f"its removal waits; fix: let the consumers read it, or force the removal (annotation "
+            f"{FORCE_ANNOTATION}=true, or --force locally), which drops what is left"
+        )
+    return "producers have left it; the consumers are reading what is left"
