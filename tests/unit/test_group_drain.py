@@ -50,7 +50,7 @@ CASES = [
     (
         "draining: write off first",
         facts(**UP, draining=True, permission=PERM_READ_WRITE, lag={"c": 5}),
-        (W_OFF,), True, False, False, False, ["5 messages left", "c 5"],
+        (W_OFF,), True, False, False, False, ["5 messages left", "c 5", "producers leave it within 30 s"],
     ),
     (
         "draining under a fence: its keys are the fence's",

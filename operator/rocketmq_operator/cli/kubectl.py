@@ -342,6 +342,38 @@ def cmd_restart(args: argparse.Namespace, cluster: Cluster) -> int:
             raise Failed(f"{group}: rolling restart not complete after {args.wait:g}s ({where}); it goes on")
 
 
+def cmd_drain_group(args: argparse.Namespace, cluster: Cluster) -> int:
+    """spec.draining on (or off with --undo); with --wait, until status.drain says drained (or is gone)."""
+    group = args.group
+    draining = not args.undo
+    _broker_group(cluster, group)
+    cluster.patch_custom(PLURAL, group, {"spec": {"draining": draining}})
+    if not draining:
+        print(f"{group}: drain taken back: the operator gives its master write permission back")
+        return 0
+    if args.wait <= 0:
+        print(
+            f"{group}: draining: producers leave it at their next route refresh (30 s), consumers read what it holds; "
+            f"follow with `kubectl rocketmq status {group}`; then `kubectl delete brokergroup {group}`"
+        )
+        return 0
+    deadline = time.monotonic() + args.wait
+    said = ""
+    while True:
+        time.sleep(POLL_S)
+        drain = (_broker_group(cluster, group).get("status") or {}).get("drain") or {}
+        message = str(drain.get("message") or "")
+        if message and message != said:
+            print(message)
+            said = message
+        if drain.get("drained"):
+            print(f"{group}: drained; remove it with `kubectl delete brokergroup {group}`")
+            return 0
+        if time.monotonic() >= deadline:
+            where = message or "no status.drain yet: is the operator running?"
+            raise Failed(f"{group}: not drained after {args.wait:g}s ({where}); it stays draining (spec.draining)")
+
+
 def cmd_report(args: argparse.Namespace, cluster: Cluster) -> int:
     from rocketmq_operator.cli.kubectl_report import write_report
 
@@ -398,6 +430,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("group", metavar="GROUP")
     p.add_argument("--wait", type=float, default=0.0, metavar="S", help="wait for the roll to complete")
     p.set_defaults(func=cmd_restart)
+
+    p = sub.add_parser(
+        "drain-group",
+        parents=[common],
+        help="take a group out of service before deleting it: producers leave it, consumers read what it holds",
+    )
+    p.add_argument("group", metavar="GROUP")
+    p.add_argument("--undo", action="store_true", help="take the drain back (write permission back on)")
+    p.add_argument("--wait", type=float, default=0.0, metavar="S", help="wait until it is drained")
+    p.set_defaults(func=cmd_drain_group)
 
     p = sub.add_parser("report", parents=[common], help="a tarball of everything a bug report needs (no Secret)")
     p.add_argument("group", metavar="GROUP")

@@ -151,7 +151,7 @@ def plan_group_drain(facts: GroupDrainFacts, *, group: str) -> GroupDrainPlan:
             held=f.removing,
             since=f.recorded_since,
             message=f"{group}: draining, no master answers: the lag cannot be read (the failover elects one); "
-            + _removal_fix(group, f.removing),
+            + _removal_fix(group, f.removing, None),
         )
     actions: list[GroupDrainAction] = []
     read_only = f.permission == PERM_READ_ONLY
@@ -164,7 +164,8 @@ def plan_group_drain(facts: GroupDrainFacts, *, group: str) -> GroupDrainPlan:
             active=True,
             held=f.removing,
             since=since,
-            message=f"{group}: draining, its consumer offsets could not be read; " + _removal_fix(group, f.removing),
+            message=f"{group}: draining, its consumer offsets could not be read; "
+            + _removal_fix(group, f.removing, _route_wait(since, f.now)),
         )
     if lag_total:
         return GroupDrainPlan(
@@ -173,7 +174,7 @@ def plan_group_drain(facts: GroupDrainFacts, *, group: str) -> GroupDrainPlan:
             held=f.removing,
             since=since,
             message=f"{group}: draining, {lag_total:,} messages left to consume ({show_lag(f.lag)}); "
-            + _removal_fix(group, f.removing),
+            + _removal_fix(group, f.removing, _route_wait(since, f.now)),
         )
     if f.removing:
         if not f.door_shut:
@@ -202,8 +203,8 @@ def plan_group_drain(facts: GroupDrainFacts, *, group: str) -> GroupDrainPlan:
             remove=True,
             message=f"{group}: drained (sends refused, every consumer group's lag 0): removed",
         )
-    if since is None or f.now - since < ROUTE_REFRESH_S:
-        wait = ROUTE_REFRESH_S if since is None else max(0.0, ROUTE_REFRESH_S - (f.now - since))
+    wait = _route_wait(since, f.now)
+    if wait is not None:
         return GroupDrainPlan(
             actions=tuple(actions),
             active=True,
@@ -220,10 +221,20 @@ def plan_group_drain(facts: GroupDrainFacts, *, group: str) -> GroupDrainPlan:
     )
 
 
-def _removal_fix(group: str, removing: bool) -> str:
+def _route_wait(since: float | None, now: float) -> float | None:
+    """Seconds until every producer's route has dropped the group (None: it has)."""
+    if since is None:
+        return ROUTE_REFRESH_S
+    left = ROUTE_REFRESH_S - (now - since)
+    return left if left > 0 else None
+
+
+def _removal_fix(group: str, removing: bool, route_wait: float | None) -> str:
     if removing:
         return (
             f"its removal waits; fix: let the consumers read it, or force the removal (annotation "
             f"{FORCE_ANNOTATION}=true, or --force locally), which drops what is left"
         )
+    if route_wait is not None:
+        return f"producers leave it within {route_wait:.0f} s (their route refresh); the consumers read what is left"
     return "producers have left it; the consumers are reading what is left"

@@ -113,6 +113,9 @@ def group_lines(groups: Sequence[Doc], *, more_problems: Mapping[str, str] | Non
             text += " controller=unavailable"
         lines.append(text)
         lines.extend(f"  {condition_line(c)}" for c in conditions if is_problem(c, more_problems))
+        drain = g.get("drain") or {}
+        if drain:  # status.drain: spec.draining or a removal under way
+            lines.append(f"  drain: {drain.get('message') or ('drained' if drain.get('drained') else 'draining')}")
     return lines
 
 

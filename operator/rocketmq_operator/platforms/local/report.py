@@ -40,6 +40,7 @@ from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.core.status_view import STOPPED, cell, group_lines, replica_table, table, topic_tables
 from rocketmq_operator.platforms.local.group_states import observe
+from rocketmq_operator.platforms.local.group_drain import read_drain_record
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.ports import ports_answer
@@ -180,6 +181,9 @@ def proxy_group_docs(
             ],
         }
         with_rollout(doc, layout, info.name)
+        drain = read_drain_record(layout, info.name)
+        if drain is not None:
+            doc["drain"] = drain.model_dump(mode="json", by_alias=True)
         docs.append(doc)
     return docs
 
@@ -207,6 +211,9 @@ async def collect(state: LocalState, layout: StateLayout, *, persist: bool = Tru
         if stopped:
             _topics_unknown(doc)
         with_rollout(doc, layout, info.name)
+        drain = read_drain_record(layout, info.name)
+        if drain is not None:
+            doc["drain"] = drain.model_dump(mode="json", by_alias=True)
         doc["nameServers"] = info.name_servers
         doc["controllers"] = info.controllers
         for replica in doc["replicas"]:
