@@ -82,6 +82,8 @@ E2E_WORKER_GROUPS = {
     # (file order), about 750 s of tests (2026-11-29).
     "tests/e2e/test_chaos_k8s.py": "second-quickstart",
     E2E_IMAGE_ROLL: "second-quickstart",
+    # A group added to its cluster, then deleted: drained first (docs/scaling.md).
+    "tests/e2e/test_group_scale.py": "second-quickstart",
     "tests/e2e/test_spark_job.py": "second-quickstart",
     # On the quickstart's worker (their own namespaces; auth first and TLS last, in file order): about 730 s of
     # tests. Before the campaign came, auth was a group of its own, which went to the second quickstart's worker.

@@ -12,7 +12,6 @@ committing consumer group, as a user does it with `local apply`:
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from rocketmq_operator.tools.consume import consume
+from group_load import Producer, Readers
 from rocketmq_operator.tools.noloss import missing_acknowledged
-from rocketmq_operator.tools.produce import SteadyProducer
-from rocketmq_operator.tools.routing import ToolError
 
 pytestmark = pytest.mark.integration
 
@@ -45,55 +42,6 @@ def _manifest(path: Path, *, with_added: bool, draining: bool = False) -> Path:
     return path
 
 
-class Producer:
-    """A steady producer in a thread of its own; ``acked(broker)`` counts its acknowledged sends so far."""
-
-    def __init__(self, name_servers: list[str], rate: float = 40.0) -> None:
-        self.producer = SteadyProducer(TOPIC, rate, namesrv=name_servers, size=128, timeout=3.0, retries=2)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
-
-    async def _run(self) -> None:
-        await self.producer.start()
-        while not self.stop.is_set():
-            await asyncio.sleep(0.2)
-        await self.producer.stop()
-
-    def acked(self, broker: str | None = None) -> list[str]:
-        return [r.key for r in list(self.producer.records) if r.ok and (broker is None or r.broker_name == broker)]
-
-
-class Readers:
-    """The consumer group: reads the topic to its end again and again, committing its offsets after each read."""
-
-    def __init__(self, name_servers: list[str]) -> None:
-        self.name_servers = name_servers
-        self.keys: set[str] = set()
-        self.rounds = 0
-        self.paused = threading.Event()
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
-
-    async def _run(self) -> None:
-        while not self.stop.is_set():
-            if self.paused.is_set():
-                await asyncio.sleep(0.2)
-                continue
-            await self.read_once()
-
-    async def read_once(self) -> None:
-        try:
-            report = await consume(
-                self.name_servers, TOPIC, group=READERS, commit=True, read_from="master", to_end=True,
-                idle_timeout=2.0,
-            )  # fmt: skip
-        except ToolError:
-            await asyncio.sleep(0.5)  # a group going away under the read: read again
-            return
-        self.keys |= set(report.keys)
-        self.rounds += 1
-
-
 def _group(doc: dict[str, Any], name: str) -> dict[str, Any] | None:
     return next((g for g in doc["groups"] if g["name"] == name), None)
 
@@ -112,7 +60,7 @@ def test_add_then_drain_and_remove_a_group_under_load(local_platform: Any, tmp_p
     draining = _manifest(tmp_path / "draining.yaml", with_added=True, draining=True)
     with local_platform.up(one, name="group-scale") as cluster:
         name_servers = cluster.status()["nameServers"]
-        producer, readers = Producer(name_servers), Readers(name_servers)
+        producer, readers = Producer(name_servers, TOPIC), Readers(name_servers, TOPIC, READERS)
         producer.thread.start()
         readers.thread.start()
         try:
@@ -155,8 +103,9 @@ def test_add_then_drain_and_remove_a_group_under_load(local_platform: Any, tmp_p
             assert "removed" in removed.stdout, removed.stdout + removed.stderr
             cluster.wait_for(
                 f"{ADDED} gone",
-                lambda d: _group(d, ADDED) is None
-                and not any(p["name"].startswith(f"{ADDED}-") for p in d["processes"]),
+                lambda d: (
+                    _group(d, ADDED) is None and not any(p["name"].startswith(f"{ADDED}-") for p in d["processes"])
+                ),
                 timeout=180,
             )
         finally:

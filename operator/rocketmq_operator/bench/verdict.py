@@ -76,6 +76,16 @@ def switchover_failures(doc: dict[str, Any]) -> list[str]:
     )
 
 
+def group_scale_failures(doc: dict[str, Any]) -> list[str]:
+    """`bench group-scale`: lost messages, an added group no send reached, a group removed with a lag."""
+    reasons = _lost(doc)
+    if not doc.get("sends_to_added_group"):
+        reasons.append(f"no send was acknowledged by the added group {doc.get('added')}")
+    if doc.get("removed_group_final_lag") not in (0, None):
+        reasons.append(f"{doc.get('removed')} was removed with a lag of {doc.get('removed_group_final_lag')}")
+    return reasons
+
+
 def upgrade_failures(doc: dict[str, Any]) -> list[str]:
     """`bench upgrade`: lost messages, a roll that did not complete."""
     reasons = _lost(doc)

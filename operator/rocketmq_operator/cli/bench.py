@@ -218,6 +218,22 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     return _verdict("bench upgrade", verdict.upgrade_failures(doc))
 
 
+def cmd_group_scale(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.group_scale import GroupScaleError, run_bench
+
+    state_dir = Path(args.state_dir or ".bench-state/group-scale").resolve()
+    try:
+        main = run_bench(args.files, state_dir, args.rate, args.keep, args.added_name)
+        doc = _run("bench group-scale", state_dir, args.keep, main)
+    except Interrupted as exc:
+        return _interrupted(exc)
+    except (GroupScaleError, TimeoutError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(doc, indent=2 if args.json else None))
+    return _verdict("bench group-scale", verdict.group_scale_failures(doc))
+
+
 def cmd_switchover(args: argparse.Namespace) -> int:
     from rocketmq_operator.bench.switchover import run_bench
 
@@ -513,6 +529,17 @@ def register(sub: Any) -> None:
     u.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     u.add_argument("--json", action="store_true", help="indented JSON")
     u.set_defaults(func=cmd_upgrade)
+    g = bsub.add_parser(
+        "group-scale",
+        help="add a broker group, then drain and remove another, under a producer and a consumer group (local)",
+    )
+    g.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
+    g.add_argument("--rate", type=float, default=100.0, help="producer messages per second")
+    g.add_argument("--added-name", default="bench-added", help="the name of the BrokerGroup added")
+    g.add_argument("--state-dir", help="default: .bench-state/group-scale")
+    g.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
+    g.add_argument("--json", action="store_true", help="indented JSON")
+    g.set_defaults(func=cmd_group_scale)
     w = bsub.add_parser("switchover", help="N planned switchovers under a steady producer on the local platform")
     w.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
     w.add_argument("--switchovers", type=int, default=10)

@@ -1,0 +1,118 @@
+"""Growing and shrinking a cluster by broker groups on the real cluster, under a producer on the host and a
+committing consumer group, as a user does it with kubectl (on the second quickstart: tests/conftest.py
+`E2E_WORKER_GROUPS`):
+
+1. a BrokerGroup added to the quickstart's cluster gets the cluster's Topic and ConsumerGroup (placed by
+   clusterName) and the producer sends to it after its next route refresh;
+2. `kubectl delete` of it while its consumers have not read it: the operator holds the deletion (status.drain and
+   the Drained condition say what is left and the fix) and turns its write permission off;
+3. once the consumers have read it, the deletion goes through and its pods go. Every acknowledged key was consumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from group_load import Producer, Readers
+from rocketmq_operator.render.config import NAMESRV_PORT
+from rocketmq_operator.tools.noloss import missing_acknowledged
+
+ADDED, TOPIC, READERS = "broker-b", "scale-orders", "scale-readers"
+
+
+def _manifests() -> str:
+    docs = [
+        {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "Topic", "metadata": {"name": TOPIC},
+         "spec": {"clusterName": "DefaultCluster", "readQueueNums": 4, "writeQueueNums": 4, "messageType": "NORMAL"}},
+        {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "ConsumerGroup", "metadata": {"name": READERS},
+         "spec": {"clusterName": "DefaultCluster", "topics": [TOPIC]}},
+    ]  # fmt: skip
+    return "\n---\n".join(json.dumps(d) for d in docs)
+
+
+def _added_group(controller_group: str) -> str:
+    return json.dumps(
+        {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "BrokerGroup", "metadata": {"name": ADDED},
+         "spec": {"clusterName": "DefaultCluster", "replicas": 2, "haMode": "controller",
+                  "controllerRef": {"name": controller_group},
+                  "quorum": {"minInSyncReplicas": 1, "allAckInSyncStateSet": True},
+                  "storage": {"size": "1Gi"}, "resources": {"requests": {"cpu": "100m"}},
+                  "jvm": {"heap": "512Mi"}}}
+    )  # fmt: skip
+
+
+def test_a_group_added_then_deleted_is_drained_first_with_no_loss(second_quickstart: Any) -> None:
+    group = second_quickstart
+    node, ns = group.node, group.ns
+    node.kubectl("-n", ns, "apply", "-f", "-", input=_manifests())
+    name_servers = [  # the name server pods' addresses, which the host reaches (a client outside the cluster)
+        f"{p['status']['podIP']}:{NAMESRV_PORT}"
+        for p in node.json("-n", ns, "get", "pods", "-l", f"rocketmq-operator.dev/group={group.controller_group}")[
+            "items"
+        ]
+        if (p.get("status") or {}).get("podIP")
+    ]
+    assert name_servers, f"no pod of {group.controller_group} has an address"
+    producer, readers = Producer(name_servers, TOPIC), Readers(name_servers, TOPIC, READERS)
+    node.wait_for(f"topic {TOPIC} routed", lambda: group.name_servers_route(TOPIC)[0], timeout=300)
+    producer.thread.start()
+    readers.thread.start()
+
+    def added() -> dict[str, Any]:
+        found = node.json("-n", ns, "get", "bg", "--field-selector", f"metadata.name={ADDED}")["items"]
+        return dict(found[0]) if found else {}
+
+    try:
+        # 1. Added: writable once it has the cluster's topic; the producer finds it.
+        node.kubectl("-n", ns, "apply", "-f", "-", input=_added_group(group.controller_group))
+        seconds = node.wait_for(
+            f"{ADDED} writable", lambda: (added().get("status") or {}).get("writable") is True, timeout=600
+        )
+        print(f"\n{ADDED} writable {seconds:.0f} s after it was applied")
+        seconds = node.wait_for(
+            f"the producer sends to {ADDED}", lambda: len(producer.acked(ADDED)) >= 20, timeout=180, interval=0.5
+        )
+        print(f"the producer's first 20 sends to {ADDED} acknowledged {seconds:.0f} s after it was writable")
+
+        # 2. Deleted with messages its readers have not read: held, saying why.
+        readers.paused.set()
+        before = len(producer.acked(ADDED))
+        node.wait_for(
+            f"sends to {ADDED} unread", lambda: len(producer.acked(ADDED)) > before + 10, timeout=180, interval=0.5
+        )
+        node.kubectl("-n", ns, "delete", "bg", ADDED, "--wait=false")
+
+        def held() -> bool:
+            drain = (added().get("status") or {}).get("drain") or {}
+            return "removal waits" in str(drain.get("message")) and int(drain.get("lagTotal") or 0) > 0
+
+        node.wait_for(f"{ADDED}'s deletion held for its unread messages", held, timeout=180)
+        doc = added()
+        assert doc["metadata"].get("deletionTimestamp"), doc["metadata"]
+        drained = next(c for c in doc["status"]["conditions"] if c["type"] == "Drained")
+        assert drained["status"] == "False" and "fix:" in drained["message"], drained
+        print(f"held: {drained['message']}")
+
+        # 3. Read: the deletion goes through, and the pods with it.
+        readers.paused.clear()
+        seconds = node.wait_for(f"{ADDED} deleted", lambda: not added(), timeout=300)
+        print(f"{ADDED} deleted {seconds:.0f} s after its readers went on")
+        node.wait_for(
+            f"{ADDED}'s pods gone",
+            lambda: not node.json("-n", ns, "get", "pods", "-l", f"rocketmq-operator.dev/group={ADDED}")["items"],
+            timeout=300,
+        )
+    finally:
+        producer.stop.set()
+        producer.thread.join(timeout=60)
+        readers.stop.set()
+        readers.thread.join(timeout=120)
+    asyncio.run(readers.read_once())  # what was sent to the quickstart's group meanwhile
+    acked = producer.acked()
+    assert producer.acked(ADDED), f"no send was acknowledged by {ADDED}"
+    lost = missing_acknowledged(set(acked), readers.keys)
+    print(f"{len(acked)} acknowledged ({len(producer.acked(ADDED))} by {ADDED}), {len(lost)} never consumed")
+    assert not lost, f"{len(lost)} of {len(acked)} acknowledged keys never consumed, e.g. {sorted(lost)[:5]}"
+    group.wait_healthy()

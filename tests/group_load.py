@@ -1,0 +1,61 @@
+"""A producer and a committing consumer group in threads of their own, for the tests that grow and shrink a cluster
+by broker groups (local: tests/integration/test_group_scale_real.py; Kubernetes: tests/e2e/test_group_scale.py).
+
+`Producer(name_servers, topic)`: a steady producer; `acked(broker)` lists the keys acknowledged so far (by one
+group). `Readers(name_servers, topic, group)`: reads the topic to its end again and again, committing the group's
+offsets after each read, so that a group's lag is what it has not read yet; `paused` holds it, `keys` is every key
+it read."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from rocketmq_operator.tools.consume import consume
+from rocketmq_operator.tools.produce import SteadyProducer
+from rocketmq_operator.tools.routing import ToolError
+
+
+class Producer:
+    def __init__(self, name_servers: list[str], topic: str, rate: float = 40.0) -> None:
+        self.producer = SteadyProducer(topic, rate, namesrv=name_servers, size=128, timeout=3.0, retries=2)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+
+    async def _run(self) -> None:
+        await self.producer.start()
+        while not self.stop.is_set():
+            await asyncio.sleep(0.2)
+        await self.producer.stop()
+
+    def acked(self, broker: str | None = None) -> list[str]:
+        return [r.key for r in list(self.producer.records) if r.ok and (broker is None or r.broker_name == broker)]
+
+
+class Readers:
+    def __init__(self, name_servers: list[str], topic: str, group: str) -> None:
+        self.name_servers, self.topic, self.group = name_servers, topic, group
+        self.keys: set[str] = set()
+        self.rounds = 0
+        self.paused = threading.Event()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+
+    async def _run(self) -> None:
+        while not self.stop.is_set():
+            if self.paused.is_set():
+                await asyncio.sleep(0.2)
+                continue
+            await self.read_once()
+
+    async def read_once(self) -> None:
+        try:
+            report = await consume(
+                self.name_servers, self.topic, group=self.group, commit=True, read_from="master", to_end=True,
+                idle_timeout=2.0,
+            )  # fmt: skip
+        except ToolError:
+            await asyncio.sleep(0.5)  # a group going away under the read: read again
+            return
+        self.keys |= set(report.keys)
+        self.rounds += 1
