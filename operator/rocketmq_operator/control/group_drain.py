@@ -115,8 +115,7 @@ async def run_group_drain(
         master_reachable=config is not None,
         any_reachable=any(r.reachable for r in state.replicas),
         permission=_int(config.get("brokerPermission")) if config is not None else None,
-        fence_held=config is not None
-        and (is_fenced(config) or (now * 1000 < door_until < FENCE_FOREVER_MS)),
+        fence_held=config is not None and (is_fenced(config) or (now * 1000 < door_until < FENCE_FOREVER_MS)),
         door_shut=door_until >= FENCE_FOREVER_MS,
         lag=lag,
         recorded_since=recorded.since if recorded is not None else None,

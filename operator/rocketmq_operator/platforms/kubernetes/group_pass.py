@@ -351,6 +351,11 @@ class KubernetesPassSteps:
                 _condition_of(self.previous, DRAINED),
             )  # fmt: skip
         await write_status(self.kube, self.body, StatusChange(fields=fields, conditions=conditions))
+        if self.drain_outcome is not None:
+            drain_status = self.drain_outcome.status()
+            self.metrics.record_drain(
+                ns, name, self.drain_outcome.lag, None if drain_status is None else drain_status.drained
+            )
         _metrics(self.metrics, ns, name, status)
         self.metrics.record_quorum_and_conditions(ns, name, self.bg.spec, status)
         if self.previous is not None and len(status.history) > len(self.previous.history):

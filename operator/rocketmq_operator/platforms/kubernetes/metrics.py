@@ -6,6 +6,8 @@ them (a unit test compares it with this registry), next to the brokers' own metr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from rocketmq_operator.api.models import BrokerGroupSpec, BrokerGroupStatus, HAMode
@@ -84,6 +86,27 @@ class OperatorMetrics:
             ["namespace", "consumer_group", "topic", "group"],
             registry=self.registry,
         )
+
+        self.drain_lag = Gauge(
+            "rocketmq_operator_group_drain_lag",
+            "A draining BrokerGroup's messages its consumer group has not read yet (spec.draining or a deletion)",
+            ["namespace", "group", "consumer_group"],
+            registry=self.registry,
+        )
+        self._drain_labels: dict[tuple[str, str], set[str]] = {}
+
+    def record_drain(self, namespace: str, group: str, lag: Mapping[str, int] | None, drained: bool | None) -> None:
+        """The drain's lag per consumer group and the `Drained` condition (None: no drain, the series removed)."""
+        key = (namespace, group)
+        for consumer_group in self._drain_labels.pop(key, set()) - set(lag or {}):
+            self.drain_lag.remove(namespace, group, consumer_group)
+        if drained is None:
+            self.condition.labels(namespace=namespace, group=group, condition="Drained").set(0)
+            return
+        for consumer_group, left in (lag or {}).items():
+            self.drain_lag.labels(namespace=namespace, group=group, consumer_group=consumer_group).set(left)
+        self._drain_labels[key] = set(lag or {})
+        self.condition.labels(namespace=namespace, group=group, condition="Drained").set(1 if drained else 0)
 
     def record_quorum_and_conditions(
         self, namespace: str, group: str, spec: BrokerGroupSpec, status: BrokerGroupStatus

@@ -39,8 +39,8 @@ from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status
 from rocketmq_operator.core.status_view import STOPPED, cell, group_lines, replica_table, table, topic_tables
-from rocketmq_operator.platforms.local.group_states import observe
 from rocketmq_operator.platforms.local.group_drain import read_drain_record
+from rocketmq_operator.platforms.local.group_states import observe
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.ports import ports_answer

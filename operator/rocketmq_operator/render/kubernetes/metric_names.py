@@ -106,6 +106,13 @@ OPERATOR_METRICS: tuple[Metric, ...] = (
         OPERATOR_SOURCE,
         "messages not yet consumed, from the declared ConsumerGroups' offsets",
     ),
+    Metric(
+        "rocketmq_operator_group_drain_lag",
+        "gauge",
+        ("namespace", "group", "consumer_group"),
+        OPERATOR_SOURCE,
+        "a draining BrokerGroup's messages its consumer group has not read yet",
+    ),
 )
 
 _IN = (*BROKER_BASE_LABELS, "topic", "message_type", "is_system")  # SendMessageProcessor
