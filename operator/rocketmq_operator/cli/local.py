@@ -1,9 +1,9 @@
 """`rocketmq-operator local ...`: the local platform's subcommands (registered by `rocketmq_operator.cli`).
 
-Contract: `register(sub)` adds the `local` command with `up`, `apply`, `status`, `env`, `down`, `kill`, `start`
-and `dist-path`, and the `switchover` command; each handler resolves the state directory
-(`layout.resolve_state_dir`: `--state-dir`, then `$ROCKETMQ_OPERATOR_STATE`, then `./.local-state`) and returns
-`control`'s exit code.
+Contract: `register(sub)` adds the `local` command with `up`, `apply`, `status`, `env`, `down`, `kill`, `start`,
+`dist-path`, `backup` and `restore` (`cli.backup`), and the `switchover` command; each handler resolves the state
+directory (`layout.resolve_state_dir`: `--state-dir`, then `$ROCKETMQ_OPERATOR_STATE`, then `./.local-state`) and
+returns `control`'s exit code.
 """
 
 from __future__ import annotations
@@ -171,6 +171,11 @@ def register(sub: Any) -> None:
         help="print the RocketMQ distribution directory (built first if missing, with its JVMs' class-data archives)",
     )
     p.set_defaults(func=cmd_dist_path)
+
+    # `local backup` / `local restore` (cli.backup: its imports are made when they run).
+    from rocketmq_operator.cli.backup import register_local as register_backup
+
+    register_backup(lsub, _state_dir_arg)
 
     p = sub.add_parser(
         "switchover",

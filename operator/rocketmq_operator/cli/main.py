@@ -27,6 +27,8 @@ FAMILIES: dict[str, str] = {
     "switchover": "rocketmq_operator.cli.local",
     "produce": "rocketmq_operator.cli.tools",
     "consume": "rocketmq_operator.cli.tools",
+    "backup": "rocketmq_operator.cli.backup",
+    "restore": "rocketmq_operator.cli.backup",
     "chaos": "rocketmq_operator.cli.bench",
     "bench": "rocketmq_operator.cli.bench",
 }

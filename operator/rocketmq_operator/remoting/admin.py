@@ -12,6 +12,10 @@ Contract:
 * UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) sends a ``SubscriptionGroupConfig`` JSON body (fields left out keep
   RocketMQ's defaults); DELETE_TOPIC_IN_BROKER (215) takes ``topic``, DELETE_SUBSCRIPTIONGROUP (207)
   ``groupName`` and ``cleanOffset``.
+* :meth:`TopicAdmin.subscription_group_configs` answers the same table as JSON objects, every field the broker
+  sent kept (what a metadata backup needs: RocketMQ has more fields than the operator manages), and
+  :meth:`TopicAdmin.put_subscription_group_config` sends such an object back as UPDATE_AND_CREATE_SUBSCRIPTIONGROUP's
+  body.
 * :meth:`TopicAdmin.consumer_lag` sums ``max offset - committed offset`` over a topic's queues (a queue
   without a committed offset counts from its min offset, as a new consumer starting at the earliest would).
 """
@@ -171,6 +175,21 @@ class TopicAdmin:
     ) -> None:
         """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), the config as the JSON body."""
         body = json.dumps(config.to_json(), separators=(",", ":")).encode("utf-8")
+        await self.client._call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body, timeout=timeout)
+
+    async def subscription_group_configs(self, addr: str, *, timeout: float | None = None) -> dict[str, dict[str, Any]]:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): name -> the broker's ``SubscriptionGroupConfig`` JSON, as sent."""
+        response = await self.client._call(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, timeout=timeout)
+        wrapper = _obj(_body_json(response, "GET_ALL_SUBSCRIPTIONGROUP_CONFIG"), "SubscriptionGroupWrapper")
+        table = _obj(wrapper.get("subscriptionGroupTable"), "subscriptionGroupTable")
+        return {str(name): _obj(raw, f"subscriptionGroupTable[{name}]") for name, raw in table.items()}
+
+    async def put_subscription_group_config(
+        self, addr: str, config: Mapping[str, Any], *, timeout: float | None = None
+    ) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) with ``config`` (a ``SubscriptionGroupConfig`` JSON object,
+        ``groupName`` included) as the body: fields left out keep RocketMQ's defaults."""
+        body = json.dumps(dict(config), separators=(",", ":")).encode("utf-8")
         await self.client._call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body, timeout=timeout)
 
     async def delete_subscription_group(
