@@ -6,7 +6,10 @@ committing consumer group, as a user does it with `local apply`:
 2. removing it while its consumers have not read it is refused, in one line with the fix, and changes nothing
    (the producer goes on being acknowledged by it);
 3. `spec.draining: true`: the producer leaves it, the consumers read it, `local status` says Drained;
-4. removing it then succeeds; its processes stop. Every acknowledged key was consumed by the consumer group.
+4. removing it then succeeds; its processes stop;
+5. a group its readers never read is refused removal too (its lag counts from the queues' min offsets), and
+   `--force` removes it, saying what is dropped.
+Every acknowledged key was consumed by the consumer group, but for those the forced removal said it dropped.
 """
 
 from __future__ import annotations
@@ -25,15 +28,18 @@ from rocketmq_operator.tools.noloss import missing_acknowledged
 pytestmark = pytest.mark.integration
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "two-groups.yaml"
-TOPIC, READERS, ADDED = "orders", "orders-readers", "broker-b"
+TOPIC, READERS, ADDED, UNREAD = "orders", "orders-readers", "broker-b", "broker-c"
 
 
-def _manifest(path: Path, *, with_added: bool, draining: bool = False) -> Path:
+def _manifest(path: Path, *, with_added: bool, draining: bool = False, another: str | None = None) -> Path:
+    """The example without broker-b, with it (draining or not), or with a copy of it named ``another`` instead."""
     docs = [d for d in yaml.safe_load_all(EXAMPLE.read_text(encoding="utf-8")) if d]
     out = []
     for doc in docs:
         if doc["kind"] == "BrokerGroup" and doc["metadata"]["name"] == ADDED:
-            if not with_added:
+            if another is not None:
+                doc["metadata"]["name"] = another
+            elif not with_added:
                 continue
             if draining:
                 doc["spec"]["draining"] = True
@@ -58,6 +64,7 @@ def test_add_then_drain_and_remove_a_group_under_load(local_platform: Any, tmp_p
     one = _manifest(tmp_path / "one.yaml", with_added=False)
     two = _manifest(tmp_path / "two.yaml", with_added=True)
     draining = _manifest(tmp_path / "draining.yaml", with_added=True, draining=True)
+    unread = _manifest(tmp_path / "unread.yaml", with_added=False, another=UNREAD)
     with local_platform.up(one, name="group-scale") as cluster:
         name_servers = cluster.status()["nameServers"]
         producer, readers = Producer(name_servers, TOPIC), Readers(name_servers, TOPIC, READERS)
@@ -108,6 +115,17 @@ def test_add_then_drain_and_remove_a_group_under_load(local_platform: Any, tmp_p
                 ),
                 timeout=180,
             )
+
+            # 5. A group its readers never read (no offset committed on it): removal refused all the same, then
+            #    forced, saying what it drops.
+            readers.paused.set()
+            cluster.cli("apply", "-f", str(unread), timeout=300)
+            _until(f"sends to {UNREAD}", lambda: len(producer.acked(UNREAD)) >= 10)
+            refused = cluster.cli("apply", "-f", str(one), check=False, timeout=120)
+            assert refused.returncode == 1 and "removal refused" in refused.stderr, refused.stdout + refused.stderr
+            forced = cluster.cli("apply", "-f", str(one), "--force", timeout=180)
+            assert "removal forced" in forced.stdout and "dropped" in forced.stdout, forced.stdout + forced.stderr
+            readers.paused.clear()
         finally:
             producer.stop.set()
             producer.thread.join(timeout=60)
@@ -117,5 +135,6 @@ def test_add_then_drain_and_remove_a_group_under_load(local_platform: Any, tmp_p
         acked = producer.acked()
         on_added = producer.acked(ADDED)
         assert on_added, "no send was acknowledged by the added group"
-        lost = missing_acknowledged(set(acked), readers.keys)
+        dropped = set(producer.acked(UNREAD))  # what the forced removal said it drops
+        lost = missing_acknowledged(set(acked) - dropped, readers.keys)
         assert not lost, f"{len(lost)} of {len(acked)} acknowledged keys never consumed, e.g. {sorted(lost)[:5]}"

@@ -11,6 +11,7 @@ from rocketmq_operator.core.group_drain import (
     GroupDrainAction,
     GroupDrainFacts,
     lag_by_group,
+    lag_pairs,
     plan_group_drain,
     show_lag,
 )
@@ -176,17 +177,24 @@ def test_since_is_kept_once_read_only_and_starts_on_first_sight() -> None:
     assert writable_again.actions == (W_OFF,)
 
 
-def test_lag_by_group_counts_committed_queues_and_skips_system_groups() -> None:
+def test_lag_counts_every_queue_of_a_read_topic_from_the_committed_or_the_min_offset() -> None:
     table = {
-        "orders@c1": {"0": 5, "1": 10},
+        "orders@c1": {"0": 5},  # queue 1 never committed: from its min offset
         "%RETRY%c1@c1": {"0": 0},
-        "orders@c2": {"0": 8},
+        "orders@c2": {"0": 8, "1": 10},
         "rmq_sys_REVIVE_LOG_DefaultCluster@CID_RMQ_SYS_REVIVE_GROUP": {"0": 1},
-        "gone@c3": {"0": 1},
+        "gone@c3": {"0": 1},  # a topic the broker no longer holds
         "no-separator": {"0": 1},
     }
-    highs = {("orders", 0): 8, ("orders", 1): 10, ("%RETRY%c1", 0): 2, ("rmq_sys_REVIVE_LOG_DefaultCluster", 0): 9}
-    assert lag_by_group(table, highs) == {"c1": 5, "c2": 0, "c3": 0}
+    queue_nums = {"orders": 2, "%RETRY%c1": 1, "rmq_sys_REVIVE_LOG_DefaultCluster": 1, "audit": 1}
+    highs = {("orders", 0): 8, ("orders", 1): 10, ("%RETRY%c1", 0): 2, ("rmq_sys_REVIVE_LOG_DefaultCluster", 0): 9,
+             ("audit", 0): 7}  # fmt: skip
+    lows = {("orders", 0): 0, ("orders", 1): 4, ("%RETRY%c1", 0): 0, ("audit", 0): 3}
+    # c4 is declared on audit and never read this group: all it still stores is unread.
+    pairs = lag_pairs(table, declared=[("audit", "c4")])
+    assert ("audit", "c4") in pairs and ("%RETRY%c4", "c4") in pairs
+    assert not any(g.startswith("CID_RMQ_SYS_") for _, g in pairs)
+    assert lag_by_group(table, pairs, queue_nums, highs, lows) == {"c1": 3 + 6 + 2, "c2": 0, "c3": 0, "c4": 4}
 
 
 def test_show_lag_largest_first_zero_left_out() -> None:

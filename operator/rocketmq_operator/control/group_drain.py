@@ -12,7 +12,7 @@ removes the group's workloads only when the plan says `remove`.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,10 +27,12 @@ from rocketmq_operator.core.group_drain import (
     GroupDrainFacts,
     GroupDrainPlan,
     lag_by_group,
+    lag_pairs,
     plan_group_drain,
 )
 from rocketmq_operator.core.observation import GroupState
 from rocketmq_operator.remoting import RemotingClient, RemotingException
+from rocketmq_operator.remoting.admin import TopicAdmin
 
 ACTION_CONFIG: dict[GroupDrainAction, dict[str, str]] = {
     GroupDrainAction.WRITE_OFF: {"brokerPermission": str(PERM_READ_ONLY)},
@@ -61,23 +63,28 @@ class GroupDrainOutcome:
         )
 
 
-async def read_lag(client: RemotingClient, addr: str, *, timeout: float) -> dict[str, int]:
-    """Lag per consumer group on the broker at ``addr`` (see `core.group_drain.lag_by_group`)."""
-    table = await client.get_all_consumer_offsets(addr, timeout=timeout)
-    offsets: dict[str, dict[str, int]] = {}
+async def read_lag(
+    client: RemotingClient, addr: str, declared: Iterable[tuple[str, str]] = (), *, timeout: float
+) -> dict[str, int]:
+    """Lag per consumer group on the broker at ``addr`` (`core.group_drain.lag_pairs`, `lag_by_group`): its
+    committed offsets and topic table, then the max and min offset of each queue that counts."""
+    raw = await client.get_all_consumer_offsets(addr, timeout=timeout)
+    offsets = {
+        str(key): {str(q): int(o) for q, o in queues.items()} for key, queues in raw.items() if isinstance(queues, dict)
+    }
+    pairs = lag_pairs(offsets, declared)
+    topics = await TopicAdmin(client).topics(addr, timeout=timeout)
+    queue_nums = {name: t.read_queue_nums for name, t in topics.items() if name in {p[0] for p in pairs}}
     highs: dict[tuple[str, int], int] = {}
-    for key, queues in table.items():
-        if not isinstance(queues, dict):
-            continue
-        offsets[str(key)] = {str(q): int(o) for q, o in queues.items()}
-        topic = str(key).rpartition("@")[0]
-        for queue in queues:
-            if (topic, int(queue)) not in highs:
-                try:
-                    highs[(topic, int(queue))] = await client.get_max_offset(addr, topic, int(queue), timeout=timeout)
-                except RemotingException:
-                    continue  # the topic was deleted since: nothing of it is left to consume
-    return lag_by_group(offsets, highs)
+    lows: dict[tuple[str, int], int] = {}
+    for topic, count in queue_nums.items():
+        for queue in range(count):
+            try:
+                highs[(topic, queue)] = await client.get_max_offset(addr, topic, queue, timeout=timeout)
+                lows[(topic, queue)] = await client.get_min_offset(addr, topic, queue, timeout=timeout)
+            except RemotingException:
+                continue  # deleted meanwhile: nothing of it is left to consume
+    return lag_by_group(offsets, pairs, queue_nums, highs, lows)
 
 
 async def run_group_drain(
@@ -88,10 +95,13 @@ async def run_group_drain(
     removing: bool,
     forced: bool = False,
     recorded: GroupDrainStatus | None = None,
+    declared: Iterable[tuple[str, str]] = (),
     timeout: float = 3.0,
     dry_run: bool = False,
 ) -> GroupDrainOutcome:
-    """One drain step over one observation (module doc); ``dry_run``: decide only (what a removal would meet)."""
+    """One drain step over one observation (module doc); ``declared``: the (topic, consumer group) pairs the
+    declared ConsumerGroups placed on this group read (`declared_lag_pairs`); ``dry_run``: decide only (what a
+    removal would meet)."""
     master = state.master
     config: dict[str, str] | None = None
     lag: dict[str, int] | None = None
@@ -103,7 +113,7 @@ async def run_group_drain(
             problems.append(f"{master.name}: config not read: {exc or type(exc).__name__}")
         if config is not None and (draining or removing):
             try:
-                lag = await read_lag(client, master.address, timeout=timeout)
+                lag = await read_lag(client, master.address, declared, timeout=timeout)
             except (RemotingException, OSError, ValueError) as exc:
                 problems.append(f"{master.name}: consumer offsets not read: {exc or type(exc).__name__}")
     now = time.time()
@@ -134,6 +144,11 @@ async def run_group_drain(
             continue
         outcome.steps.append(f"{master.name}: {action} ({', '.join(f'{k}={v}' for k, v in values.items())})")
     return outcome
+
+
+def declared_lag_pairs(wanted_lag_topics: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
+    """(topic, consumer group) pairs from a group's `WantedOnGroup.lag_topics` (consumer group -> its topics)."""
+    return [(topic, group) for group, topics in wanted_lag_topics.items() for topic in topics]
 
 
 def drain_condition(

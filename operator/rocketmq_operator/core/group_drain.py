@@ -13,9 +13,10 @@ means, on the group's master:
   (`startAcceptSendRequestTimeStamp`, the fence's) refuses every send, so a producer with a stale route is refused
   (and its client retries on another group) instead of acknowledged by a group that is going away. The lag is
   read again after the door is shut; a message that slipped in before it is consumed first.
-* **the lag**: per consumer group, the messages on the group's master past the group's committed offset, over
-  every queue it has committed an offset on (`GET_ALL_CONSUMER_OFFSET`; retry topics included, the broker's own
-  system groups not). A consumer group that never committed an offset on this group has no lag here.
+* **the lag**: per consumer group, the messages on the group's master past the group's committed offset, or past
+  the queue's min offset where it committed none, over every queue of each topic it reads there: the topics it
+  committed offsets for (`GET_ALL_CONSUMER_OFFSET`) and the ones its ConsumerGroup declares (`spec.topics`),
+  retry topics included, the broker's own system groups not (`lag_pairs`, `lag_by_group`).
 
 `plan_group_drain(facts)` decides from one observation; it acts only on a master that answers and no fence holds
 (a fence's keys are its owner's: `control.fence.hot_changes_past_fence`):
@@ -33,7 +34,7 @@ means, on the group's master:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -88,22 +89,44 @@ def is_system_consumer_group(name: str) -> bool:
     return name.startswith(SYSTEM_CONSUMER_GROUP_PREFIXES)
 
 
-def lag_by_group(
-    offset_table: Mapping[str, Mapping[str, int]], max_offsets: Mapping[tuple[str, int], int]
-) -> dict[str, int]:
-    """Lag per consumer group from a master's committed offsets (``"topic@group" -> {queue id: offset}``, as
-    `GET_ALL_CONSUMER_OFFSET` sends them) and its max offsets (``(topic, queue id) -> next offset``). A queue whose
-    max offset is unknown (the topic deleted since) counts nothing."""
-    lag: dict[str, int] = {}
-    for key, queues in offset_table.items():
+def lag_pairs(
+    offset_table: Mapping[str, Mapping[str, int]], declared: Iterable[tuple[str, str]] = ()
+) -> set[tuple[str, str]]:
+    """The (topic, consumer group) pairs whose lag counts: every pair with a committed offset on the broker
+    (``"topic@group"`` keys of `GET_ALL_CONSUMER_OFFSET`), and every pair declared (a ConsumerGroup's
+    `spec.topics`, with its retry topic), so that a group that never read this broker group is not taken for one
+    with nothing left to read. The broker's own system groups are left out."""
+    pairs = set()
+    for key in offset_table:
         topic, sep, group = key.rpartition("@")
-        if not sep or is_system_consumer_group(group):
-            continue
+        if sep:
+            pairs.add((topic, group))
+    for topic, group in declared:
+        pairs.update({(topic, group), (f"%RETRY%{group}", group)})
+    return {(t, g) for t, g in pairs if not is_system_consumer_group(g)}
+
+
+def lag_by_group(
+    offset_table: Mapping[str, Mapping[str, int]],
+    pairs: Iterable[tuple[str, str]],
+    queue_nums: Mapping[str, int],
+    max_offsets: Mapping[tuple[str, int], int],
+    min_offsets: Mapping[tuple[str, int], int],
+) -> dict[str, int]:
+    """Lag per consumer group on one master: over each pair's queues there (``queue_nums``: a topic's read queues
+    on this broker; a topic it does not hold counts nothing), max offset minus the committed offset, or minus the
+    min offset where the group committed none (everything still stored is unread)."""
+    lag: dict[str, int] = {}
+    for topic, group in sorted(pairs):
         total = lag.setdefault(group, 0)
-        for queue, committed in queues.items():
-            high = max_offsets.get((topic, int(queue)))
-            if high is not None:
-                total += max(0, high - int(committed))
+        committed = offset_table.get(f"{topic}@{group}", {})
+        for queue in range(queue_nums.get(topic, 0)):
+            high = max_offsets.get((topic, queue))
+            if high is None:
+                continue
+            start = committed.get(str(queue))
+            low = int(start) if start is not None else min_offsets.get((topic, queue), high)
+            total += max(0, high - low)
         lag[group] = total
     return lag
 

@@ -27,7 +27,12 @@ import kopf
 from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ControllerGroup, HAMode, ReplicaStatus
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.control.fence import run_fences
-from rocketmq_operator.control.group_drain import GroupDrainOutcome, drain_condition, run_group_drain
+from rocketmq_operator.control.group_drain import (
+    GroupDrainOutcome,
+    declared_lag_pairs,
+    drain_condition,
+    run_group_drain,
+)
 from rocketmq_operator.control.group_pass import run_group_pass
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.control.policy import policy_settings, run_replication_policy
@@ -54,7 +59,7 @@ from rocketmq_operator.platforms.kubernetes.roll import apply_hot_keys, roll_pas
 from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
 from rocketmq_operator.platforms.kubernetes.storage import storage_pass
 from rocketmq_operator.platforms.kubernetes.tls import TLS_CA_DIR, trust_group
-from rocketmq_operator.platforms.kubernetes.topics import reassert_topics
+from rocketmq_operator.platforms.kubernetes.topics import declared_lag_topics, reassert_topics
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.render.config import BROKER_PORT, BrokerPlacement
 from rocketmq_operator.render.kubernetes import (
@@ -210,6 +215,7 @@ async def drain_before_delete(kube: KubeClient, client: RemotingClient, resource
         removing=True,
         forced=forced,
         recorded=previous.drain if previous is not None else None,
+        declared=declared_lag_pairs(await declared_lag_topics(kube, bg, str(body["metadata"]["namespace"]))),
     )
     for line in outcome.steps:
         kopf.info(resource, reason="GroupDrain", message=line)
@@ -317,9 +323,11 @@ class KubernetesPassSteps:
         recorded = self.previous.drain if self.previous is not None else None
         if not self.bg.spec.draining and recorded is None:
             return
+        declared = declared_lag_pairs(await declared_lag_topics(self.kube, self.bg, self.namespace))
         self.drain_outcome = outcome = await run_group_drain(
-            self.client, self.state, draining=self.bg.spec.draining, removing=False, recorded=recorded
-        )
+            self.client, self.state, draining=self.bg.spec.draining, removing=False, recorded=recorded,
+            declared=declared,
+        )  # fmt: skip
         for line in outcome.steps:
             kopf.info(self.resource, reason="GroupDrain", message=line)
         for line in outcome.problems:

@@ -51,6 +51,14 @@ def _placements(status: JSON, group: str, mine: JSON) -> list[JSON]:
     return sorted([*others, mine], key=lambda p: str(p.get("brokerGroup")))
 
 
+async def declared_lag_topics(kube: KubeClient, bg: BrokerGroup, namespace: str) -> dict[str, list[str]]:
+    """Consumer group -> the topics it reads, of the ConsumerGroups placed on ``bg`` (what a drain's lag counts
+    even where the group never committed an offset: `core.group_drain.lag_pairs`)."""
+    groups = _valid(await kube.list("ConsumerGroup", namespace), "ConsumerGroup")
+    live = [r for _, r in groups if isinstance(r, ConsumerGroup)]
+    return dict(wanted_on_groups([bg], [], live)[bg.metadata.name].lag_topics)
+
+
 async def reassert_topics(
     kube: KubeClient,
     client: RemotingClient,

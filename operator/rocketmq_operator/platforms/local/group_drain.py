@@ -18,12 +18,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from rocketmq_operator.api.models import GroupDrainStatus
-from rocketmq_operator.control.group_drain import run_group_drain
+from rocketmq_operator.api.models import BrokerGroup, ConsumerGroup, GroupDrainStatus
+from rocketmq_operator.control.group_drain import declared_lag_pairs, run_group_drain
 from rocketmq_operator.core.group_drain import show_lag
+from rocketmq_operator.core.topics import wanted_on_groups
 from rocketmq_operator.platforms.local.auth import state_client
 from rocketmq_operator.platforms.local.group_states import observe
 from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, write_json_atomic
 
 MAX_DOOR_ROUNDS = 3
@@ -61,19 +63,28 @@ async def remove_groups(
     """See the module doc. A group that is not draining already and holds unconsumed messages is refused before
     anything is done to it (a refused `local apply` changes nothing)."""
     refusals: list[str] = []
+    resources = load_resources(state)
+    wanted = wanted_on_groups(
+        [r for r in resources if isinstance(r, BrokerGroup)],
+        [],
+        [r for r in resources if isinstance(r, ConsumerGroup)],
+    )
     async with state_client(state, connect_timeout=2.0, request_timeout=3.0) as client:
         for group in groups:
+            declared = declared_lag_pairs(wanted[group].lag_topics if group in wanted else {})
             recorded = read_drain_record(layout, group)
             if not forced and recorded is None:
                 observed = (await observe(state, client))[group]
-                first = await run_group_drain(client, observed, draining=True, removing=True, dry_run=True)
+                first = await run_group_drain(
+                    client, observed, draining=True, removing=True, declared=declared, dry_run=True
+                )
                 if first.plan.held and (first.lag is None or sum(first.lag.values()) > 0):
                     refusals.append(_refusal(group, first.lag))
                     continue
             for _ in range(MAX_DOOR_ROUNDS):
                 observed = (await observe(state, client))[group]
                 outcome = await run_group_drain(
-                    client, observed, draining=True, removing=True, forced=forced, recorded=recorded
+                    client, observed, draining=True, removing=True, forced=forced, recorded=recorded, declared=declared
                 )
                 for line in (*outcome.steps, *outcome.problems):
                     say(line)

@@ -48,7 +48,7 @@ from typing import IO, Any
 
 from rocketmq_operator.api.models import BrokerGroup
 from rocketmq_operator.control.clock import iso_time
-from rocketmq_operator.control.group_drain import run_group_drain
+from rocketmq_operator.control.group_drain import declared_lag_pairs, run_group_drain
 from rocketmq_operator.control.group_pass import run_group_pass
 from rocketmq_operator.control.lease_agent import LeaseAgent
 from rocketmq_operator.control.policy import (
@@ -667,8 +667,15 @@ class LocalPassSteps:
         draining = bg is not None and bg.spec.draining
         if not draining and recorded is None:
             return
+        wanted = self.supervisor.topic_policy.wanted.get(self.name)
         outcome = await run_group_drain(
-            self.client, self.group, draining=draining, removing=False, recorded=recorded, timeout=self.timeout
+            self.client,
+            self.group,
+            draining=draining,
+            removing=False,
+            recorded=recorded,
+            declared=declared_lag_pairs(wanted.lag_topics if wanted is not None else {}),
+            timeout=self.timeout,
         )
         for line in (*outcome.steps, *outcome.problems):
             log.info("%s: %s", self.name, line)
