@@ -7,6 +7,8 @@ committing consumer group, as a user does it with kubectl (on the second quickst
 2. `kubectl delete` of it while its consumers have not read it: the operator holds the deletion (status.drain and
    the Drained condition say what is left and the fix) and turns its write permission off;
 3. once the consumers have read it, the deletion goes through and its pods go. Every acknowledged key was consumed.
+
+And the metadata backup run in the operator's pod (docs/backup.md, "On Kubernetes"), restored after a topic is lost.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import json
 from typing import Any
 
 from group_load import Producer, Readers
+from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.remoting.admin import TopicAdmin, TopicConfigInfo
 from rocketmq_operator.render.config import NAMESRV_PORT
 from rocketmq_operator.tools.noloss import missing_acknowledged
 
@@ -116,3 +120,46 @@ def test_a_group_added_then_deleted_is_drained_first_with_no_loss(second_quickst
     print(f"{len(acked)} acknowledged ({len(producer.acked(ADDED))} by {ADDED}), {len(lost)} never consumed")
     assert not lost, f"{len(lost)} of {len(acked)} acknowledged keys never consumed, e.g. {sorted(lost)[:5]}"
     group.wait_healthy()
+
+
+BACKUP_ONLY = "backup-only"  # a topic no resource declares: only a backup can bring it back
+
+
+def _operator_cli(node: Any, *args: str, stdin: str | None = None) -> str:
+    """`rocketmq-operator ARGS` in the chart's operator pod (docs/backup.md, "On Kubernetes")."""
+    return str(
+        node.kubectl(
+            "-n", "rocketmq-operator", "exec", "-i", "deploy/rocketmq-operator", "--", "rocketmq-operator", *args,
+            input=stdin, timeout=180,
+        )
+    )  # fmt: skip
+
+
+def test_metadata_backup_and_restore_from_the_operator_pod(second_quickstart: Any) -> None:
+    """`backup` run in the operator's pod, as docs/backup.md says, holds a topic that exists only on the brokers;
+    the topic deleted from the master, `restore` from the same document brings it back."""
+    group = second_quickstart
+    node, ns = group.node, group.ns
+    master = str((group.status().get("master") or {}).get("address"))
+    name_servers = node.json("-n", ns, "get", "configmap", f"{group.controller_group}-connection")["data"][
+        "nameServers"
+    ]
+
+    async def on_master(action: str) -> dict[str, Any]:
+        async with RemotingClient(connect_timeout=2.0, request_timeout=5.0) as client:
+            admin = TopicAdmin(client)
+            if action == "create":
+                await admin.create_topic(master, TopicConfigInfo(BACKUP_ONLY, 4, 4))
+            elif action == "delete":
+                await admin.delete_topic(master, BACKUP_ONLY)
+            return {n: t.read_queue_nums for n, t in (await admin.topics(master)).items()}
+
+    asyncio.run(on_master("create"))
+    document = _operator_cli(node, "backup", "--namesrv", name_servers, "--to", "-")
+    topics = json.loads(document)["groups"][group.name]["topics"]
+    assert BACKUP_ONLY in topics and "orders" in topics, sorted(topics)
+    assert BACKUP_ONLY not in asyncio.run(on_master("delete"))
+    restored = _operator_cli(node, "restore", "--namesrv", name_servers, "--from", "-", stdin=document)
+    print(f"\n{restored.strip()}")
+    assert asyncio.run(on_master("read")).get(BACKUP_ONLY) == 4, restored
+    asyncio.run(on_master("delete"))
