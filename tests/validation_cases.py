@@ -113,6 +113,13 @@ CASES: list[Case] = [
         "spec.replicas",
         "40 replicas",
     ),
+    Case(
+        "drain-deadline-negative",
+        b("spec.drainDeadlineSeconds", -1),
+        "BrokerGroup.drainDeadlineSeconds.range",
+        "spec.drainDeadlineSeconds",
+        "-1 seconds",
+    ),
     Case("mode-unknown", b("spec.haMode", "quorum"), "BrokerGroup.haMode.enum", "spec.haMode", "'quorum'"),
     Case(
         "controller-without-ref",

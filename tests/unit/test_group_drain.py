@@ -130,6 +130,18 @@ CASES = [
         (), True, False, True, False, ["forced", "7 unconsumed messages are dropped (c 7)"],
     ),
     (
+        "removed, the drain deadline passed with a lag: removed, names what is dropped",
+        facts(**UP, removing=True, permission=PERM_READ_ONLY, recorded=True, recorded_since=NOW - 600,
+              deadline_s=600, lag={"c": 9}),
+        (), True, False, True, False, ["deadline of 600 s", "9 unconsumed messages are dropped (c 9)"],
+    ),
+    (
+        "removed, the drain deadline not passed yet: held",
+        facts(**UP, removing=True, permission=PERM_READ_ONLY, recorded=True, recorded_since=NOW - 599,
+              deadline_s=600, lag={"c": 9}),
+        (), True, False, False, True, ["removal waits"],
+    ),
+    (
         "removal forced, lag unread",
         facts(removing=True, forced=True), (), True, False, True, False, ["could not be read"],
     ),

@@ -569,6 +569,12 @@ class BrokerGroupSpec(Model):
         "left. Deleting a BrokerGroup drains it the same way, and waits until every consumer group's lag on it "
         "is 0 (annotation rocketmq-operator.dev/force-delete=true drops what is left). false gives write back.",
     )
+    drain_deadline_seconds: int = Field(
+        default=0,
+        description="How long the removal of this group waits for its consumers, from the moment its master went "
+        "read-only; then it is removed with whatever is still unread (said in an Event and the removal's output). "
+        "0 (default): no deadline, it waits until every consumer group's lag on it is 0.",
+    )
     network_policy: BrokerNetworkPolicySpec = Field(
         default_factory=BrokerNetworkPolicySpec,
         description="The NetworkPolicy the operator renders for the broker pods (on by default; clients and "

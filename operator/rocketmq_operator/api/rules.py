@@ -542,6 +542,9 @@ def _name_server_rules(kind: Kind, problem: str, values: dict[str, Placeholder])
     ]
 
 
+MAX_DRAIN_DEADLINE_S = 30 * 24 * 3600
+
+
 def _broker_rules() -> list[Rule]:
     k: Kind = "BrokerGroup"
     modes = [m.value for m in HAMode]
@@ -558,6 +561,16 @@ def _broker_rules() -> list[Rule]:
             MAX_BROKER_REPLICAS,
             "replicas",
             "use 3 for a quorum group (2 for slaveActingMaster pairs, 1 for a test)",
+        ),
+        _range_rule(
+            k,
+            "drainDeadlineSeconds",
+            "drain_deadline_seconds",
+            0,
+            MAX_DRAIN_DEADLINE_S,
+            "seconds",
+            "use 0 (wait until the consumers have read it) or the longest you accept to wait, e.g. 3600",
+            "at most 30 days",
         ),
         Rule(
             id="BrokerGroup.haMode.enum",

@@ -96,6 +96,7 @@ async def run_group_drain(
     forced: bool = False,
     recorded: GroupDrainStatus | None = None,
     declared: Iterable[tuple[str, str]] = (),
+    deadline_s: float = 0.0,
     timeout: float = 3.0,
     dry_run: bool = False,
 ) -> GroupDrainOutcome:
@@ -130,6 +131,7 @@ async def run_group_drain(
         lag=lag,
         recorded_since=recorded.since if recorded is not None else None,
         recorded=recorded is not None,
+        deadline_s=deadline_s,
         now=now,
     )
     plan = plan_group_drain(facts, group=state.group)

@@ -28,8 +28,10 @@ means, on the group's master:
   refresh (`since`) and every lag is 0;
 * removed: the same, then `SHUT_DOOR` once every lag is 0, and `remove` once the door is shut and every lag is
   still 0. Otherwise held, with the reason and the fix (wait for the consumers; or force it, which says what is
-  lost). A group none of whose replicas answers has nothing that could be drained: removed, said so (its volumes
-  keep the store as its reclaimPolicy says). A forced removal goes at once and names the lag it drops.
+  lost), until `spec.drainDeadlineSeconds` (0: none) have passed since the master went read-only: then removed,
+  naming the lag it drops. A group none of whose replicas answers has nothing that could be drained: removed,
+  said so (its volumes keep the store as its reclaimPolicy says). A forced removal goes at once and names the lag
+  it drops.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class GroupDrainFacts:
     lag: Mapping[str, int] | None = None  # consumer group -> unconsumed messages on the master; None: unread
     recorded_since: float | None = None  # when status first saw the master read-only for this drain (epoch s)
     recorded: bool = False  # status records a drain of this group
+    deadline_s: float = 0.0  # spec.drainDeadlineSeconds: a removal goes this long after write off at the latest
     now: float = 0.0
 
 
@@ -149,17 +152,9 @@ def plan_group_drain(facts: GroupDrainFacts, *, group: str) -> GroupDrainPlan:
         return GroupDrainPlan(active=f.recorded and not f.master_reachable)  # given back once it answers
     lag_total = None if f.lag is None else sum(f.lag.values())
     if f.removing and f.forced:
-        lost = {g: n for g, n in (f.lag or {}).items() if n > 0}
-        what = (
-            f"{lag_total:,} unconsumed messages are dropped ({show_lag(lost)})"
-            if lost
-            else ("its lag could not be read: whatever it held unconsumed is dropped" if f.lag is None else "")
-        )
+        lost, what = _dropped(f.lag)
         return GroupDrainPlan(
-            active=True,
-            remove=True,
-            lost=lost,
-            message=f"{group}: removal forced" + (f": {what}" if what else ""),
+            active=True, remove=True, lost=lost, message=f"{group}: removal forced" + (f": {what}" if what else "")
         )
     if f.removing and not f.any_reachable:
         return GroupDrainPlan(
@@ -181,6 +176,16 @@ def plan_group_drain(facts: GroupDrainFacts, *, group: str) -> GroupDrainPlan:
     if not read_only and not f.fence_held:
         actions.append(GroupDrainAction.WRITE_OFF)
     since = f.recorded_since if read_only and f.recorded_since is not None else (f.now if read_only else None)
+    if f.removing and f.deadline_s > 0 and since is not None and f.now - since >= f.deadline_s:
+        lost, what = _dropped(f.lag)
+        return GroupDrainPlan(
+            active=True,
+            since=since,
+            remove=True,
+            lost=lost,
+            message=f"{group}: drain deadline of {f.deadline_s:.0f} s (spec.drainDeadlineSeconds) passed: removed"
+            + (f"; {what}" if what else ""),
+        )
     if f.lag is None:
         return GroupDrainPlan(
             actions=tuple(actions),
@@ -242,6 +247,14 @@ def plan_group_drain(facts: GroupDrainFacts, *, group: str) -> GroupDrainPlan:
         message=f"{group}: drained: read-only for more than a route refresh and every consumer group's lag 0; "
         "safe to remove",
     )
+
+
+def _dropped(lag: Mapping[str, int] | None) -> tuple[dict[str, int], str]:
+    """What a removal that does not wait drops: the lag per consumer group, and it said in words."""
+    lost = {g: n for g, n in (lag or {}).items() if n > 0}
+    if lost:
+        return lost, f"{sum(lost.values()):,} unconsumed messages are dropped ({show_lag(lost)})"
+    return lost, "its lag could not be read: whatever it held unconsumed is dropped" if lag is None else ""
 
 
 def _route_wait(since: float | None, now: float) -> float | None:

@@ -216,6 +216,7 @@ async def drain_before_delete(kube: KubeClient, client: RemotingClient, resource
         forced=forced,
         recorded=previous.drain if previous is not None else None,
         declared=declared_lag_pairs(await declared_lag_topics(kube, bg, str(body["metadata"]["namespace"]))),
+        deadline_s=bg.spec.drain_deadline_seconds,
     )
     for line in outcome.steps:
         kopf.info(resource, reason="GroupDrain", message=line)

@@ -69,6 +69,7 @@ async def remove_groups(
         [],
         [r for r in resources if isinstance(r, ConsumerGroup)],
     )
+    deadlines = {r.metadata.name: r.spec.drain_deadline_seconds for r in resources if isinstance(r, BrokerGroup)}
     async with state_client(state, connect_timeout=2.0, request_timeout=3.0) as client:
         for group in groups:
             declared = declared_lag_pairs(wanted[group].lag_topics if group in wanted else {})
@@ -84,8 +85,9 @@ async def remove_groups(
             for _ in range(MAX_DOOR_ROUNDS):
                 observed = (await observe(state, client))[group]
                 outcome = await run_group_drain(
-                    client, observed, draining=True, removing=True, forced=forced, recorded=recorded, declared=declared
-                )
+                    client, observed, draining=True, removing=True, forced=forced, recorded=recorded,
+                    declared=declared, deadline_s=deadlines.get(group, 0),
+                )  # fmt: skip
                 for line in (*outcome.steps, *outcome.problems):
                     say(line)
                 recorded = outcome.status()
