@@ -46,11 +46,13 @@ LONGEST_FILES_FIRST = (
     "tests/integration/test_fencing_real.py",
     "tests/integration/test_spark_real.py",
     "tests/integration/test_failover_real.py",
+    "tests/integration/test_group_scale_real.py",  # about 100 s (2026-11-29)
     "tests/integration/test_quorum_real.py",
     "tests/integration/test_tls_real.py",
     "tests/integration/test_topics_real.py",
     "tests/integration/test_local_quickstart.py",
     "tests/integration/test_auth_real.py",
+    "tests/integration/test_backup_real.py",  # about 50 s, two cluster starts
     "tests/integration/test_tools_real.py",
     "tests/integration/test_remoting_real.py",
 )
