@@ -173,15 +173,30 @@ class LocalChaos:
         return (named.name, named.address) if named is not None else (None, None)
 
 
-async def _settle(platform: ChaosPlatform, recover_s: float) -> str | None:
-    """Wait until every process is up and the SyncStateSet is full, then ``recover_s`` of steady traffic. A group
-    that does not get there in HEALTH_TIMEOUT_S is a finding, noted on the fault, and the campaign goes on."""
+async def _settle(platform: ChaosPlatform, recover_s: float, producer: SteadyProducer | None = None) -> str | None:
+    """Wait until every process is up and the SyncStateSet is full, and the producer has a send acknowledged that
+    it started after that (the client's view: an operator's status read just after a heal can still be the one
+    from before the fault, and a client can still be failing on a stale route), then ``recover_s`` of steady
+    traffic. A group that does not get there in HEALTH_TIMEOUT_S is a finding, noted on the fault, and the
+    campaign goes on."""
     try:
         await wait_for("the group's health", platform.healthy, HEALTH_TIMEOUT_S, 0.5)
+        if producer is not None:
+            since = time.time()
+            await wait_for(
+                "a send acknowledged after the group's health",
+                lambda: _acknowledged_since(producer, since),
+                HEALTH_TIMEOUT_S,
+                0.2,
+            )
     except TimeoutError as exc:
         return str(exc)
     await asyncio.sleep(recover_s)
     return None
+
+
+async def _acknowledged_since(producer: SteadyProducer, since: float) -> bool:
+    return any(r.ok and r.start >= since for r in reversed(producer.records))
 
 
 async def run_chaos(files: list[str], state_dir: Path, campaign: Campaign, *, keep: bool = False) -> dict[str, Any]:
@@ -220,8 +235,8 @@ async def run_campaign(
     await producer.start()
     try:
         for fault in plan:
-            held.append(await _one_fault(fault, platform, c.hold_s, c.recover_s))
-        if note := await _settle(platform, c.recover_s):
+            held.append(await _one_fault(fault, platform, c.hold_s, c.recover_s, producer))
+        if note := await _settle(platform, c.recover_s, producer):
             held[-1] = dataclasses.replace(held[-1], notes=(*held[-1].notes, note))
     finally:
         await platform.heal_all()
@@ -286,8 +301,10 @@ def _write_plot(plot: Path, sends: list[Send], held: list[HeldFault], began: flo
     return {"plot": str(plot), "sends": str(sends_file)}
 
 
-async def _one_fault(fault: PlannedFault, platform: ChaosPlatform, hold_s: float, recover_s: float) -> HeldFault:
-    unsettled = await _settle(platform, recover_s)
+async def _one_fault(
+    fault: PlannedFault, platform: ChaosPlatform, hold_s: float, recover_s: float, producer: SteadyProducer
+) -> HeldFault:
+    unsettled = await _settle(platform, recover_s, producer)
     master, _ = await retrying(platform.master)
     processes = resolve_targets(fault, platform.brokers, platform.controllers, master)
     notes: list[str] = [f"before it: {unsettled}"] if unsettled else []
