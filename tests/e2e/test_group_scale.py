@@ -4,8 +4,9 @@ committing consumer group, as a user does it with kubectl (on the second quickst
 
 1. a BrokerGroup added to the quickstart's cluster gets the cluster's Topic and ConsumerGroup (placed by
    clusterName) and the producer sends to it after its next route refresh;
-2. `kubectl delete` of it while its consumers have not read it: the operator holds the deletion (status.drain and
-   the Drained condition say what is left and the fix) and turns its write permission off;
+2. `kubectl rocketmq drain-group` while its consumers are paused: its queues read-only in the routes, status.drain
+   with the lag; then `kubectl delete` of it while they have not read it: the operator holds the deletion
+   (status.drain and the Drained condition say what is left and the fix);
 3. once the consumers have read it, the deletion goes through and its pods go. Every acknowledged key was consumed.
 
 And the metadata backup run in the operator's pod (docs/backup.md, "On Kubernetes"), restored after a topic is lost.
@@ -15,15 +16,32 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from group_load import Producer, Readers
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.remoting.admin import TopicAdmin, TopicConfigInfo
+from rocketmq_operator.remoting.codes import PERM_WRITE
 from rocketmq_operator.render.config import NAMESRV_PORT
 from rocketmq_operator.tools.noloss import missing_acknowledged
 
 ADDED, TOPIC, READERS = "broker-b", "scale-orders", "scale-readers"
+
+
+def _plugin(node: Any, ns: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`kubectl rocketmq ARGS` through the node's kubectl (plugin discovery on PATH)."""
+    env = {**node.env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{node.env['PATH']}"}
+    argv = [str(node.state_dir / "bin" / "kubectl"), "rocketmq", *args, "-n", ns]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+
+
+async def _route(name_servers: list[str]) -> Any:
+    async with RemotingClient(name_servers, connect_timeout=2.0, request_timeout=3.0) as client:
+        return await client.get_route(TOPIC, timeout=3.0)
 
 
 def _manifests() -> str:
@@ -80,12 +98,31 @@ def test_a_group_added_then_deleted_is_drained_first_with_no_loss(second_quickst
         )
         print(f"the producer's first 20 sends to {ADDED} acknowledged {seconds:.0f} s after it was writable")
 
-        # 2. Deleted with messages its readers have not read: held, saying why.
+        # 2. Drained by `kubectl rocketmq drain-group` (spec.draining, the observer's pass) while its readers are
+        #    paused: write permission off in the name servers' routes, status.drain with the lag; then deleted with
+        #    messages its readers have not read: held, saying why.
         readers.paused.set()
         before = len(producer.acked(ADDED))
         node.wait_for(
             f"sends to {ADDED} unread", lambda: len(producer.acked(ADDED)) > before + 10, timeout=180, interval=0.5
         )
+        drain = _plugin(node, ns, "drain-group", ADDED)
+        assert drain.returncode == 0 and "draining" in drain.stdout, drain.stdout + drain.stderr
+
+        def read_only_in_routes() -> bool:
+            route = asyncio.run(_route(name_servers))
+            perms = [q.perm for q in route.queue_datas if q.broker_name == ADDED]
+            return bool(perms) and not any(p & PERM_WRITE for p in perms)
+
+        node.wait_for(f"{ADDED} read-only in the routes", read_only_in_routes, timeout=120)
+
+        def draining_with_lag() -> bool:
+            drain = (added().get("status") or {}).get("drain") or {}
+            return int(drain.get("lagTotal") or 0) > 0 and drain.get("drained") is False
+
+        node.wait_for(f"{ADDED}'s status.drain with its unread messages", draining_with_lag, timeout=120)
+        shown = _plugin(node, ns, "status", ADDED)
+        assert "drain:" in shown.stdout, shown.stdout + shown.stderr
         node.kubectl("-n", ns, "delete", "bg", ADDED, "--wait=false")
 
         def held() -> bool:

@@ -36,7 +36,7 @@ from rocketmq_operator.core.proxy_roll import describe_proxy_change, proxy_confi
 from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, state_client, store_secrets
 from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION
-from rocketmq_operator.platforms.local.group_drain import remove_groups
+from rocketmq_operator.platforms.local.group_drain import remove_groups, write_drain_record
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import (
     PlacementError,
@@ -106,6 +106,10 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print, force: boo
         summary = _summary(existing, state, resources, layout, texts)
         for w in [*diff_warnings(load_resources(existing), resources), *_single_proxy_warnings(existing, state)]:
             _stderr(f"warning: {w}")
+        running = {g.name for g in existing.groups}
+        for r in resources:  # a group added again under the name of one removed before: its old drain is history
+            if isinstance(r, BrokerGroup) and r.metadata.name not in running:
+                write_drain_record(layout, r.metadata.name, None)
         removed_groups = _removed_groups(existing, resources)
         if removed_groups:
             refusals = asyncio.run(remove_groups(existing, layout, removed_groups, forced=force, say=out))
