@@ -24,7 +24,14 @@ from typing import Any
 
 import kopf
 
-from rocketmq_operator.api.models import BrokerGroup, BrokerGroupStatus, ControllerGroup, HAMode, ReplicaStatus
+from rocketmq_operator.api.models import (
+    BrokerGroup,
+    BrokerGroupStatus,
+    ControllerGroup,
+    GroupDrainStatus,
+    HAMode,
+    ReplicaStatus,
+)
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.control.fence import run_fences
 from rocketmq_operator.control.group_drain import (
@@ -77,6 +84,18 @@ from rocketmq_operator.render.kubernetes import (
 JSON = dict[str, Any]
 # GitOps-friendly planned switchover (ANNOTATION_SWITCHOVER_TO, render.kubernetes.names): set it to a pod name or a
 # broker id; the operator clears it when done and records the outcome as the `Switchover` condition (and an Event).
+
+
+def _drain_change(drain: GroupDrainStatus | None, body: JSON, previous: BrokerGroupStatus | None) -> StatusChange:
+    """status.drain and the `Drained` condition (both removed once no drain is under way)."""
+    return StatusChange(
+        fields={"drain": None if drain is None else drain.model_dump(mode="json", by_alias=True)},
+        conditions={
+            DRAINED: drain_condition(
+                drain, now_iso(), body["metadata"].get("generation"), _condition_of(previous, DRAINED)
+            )
+        },
+    )
 
 
 def _condition_of(status: BrokerGroupStatus | None, type_: str) -> JSON | None:
@@ -222,19 +241,7 @@ async def drain_before_delete(kube: KubeClient, client: RemotingClient, resource
         kopf.info(resource, reason="GroupDrain", message=line)
     for line in outcome.problems:
         logger.warning("%s", line)
-    drain = outcome.status()
-    await write_status(
-        kube,
-        body,
-        StatusChange(
-            fields={"drain": None if drain is None else drain.model_dump(mode="json", by_alias=True)},
-            conditions={
-                DRAINED: drain_condition(
-                    drain, now_iso(), body["metadata"].get("generation"), _condition_of(previous, DRAINED)
-                )
-            },
-        ),
-    )
+    await write_status(kube, body, _drain_change(outcome.status(), body, previous))
     if outcome.plan.remove:
         if outcome.plan.lost or forced or not outcome.plan.drained:
             kopf.warn(resource, reason="GroupRemoved", message=outcome.plan.message)
@@ -352,19 +359,14 @@ class KubernetesPassSteps:
         # fences', the roll's and storage's are theirs (status_writer).
         fields = {k: wanted.get(k) for k in STATUS_KEYS}
         conditions: dict[str, JSON | None] = {c["type"]: c for c in wanted.get("conditions", [])}
+        drain = self.drain_outcome.status() if self.drain_outcome is not None else None
         if self.drain_outcome is not None:
-            drain = self.drain_outcome.status()
-            fields["drain"] = None if drain is None else drain.model_dump(mode="json", by_alias=True)
-            conditions[DRAINED] = drain_condition(
-                drain, now_iso(), self.resource["metadata"].get("generation"),
-                _condition_of(self.previous, DRAINED),
-            )  # fmt: skip
+            drained = _drain_change(drain, self.body, self.previous)
+            fields.update(drained.fields)
+            conditions.update(drained.conditions)
         await write_status(self.kube, self.body, StatusChange(fields=fields, conditions=conditions))
         if self.drain_outcome is not None:
-            drain_status = self.drain_outcome.status()
-            self.metrics.record_drain(
-                ns, name, self.drain_outcome.lag, None if drain_status is None else drain_status.drained
-            )
+            self.metrics.record_drain(ns, name, self.drain_outcome.lag, None if drain is None else drain.drained)
         _metrics(self.metrics, ns, name, status)
         self.metrics.record_quorum_and_conditions(ns, name, self.bg.spec, status)
         if self.previous is not None and len(status.history) > len(self.previous.history):
