@@ -66,7 +66,7 @@ def _through_the_proxy(node: Any) -> set[str]:
     assert not any(s.ok for s in anonymous), anonymous
     keys = [f"auth-grpc-{i}" for i in range(20)]
     credentials = SessionCredentials(APP["ROCKETMQ_ACCESS_KEY"], APP["ROCKETMQ_SECRET_KEY"])
-    with GrpcProducer(endpoint, "orders", credentials=credentials) as producer:
+    with GrpcProducer(endpoint, "orders", credentials=credentials, busy_resends=5) as producer:
         # The bodies the read-back below checks (`consume` counts a body that is not the key's as a mismatch).
         sent = [producer.send(seq, key, body_for(key, 128)) for seq, key in enumerate(keys)]
     assert all(s.ok for s in sent), [(s.key, s.status, s.error) for s in sent if not s.ok][:3]

@@ -169,6 +169,26 @@ def fault_rto(sends: Sequence[Send], start: float, end: float) -> tuple[float, i
     return round(worst, 3), failed, outages[-1].end is not None
 
 
+def last_sends(sends: Sequence[Send], start: float, end: float, count: int = 12) -> list[dict[str, Any]]:
+    """The window's last ``count`` answers in answer order, times in seconds from the window's start."""
+    window = sorted((s for s in sends if start <= s.end < end), key=lambda s: s.end)[-count:]
+    return [
+        {
+            "key": s.key,
+            "sent_s": round(s.start - start, 3),
+            "answered_s": round(s.end - start, 3),
+            "status": s.status,
+            "where": s.where,
+        }
+        for s in window
+    ]
+
+
+def unrecovered(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The campaign record's faults the client never saw recovered from (for a failure message)."""
+    return [f for f in doc["per_fault"] if not f["recovered"]]
+
+
 def _fault_at(faults: Sequence[HeldFault], t: float) -> int | None:
     """The index of the fault whose window holds ``t`` (None before the first)."""
     index = None
@@ -206,6 +226,8 @@ def check_campaign(
                 "target": fault.target,
                 "processes": list(fault.processes),
                 "master": fault.master,
+                "start": round(fault.start, 3),
+                "window_s": round(end - fault.start, 3),
                 "held_s": round(fault.healed - fault.start, 3),
                 "rto_s": rto,
                 "failed_sends": failed,
@@ -214,6 +236,8 @@ def check_campaign(
                 "notes": list(fault.notes),
             }
         )
+        if not recovered:  # what the client saw last, so that the finding can be traced from the record alone
+            per_fault[-1]["last_sends"] = last_sends(sends, fault.start, end)
     by_family: dict[str, dict[str, Any]] = {}
     for family in [*FAMILIES, *sorted({f["family"] for f in per_fault} - set(FAMILIES))]:
         mine = [f for f in per_fault if f["family"] == family]

@@ -10,7 +10,11 @@ Contract:
 * `GrpcProducer(endpoints, topic)` is a started producer (`with` closes it); `send(seq, key, body)` returns a
   `GrpcSend`: `ok` when the proxy answered with a receipt (the broker stored it), otherwise `status` is the
   exception's class name and `error` its text. `endpoints` is `host:port[;host:port...]`, as the clients take it.
-* `send_keys(endpoints, topic, keys)`: one message per key through one producer, every `GrpcSend` in order.
+  With `busy_resends=N`, a send the broker refused as busy (`TooManyRequestsException`: its flow control, e.g. a
+  request that waited longer than `waitTimeMillsInSendQueue`; nothing was stored) is sent again after a doubling
+  pause, up to N more times, as an application handles "try again later"; `attempts` says how many it took.
+* `send_keys(endpoints, topic, keys)`: one message per key through one producer (busy refusals resent, 5 at most),
+  every `GrpcSend` in order.
 * `SteadyGrpcProducer(endpoints, topic, rate)`: one thread sending one message at a time (synchronously, like an
   application's `send`) at most `rate` per second, from `start()` until `stop()`; `records` in send order. Keys
   are `<prefix><seq>`. Its records fit `tools.stats.recovery_windows`.
@@ -83,6 +87,8 @@ class GrpcSend:
     status: str
     error: str | None = None
     message_id: str | None = None
+    attempts: int = 1
+    """Sends of this message by the caller (more than one after a busy refusal with `busy_resends`)."""
 
     @property
     def latency_ms(self) -> float:
@@ -100,6 +106,11 @@ def _configuration(endpoints: str, request_timeout_s: float | None, signer: Sess
     return rocketmq.ClientConfiguration(endpoints, credentials, request_timeout=request_timeout_s)
 
 
+BUSY = "TooManyRequestsException"
+"""The client's exception for a broker's flow-control refusal (code 42900: nothing was stored)."""
+BUSY_FIRST_PAUSE_S = 0.2
+
+
 class GrpcProducer:
     """A started gRPC producer of one topic; `close()` (or `with`) shuts it down."""
 
@@ -111,25 +122,39 @@ class GrpcProducer:
         request_timeout_s: float | None = None,
         credentials: SessionCredentials | None = None,
         tls: bool = False,
+        busy_resends: int = 0,
     ) -> None:
         rocketmq = _client()
         self.topic = topic
+        self.busy_resends = busy_resends
         self._rocketmq = rocketmq
         configuration = _configuration(endpoints, request_timeout_s, credentials)
         self._producer = rocketmq.Producer(configuration, (topic,), tls_enable=tls)
         self._producer.startup()
 
     def send(self, seq: int, key: str, body: bytes) -> GrpcSend:
+        start = time.time()
+        pause_s = BUSY_FIRST_PAUSE_S
+        for attempt in range(1, self.busy_resends + 2):
+            sent = self._send_once(seq, key, body, start, attempt)
+            if sent.ok or sent.status != BUSY or attempt > self.busy_resends:
+                return sent
+            time.sleep(pause_s)  # the broker said "busy, try later": nothing to wait for but time
+            pause_s *= 2
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send_once(self, seq: int, key: str, body: bytes, start: float, attempt: int) -> GrpcSend:
         message = self._rocketmq.Message()
         message.topic = self.topic
         message.body = body
         message.keys = key
-        start = time.time()
         try:
             receipt = self._producer.send(message)
         except Exception as exc:
-            return GrpcSend(seq, key, start, time.time(), False, type(exc).__name__, str(exc)[:300])
-        return GrpcSend(seq, key, start, time.time(), True, "SEND_OK", message_id=str(receipt.message_id))
+            return GrpcSend(seq, key, start, time.time(), False, type(exc).__name__, str(exc)[:300], attempts=attempt)
+        return GrpcSend(
+            seq, key, start, time.time(), True, "SEND_OK", message_id=str(receipt.message_id), attempts=attempt
+        )
 
     def close(self) -> None:
         self._producer.shutdown()
@@ -229,9 +254,10 @@ def send_keys(
     *,
     credentials: SessionCredentials | None = None,
     tls: bool = False,
+    busy_resends: int = 5,
 ) -> list[GrpcSend]:
     """One message per key (its body the key), in order, through one started producer."""
-    with GrpcProducer(endpoints, topic, credentials=credentials, tls=tls) as producer:
+    with GrpcProducer(endpoints, topic, credentials=credentials, tls=tls, busy_resends=busy_resends) as producer:
         return [producer.send(seq, key, key.encode()) for seq, key in enumerate(keys)]
 
 

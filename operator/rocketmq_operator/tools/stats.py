@@ -64,7 +64,9 @@ class RecoveryWindow:
 def recovery_windows(records: Iterable[Answered], gap_s: float = 2.0) -> list[RecoveryWindow]:
     """OpenChaos's recovery windows over ``records`` taken in response order: a window opens at the start of
     the first failed (not acknowledged) send and closes at the end of the next acknowledged one. Failures
-    answered less than ``gap_s`` after the previous window closed do not open a new window."""
+    answered less than ``gap_s`` after the previous window closed do not open a new window, nor does the failure
+    of a send started before it closed (sent during that outage and answered late, e.g. after its retries: a
+    straggler of the same outage, not a new one)."""
     windows: list[RecoveryWindow] = []
     opened: float | None = None
     failed = 0
@@ -77,7 +79,7 @@ def recovery_windows(records: Iterable[Answered], gap_s: float = 2.0) -> list[Re
                 opened, failed = None, 0
         elif opened is not None:
             failed += 1
-        elif rec.end - last_close >= gap_s:
+        elif rec.end - last_close >= gap_s and rec.start >= last_close:
             opened, failed = rec.start, 1
     if opened is not None:
         windows.append(RecoveryWindow(opened, None, failed))

@@ -269,6 +269,7 @@ def test_recovery_windows_openchaos_definition() -> None:
         _rec(3, 5.0, 5.2, True),  # closes at 5.2
         _rec(4, 5.5, 6.0, False),  # < 2 s after the close: ignored
         _rec(5, 6.1, 6.2, True),
+        _rec(7, 4.8, 8.5, False),  # sent before the first window closed, answered late: a straggler, ignored
         _rec(6, 9.0, 9.5, False),  # opens at 9.0, never closes
     ]
     windows = recovery_windows(reversed(records))
