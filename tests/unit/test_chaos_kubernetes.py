@@ -1,4 +1,5 @@
-"""The Kubernetes chaos executor's pure parts (bench.chaos_kubernetes) and the CLI's refusals, on plain data."""
+"""The Kubernetes chaos executor's pure parts (bench.chaos_kubernetes), its discovery of a layout against a fake
+API answer, and the CLI's refusals, on plain data."""
 
 from __future__ import annotations
 
@@ -7,8 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from rocketmq_operator.bench.chaos_kubernetes import drop_rule, freezer_file, group_healthy, pod_processes
-from rocketmq_operator.bench.chaos_plan import FAMILIES, KUBERNETES_FAMILIES, ChaosPlanError, Target, plan_campaign
+from rocketmq_operator.bench.chaos_kubernetes import (
+    KubernetesChaos,
+    drop_rule,
+    freezer_file,
+    group_healthy,
+    pod_processes,
+)
+from rocketmq_operator.bench.chaos_plan import (
+    FAMILIES,
+    KUBERNETES_FAMILIES,
+    OPERATOR_PROCESS,
+    ChaosPlanError,
+    Target,
+    plan_campaign,
+    resolve_targets,
+)
 from rocketmq_operator.cli import bench as bench_cli
 
 UID = "ca8ccfc1-b620-40d2-b272-20fb76229efd"
@@ -79,6 +94,70 @@ def test_pod_delete_is_offered_on_kubernetes_only_and_planned_on_brokers_only() 
         ChaosPlanError, match=r"--families pod-delete: each must be one of kill, suspend, loss, partition"
     ):
         plan_campaign(10, 1, ["pod-delete"], 3, FAMILIES)
+
+
+def test_standalone_controllers_take_pod_delete_too() -> None:
+    plan = plan_campaign(60, 1, ["pod-delete"], 3, KUBERNETES_FAMILIES, broker_only=frozenset())
+    assert Target.CONTROLLERS_MAJORITY in {f.target for f in plan}
+
+
+def test_the_operator_is_a_target_only_where_the_platform_offers_it() -> None:
+    assert Target.MASTER_AND_OPERATOR not in {f.target for f in plan_campaign(80, 1, ["kill"], 3, KUBERNETES_FAMILIES)}
+    plan = plan_campaign(80, 1, ["kill", "pod-delete"], 3, KUBERNETES_FAMILIES, operator=True)
+    assert Target.MASTER_AND_OPERATOR in {f.target for f in plan if f.family == "kill"}
+    assert {f.target for f in plan if f.family == "pod-delete"} == {
+        Target.BROKER,
+        Target.MASTER,
+        Target.MASTER_AND_OPERATOR,
+    }
+    fault = next(f for f in plan if f.target is Target.MASTER_AND_OPERATOR)
+    assert resolve_targets(fault, ["b-0", "b-1", "b-2"], ["c-0"], "b-1") == ("b-1", OPERATOR_PROCESS)
+    assert resolve_targets(fault, ["b-0", "b-1", "b-2"], ["c-0"], None)[1] == OPERATOR_PROCESS
+
+
+def _pod(name: str, component: str, namesrv: bool) -> dict[str, object]:
+    ports = [{"containerPort": 9876}] if namesrv else [{"containerPort": 9878}]
+    return {
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/component": component}},
+        "spec": {"containers": [{"ports": ports}]},
+        "status": {"podIP": f"10.0.0.{name[-1]}"},
+    }
+
+
+class _Kube:
+    def __init__(self, pods: list[dict[str, object]], operators: int) -> None:
+        self.pods, self.operators = pods, operators
+
+    async def list(self, kind: str, namespace: str | None, selector: str | None = None) -> list[dict[str, object]]:
+        if selector == "rocketmq-operator.dev/operator=true":
+            return [{"metadata": {"name": f"op-{i}", "namespace": "ops"}} for i in range(self.operators)]
+        return self.pods
+
+
+@pytest.mark.parametrize(
+    ("pods", "controllers", "name_servers", "broker_only"),
+    [
+        (  # the default layout: the controllers host the name servers
+            [_pod("ctl-0", "controller", True), _pod("ctl-1", "controller", True)],
+            ["ctl-0", "ctl-1"],
+            ["10.0.0.0:9876", "10.0.0.1:9876"],
+            {"pod-delete"},
+        ),
+        (  # standalone: the name servers are pods of their own, not controllers
+            [_pod("ctl-0", "controller", False), _pod("ctl-1", "controller", False), _pod("ns-0", "namesrv", True)],
+            ["ctl-0", "ctl-1"],
+            ["10.0.0.0:9876"],
+            set(),
+        ),
+    ],
+)
+async def test_discovery_tells_the_layouts_apart(
+    pods: list[dict[str, object]], controllers: list[str], name_servers: list[str], broker_only: set[str]
+) -> None:
+    chaos = KubernetesChaos(_Kube(pods, 1), "ns", "b", "ctl", 3)  # type: ignore[arg-type]
+    await chaos.discover()
+    assert (chaos.controllers, chaos.name_servers) == (controllers, name_servers)
+    assert chaos.broker_only_families == broker_only and chaos.faults_operator
 
 
 def _args(**changes: object) -> argparse.Namespace:

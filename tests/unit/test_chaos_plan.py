@@ -39,7 +39,7 @@ def test_the_same_seed_gives_the_same_schedule_and_every_round_covers_every_fami
 
 
 def test_a_long_campaign_reaches_every_target_kind() -> None:
-    plan = plan_campaign(200, 1, FAMILIES, 3)
+    plan = plan_campaign(200, 1, FAMILIES, 3, operator=True)
     assert {f.target for f in plan} == set(Target)
     assert Counter(f.family for f in plan) == {family: 50 for family in FAMILIES}
 
@@ -49,11 +49,12 @@ def test_a_long_campaign_reaches_every_target_kind() -> None:
     [
         (0, {Target.BROKER, Target.MASTER}),
         (1, {Target.BROKER, Target.MASTER, Target.CONTROLLERS_ALL, Target.BROKER_AND_CONTROLLER}),
-        (3, set(Target)),
+        (3, set(Target) - {Target.MASTER_AND_OPERATOR}),
     ],
 )
 def test_controller_targets_need_controllers_and_a_minority_needs_three(controllers: int, offered: set[Target]) -> None:
     assert set(targets_for(controllers)) == offered
+    assert set(targets_for(controllers, operator=True)) == offered | {Target.MASTER_AND_OPERATOR}
 
 
 @pytest.mark.parametrize(

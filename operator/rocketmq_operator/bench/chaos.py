@@ -79,6 +79,10 @@ class ChaosPlatform(Protocol):
     brokers: list[str]
     controllers: list[str]
     name_servers: list[str]
+    broker_only_families: frozenset[str]
+    """Families injected on brokers only (`chaos_plan.BROKER_ONLY_FAMILIES` where controllers host name servers)."""
+    faults_operator: bool
+    """Whether a fault can hit the operator too (`chaos_plan.Target.MASTER_AND_OPERATOR`)."""
 
     async def inject(self, family: str, process: str) -> str | None:
         """Inject one fault on one process; a note when it could not be done."""
@@ -123,6 +127,9 @@ class LocalChaos:
         self.brokers = [e.name for e in group.endpoints]
         self.controllers = controller_processes(state, group)
         self.name_servers = state.name_servers
+        # No pods here, and the supervisor that owns the processes is the operator's executor: not a target.
+        self.broker_only_families: frozenset[str] = frozenset()
+        self.faults_operator = False
         self.open: list[tuple[str, str]] = []  # (family, process) not yet healed
 
     async def _request(self, op: str, **body: Any) -> dict[str, Any]:
@@ -227,7 +234,15 @@ async def run_campaign(
 ) -> dict[str, Any]:
     """The campaign on a running group (see the module doc); ``client`` reaches its name servers and brokers."""
     c = campaign
-    plan = plan_campaign(c.faults, c.seed, c.families, len(platform.controllers), offered)
+    plan = plan_campaign(
+        c.faults,
+        c.seed,
+        c.families,
+        len(platform.controllers),
+        offered,
+        broker_only=platform.broker_only_families,
+        operator=platform.faults_operator,
+    )
     topic = f"chaos-{c.seed}-{int(time.time())}"
     held: list[HeldFault] = []
     producer = SteadyProducer(topic, c.rate, namesrv=platform.name_servers, size=512, timeout=3.0, retries=2)

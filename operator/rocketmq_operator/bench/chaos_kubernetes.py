@@ -16,9 +16,13 @@ reported as a note on the fault, never silently skipped.
 * loss / partition: iptables in the pod's network namespace (entered through its sandbox process, which lives as
   long as the pod) drops 80% / all of what the pod sends, loopback excepted (its probes and lease agent still
   reach the broker, as on a machine whose network fails);
-* pod-delete: the pod deleted with grace period 0 (its StatefulSet makes it again). Brokers only: the producer
-  addresses the name servers by pod IP, which a new controller pod changes, so a controller's pod-delete is
-  noted and not injected.
+* pod-delete: the pod deleted with grace period 0 (its StatefulSet makes it again). Where the controllers host
+  the name servers, brokers only: the producer addresses the name servers by pod IP, which a new pod changes (a
+  controller's pod-delete is then noted and not injected). Standalone controllers (`spec.standalone`) take it
+  too: only the brokers address them, by name.
+* the operator (target `master+operator`): the master gets the fault and every operator pod (label
+  `rocketmq-operator.dev/operator=true`, any namespace) is deleted with grace period 0 at once, so the failover
+  happens while the operator starts again; its Deployment makes it again, and health waits for it Ready.
 
 Health before each fault: every pod of both groups Ready, and the BrokerGroup's status Ready, writable, every
 replica alive and in sync and the SyncStateSet full (the operator's view, used only to pace the campaign; the
@@ -35,7 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from rocketmq_operator.bench.chaos import Campaign, run_campaign
-from rocketmq_operator.bench.chaos_plan import KUBERNETES_FAMILIES, LOSS_PROBABILITY
+from rocketmq_operator.bench.chaos_plan import (
+    BROKER_ONLY_FAMILIES,
+    KUBERNETES_FAMILIES,
+    LOSS_PROBABILITY,
+    OPERATOR_PROCESS,
+)
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.remoting import RemotingClient
 
@@ -43,6 +52,8 @@ JSON = dict[str, Any]
 MAIN_CLASSES = ("BrokerStartup", "ControllerStartup", "NamesrvStartup", "ProxyStartup")
 NAMESRV_PORT = 9876
 RULE_COMMENT = "rocketmq-operator-chaos"
+COMPONENT_LABEL = "app.kubernetes.io/component"
+OPERATOR_PODS = "rocketmq-operator.dev/operator=true"
 
 
 class ChaosTargetError(RuntimeError):
@@ -95,6 +106,11 @@ def drop_rule(probability: float) -> list[str]:
     return [*rule, "-m", "comment", "--comment", RULE_COMMENT, "-j", "DROP"]
 
 
+def _serves_name_server(pod: JSON) -> bool:
+    ports = (port for c in pod["spec"]["containers"] for port in c.get("ports") or [])
+    return any(port.get("containerPort") == NAMESRV_PORT for port in ports)
+
+
 def _ready(pod: JSON) -> bool:
     conditions = pod.get("status", {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
@@ -127,21 +143,23 @@ class KubernetesChaos:
         self.brokers: list[str] = [f"{group}-{i}" for i in range(replicas)]
         self.controllers: list[str] = []
         self.name_servers: list[str] = []
+        self.name_server_pods: list[str] = []
+        self.broker_only_families: frozenset[str] = BROKER_ONLY_FAMILIES
+        self.faults_operator = False
         self.open: list[tuple[str, str, Any]] = []  # (family, pod, what to heal) not yet healed
 
     async def discover(self) -> None:
-        pods = await self._pods(self.controller_group)
-        self.controllers = sorted(p["metadata"]["name"] for p in pods)
-        self.name_servers = [
-            f"{p['status']['podIP']}:{NAMESRV_PORT}"
-            for p in sorted(pods, key=lambda p: str(p["metadata"]["name"]))
-            if p.get("status", {}).get("podIP")
-            and any(
-                port.get("containerPort") == NAMESRV_PORT
-                for c in p["spec"]["containers"]
-                for port in c.get("ports") or []
-            )
+        pods = sorted(await self._pods(self.controller_group), key=lambda p: str(p["metadata"]["name"]))
+        # Standalone controllers have name servers of their own in the group (component "namesrv"): not controllers.
+        self.controllers = [
+            p["metadata"]["name"] for p in pods if (p["metadata"].get("labels") or {}).get(COMPONENT_LABEL) != "namesrv"
         ]
+        serving = [p for p in pods if p.get("status", {}).get("podIP") and _serves_name_server(p)]
+        self.name_servers = [f"{p['status']['podIP']}:{NAMESRV_PORT}" for p in serving]
+        self.name_server_pods = [p["metadata"]["name"] for p in serving]
+        hosted = bool(set(self.name_server_pods) & set(self.controllers))
+        self.broker_only_families = BROKER_ONLY_FAMILIES if hosted else frozenset()
+        self.faults_operator = bool(await self._operator_pods())
         if not self.name_servers:
             raise ChaosTargetError(
                 f"ControllerGroup {self.namespace}/{self.controller_group}: no pod with an address serves name "
@@ -150,6 +168,9 @@ class KubernetesChaos:
 
     async def _pods(self, group: str) -> list[JSON]:
         return await self.kube.list("Pod", self.namespace, f"rocketmq-operator.dev/group={group}")
+
+    async def _operator_pods(self) -> list[JSON]:
+        return await self.kube.list("Pod", None, OPERATOR_PODS)
 
     async def _uid(self, pod: str) -> str | None:
         obj = await self.kube.get("Pod", self.namespace, pod)
@@ -170,8 +191,14 @@ class KubernetesChaos:
         return None if proc.returncode == 0 else f"{' '.join(argv)}: {err.decode(errors='replace').strip()}"
 
     async def inject(self, family: str, process: str) -> str | None:
+        if process == OPERATOR_PROCESS:
+            pods = await self._operator_pods()
+            for pod in pods:
+                meta = pod["metadata"]
+                await self.kube.delete("Pod", meta["namespace"], meta["name"], grace_period_s=0)
+            return None if pods else "operator: no pod labelled " + OPERATOR_PODS + " to delete"
         if family == "pod-delete":
-            if process not in self.brokers:
+            if process in self.name_server_pods:
                 return f"pod-delete {process}: not injected (the producer addresses name servers by pod IP)"
             await self.kube.delete("Pod", self.namespace, process, grace_period_s=0)
             return None
@@ -201,7 +228,7 @@ class KubernetesChaos:
     async def heal(self, family: str, process: str) -> str | None:
         held = next((o for o in self.open if o[0] == family and o[1] == process), None)
         if held is None:
-            return None  # kill and pod-delete: the kubelet and the StatefulSet bring it back
+            return None  # kill and pod-delete (and the operator): the kubelet and the workload bring it back
         self.open.remove(held)
         what = held[2]
         if family == "suspend":
@@ -225,6 +252,10 @@ class KubernetesChaos:
         pods = [*(await self._pods(self.group)), *(await self._pods(self.controller_group))]
         if len(pods) < self.replicas + len(self.controllers) or not all(_ready(p) for p in pods):
             return False
+        if self.faults_operator:
+            operators = await self._operator_pods()
+            if not operators or not all(_ready(p) for p in operators):
+                return False  # its status below would be the one it left, not a new look
         obj = await self.kube.get("BrokerGroup", self.namespace, self.group)
         return obj is not None and group_healthy(obj.get("status") or {}, self.replicas)
 

@@ -30,8 +30,11 @@ FAMILIES = ("kill", "suspend", "loss", "partition")
 KUBERNETES_FAMILIES = (*FAMILIES, "pod-delete")
 """On Kubernetes also the deletion of a pod (grace period 0), which only a platform with pods has."""
 BROKER_ONLY_FAMILIES = frozenset({"pod-delete"})
-"""Families planned on brokers only: a deleted pod comes back at another address, and the campaign's producer
-addresses the name servers (hosted with the controllers) by theirs (bench.chaos_kubernetes)."""
+"""Families planned on brokers only where the controllers host the name servers: a deleted pod comes back at
+another address, and the campaign's producer addresses the name servers by theirs (bench.chaos_kubernetes). With
+standalone controllers nothing addresses a controller's pod but the brokers, by name, so none is broker-only."""
+OPERATOR_PROCESS = "operator"
+"""The process name a MASTER_AND_OPERATOR fault gives the operator: the platform resolves it (its pods)."""
 LOSS_PROBABILITY = 0.8  # OpenChaos's packet-loss fault
 
 
@@ -42,6 +45,9 @@ class Target(StrEnum):
     CONTROLLERS_MAJORITY = "controllers-majority"
     CONTROLLERS_ALL = "controllers-all"
     BROKER_AND_CONTROLLER = "broker+controller"
+    MASTER_AND_OPERATOR = "master+operator"
+    """The master faulted and the operator's pod deleted at once: the failover happens while the operator starts
+    again, and must be finished from what status holds (Kubernetes only)."""
 
 
 CONTROLLER_ONLY = frozenset({Target.CONTROLLERS_MINORITY, Target.CONTROLLERS_MAJORITY, Target.CONTROLLERS_ALL})
@@ -59,22 +65,36 @@ class PlannedFault:
     pick: int  # the seeded choice among the candidates, resolved when the fault is injected
 
 
-def targets_for(controllers: int) -> list[Target]:
-    """The target kinds a group with ``controllers`` controllers offers: a minority needs at least 3."""
+BROKER_TARGETS = frozenset({Target.BROKER, Target.MASTER, Target.MASTER_AND_OPERATOR})
+
+
+def targets_for(controllers: int, operator: bool = False) -> list[Target]:
+    """The target kinds a group with ``controllers`` controllers offers: a minority needs at least 3; the operator
+    only where the platform runs it as something a fault can hit (``operator``)."""
     out = [Target.BROKER, Target.MASTER]
     if controllers >= 3:
         out += [Target.CONTROLLERS_MINORITY, Target.CONTROLLERS_MAJORITY]
     if controllers >= 1:
         out += [Target.CONTROLLERS_ALL, Target.BROKER_AND_CONTROLLER]
+    if operator:
+        out.append(Target.MASTER_AND_OPERATOR)
     return out
 
 
 def plan_campaign(
-    faults: int, seed: int, families: Sequence[str], controllers: int, offered: Sequence[str] = FAMILIES
+    faults: int,
+    seed: int,
+    families: Sequence[str],
+    controllers: int,
+    offered: Sequence[str] = FAMILIES,
+    *,
+    broker_only: frozenset[str] = BROKER_ONLY_FAMILIES,
+    operator: bool = False,
 ) -> list[PlannedFault]:
     """``faults`` faults: the families in a seeded order that repeats every family once per round (a short
     campaign covers each), each with a seeded target among those the group offers. ``offered``: the families the
-    platform can inject."""
+    platform can inject; ``broker_only``: those it injects on brokers only; ``operator``: whether it can fault the
+    operator (:func:`targets_for`)."""
     if faults < 1:
         raise ChaosPlanError(f"--faults {faults}: must be at least 1; fix: --faults 12")
     unknown = [f for f in families if f not in offered]
@@ -84,7 +104,7 @@ def plan_campaign(
             f"platform; fix: --families {','.join(offered)}"
         )
     rng = random.Random(seed)
-    targets = targets_for(controllers)
+    targets = targets_for(controllers, operator)
     plan: list[PlannedFault] = []
     order: list[str] = []
     for index in range(faults):
@@ -92,9 +112,7 @@ def plan_campaign(
             order = list(dict.fromkeys(families))
             rng.shuffle(order)
         family = order.pop()
-        candidates = (
-            [t for t in targets if t in (Target.BROKER, Target.MASTER)] if family in BROKER_ONLY_FAMILIES else targets
-        )
+        candidates = [t for t in targets if t in BROKER_TARGETS] if family in broker_only else targets
         plan.append(PlannedFault(index, family, rng.choice(candidates), rng.randrange(1 << 16)))
     return plan
 
@@ -110,6 +128,8 @@ def resolve_targets(
     if fault.target is Target.MASTER:
         assert master is not None
         return (master,)
+    if fault.target is Target.MASTER_AND_OPERATOR:
+        return (master if master is not None else brokers[pick % len(brokers)], OPERATOR_PROCESS)
     n = len(controllers)
     rotated = [controllers[(pick + i) % n] for i in range(n)]
     if fault.target is Target.CONTROLLERS_MINORITY:
