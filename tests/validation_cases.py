@@ -295,6 +295,20 @@ CASES: list[Case] = [
         "renewBefore 5400s is not shorter than duration 90m",
     ),
     Case(
+        "backup-too-often",
+        c("spec.backup", {"every": "1m"}),
+        "ControllerGroup.backup.every",
+        "spec.backup.every",
+        "a backup every 1m is too often",
+    ),
+    Case(
+        "backup-keep-zero",
+        c("spec.backup", {"every": "6h", "keep": 0}),
+        "ControllerGroup.backup.keep.range",
+        "spec.backup.keep",
+        "keeping 0 backups",
+    ),
+    Case(
         "controller-even",
         c("spec.replicas", 2),
         "ControllerGroup.replicas.odd",

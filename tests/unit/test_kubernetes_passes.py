@@ -9,14 +9,17 @@ derives everything again from the cluster, would not write the same way.
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import dataclasses
+import json
 import logging
 import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import kopf
 import pytest
 import yaml
 from kube_fake import FakeApi
@@ -28,8 +31,19 @@ from rocketmq_operator.control import switchover as control_switchover
 from rocketmq_operator.control.policy import PolicyOutcome
 from rocketmq_operator.control.switchover import OperationRefused
 from rocketmq_operator.control.topics import AssertReport
+from rocketmq_operator.core.backup import (
+    BackupError,
+    BackupSource,
+    GroupObservation,
+    MetadataBackup,
+    TopicEntry,
+    UserEntry,
+    build_backup,
+)
+from rocketmq_operator.core.backup_schedule import BACKUP_REQUEST_ANNOTATION
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.core.topics import Refusal
+from rocketmq_operator.platforms.kubernetes import backup_schedule as kube_backup
 from rocketmq_operator.platforms.kubernetes import drain as kube_drain
 from rocketmq_operator.platforms.kubernetes import group_pass
 from rocketmq_operator.platforms.kubernetes import topics as kube_topics
@@ -1192,3 +1206,79 @@ def test_the_kubernetes_pass_runs_the_one_pass(group: dict[str, Any], monkeypatc
 
     monkeypatch.setattr(group_pass, "run_group_pass", acting)
     assert run_pass(fake) is True
+
+
+# --- scheduled metadata backups (spec.backup; core.backup_schedule decides, tested in test_backup_schedule.py) ---
+
+
+def backup_of(cluster: str = "DefaultCluster") -> MetadataBackup:
+    topic = TopicEntry(read_queue_nums=4, write_queue_nums=4)
+    user = UserEntry(username="app", password="pw-app")
+    observed = GroupObservation("broker-a", "10.0.0.1:10911", {"orders": topic}, {"readers": {}}, [user], [])
+    return build_backup(cluster, BackupSource(taken_at="2027-01-15T08:00:00Z"), [observed])
+
+
+def backup_pass(fake: FakeApi, monkeypatch: pytest.MonkeyPatch, taken: list[Any], events: list[str]) -> None:
+    async def take_backup(_client: Any, **kwargs: Any) -> MetadataBackup:
+        taken.append(kwargs)
+        return backup_of()
+
+    monkeypatch.setattr(kube_backup, "take_backup", take_backup)
+    monkeypatch.setattr(kopf, "info", lambda _b, reason, message: events.append(f"{reason}: {message}"))
+    monkeypatch.setattr(kopf, "warn", lambda _b, reason, message: events.append(f"{reason}: {message}"))
+    asyncio.run(controller_pass(fake, Controllers("n0"), body(fake, "ControllerGroup", "rocketmq-ctl")))  # type: ignore[arg-type]
+
+
+def test_a_scheduled_backup_goes_into_a_secret_and_status_lists_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = api()
+    fake.put(
+        dict(DOCS["ControllerGroup"], spec={**DOCS["ControllerGroup"]["spec"], "backup": {"every": "1h", "keep": 2}})
+    )
+    controller_pods(fake, 1)
+    taken: list[Any] = []
+    events: list[str] = []
+    backup_pass(fake, monkeypatch, taken, events)
+    assert taken[0]["namesrv"] == ["rocketmq-ctl-0.rocketmq-ctl-headless.ns.svc:9876"]
+    secret = body(fake, "Secret", "rocketmq-ctl-metadata-0")
+    assert "ownerReferences" not in secret["metadata"]  # a backup outlives its ControllerGroup
+    document = json.loads(base64.b64decode(secret["data"]["metadata.json"]))
+    assert (
+        document["cluster"] == "DefaultCluster" and document["groups"]["broker-a"]["users"][0]["password"] == "pw-app"
+    )
+    status = body(fake, "ControllerGroup", "rocketmq-ctl")["status"]["backup"]
+    assert [(k["secret"], k["topics"], k["users"]) for k in status["kept"]] == [("rocketmq-ctl-metadata-0", 1, 1)]
+    assert "pw-app" not in json.dumps(status) and not any("pw-app" in e for e in events)
+    assert events == [
+        "MetadataBackup: first backup of cluster DefaultCluster into Secret rocketmq-ctl-metadata-0: 1 topic(s), "
+        "1 subscription group(s), 1 user(s)"
+    ]
+    backup_pass(fake, monkeypatch, taken, events)
+    assert len(taken) == 1  # not due for an hour
+    cg = body(fake, "ControllerGroup", "rocketmq-ctl")
+    cg["metadata"]["annotations"] = {BACKUP_REQUEST_ANNOTATION: "2027-01-15T08:05:00Z"}
+    fake.put(cg)
+    backup_pass(fake, monkeypatch, taken, events)
+    assert len(taken) == 2 and body(fake, "Secret", "rocketmq-ctl-metadata-1")
+    status = body(fake, "ControllerGroup", "rocketmq-ctl")["status"]["backup"]
+    assert [k["secret"] for k in status["kept"]] == ["rocketmq-ctl-metadata-1", "rocketmq-ctl-metadata-0"]
+    assert status["lastRequest"] == "2027-01-15T08:05:00Z"
+    backup_pass(fake, monkeypatch, taken, events)
+    assert len(taken) == 2  # a request is answered once
+
+
+def test_a_failed_backup_is_in_status_and_an_event_and_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = api()
+    fake.put(dict(DOCS["ControllerGroup"], spec={**DOCS["ControllerGroup"]["spec"], "backup": {"every": "6h"}}))
+    controller_pods(fake, 1)
+    events: list[str] = []
+
+    async def no_master(_client: Any, **_: Any) -> MetadataBackup:
+        raise BackupError("broker-a: no master is registered with the name servers; rule: ...; fix: ...")
+
+    monkeypatch.setattr(kube_backup, "take_backup", no_master)
+    monkeypatch.setattr(kopf, "warn", lambda _b, reason, message: events.append(f"{reason}: {message}"))
+    asyncio.run(controller_pass(fake, Controllers("n0"), body(fake, "ControllerGroup", "rocketmq-ctl")))  # type: ignore[arg-type]
+    status = body(fake, "ControllerGroup", "rocketmq-ctl")["status"]
+    assert status["backup"]["lastError"].startswith("broker-a: no master") and status["backup"]["kept"] == []
+    assert events == [f"MetadataBackupFailed: first backup: {status['backup']['lastError']}"]
+    assert status["phase"] == "Running"  # the pass went on

@@ -588,6 +588,29 @@ class NameServerSpec(Model):
     )
 
 
+BACKUP_EVERY_PATTERN = r"^[1-9][0-9]{0,5}(h|m)$"
+BACKUP_MIN_EVERY_S = 300
+BACKUP_MAX_KEEP = 30
+
+
+class MetadataBackupSpec(Model):
+    every: str = Field(
+        pattern=BACKUP_EVERY_PATTERN,
+        description="How often to back up: a number and a unit, h or m (e.g. 6h; at least 5m). The first backup "
+        "is taken when the field is set; `kubectl rocketmq backup CONTROLLERGROUP` takes one at once.",
+    )
+    keep: int = Field(
+        default=7,
+        description="Backups kept: Secrets <name>-metadata-0 .. <name>-metadata-<keep-1>, written in turn (the "
+        "oldest is overwritten). They have no owner, so they outlive the ControllerGroup.",
+    )
+    cluster_name: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="The RocketMQ cluster to back up when these name servers serve several (default: the only one).",
+    )
+
+
 class ControllerGroupSpec(Model):
     version: str = Field(
         default=DEFAULT_ROCKETMQ_VERSION,
@@ -659,6 +682,11 @@ class ControllerGroupSpec(Model):
         default_factory=ControllerNetworkPolicySpec,
         description="The NetworkPolicies the operator renders for the controller and name-server pods (on by "
         "default; name-server clients from anyone unless narrowed).",
+    )
+    backup: MetadataBackupSpec | None = Field(
+        default=None,
+        description="Scheduled metadata backups of the cluster these name servers serve (topics, subscription "
+        "groups, ACL users and rules; never messages): each into a Secret of its own. Kubernetes only.",
     )
 
     _controller_config_scalars = field_validator("controller_config", mode="before")(_scalar_config)
@@ -809,6 +837,26 @@ class BrokerGroupStatus(Model):
     )
 
 
+class KeptBackup(Model):
+    secret: str = Field(description="The Secret holding it (key metadata.json).")
+    taken_at: str = Field(description="When it was read from the masters (RFC 3339).")
+    cluster: str = Field(description="The RocketMQ cluster it holds.")
+    topics: int = Field(default=0, description="Topics in it (counted once per broker group that has them).")
+    subscription_groups: int = Field(default=0, description="Subscription groups in it (likewise).")
+    users: int = Field(default=0, description="ACL 2.0 users in it (likewise).")
+
+
+class MetadataBackupStatus(Model):
+    last_attempt: str | None = Field(default=None, description="When the last backup was tried (RFC 3339).")
+    last_error: str | None = Field(
+        default=None, description="Why the last attempt failed (unset when it succeeded), with the fix."
+    )
+    last_request: str | None = Field(
+        default=None, description="The last `kubectl rocketmq backup` request answered (its annotation's value)."
+    )
+    kept: list[KeptBackup] = Field(default_factory=list, description="The backups kept, newest first.")
+
+
 class ControllerGroupStatus(Model):
     observed_generation: int | None = Field(default=None, description=_OBSERVED_GENERATION)
     conditions: list[Condition] = Field(
@@ -823,6 +871,9 @@ class ControllerGroupStatus(Model):
     controllers: list[str] = Field(default_factory=list, description="Controller addresses (host:port).")
     ready_replicas: int | None = Field(default=None, description="Controller pods that are Ready.")
     phase: str | None = Field(default=None, description="Running, Degraded, NoLeader or Pending.")
+    backup: MetadataBackupStatus | None = Field(
+        default=None, description="Scheduled metadata backups (spec.backup): the last attempt and those kept."
+    )
 
 
 class BrokerGroup(Model):

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from rocketmq_operator.api.broker_config_keys import BROKER_CONFIG_KEYS, CONTROLLER_CONFIG_KEYS, PROXY_CONFIG_KEYS
 from rocketmq_operator.api.models import (
+    BACKUP_MAX_KEEP,
+    BACKUP_MIN_EVERY_S,
     DEFAULT_PROXY_MIN_READY_SECONDS,
     MAX_PROXY_MIN_READY_SECONDS,
     PROXY_SERVICE_TYPES,
@@ -814,6 +816,38 @@ def _controller_rules() -> list[Rule]:
             "",
         ),
         *_network_peer_rules(k, "clients", lambda r: r.spec.network_policy.clients),
+        *_backup_rules(k),
+    ]
+
+
+def _backup_rules(k: Kind) -> list[Rule]:
+    """spec.backup of a ControllerGroup: not more often than every 5 minutes, and 1..30 kept."""
+    return [
+        Rule(
+            id=f"{k}.backup.every",
+            kind=k,
+            scope="spec",
+            field_path=".backup.every",
+            problem="a backup every {value} is too often",
+            rule=f"backup.every is at least {BACKUP_MIN_EVERY_S // 60}m (each backup reads every master's metadata)",
+            fix="use e.g. 6h, or `kubectl rocketmq backup CONTROLLERGROUP` for one now",
+            cel=f"!has(self.backup) || duration(self.backup.every) >= duration('{BACKUP_MIN_EVERY_S}s')",
+            valid=lambda r: r.spec.backup is None or duration_seconds(r.spec.backup.every) >= BACKUP_MIN_EVERY_S,
+            values={"value": Placeholder("self.backup.every", lambda r: r.spec.backup.every if r.spec.backup else "")},
+        ),
+        Rule(
+            id=f"{k}.backup.keep.range",
+            kind=k,
+            scope="spec",
+            field_path=".backup.keep",
+            problem="keeping {value} backups is out of range",
+            rule=f"1 <= backup.keep <= {BACKUP_MAX_KEEP} (one Secret each)",
+            fix="use e.g. 7",
+            cel=f"!has(self.backup) || !has(self.backup.keep) || (self.backup.keep >= 1 && self.backup.keep <= "
+            f"{BACKUP_MAX_KEEP})",
+            valid=lambda r: r.spec.backup is None or 1 <= r.spec.backup.keep <= BACKUP_MAX_KEEP,
+            values={"value": Placeholder("self.backup.keep", lambda r: r.spec.backup.keep if r.spec.backup else 0)},
+        ),
     ]
 
 

@@ -43,7 +43,14 @@ from rocketmq_operator.core.backup import (
     restore_failed,
     user_from_broker,
 )
-from rocketmq_operator.remoting import BrokerData, RemotingClient, RemotingError, RemotingException, ResponseCode
+from rocketmq_operator.remoting import (
+    BrokerData,
+    ClusterInfo,
+    RemotingClient,
+    RemotingError,
+    RemotingException,
+    ResponseCode,
+)
 from rocketmq_operator.remoting.admin import TopicAdmin, TopicConfigInfo
 from rocketmq_operator.remoting.auth_admin import AuthAdmin
 
@@ -87,15 +94,31 @@ def topic_config(name: str, entry: TopicEntry) -> TopicConfigInfo:
     )
 
 
+async def _cluster_info(client: RemotingClient, namesrv: Sequence[str]) -> ClusterInfo:
+    """GET_BROKER_CLUSTER_INFO from the client's own name servers, or from each of ``namesrv`` until one answers."""
+    if not namesrv:
+        return await client.get_cluster_info(timeout=ADMIN_TIMEOUT_S)
+    failure: Exception | None = None
+    for addr in namesrv:
+        try:
+            return await client.get_cluster_info(namesrv=addr, timeout=ADMIN_TIMEOUT_S)
+        except (RemotingException, OSError) as exc:
+            failure = exc
+    assert failure is not None
+    raise failure
+
+
 async def cluster_groups(
-    client: RemotingClient, cluster: str | None, *, fallback: str | None = None
+    client: RemotingClient, cluster: str | None, *, fallback: str | None = None, namesrv: Sequence[str] = ()
 ) -> tuple[str, dict[str, BrokerData]]:
-    """(the cluster chosen, its groups by brokerName) as the name servers know them."""
+    """(the cluster chosen, its groups by brokerName) as the name servers know them (``namesrv``: these, instead of
+    the client's own)."""
     try:
-        info = await client.get_cluster_info(timeout=ADMIN_TIMEOUT_S)
+        info = await _cluster_info(client, namesrv)
     except (RemotingException, OSError) as exc:
         raise BackupError(
-            f"--namesrv {';'.join(client.namesrv_addrs)}: GET_BROKER_CLUSTER_INFO failed ({_why(exc)}); rule: the "
+            f"--namesrv {';'.join(namesrv or client.namesrv_addrs)}: GET_BROKER_CLUSTER_INFO failed ({_why(exc)}); "
+            "rule: the "
             "cluster's groups are found through its name servers; fix: pass the cluster's name servers (`local env` "
             "prints a local cluster's; on Kubernetes the <controllergroup>-connection ConfigMap's nameServers)"
         ) from None
@@ -135,11 +158,14 @@ async def _read_group(client: RemotingClient, group: str, data: BrokerData) -> G
     )
 
 
-async def take_backup(client: RemotingClient, *, cluster: str | None, taken_at: str, tool: str) -> MetadataBackup:
-    """The document of the cluster's metadata, read from every group's master."""
-    name, groups = await cluster_groups(client, cluster)
+async def take_backup(
+    client: RemotingClient, *, cluster: str | None, taken_at: str, tool: str, namesrv: Sequence[str] = ()
+) -> MetadataBackup:
+    """The document of the cluster's metadata, read from every group's master (found through ``namesrv``, else
+    the client's name servers)."""
+    name, groups = await cluster_groups(client, cluster, namesrv=namesrv)
     observations = [await _read_group(client, group, data) for group, data in sorted(groups.items())]
-    source = BackupSource(name_servers=list(client.namesrv_addrs), taken_at=taken_at, tool=tool)
+    source = BackupSource(name_servers=list(namesrv or client.namesrv_addrs), taken_at=taken_at, tool=tool)
     return build_backup(name, source, observations)
 
 

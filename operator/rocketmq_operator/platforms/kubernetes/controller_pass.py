@@ -1,5 +1,7 @@
 """The Kubernetes ControllerGroup pass, run by a kopf timer: which controller leads, how many replicas are
-ready, and the group's `Ready` condition (`core.status.build_controller_status`, its only writer).
+ready, and the group's `Ready` condition (`core.status.build_controller_status`, its only writer); and the
+scheduled metadata backup when spec.backup says one is due (`platforms.kubernetes.backup_schedule`, the writer of
+status.backup).
 
 Each pass lists the group's controller pods, asks every controller for the DLedger metadata (the leader's own
 answer wins, as in `control.observe`) and writes status only when something changed. An unreachable
@@ -19,7 +21,9 @@ from rocketmq_operator.api.models import ControllerGroup, ControllerGroupStatus
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.core.conditions import condition
 from rocketmq_operator.core.status import build_controller_status
+from rocketmq_operator.platforms.kubernetes.backup_schedule import scheduled_backup
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
+from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.resources import validated
 from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
 from rocketmq_operator.platforms.kubernetes.tls import TLS_CA_DIR, controller_restart, trust_group
@@ -65,7 +69,9 @@ async def _restart_after_renewal(kube: KubeClient, cg: ControllerGroup, ns: str,
 CONTROLLER_STATUS_KEYS = ("leader", "nameServers", "controllers", "readyReplicas", "phase")
 
 
-async def controller_pass(kube: KubeClient, client: RemotingClient, resource: kopf.Body) -> None:
+async def controller_pass(
+    kube: KubeClient, client: RemotingClient, resource: kopf.Body, metrics: OperatorMetrics | None = None
+) -> None:
     body: JSON = dict(resource)
     ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
     current: JSON = dict(body.get("status") or {})
@@ -101,8 +107,11 @@ async def controller_pass(kube: KubeClient, client: RemotingClient, resource: ko
     )
     wanted = status.model_dump(mode="json", by_alias=True, exclude_none=True)
     # The pass's own fields and conditions (observedGeneration and Reconciled are the reconciler's).
-    change = StatusChange(
-        fields={k: wanted.get(k) for k in CONTROLLER_STATUS_KEYS},
-        conditions={c["type"]: c for c in wanted.get("conditions", [])},
-    )
+    fields = {k: wanted.get(k) for k in CONTROLLER_STATUS_KEYS}
+    backup = await scheduled_backup(kube, client, cg, resource)
+    if backup is not None:
+        fields["backup"] = backup.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if metrics is not None:
+            metrics.record_backup(ns, name, backup)
+    change = StatusChange(fields=fields, conditions={c["type"]: c for c in wanted.get("conditions", [])})
     await write_status(kube, body, change)

@@ -181,7 +181,7 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
     async def observe_controllers(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
         before = memo.kube.writes
         try:
-            await controller_pass(memo.kube, memo.remoting, body)
+            await controller_pass(memo.kube, memo.remoting, body, memo.metrics)
         finally:
             memo.metrics.api_writes.labels(kind="observer").inc(memo.kube.writes - before)
 

@@ -7,10 +7,11 @@ them (a unit test compares it with this registry), next to the brokers' own metr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from rocketmq_operator.api.models import BrokerGroupSpec, BrokerGroupStatus, HAMode
+from rocketmq_operator.api.models import BrokerGroupSpec, BrokerGroupStatus, HAMode, MetadataBackupStatus
 from rocketmq_operator.core.quorum import effective_quorum
 
 
@@ -94,6 +95,26 @@ class OperatorMetrics:
             registry=self.registry,
         )
         self._drain_labels: dict[tuple[str, str], set[str]] = {}
+        self.backup_last_success = Gauge(
+            "rocketmq_operator_metadata_backup_last_success_timestamp_seconds",
+            "When the newest kept scheduled metadata backup of a ControllerGroup was taken (Unix time)",
+            ["namespace", "group"],
+            registry=self.registry,
+        )
+        self.backup_failing = Gauge(
+            "rocketmq_operator_metadata_backup_failing",
+            "1 when the last scheduled metadata backup of a ControllerGroup failed (status.backup.lastError)",
+            ["namespace", "group"],
+            registry=self.registry,
+        )
+
+    def record_backup(self, namespace: str, group: str, status: MetadataBackupStatus) -> None:
+        """A ControllerGroup's scheduled backups (spec.backup): the newest kept one's time, and whether the last
+        attempt failed."""
+        self.backup_failing.labels(namespace=namespace, group=group).set(1 if status.last_error else 0)
+        if status.kept:
+            taken = datetime.fromisoformat(status.kept[0].taken_at.replace("Z", "+00:00")).timestamp()
+            self.backup_last_success.labels(namespace=namespace, group=group).set(taken)
 
     def record_drain(self, namespace: str, group: str, lag: Mapping[str, int] | None, drained: bool | None) -> None:
         """The drain's lag per consumer group and the `Drained` condition (None: no drain, the series removed)."""

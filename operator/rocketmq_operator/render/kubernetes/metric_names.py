@@ -113,6 +113,20 @@ OPERATOR_METRICS: tuple[Metric, ...] = (
         OPERATOR_SOURCE,
         "a draining BrokerGroup's messages its consumer group has not read yet",
     ),
+    Metric(
+        "rocketmq_operator_metadata_backup_last_success_timestamp_seconds",
+        "gauge",
+        ("namespace", "group"),
+        OPERATOR_SOURCE,
+        "when the newest kept scheduled metadata backup of a ControllerGroup was taken",
+    ),
+    Metric(
+        "rocketmq_operator_metadata_backup_failing",
+        "gauge",
+        ("namespace", "group"),
+        OPERATOR_SOURCE,
+        "1 when the last scheduled metadata backup of a ControllerGroup failed",
+    ),
 )
 
 _IN = (*BROKER_BASE_LABELS, "topic", "message_type", "is_system")  # SendMessageProcessor
