@@ -15,6 +15,7 @@ And the metadata backup run in the operator's pod (docs/backup.md, "On Kubernete
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import subprocess
@@ -174,7 +175,8 @@ def _operator_cli(node: Any, *args: str, stdin: str | None = None) -> str:
 
 def test_metadata_backup_and_restore_from_the_operator_pod(second_quickstart: Any) -> None:
     """`backup` run in the operator's pod, as docs/backup.md says, holds a topic that exists only on the brokers;
-    the topic deleted from the master, `restore` from the same document brings it back."""
+    the topic deleted from the master, `restore` from the same document brings it back. Then the same through the
+    ControllerGroup's scheduled backups (spec.backup) and `kubectl rocketmq backup`, restored from the Secret."""
     group = second_quickstart
     node, ns = group.node, group.ns
     master = str((group.status().get("master") or {}).get("address"))
@@ -198,5 +200,33 @@ def test_metadata_backup_and_restore_from_the_operator_pod(second_quickstart: An
     assert BACKUP_ONLY not in asyncio.run(on_master("delete"))
     restored = _operator_cli(node, "restore", "--namesrv", name_servers, "--from", "-", stdin=document)
     print(f"\n{restored.strip()}")
+    assert asyncio.run(on_master("read")).get(BACKUP_ONLY) == 4, restored
+
+    # Scheduled (spec.backup): the first backup when the field is set, another at once through the plugin, each in
+    # a Secret of the ring; the topic deleted again comes back from the newest Secret's document.
+    ctl = group.controller_group
+    node.kubectl("-n", ns, "patch", "controllergroup", ctl, "--type", "merge", "-p",
+                 json.dumps({"spec": {"backup": {"every": "24h", "keep": 2}}}))  # fmt: skip
+
+    def kept() -> list[dict[str, Any]]:
+        status = node.json("-n", ns, "get", "controllergroup", ctl).get("status") or {}
+        return list((status.get("backup") or {}).get("kept") or [])
+
+    node.wait_for("the first scheduled backup", lambda: len(kept()) == 1, timeout=120)
+    asked = _plugin(node, ns, "backup", ctl, "--wait", "100")
+    print(asked.stdout.strip())
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    newest = kept()[0]
+    assert [k["secret"] for k in kept()] == [f"{ctl}-metadata-1", f"{ctl}-metadata-0"], kept()
+    secret = node.json("-n", ns, "get", "secret", newest["secret"])
+    assert not secret["metadata"].get("ownerReferences")  # it outlives the ControllerGroup
+    scheduled = base64.b64decode(secret["data"]["metadata.json"]).decode()
+    assert BACKUP_ONLY in json.loads(scheduled)["groups"][group.name]["topics"]
+    events = [e["reason"] for e in node.json("-n", ns, "get", "events", "--field-selector",
+                                             f"involvedObject.name={ctl}")["items"]]  # fmt: skip
+    assert events.count("MetadataBackup") >= 2, events
+    assert BACKUP_ONLY not in asyncio.run(on_master("delete"))
+    restored = _operator_cli(node, "restore", "--namesrv", name_servers, "--from", "-", stdin=scheduled)
+    print(restored.strip())
     assert asyncio.run(on_master("read")).get(BACKUP_ONLY) == 4, restored
     asyncio.run(on_master("delete"))

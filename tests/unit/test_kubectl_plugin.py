@@ -20,6 +20,7 @@ from kube_http_fake import FakeApiServer, kubeconfig, serve
 from rich.console import Console
 
 from rocketmq_operator.cli import kubectl
+from rocketmq_operator.core.backup_schedule import BACKUP_REQUEST_ANNOTATION
 from rocketmq_operator.render.kubernetes.names import (
     ANNOTATION_FENCE,
     ANNOTATION_RESTARTED_AT,
@@ -364,6 +365,44 @@ def test_fence_and_unfence_through_the_annotation(api: FakeApiServer, capsys: py
     assert code == 0 and "broker-a-1 unfenced" in out
     code, out, _ = run(capsys, "unfence", "broker-a-2", "--wait", "5")
     assert annotation_patches(api, ANNOTATION_FENCE)[-2:] == ["broker-a-2", None]  # the last one removes it
+
+
+def operator_backs_up(error: str | None) -> Any:
+    """A hook playing the operator's ControllerGroup pass: on the backup-now annotation, answer in status.backup."""
+
+    def hook(server: FakeApiServer, path: str, patch: JSON) -> None:
+        stamp = ((patch.get("metadata") or {}).get("annotations") or {}).get(BACKUP_REQUEST_ANNOTATION)
+        if not stamp:
+            return
+        kept = [{"secret": "controllers-metadata-0", "takenAt": stamp, "cluster": "DefaultCluster", "topics": 3,
+                 "subscriptionGroups": 2, "users": 1}]  # fmt: skip
+        server.objects[path]["status"]["backup"] = {
+            "lastRequest": stamp,
+            "lastError": error,
+            "kept": [] if error else kept,
+        }
+
+    return hook
+
+
+def test_backup_asks_the_operator_and_prints_what_it_kept(
+    api: FakeApiServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "backup", "controllers", "--wait", "5")
+    assert code == 1 and "spec.backup is not set" in err and "fix: `kubectl patch controllergroup" in err
+    path = next(p for p, o in api.objects.items() if o["kind"] == "ControllerGroup")
+    api.objects[path]["spec"]["backup"] = {"every": "24h"}
+    api.on_patch.append(operator_backs_up(None))
+    code, out, err = run(capsys, "backup", "controllers", "--wait", "5")
+    assert code == 0, err
+    assert len(annotation_patches(api, BACKUP_REQUEST_ANNOTATION)) == 1
+    assert out.startswith("controllers: backup of cluster DefaultCluster in Secret controllers-metadata-0 (key ")
+    assert "3 topic(s), 2 subscription group(s), 1 user(s)" in out
+    api.on_patch[:] = [operator_backs_up("broker-a: no master is registered; fix: wait")]
+    code, _, err = run(capsys, "backup", "controllers", "--wait", "5")
+    assert code == 1 and err.strip().endswith("backup failed: broker-a: no master is registered; fix: wait")
+    code, _, err = run(capsys, "backup", "nope", "--wait", "5")
+    assert code == 1 and 'controllergroup "nope" not found' in err
 
 
 def test_restart_stamps_the_pod_template(api: FakeApiServer, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,10 @@ and asks the operator for an operation the way GitOps would, through the annotat
   `rocketmq-operator.dev/fence` annotation and waits until `status.fenced` says it is done.
 * `restart GROUP`: stamps `rocketmq-operator.dev/restartedAt` on the StatefulSet's pod template: a new revision,
   which the operator's roll restarts one replica at a time (slaves first, the master last after a switchover).
+* `drain-group GROUP [--undo] [--wait S]`: spec.draining on (off), and with --wait until status.drain says drained.
+* `backup CONTROLLERGROUP [--wait S]`: sets `rocketmq-operator.dev/backup-now`, which the operator answers with a
+  metadata backup into the ring of Secrets of spec.backup, and waits for status.backup to say so (exit 1 when it
+  failed, with the reason).
 * `report GROUP [-o FILE]`: a tarball for a bug report (`cli.kubectl_report`); never a Secret.
 
 kubectl's conventions: `--kubeconfig`, `--context`, `-n/--namespace` (before or after the subcommand) and
@@ -33,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from rocketmq_operator.cli.kubectl_view import group_document, now_iso, render_status
+from rocketmq_operator.core.backup_schedule import BACKUP_KEY, BACKUP_REQUEST_ANNOTATION
 from rocketmq_operator.core.status_view import cell
 from rocketmq_operator.platforms.console import Frames, terminal
 from rocketmq_operator.render.kubernetes.names import (
@@ -50,6 +55,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 POLL_S = 1.0
 PLURAL = "brokergroups"
+CONTROLLER_PLURAL = "controllergroups"
 
 
 class Failed(Exception):
@@ -374,6 +380,45 @@ def cmd_drain_group(args: argparse.Namespace, cluster: Cluster) -> int:
             raise Failed(f"{group}: not drained after {args.wait:g}s ({where}); it stays draining (spec.draining)")
 
 
+def cmd_backup(args: argparse.Namespace, cluster: Cluster) -> int:
+    """A scheduled metadata backup at once: the `backup-now` annotation, then (with --wait) the operator's answer
+    in status.backup."""
+    name = args.controller_group
+    cg = cluster.get_custom(CONTROLLER_PLURAL, name)
+    if cg is None:
+        raise Failed(
+            f'controllergroup "{name}" not found in namespace "{cluster.namespace}"; fix: `kubectl get '
+            "controllergroups -A` lists every namespace's (then pass -n NAMESPACE)"
+        )
+    if not (cg.get("spec") or {}).get("backup"):
+        raise Failed(
+            f"{name}: spec.backup is not set; rule: the operator writes backups only where they are scheduled (into "
+            f"Secrets {name}-metadata-<i>); fix: `kubectl patch controllergroup {name} --type merge -p "
+            '\'{"spec":{"backup":{"every":"24h"}}}\'`, or take one into a file (docs/backup.md)'
+        )
+    stamp = now_iso()
+    cluster.patch_custom(CONTROLLER_PLURAL, name, {"metadata": {"annotations": {BACKUP_REQUEST_ANNOTATION: stamp}}})
+    if args.wait <= 0:
+        print(f"{name}: backup requested ({BACKUP_REQUEST_ANNOTATION}={stamp}); status.backup says when it is taken")
+        return 0
+    deadline = time.monotonic() + args.wait
+    while True:
+        time.sleep(POLL_S)
+        backup = ((cluster.get_custom(CONTROLLER_PLURAL, name) or {}).get("status") or {}).get("backup") or {}
+        if backup.get("lastRequest") == stamp:
+            if backup.get("lastError"):
+                raise Failed(f"{name}: backup failed: {backup['lastError']}")
+            newest = (backup.get("kept") or [{}])[0]
+            print(
+                f"{name}: backup of cluster {newest.get('cluster')} in Secret {newest.get('secret')} (key "
+                f"{BACKUP_KEY}): {newest.get('topics')} topic(s), {newest.get('subscriptionGroups')} subscription "
+                f"group(s), {newest.get('users')} user(s), taken {newest.get('takenAt')}"
+            )
+            return 0
+        if time.monotonic() >= deadline:
+            raise Failed(f"{name}: no backup after {args.wait:g}s (is the operator running?); the request stands")
+
+
 def cmd_report(args: argparse.Namespace, cluster: Cluster) -> int:
     from rocketmq_operator.cli.kubectl_report import write_report
 
@@ -440,6 +485,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--undo", action="store_true", help="take the drain back (write permission back on)")
     p.add_argument("--wait", type=float, default=0.0, metavar="S", help="wait until it is drained")
     p.set_defaults(func=cmd_drain_group)
+
+    p = sub.add_parser(
+        "backup",
+        parents=[common],
+        help="a metadata backup now, into the ring of Secrets of the ControllerGroup's spec.backup",
+    )
+    p.add_argument("controller_group", metavar="CONTROLLERGROUP")
+    p.add_argument("--wait", type=float, default=120.0, metavar="S", help="wait for it (0: do not wait)")
+    p.set_defaults(func=cmd_backup)
 
     p = sub.add_parser("report", parents=[common], help="a tarball of everything a bug report needs (no Secret)")
     p.add_argument("group", metavar="GROUP")
