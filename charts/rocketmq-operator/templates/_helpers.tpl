@@ -121,7 +121,8 @@ Used by the ClusterRole (rbac.scope=cluster) and by each Role (rbac.scope=namesp
   resources: ["poddisruptionbudgets"]
   verbs: ["get", "create", "patch"]
 # spec.auth: the Secrets a BrokerGroup names are read by name (get); the copy of its admin Secret that the brokers
-# mount (<group>-auth-config) is applied like the objects above. Never listed or watched.
+# mount (<group>-auth-config) and a ControllerGroup's scheduled metadata backups (spec.backup: the ring
+# <group>-metadata-<i>) are applied like the objects above. Never listed, watched or deleted.
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get", "create", "patch"]
