@@ -3,7 +3,8 @@ committing consumer group, as a user does it with kubectl (on the second quickst
 `E2E_WORKER_GROUPS`):
 
 1. a BrokerGroup added to the quickstart's cluster gets the cluster's Topic and ConsumerGroup (placed by
-   clusterName) and the producer sends to it after its next route refresh;
+   clusterName) and the producer sends to it after its next route refresh; a Topic placed on the quickstart's group
+   by name stays there;
 2. `kubectl rocketmq drain-group` while its consumers are paused: its queues read-only in the routes, status.drain
    with the lag; then `kubectl delete` of it while they have not read it: the operator holds the deletion
    (status.drain and the Drained condition say what is left and the fix);
@@ -46,13 +47,18 @@ def _plugin(node: Any, ns: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
 
 
-async def _route(name_servers: list[str]) -> Any:
+async def _route(name_servers: list[str], topic: str = TOPIC) -> Any:
     async with RemotingClient(name_servers, connect_timeout=2.0, request_timeout=3.0) as client:
-        return await client.get_route(TOPIC, timeout=3.0)
+        return await client.get_route(topic, timeout=3.0)
 
 
-def _manifests() -> str:
+PINNED = "scale-pinned"  # placed on the quickstart's group by name: it stays there when groups are added
+
+
+def _manifests(pinned_on: str) -> str:
     docs = [
+        {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "Topic", "metadata": {"name": PINNED},
+         "spec": {"brokerGroups": [pinned_on], "readQueueNums": 2, "writeQueueNums": 2, "messageType": "NORMAL"}},
         {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "Topic", "metadata": {"name": TOPIC},
          "spec": {"clusterName": "DefaultCluster", "readQueueNums": 4, "writeQueueNums": 4, "messageType": "NORMAL"}},
         {"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "ConsumerGroup", "metadata": {"name": READERS},
@@ -75,7 +81,7 @@ def _added_group(controller_group: str, name: str = ADDED, replicas: int = 2) ->
 def test_a_group_added_then_deleted_is_drained_first_with_no_loss(second_quickstart: Any) -> None:
     group = second_quickstart
     node, ns = group.node, group.ns
-    node.kubectl("-n", ns, "apply", "-f", "-", input=_manifests())
+    node.kubectl("-n", ns, "apply", "-f", "-", input=_manifests(group.name))
     name_servers = [  # the name server pods' addresses, which the host reaches (a client outside the cluster)
         f"{p['status']['podIP']}:{NAMESRV_PORT}"
         for p in node.json("-n", ns, "get", "pods", "-l", f"rocketmq-operator.dev/group={group.controller_group}")[
@@ -111,6 +117,8 @@ def test_a_group_added_then_deleted_is_drained_first_with_no_loss(second_quickst
             f"the producer sends to {ADDED}", lambda: len(producer.acked(ADDED)) >= 20, timeout=180, interval=0.5
         )
         print(f"the producer's first 20 sends to {ADDED} acknowledged {seconds:.0f} s after it was writable")
+        pinned = {q.broker_name for q in asyncio.run(_route(name_servers, PINNED)).queue_datas}
+        assert pinned == {group.name}, f"{PINNED} is placed on {group.name} by name, yet routed to {sorted(pinned)}"
 
         # 2. Drained by `kubectl rocketmq drain-group` (spec.draining, the observer's pass) while its readers are
         #    paused: write permission off in the name servers' routes, status.drain with the lag; then deleted with
