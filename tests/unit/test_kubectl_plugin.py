@@ -405,6 +405,29 @@ def test_backup_asks_the_operator_and_prints_what_it_kept(
     assert code == 1 and 'controllergroup "nope" not found' in err
 
 
+def test_drain_group_sets_spec_draining_and_waits_for_drained(
+    api: FakeApiServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def operator_drains(server: FakeApiServer, path: str, patch: JSON) -> None:
+        if (patch.get("spec") or {}).get("draining"):
+            server.objects[path]["status"]["drain"] = {"drained": True, "lagTotal": 0, "message": "broker-a: drained"}
+
+    api.on_patch.append(operator_drains)
+    code, out, err = run(capsys, "drain-group", "broker-a", "--wait", "5")
+    assert code == 0, err
+    assert out.splitlines() == [
+        "broker-a: drained",
+        "broker-a: drained; remove it with `kubectl delete brokergroup broker-a`",
+    ]
+    code, out, _ = run(capsys, "drain-group", "broker-a", "--undo")
+    assert code == 0 and "drain taken back" in out
+    api.on_patch.clear()
+    path = next(p for p, o in api.objects.items() if o["kind"] == "BrokerGroup")
+    api.objects[path]["status"].pop("drain")
+    code, _, err = run(capsys, "drain-group", "broker-a", "--wait", "0.05")
+    assert code == 1 and "no status.drain yet: is the operator running?" in err
+
+
 def test_restart_stamps_the_pod_template(api: FakeApiServer, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "restart", "broker-a")
     assert code == 0, err

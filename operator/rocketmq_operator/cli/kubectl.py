@@ -32,7 +32,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from rocketmq_operator.cli.kubectl_api import Cluster
 
 JSON = dict[str, Any]
+T = TypeVar("T")
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 POLL_S = 1.0
@@ -92,6 +93,18 @@ def _group_pods(cluster: Cluster, group: str) -> list[JSON]:
 def status_document(cluster: Cluster, group: str) -> JSON:
     bg = _broker_group(cluster, group)
     return group_document(bg, _group_pods(cluster, group))
+
+
+def poll_until(wait_s: float, answer: Callable[[], T | None]) -> T | None:
+    """Ask ``answer`` every POLL_S until it returns something (that is returned), or None after ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        time.sleep(POLL_S)
+        found = answer()
+        if found is not None:
+            return found
+        if time.monotonic() >= deadline:
+            return None
 
 
 def watch(show: Callable[[], None], interval_s: float) -> int:
@@ -363,21 +376,21 @@ def cmd_drain_group(args: argparse.Namespace, cluster: Cluster) -> int:
             f"follow with `kubectl rocketmq status {group}`; then `kubectl delete brokergroup {group}`"
         )
         return 0
-    deadline = time.monotonic() + args.wait
-    said = ""
-    while True:
-        time.sleep(POLL_S)
+    said = [""]
+
+    def drained() -> bool | None:
         drain = (_broker_group(cluster, group).get("status") or {}).get("drain") or {}
         message = str(drain.get("message") or "")
-        if message and message != said:
+        if message and message != said[-1]:
             print(message)
-            said = message
-        if drain.get("drained"):
-            print(f"{group}: drained; remove it with `kubectl delete brokergroup {group}`")
-            return 0
-        if time.monotonic() >= deadline:
-            where = message or "no status.drain yet: is the operator running?"
-            raise Failed(f"{group}: not drained after {args.wait:g}s ({where}); it stays draining (spec.draining)")
+            said.append(message)
+        return True if drain.get("drained") else None
+
+    if poll_until(args.wait, drained) is None:
+        where = said[-1] or "no status.drain yet: is the operator running?"
+        raise Failed(f"{group}: not drained after {args.wait:g}s ({where}); it stays draining (spec.draining)")
+    print(f"{group}: drained; remove it with `kubectl delete brokergroup {group}`")
+    return 0
 
 
 def cmd_backup(args: argparse.Namespace, cluster: Cluster) -> int:
@@ -401,22 +414,23 @@ def cmd_backup(args: argparse.Namespace, cluster: Cluster) -> int:
     if args.wait <= 0:
         print(f"{name}: backup requested ({BACKUP_REQUEST_ANNOTATION}={stamp}); status.backup says when it is taken")
         return 0
-    deadline = time.monotonic() + args.wait
-    while True:
-        time.sleep(POLL_S)
+
+    def answered() -> JSON | None:
         backup = ((cluster.get_custom(CONTROLLER_PLURAL, name) or {}).get("status") or {}).get("backup") or {}
-        if backup.get("lastRequest") == stamp:
-            if backup.get("lastError"):
-                raise Failed(f"{name}: backup failed: {backup['lastError']}")
-            newest = (backup.get("kept") or [{}])[0]
-            print(
-                f"{name}: backup of cluster {newest.get('cluster')} in Secret {newest.get('secret')} (key "
-                f"{BACKUP_KEY}): {newest.get('topics')} topic(s), {newest.get('subscriptionGroups')} subscription "
-                f"group(s), {newest.get('users')} user(s), taken {newest.get('takenAt')}"
-            )
-            return 0
-        if time.monotonic() >= deadline:
-            raise Failed(f"{name}: no backup after {args.wait:g}s (is the operator running?); the request stands")
+        return dict(backup) if backup.get("lastRequest") == stamp else None
+
+    backup = poll_until(args.wait, answered)
+    if backup is None:
+        raise Failed(f"{name}: no backup after {args.wait:g}s (is the operator running?); the request stands")
+    if backup.get("lastError"):
+        raise Failed(f"{name}: backup failed: {backup['lastError']}")
+    newest = (backup.get("kept") or [{}])[0]
+    print(
+        f"{name}: backup of cluster {newest.get('cluster')} in Secret {newest.get('secret')} (key "
+        f"{BACKUP_KEY}): {newest.get('topics')} topic(s), {newest.get('subscriptionGroups')} subscription "
+        f"group(s), {newest.get('users')} user(s), taken {newest.get('takenAt')}"
+    )
+    return 0
 
 
 def cmd_report(args: argparse.Namespace, cluster: Cluster) -> int:
