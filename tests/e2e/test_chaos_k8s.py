@@ -1,9 +1,9 @@
 """A short chaos campaign on the real cluster's pods (`rocketmq-operator chaos --platform kubernetes`, issue: chaos
 on Kubernetes): every family (container SIGKILL, the container frozen, 80% of what a pod sends dropped, all of it
-dropped, the pod deleted with grace period 0) on brokers, the master and the controller, and on the master while
-the operator's pod is deleted (target master+operator: the failover, and the fence of a frozen or cut-off master,
-happen while the operator starts again), under a producer on the host (3 s timeout, 2 retries), one fault at a
-time, each held 5 s and healed, the group (and the operator) given back its health before the next.
+dropped, the pod deleted with grace period 0) on brokers, the master and the controller, under a producer on the
+host (3 s timeout, 2 retries), one fault at a time, each held 5 s and healed, the group given back its health
+before the next. The operator is spared (`--spare-operator`): the other worker's tests share it; the campaigns with
+the `master+operator` target are recorded in docs/chaos.md.
 
 It runs on the second quickstart (namespace rocketmq-b: examples/quickstart.yaml, the default layout, its one
 controller hosted in the name server, with the lease agent opted in, so the agent's fence meets real freezes and
@@ -40,14 +40,15 @@ def test_a_short_chaos_campaign_on_the_pods_loses_nothing(
         run_chaos_kubernetes(
             SECOND_QUICKSTART_NS,
             group.name,
-            Campaign(FAULTS, seed=7, families=KUBERNETES_FAMILIES, plot=tmp_path / "chaos-k8s.svg"),
+            Campaign(
+                FAULTS, seed=7, families=KUBERNETES_FAMILIES, plot=tmp_path / "chaos-k8s.svg", spare_operator=True
+            ),
         )
     )
     summary = json.dumps({k: v for k, v in doc.items() if k not in ("per_fault", "lost_sends")}, indent=1)
     print(f"\nchaos on Kubernetes: {summary}")
     assert doc["faults"] == FAULTS, summary
     assert all(doc["by_family"][family]["faults"] >= 1 for family in KUBERNETES_FAMILIES), summary
-    assert any(f["target"] == "master+operator" for f in doc["per_fault"]), summary
     assert doc["unrecovered_faults"] == 0, json.dumps(unrecovered(doc), indent=1)
     assert doc["acknowledged"] > 0, summary
     assert doc["lost"] == 0, json.dumps(doc["lost_sends"], indent=1)  # by key: every acknowledged key read back

@@ -163,7 +163,7 @@ async def test_discovery_tells_the_layouts_apart(
 def _args(**changes: object) -> argparse.Namespace:
     base: dict[str, object] = dict(
         files=None, platform="kubernetes", group=None, namespace="rocketmq", families="kill", plot=None, faults=1,
-        seed=1, hold=1.0, recover=1.0, rate=1.0, keep=False, json=False, state_dir=None,
+        seed=1, hold=1.0, recover=1.0, rate=1.0, keep=False, json=False, state_dir=None, spare_operator=False,
     )  # fmt: skip
     return argparse.Namespace(**{**base, **changes})
 

@@ -69,6 +69,8 @@ class Campaign:
     recover_s: float = 5.0
     rate: float = 200.0
     plot: Path | None = None
+    spare_operator: bool = False
+    """Never fault the operator (no `master+operator` target), e.g. when other work shares it."""
 
 
 class ChaosPlatform(Protocol):
@@ -241,7 +243,7 @@ async def run_campaign(
         len(platform.controllers),
         offered,
         broker_only=platform.broker_only_families,
-        operator=platform.faults_operator,
+        operator=platform.faults_operator and not c.spare_operator,
     )
     topic = f"chaos-{c.seed}-{int(time.time())}"
     held: list[HeldFault] = []

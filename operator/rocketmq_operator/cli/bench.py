@@ -291,7 +291,9 @@ def _refused(message: str) -> int:
 def _campaign(args: argparse.Namespace, families: list[str], plot: Path) -> Campaign:
     from rocketmq_operator.bench.chaos import Campaign
 
-    return Campaign(args.faults, args.seed, tuple(families), args.hold, args.recover, args.rate, plot)
+    return Campaign(
+        args.faults, args.seed, tuple(families), args.hold, args.recover, args.rate, plot, args.spare_operator
+    )
 
 
 def _chaos_verdict(doc: dict[str, Any], full: bool) -> int:
@@ -441,6 +443,11 @@ def register(sub: Any) -> None:
         "--recover", type=float, default=5.0, metavar="S", help="steady traffic after the group is healthy again"
     )
     c.add_argument("--rate", type=float, default=200.0, help="producer messages per second")
+    c.add_argument(
+        "--spare-operator",
+        action="store_true",
+        help="--platform kubernetes: never delete the operator's pod (no master+operator faults)",
+    )
     c.add_argument("--plot", metavar="FILE", help="the timeline SVG (default: chaos-SEED.svg next to the state dir)")
     c.add_argument("--state-dir", help="default: .bench-state/chaos")
     c.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
