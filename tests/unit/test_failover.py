@@ -19,6 +19,7 @@ from rocketmq_operator.core.failover import (
     plan_failover,
     plan_fence_deposed,
     plan_fence_rollback,
+    plan_named_master_as_slave,
     plan_reattach,
     plan_switchover,
     switchover_target_id,
@@ -577,3 +578,38 @@ def test_fences_a_switchover_left_behind(
 def test_fences_left_behind_wait_for_a_readable_controller() -> None:
     d = plan_abandoned_fences(facts(controller=False), [FenceSeen(1, True, True)])
     assert d.refused and d.reason == "ControllerUnavailable" and not d.actions
+
+
+# --- a named master that answers as a slave (controllers that lost an election reused its epoch) ---
+
+
+def named_slave(
+    roles: dict[int, bool | None], since: float | None, *, now: float = 100.0, controller: bool = True
+) -> GroupFacts:
+    return GroupFacts(
+        now=now,
+        observed_at=now,
+        controller_reachable=controller,
+        master_broker_id=1,
+        sync_state_set=(1,),
+        replicas={i: ReplicaFacts(i, role is not None, 100, is_master=role) for i, role in roles.items()},
+        named_master_slave_since=since,
+    )
+
+
+@pytest.mark.parametrize(
+    ("facts_", "reason", "restarted"),
+    [
+        (named_slave({1: True, 2: False, 3: False}, None), "NamedMasterActs", []),
+        (named_slave({1: False, 2: False, 3: False}, 90.0), "NamedMasterBecoming", []),  # 10 s: its change may come
+        (named_slave({1: False, 2: False, 3: False}, 85.0), "NamedMasterIsSlave", [1]),  # 15 s: restarted
+        (named_slave({1: None, 2: False, 3: False}, 50.0), "NamedMasterActs", []),  # not answering: failover's case
+        (named_slave({1: False, 2: False}, 50.0, controller=False), "ControllerUnavailable", []),  # refused
+        (dataclasses.replace(named_slave({1: False}, 50.0), observed_at=80.0), "StaleObservation", []),  # refused
+    ],
+)
+def test_a_named_master_that_stays_a_slave_is_restarted(facts_: GroupFacts, reason: str, restarted: list[int]) -> None:
+    decision = plan_named_master_as_slave(facts_)
+    assert decision.reason == reason, decision.message
+    assert [a.broker_id for a in decision.actions if a.kind is ActionKind.RESTART] == restarted
+    assert decision.refused == (reason in ("ControllerUnavailable", "StaleObservation"))

@@ -496,3 +496,25 @@ def test_a_fence_a_dead_switchover_left_on_the_master_is_given_back_once_its_lea
     unfence = [c for c in client.calls if c[0] == "update_broker_config"]
     assert unfence == [("update_broker_config", (ADDR[1], unfence_config(SETTINGS.min_in_sync_replicas, None)))]
     assert steps and steps[0].startswith(f"unfenced {GROUP}-1: the master left fenced by a switchover or a lease agent")
+
+
+def test_a_named_master_that_stays_a_slave_is_restarted_after_the_grace() -> None:
+    """Seen on Kubernetes: the controllers, all restarted, elected broker 1 with the epoch of an election they had
+    lost (of broker 2, whose pod was gone); broker 1, which had seen that epoch, ignored its own election and stayed
+    a slave of the lost master's address: no master, no write, for good. It is restarted (it registers again and
+    takes the controller's view); nothing is elected or fenced."""
+    client, platform, memory = FakeClient(controller_master=1), FakePlatform(), PolicyMemory()
+    now = time.time()
+    lost = "10.0.0.7:10912"
+    stuck = state(1, replica(1, ha_from=lost), replica(2, ha_from=lost), replica(3, ha_from=lost), at=now - 20)
+    assert run(client, platform, memory, stuck) == [] and platform.restarted == []  # its role change may come
+    steps = run(client, platform, memory, dataclasses.replace(stuck, observed_at=now))
+    assert platform.restarted == [f"{GROUP}-1"], steps
+    assert steps[0].startswith(f"restart {GROUP}-1: the controller names broker 1 master, but it has answered as a ")
+    assert not platform.fenced and not [c for c in client.calls if c[0] == "elect_master"]
+    # The grace starts again for the restarted broker, which comes back as master: nothing more.
+    run(client, platform, memory, dataclasses.replace(stuck, observed_at=now + 1))
+    assert platform.restarted == [f"{GROUP}-1"]
+    back = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]), at=now + 30)
+    run(client, platform, memory, back)
+    assert platform.restarted == [f"{GROUP}-1"] and memory.named_slave_since is None

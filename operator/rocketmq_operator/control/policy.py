@@ -3,11 +3,12 @@
 Contract: decisions come from `core.failover` (pure: `plan_fence_deposed`, `plan_failover`, `plan_reattach`,
 `plan_abandoned_fences`); this module only carries out their actions in order, with the remoting client and the
 platform, and never raises for a broker or controller that does not answer: the next pass tries again.
-`run_replication_policy`: fence deposed masters, fail over a master that does not answer, re-attach slaves
-(`control.routes`), re-register a master a name server lost, and unfence what a switchover that died left fenced
-once its lease has lapsed (`control.fence`). Fencing a master that does not answer, or a deposed one, is the
-platform's (`FailoverPlatform.fence`: the local supervisor kills the process it owns; Kubernetes deletes the pod,
-never by force); fencing one that answers is `control.fence.fence_config`.
+`run_replication_policy`: fence deposed masters, fail over a master that does not answer, restart a named master
+that stays a slave (`plan_named_master_as_slave`), re-attach slaves (`control.routes`), re-register a master a name
+server lost, and unfence what a switchover that died left fenced once its lease has lapsed (`control.fence`).
+Fencing a master that does not answer, or a deposed one, is the platform's (`FailoverPlatform.fence`: the local
+supervisor kills the process it owns; Kubernetes deletes the pod, never by force); fencing one that answers is
+`control.fence.fence_config`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from rocketmq_operator.core.failover import (
     plan_abandoned_fences,
     plan_failover,
     plan_fence_deposed,
+    plan_named_master_as_slave,
     track_deposed,
 )
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
@@ -83,6 +85,7 @@ class PolicyMemory:
     # after 12.6 s of silence instead of 8)
     confirmation_failed: dict[int, float] = field(default_factory=dict)
     offsets_copied_at: float = 0.0  # the last copy of the master's consumer offsets to the slaves (control.offsets)
+    named_slave_since: float | None = None  # when the named master was first seen answering as a slave
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,16 @@ def _remember(
     if master is not None and not master.alive:
         # Never seen answering (the policy just started): count from now, never from the epoch.
         since = memory.last_answered.setdefault(master.broker_id, state.observed_at)
-    return dataclasses.replace(facts, master_not_serving_since=since, deposed_at=dict(memory.deposed_at))
+    if master is not None and master.alive and master.is_master is False:
+        memory.named_slave_since = memory.named_slave_since or state.observed_at
+    elif facts.controller_reachable:
+        memory.named_slave_since = None
+    return dataclasses.replace(
+        facts,
+        master_not_serving_since=since,
+        deposed_at=dict(memory.deposed_at),
+        named_master_slave_since=memory.named_slave_since,
+    )
 
 
 async def run_replication_policy(
@@ -180,6 +192,15 @@ async def run_replication_policy(
         outcome.notes.append(failover.message)
     if failover.actions:
         await _fail_over(client, state, settings, failover, platform, outcome, memory, timeout)
+        return outcome
+    named = plan_named_master_as_slave(facts)
+    outcome.decisions.append(named)
+    if named.actions:
+        replica = state.named_master
+        if replica is not None:
+            memory.named_slave_since = None  # a new grace for the restarted broker
+            outcome.steps.append(f"restart {replica.name}: {named.message}")
+            await platform.restart(replica)
         return outcome
     master = state.named_master
     master_ha: HaInfo | None = None

@@ -104,6 +104,7 @@ class GroupFacts:
     master_ha_address: str | None = None  # the confirmed master's HA address (None: unknown)
     deposed_at: Mapping[int, float] = field(default_factory=dict)  # former masters: when the controller moved on
     master_evidence: MasterEvidence = MasterEvidence()  # about a named master that does not answer
+    named_master_slave_since: float | None = None  # when the named master was first seen answering as a slave
 
 
 @dataclass(frozen=True)
@@ -325,6 +326,46 @@ def plan_switchover(facts: GroupFacts, target_id: int, *, stale_after_s: float =
         ),
         reason="Switchover",
         message=f"switching the master from broker {old} to broker {target_id}",
+    )
+
+
+NAMED_MASTER_SLAVE_GRACE_S = 15.0
+"""How long the master the controller names may answer as a slave before it is restarted: a broker takes its new
+role within a second of the controller's notification, or at its next sync with the controller (a few seconds)."""
+
+
+def plan_named_master_as_slave(
+    facts: GroupFacts, *, grace_s: float = NAMED_MASTER_SLAVE_GRACE_S, stale_after_s: float = 10.0
+) -> Decision:
+    """The controller names a master that answers as a slave. Normal for the moment between an election and the
+    broker's role change; for good when the broker refused the change: RocketMQ's broker takes a role change only
+    for a master epoch above the one it holds, and controllers that all restarted have been seen to lose their
+    last election and elect again with the same epoch (docs/chaos.md, "Controllers that reused an epoch"), which
+    every broker that saw the lost election then ignores. The group has no master, and nothing in RocketMQ
+    changes that. After ``grace_s`` the named master is restarted: a broker takes the controller's view when it
+    registers, whatever epoch it held before. Safe: as a slave it acknowledges nothing, and its store is kept.
+    Its slaves, still following the lost master's address, are then re-attached by `plan_reattach`."""
+    doubt = _uncertain(facts, stale_after_s)
+    if doubt is not None:
+        return doubt
+    master_id = facts.master_broker_id
+    master = facts.replicas.get(master_id) if master_id is not None else None
+    if master_id is None or master is None or not master.alive or master.is_master is not False:
+        return Decision(reason="NamedMasterActs", message="the named master is not a slave")
+    since = facts.named_master_slave_since
+    waited = 0.0 if since is None else facts.now - since
+    if waited < grace_s:
+        return Decision(
+            reason="NamedMasterBecoming",
+            message=f"the controller names broker {master_id} master and it answers as a slave for {waited:.1f}s: "
+            f"waiting for its role change (restarted after {grace_s:.0f}s)",
+        )
+    return Decision(
+        actions=(Action(ActionKind.RESTART, master_id, "named master answering as a slave"),),
+        reason="NamedMasterIsSlave",
+        message=f"the controller names broker {master_id} master, but it has answered as a slave for {waited:.0f}s "
+        "(it did not take its role change: an election whose master epoch it had already seen for another "
+        "broker); restarting it: it takes the controller's view when it registers again",
     )
 
 
