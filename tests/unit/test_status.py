@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from rocketmq_operator.api.models import BrokerGroupSpec, ControllerRef, QuorumSpec
@@ -195,3 +197,19 @@ def test_controller_down_roles_master_and_writable_come_from_what_the_brokers_re
     # the SyncStateSet the counts keep (the last known one) is the one each replica's inSync shows
     assert [r.in_sync for r in down.replicas] == [True, True, True]
     assert [r.broker_id for r in down.replicas] == [1, 2, 3]
+
+
+def test_a_named_master_that_answers_as_a_slave_is_not_writable_and_says_why() -> None:
+    """The controller names broker 1 master; broker 1 answers as a slave (it missed its role change): nothing is
+    writable, whatever the SyncStateSet says, and Available says who and what the operator does about it."""
+    observed = state(1, (1, 2, 3), (1, 2, 3))
+    roles = {1: False, 2: False, 3: False}
+    replicas = tuple(dataclasses.replace(r, is_master=roles[r.broker_id or 0]) for r in observed.replicas)
+    status = build_broker_status(SPEC, dataclasses.replace(observed, replicas=replicas), None, "2026-01-01T00:00:00Z")
+    assert status.writable is False and cond(status, "Ready") == "False"
+    available = next(c for c in status.conditions if c.type == "Available")
+    assert (available.status, available.reason) == ("False", "NamedMasterIsSlave"), available
+    assert "the controller names g-0 master, but it answers as a slave" in available.message
+    # Unknown (its HA status unreadable): the controller's word holds.
+    unknown = tuple(dataclasses.replace(r, is_master=None) for r in observed.replicas)
+    assert build_broker_status(SPEC, dataclasses.replace(observed, replicas=unknown), None, "t").writable is True

@@ -89,7 +89,9 @@ def classic_in_sync(state: GroupState) -> frozenset[str]:
 
 def counts(spec: BrokerGroupSpec, state: GroupState, previous: BrokerGroupStatus | None = None) -> Counts:
     master = _master_view(state)
-    master_alive = master is not None and master.reachable
+    # A named master that answers as a slave serves nothing (it missed its role change: core.failover.
+    # plan_named_master_as_slave); one whose role could not be read is taken at the controller's word.
+    master_alive = master is not None and master.reachable and master.is_master is not False
     alive = sum(1 for r in state.replicas if r.reachable)
     if HAMode(spec.ha_mode) is HAMode.CONTROLLER:
         in_sync = len(_known_sync_state_set(state, previous))
@@ -243,11 +245,23 @@ def _condition_rows(
         )
     else:
         conds.append(("NoEligibleMaster", "False", "EligibleMasterExists", ""))
-    conds.append(
-        ("Available", "True", "Writable", f"a put needs {prediction.need_acks} ack(s): {prediction.outcome.value}")
-        if writable
-        else ("Available", "False", prediction.outcome.value, prediction.why)
-    )
+    named = _master_view(state) if not controller_down else None
+    if writable:
+        conds.append(
+            ("Available", "True", "Writable", f"a put needs {prediction.need_acks} ack(s): {prediction.outcome.value}")
+        )
+    elif named is not None and named.reachable and named.is_master is False:
+        conds.append(
+            (
+                "Available",
+                "False",
+                "NamedMasterIsSlave",
+                f"the controller names {named.name} master, but it answers as a slave: it refuses every put; the "
+                "operator restarts it if it does not take its role within 15 s",
+            )
+        )
+    else:
+        conds.append(("Available", "False", prediction.outcome.value, prediction.why))
     degraded = c.in_sync < params.in_sync_replicas
     conds.append(
         ("Degraded", "True", "FewerInSync", f"{c.in_sync} in sync, inSyncReplicas is {params.in_sync_replicas}")
