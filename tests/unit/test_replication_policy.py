@@ -518,3 +518,16 @@ def test_a_named_master_that_stays_a_slave_is_restarted_after_the_grace() -> Non
     back = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]), at=now + 30)
     run(client, platform, memory, back)
     assert platform.restarted == [f"{GROUP}-1"] and memory.named_slave_since is None
+
+
+def test_a_newly_named_master_gets_its_own_grace() -> None:
+    """Broker 1 answered as a slave for a while; the controller then names broker 2, which has not taken its role
+    yet: 2 is not restarted on 1's account."""
+    client, platform, memory = FakeClient(controller_master=1), FakePlatform(), PolicyMemory()
+    now = time.time()
+    lost = "10.0.0.7:10912"
+    run(client, platform, memory, state(1, replica(1, ha_from=lost), replica(2), replica(3), at=now - 14))
+    client.controller_master = 2
+    elected = state(2, replica(1, ha_from=lost), replica(2, ha_from=lost), replica(3, ha_from=lost), at=now)
+    run(client, platform, memory, elected)
+    assert platform.restarted == [] and memory.named_slave_since == (2, now)

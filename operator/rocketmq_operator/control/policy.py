@@ -85,7 +85,7 @@ class PolicyMemory:
     # after 12.6 s of silence instead of 8)
     confirmation_failed: dict[int, float] = field(default_factory=dict)
     offsets_copied_at: float = 0.0  # the last copy of the master's consumer offsets to the slaves (control.offsets)
-    named_slave_since: float | None = None  # when the named master was first seen answering as a slave
+    named_slave_since: tuple[int, float] | None = None  # (the named master, when first seen answering as a slave)
 
 
 @dataclass(frozen=True)
@@ -149,14 +149,16 @@ def _remember(
         # Never seen answering (the policy just started): count from now, never from the epoch.
         since = memory.last_answered.setdefault(master.broker_id, state.observed_at)
     if master is not None and master.alive and master.is_master is False:
-        memory.named_slave_since = memory.named_slave_since or state.observed_at
+        seen = memory.named_slave_since
+        if seen is None or seen[0] != master.broker_id:  # another named master: its own grace
+            memory.named_slave_since = (master.broker_id, state.observed_at)
     elif facts.controller_reachable:
         memory.named_slave_since = None
     return dataclasses.replace(
         facts,
         master_not_serving_since=since,
         deposed_at=dict(memory.deposed_at),
-        named_master_slave_since=memory.named_slave_since,
+        named_master_slave_since=memory.named_slave_since[1] if memory.named_slave_since else None,
     )
 
 
