@@ -132,7 +132,7 @@ def run_backup(client: RemotingClient, cluster: str | None, to: str) -> int:
         raise Refused(str(exc)) from None
     except BackupError as exc:
         raise Refused(f"{exc}; nothing was written", EXIT_FAILED) from None
-    text = json.dumps(backup.to_json(), indent=2) + "\n"
+    text = backup.to_text()
     if to == "-":
         sys.stdout.write(text)
     else:

@@ -27,6 +27,7 @@ No I/O, no clocks: the caller passes the time and the observations.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -199,6 +200,10 @@ class MetadataBackup(_Doc):
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
+
+    def to_text(self) -> str:
+        """The document as `rocketmq-operator backup` writes it (and a scheduled backup stores it)."""
+        return json.dumps(self.to_json(), indent=2) + "\n"
 
 
 # Building the document -----------------------------------------------------------------------------------------

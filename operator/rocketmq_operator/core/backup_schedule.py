@@ -3,7 +3,7 @@ the status that says what is kept. Pure: plain status and times in, a decision o
 
 Contract:
 
-* `backup_due(spec, status, requested, now)`: a `DueBackup` (why, and the Secret to write) or None. Due when none
+* `backup_due(group, spec, status, requested, now)`: a `DueBackup` (why, and the Secret to write) or None. Due when none
   was ever tried, when `spec.every` has passed since the last attempt, `RETRY_S` after a failed one (the next
   scheduled time if that is sooner), or at once when `requested` (the value of the `kubectl rocketmq backup`
   annotation) differs from the last request answered.
@@ -47,7 +47,8 @@ class DueBackup:
     secret: str
 
 
-def _seconds(iso: str | None) -> float | None:
+def iso_seconds(iso: str | None) -> float | None:
+    """An RFC 3339 time of the status (``2026-11-29T23:50:02Z``) in Unix seconds; None when absent or unreadable."""
     if not iso:
         return None
     try:
@@ -77,20 +78,17 @@ def backup_due(
     target = next_secret(group, spec.keep, status.kept)
     if requested and requested != status.last_request:
         return DueBackup("requested", target)
-    last = _seconds(status.last_attempt)
-    if last is None:
+    if iso_seconds(status.last_attempt) is None:
         return DueBackup("first", target)
-    every = float(duration_seconds(spec.every))
-    if status.last_error is not None and now - last >= min(RETRY_S, every):
-        return DueBackup("retry", target)
-    if now - last >= every:
-        return DueBackup("scheduled", target)
-    return None
+    if seconds_to_next(spec, status, now) > 0:
+        return None
+    return DueBackup("retry" if status.last_error is not None else "scheduled", target)
 
 
 def seconds_to_next(spec: MetadataBackupSpec, status: MetadataBackupStatus | None, now: float) -> float:
-    """How long until the next scheduled attempt (0: due now), for the operator's metric and `kubectl` views."""
-    last = _seconds(status.last_attempt) if status is not None else None
+    """How long until the next attempt is due by the schedule (0: due now): `spec.every` after the last attempt,
+    or `RETRY_S` (at most `every`) after a failed one."""
+    last = iso_seconds(status.last_attempt) if status is not None else None
     if last is None:
         return 0.0
     every = float(duration_seconds(spec.every))

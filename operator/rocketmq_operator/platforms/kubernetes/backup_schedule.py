@@ -1,7 +1,7 @@
 """Scheduled metadata backups on Kubernetes: the ControllerGroup pass's step that runs `control.backup.take_backup`
 when `core.backup_schedule` says one is due, and writes it into a Secret.
 
-Contract: `scheduled_backup(kube, client, cg, body, now)` returns the `status.backup` to write (None: the group has
+Contract: `scheduled_backup(kube, client, cg, resource, now)` returns the `status.backup` to write (None: the group has
 no spec.backup and never had one). When a backup is due it reads the cluster's metadata through the group's own
 name servers (the operator's client signs each broker's requests as its group's admin and trusts the cluster's
 authority, as the group passes set it up), applies the Secret `<group>-metadata-<i>` (key `metadata.json`, the
@@ -15,7 +15,6 @@ written to a Secret only, never logged, never put in an Event or the status (whi
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import time
 from typing import Any
@@ -103,7 +102,7 @@ async def scheduled_backup(
             tool=f"rocketmq-operator {__version__} (spec.backup of ControllerGroup {ns}/{name})",
             namesrv=name_server_addresses(cg, ns),
         )
-        text = json.dumps(backup.to_json(), indent=2) + "\n"
+        text = backup.to_text()
         if len(text.encode()) > SECRET_LIMIT_BYTES:
             raise BackupError(
                 f"the backup of cluster {backup.cluster} is {len(text.encode())} bytes; rule: a Secret holds at most "

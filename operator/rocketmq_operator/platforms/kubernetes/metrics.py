@@ -7,11 +7,11 @@ them (a unit test compares it with this registry), next to the brokers' own metr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from rocketmq_operator.api.models import BrokerGroupSpec, BrokerGroupStatus, HAMode, MetadataBackupStatus
+from rocketmq_operator.core.backup_schedule import iso_seconds
 from rocketmq_operator.core.quorum import effective_quorum
 
 
@@ -112,8 +112,8 @@ class OperatorMetrics:
         """A ControllerGroup's scheduled backups (spec.backup): the newest kept one's time, and whether the last
         attempt failed."""
         self.backup_failing.labels(namespace=namespace, group=group).set(1 if status.last_error else 0)
-        if status.kept:
-            taken = datetime.fromisoformat(status.kept[0].taken_at.replace("Z", "+00:00")).timestamp()
+        taken = iso_seconds(status.kept[0].taken_at) if status.kept else None
+        if taken is not None:
             self.backup_last_success.labels(namespace=namespace, group=group).set(taken)
 
     def record_drain(self, namespace: str, group: str, lag: Mapping[str, int] | None, drained: bool | None) -> None:
