@@ -414,6 +414,49 @@ def cmd_quorum(args: argparse.Namespace) -> int:
     return 0 if doc["explain_agrees"] else 1
 
 
+def cmd_operator_scale(args: argparse.Namespace) -> int:
+    from rocketmq_operator.bench.operator_scale import ScaleSettings, run_operator_scale, summary_lines
+    from rocketmq_operator.bench.operator_scale_plan import ScaleBenchError, check_passes, parse_group_sizes
+
+    try:
+        settings = ScaleSettings(
+            sizes=parse_group_sizes(args.groups),
+            passes=check_passes(args.passes),
+            changes=args.changes,
+            seed=args.seed,
+            kubeconfig=Path(args.kubeconfig).resolve() if args.kubeconfig else None,
+            state_dir=Path(args.state_dir or ".bench-state/operator-scale").resolve(),
+        )
+        if args.changes < 1:
+            raise ScaleBenchError(
+                f"--changes {args.changes}: the observation lag needs at least 1 simulated election; fix: e.g. "
+                "--changes 12"
+            )
+    except ScaleBenchError as exc:
+        return _refused(str(exc))
+    try:
+        with (
+            terminate_as_interrupt(),
+            Ticker(stderr_terminal(), "bench operator-scale", elapsed=True) as ticker,
+            listening(lambda text: ticker.update(f"bench operator-scale: {text}")),
+        ):
+            doc = asyncio.run(run_operator_scale(settings))
+    except ScaleBenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            "interrupted: the operator was stopped and the bench's control plane (if it started one) taken down",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print("\n".join(summary_lines(doc)))
+    return 0
+
+
 def register(sub: Any) -> None:
     c = sub.add_parser(
         "chaos",
@@ -456,7 +499,7 @@ def register(sub: Any) -> None:
     bench = sub.add_parser(
         "bench",
         help="benchmarks that print JSON (failover, proxy, proxy-failover, routes, upgrade, switchover, start, quorum, "
-        "spark)",
+        "operator-scale, spark)",
     )
     bsub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
     p = bsub.add_parser("failover", help="SIGKILL or SIGSTOP the master N times under load on the local platform")
@@ -596,4 +639,23 @@ def register(sub: Any) -> None:
     q.add_argument("--keep", action="store_true", help="leave the local clusters running afterwards")
     q.add_argument("--json", action="store_true", help="indented JSON")
     q.set_defaults(func=cmd_quorum)
+    os_ = bsub.add_parser(
+        "operator-scale",
+        help="the operator's CPU, memory, API-server and remoting requests per pass and its observation lag, per "
+        "number of BrokerGroups (simulated brokers, the real API server)",
+    )
+    os_.add_argument(
+        "--groups", default="10,50,200", help="comma-separated numbers of BrokerGroups (default 10,50,200)"
+    )
+    os_.add_argument(
+        "--passes", type=int, default=15, help="observation passes of every group per measured window (default 15)"
+    )
+    os_.add_argument("--changes", type=int, default=12, help="simulated elections timed per size (default 12)")
+    os_.add_argument("--seed", type=int, default=1, help="which groups the elections pick (default 1)")
+    os_.add_argument(
+        "--kubeconfig", help="an API server with no nodes (default: the bench starts one with k8s/harness.py)"
+    )
+    os_.add_argument("--state-dir", help="default: .bench-state/operator-scale (operator logs, the control plane)")
+    os_.add_argument("--json", action="store_true", help="the whole JSON document (default: a summary table)")
+    os_.set_defaults(func=cmd_operator_scale)
     bench_spark.register_bench(bsub)
