@@ -43,11 +43,8 @@ from dataclasses import dataclass, field
 from rocketmq_operator.remoting.broker import format_properties_text, parse_properties_text
 from rocketmq_operator.remoting.codec import FLAG_RESPONSE, FrameDecoder, RemotingCommand, encode_command
 from rocketmq_operator.remoting.codes import RequestCode, request_code_name
+from rocketmq_operator.render.config import BROKER_PORT, CONTROLLER_PORT, NAMESRV_PORT
 
-BROKER_PORT = 10911
-HA_PORT = 10912
-NAMESRV_PORT = 9876
-CONTROLLER_PORT = 9878
 REQUEST_CODE_NOT_SUPPORTED = 3
 SYSTEM_ERROR = 1
 CONTROLLER_BROKER_METADATA_NOT_EXIST = 2008
@@ -70,21 +67,31 @@ def controller_host(ordinal: int) -> str:
     return str(FIRST_CONTROLLER_ADDRESS + ordinal)
 
 
+@dataclass(frozen=True)
+class SimPorts:
+    """The ports every simulated node listens on: RocketMQ's defaults, which the operator renders and dials."""
+
+    broker: int = BROKER_PORT
+    name_server: int = NAMESRV_PORT
+    controller: int = CONTROLLER_PORT
+
+
 @dataclass
 class SimReplica:
     name: str
     broker_id: int
     host: str
+    port: int = BROKER_PORT
     config: dict[str, str] = field(default_factory=dict)
-    ha_master: str | None = None  # a slave's HA client target (host:HA_PORT)
+    ha_master: str | None = None  # a slave's HA client target (its master's host:port + 1)
 
     @property
     def address(self) -> str:
-        return f"{self.host}:{BROKER_PORT}"
+        return f"{self.host}:{self.port}"
 
     @property
     def ha_address(self) -> str:
-        return f"{self.host}:{HA_PORT}"
+        return f"{self.host}:{self.port + 1}"  # haListenPort = listenPort + 1, as rendered
 
 
 @dataclass
@@ -115,15 +122,19 @@ class SimulatedRocketMQ:
         cluster: str = "DefaultCluster",
         controllers: int = 3,
         offset_rate: float = 1_000_000.0,
+        ports: SimPorts | None = None,
     ) -> None:
         if controllers < 1:
             raise ValueError(f"controllers {controllers}: a quorum has at least one controller")
         self.cluster = cluster
         self.offset_rate = offset_rate
+        self.ports = ports or SimPorts()
         self.groups: dict[str, SimGroup] = {}
         self._by_address: dict[str, tuple[SimGroup, SimReplica]] = {}
         for index, name in enumerate(groups):
-            replicas = [SimReplica(f"{name}-{r}", r + 1, broker_host(index, r)) for r in range(REPLICAS)]
+            replicas = [
+                SimReplica(f"{name}-{r}", r + 1, broker_host(index, r), self.ports.broker) for r in range(REPLICAS)
+            ]
             group = SimGroup(name, cluster, replicas)
             self.groups[name] = group
             for replica in replicas:
@@ -150,11 +161,11 @@ class SimulatedRocketMQ:
 
     @property
     def controller_addresses(self) -> list[str]:
-        return [f"{h}:{CONTROLLER_PORT}" for h in self.controller_hosts]
+        return [f"{h}:{self.ports.controller}" for h in self.controller_hosts]
 
     @property
     def name_server_addresses(self) -> list[str]:
-        return [f"{h}:{NAMESRV_PORT}" for h in self.controller_hosts]
+        return [f"{h}:{self.ports.name_server}" for h in self.controller_hosts]
 
     # --- lifecycle
 
@@ -162,9 +173,9 @@ class SimulatedRocketMQ:
         """Listen on every simulated address (OSError, naming the address, when one is taken)."""
         broker_hosts = [r.host for g in self.groups.values() for r in g.replicas]
         for hosts, port in (
-            (broker_hosts, BROKER_PORT),
-            (self.controller_hosts, NAMESRV_PORT),
-            (self.controller_hosts, CONTROLLER_PORT),
+            (broker_hosts, self.ports.broker),
+            (self.controller_hosts, self.ports.name_server),
+            (self.controller_hosts, self.ports.controller),
         ):
             if not hosts:
                 continue
@@ -246,11 +257,11 @@ class SimulatedRocketMQ:
         if request.is_oneway:
             return None
         port = int(local.rpartition(":")[2])
-        if port == BROKER_PORT and local in self._by_address:
+        if local in self._by_address:
             result = self._broker(*self._by_address[local], request)
-        elif port == CONTROLLER_PORT:
+        elif port == self.ports.controller:
             result = self._controller(local, request)
-        elif port == NAMESRV_PORT:
+        elif port == self.ports.name_server:
             result = self._name_server(request)
         else:
             result = None

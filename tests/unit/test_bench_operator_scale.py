@@ -1,0 +1,330 @@
+"""`bench operator-scale`, the parts with no API server: the simulated RocketMQ's answers read by the project's own
+remoting client and observer, the figures and verdicts, the arguments and their one-line refusals."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+
+from rocketmq_operator.bench.operator_scale import (
+    broker_group_manifest,
+    controller_group_manifest,
+    controller_hosts,
+    kubelet_status,
+    summary_lines,
+)
+from rocketmq_operator.bench.operator_scale_launch import install_hosts
+from rocketmq_operator.bench.operator_scale_plan import (
+    ScaleBenchError,
+    WindowCounts,
+    apiserver_total,
+    check_passes,
+    lag_bound,
+    lag_summary,
+    linear_until,
+    parse_group_sizes,
+    window_figures,
+)
+from rocketmq_operator.bench.operator_sim import SimPorts, SimulatedRocketMQ, broker_host, controller_host
+from rocketmq_operator.cli.main import main
+from rocketmq_operator.control.observe import observe_groups
+from rocketmq_operator.core.observation import ReplicaEndpoint
+from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.remoting.codec import RemotingCommand
+from rocketmq_operator.remoting.codes import RequestCode
+
+# ------------------------------------------------------------------ the simulated RocketMQ over real sockets
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[SimulatedRocketMQ]:
+    # Ports other than RocketMQ's, so the test never meets a broker running on this machine.
+    ports = SimPorts(
+        broker=_free_port(broker_host(0, 0)),
+        name_server=_free_port(controller_host(0)),
+        controller=_free_port(controller_host(0)),
+    )
+    simulated = SimulatedRocketMQ(["g-a", "g-b"], controllers=3, ports=ports)
+    await simulated.start()
+    yield simulated
+    await simulated.stop()
+
+
+def _endpoints(sim: SimulatedRocketMQ, group: str) -> list[ReplicaEndpoint]:
+    return [ReplicaEndpoint(r.name, r.address) for r in sim.groups[group].replicas]
+
+
+async def test_the_observer_reads_a_master_and_two_in_sync_slaves(sim: SimulatedRocketMQ) -> None:
+    async with RemotingClient(connect_timeout=1.0, request_timeout=2.0) as client:
+        states = await observe_groups(
+            client,
+            sim.controller_addresses,
+            {"g-a": _endpoints(sim, "g-a"), "g-b": _endpoints(sim, "g-b")},
+            {"g-a": True, "g-b": True},
+        )
+    state = states["g-a"]
+    assert state.controller_reachable and state.controller_leader == sim.controller_addresses[0]
+    assert state.master_broker_id == 1 and state.master_address == sim.groups["g-a"].replicas[0].address
+    assert state.sync_state_set == (1, 2, 3)
+    assert [r.is_master for r in state.replicas] == [True, False, False]
+    assert all(r.reachable and r.controller_alive for r in state.replicas)
+    assert [r.broker_id for r in state.replicas] == [1, 2, 3]
+    master, slave = state.replicas[0], state.replicas[1]
+    assert master.ha_connections == 2
+    assert slave.ha_master_address == sim.groups["g-a"].replicas[0].ha_address
+    assert master.max_offset is not None and slave.max_offset is not None and slave.max_offset <= master.max_offset
+    assert master.version == "V5_5_0"
+    # One SyncStateSet read per group per observation, one metadata request per controller.
+    assert sim.sync_state_reads == {"g-a": 1, "g-b": 1}
+    assert sim.requests["CONTROLLER_GET_METADATA_INFO"] == 3
+    assert sim.requests["GET_BROKER_RUNTIME_INFO"] == 6 and sim.requests["GET_BROKER_HA_STATUS"] == 6
+    assert not sim.unsupported
+
+
+async def test_offsets_grow_and_an_election_moves_the_master(sim: SimulatedRocketMQ) -> None:
+    master = sim.groups["g-b"].replicas[0]
+    async with RemotingClient(connect_timeout=1.0, request_timeout=2.0) as client:
+        first = int((await client.get_runtime_info(master.address))["commitLogMaxOffset"])
+        new_id, elected_at = sim.elect("g-b", now=12.5)
+        assert (new_id, elected_at) == (2, 12.5)
+        leader = (await client.find_controller_leader(sim.controller_addresses)).leader_address
+        assert leader is not None
+        info = (await client.get_sync_state_data(leader, ["g-b"]))["g-b"]
+        assert (info.master_broker_id, info.master_epoch, info.sync_state_set_epoch) == (2, 2, 2)
+        assert info.master_address == sim.groups["g-b"].replicas[1].address
+        old = await client.get_ha_status(master.address)
+        assert not old.master and old.client is not None
+        assert old.client.master_addr == sim.groups["g-b"].replicas[1].ha_address
+        second = int((await client.get_runtime_info(master.address))["commitLogMaxOffset"])
+        assert second >= first
+        cluster = await client.get_cluster_info(namesrv=sim.name_server_addresses[1])
+        assert cluster.broker_addr_table["g-b"].broker_addrs[0] == sim.groups["g-b"].replicas[1].address
+        assert set(cluster.broker_addr_table) == {"g-a", "g-b"}
+        assert cluster.cluster_addr_table == {"DefaultCluster": ("g-a", "g-b")}
+    assert sim.first_read_after("g-b", 0.0) is not None
+
+
+async def test_config_ha_info_and_the_controller_refusals(sim: SimulatedRocketMQ) -> None:
+    group = sim.groups["g-a"]
+    master, slave = group.replicas[0], group.replicas[2]
+    async with RemotingClient(connect_timeout=1.0, request_timeout=2.0) as client:
+        await client.update_broker_config(master.address, {"brokerPermission": 6, "inSyncReplicas": 2})
+        assert await client.get_broker_config(master.address) == {"brokerPermission": "6", "inSyncReplicas": "2"}
+        ha = await client.get_ha_info(master.address)
+        assert ha.master_ha_address == master.ha_address and ha.master_address == master.address
+        await client.set_ha_master(slave.address, ha)
+        assert slave.ha_master == master.ha_address
+        replica_info = await client.get_replica_info(sim.controller_addresses[0], "g-a")
+        assert replica_info.sync_state_set == frozenset({1, 2, 3})
+        elected = await client.elect_master(sim.controller_addresses[0], "DefaultCluster", "g-a", 3, designate=True)
+        assert elected.master_broker_id == 3 and elected.broker_addrs[3] == slave.address
+        from rocketmq_operator.remoting import RemotingError
+
+        with pytest.raises(RemotingError) as refused:  # a follower controller refuses leader-only requests
+            await client.get_sync_state_data(sim.controller_addresses[1], ["g-a"])
+        assert refused.value.code == 2007
+        # An admin request the simulation does not have: REQUEST_CODE_NOT_SUPPORTED, counted by name.
+        with pytest.raises(RemotingError) as unsupported:
+            await client.get_all_consumer_offsets(master.address)
+        assert unsupported.value.code == 3
+    assert sim.unsupported == {"GET_ALL_CONSUMER_OFFSET": 1}
+
+
+def test_answers_without_sockets_and_the_addresses() -> None:
+    sim = SimulatedRocketMQ(["x"], controllers=1)
+    assert sim.pod_ip("x-2") == broker_host(0, 2) == "127.77.0.3"
+    assert sim.pod_ip("x-3") is None and sim.pod_ip("other-0") is None
+    assert sim.controller_addresses == ["127.76.0.1:9878"] and sim.name_server_addresses == ["127.76.0.1:9876"]
+    oneway = RemotingCommand(code=RequestCode.GET_BROKER_RUNTIME_INFO, flag=2)
+    assert sim.answer(sim.groups["x"].replicas[0].address, oneway) is None
+    bad = RemotingCommand(code=RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=b"not json")
+    answer = sim.answer(sim.controller_addresses[0], bad)
+    assert answer is not None and answer.code == 1
+    with pytest.raises(ValueError, match="at least one controller"):
+        SimulatedRocketMQ(["x"], controllers=0)
+
+
+# ------------------------------------------------------------------ the figures
+
+
+def _counts(at: float, cpu: float, api: float, reads: dict[str, int], remoting: dict[str, int]) -> WindowCounts:
+    return WindowCounts(at, cpu, api, remoting, reads, {"PATCH brokergroups/status": api / 2})
+
+
+def test_window_figures_per_pass_with_the_baseline_subtracted() -> None:
+    start = _counts(100.0, 5.0, 1000.0, {"a": 3, "b": 4}, {"GET_BROKER_RUNTIME_INFO": 10})
+    end = _counts(130.0, 8.0, 1400.0, {"a": 18, "b": 19}, {"GET_BROKER_RUNTIME_INFO": 100, "X": 5})
+    figures = window_figures(start, end, 2, baseline_requests=50.0, baseline_seconds=15.0)
+    assert figures["passes"] == 30
+    assert (figures["passes_per_group_min"], figures["passes_per_group_max"]) == (15, 15)
+    assert figures["mean_pass_interval_s"] == 2.0
+    assert figures["cpu_s_per_pass"] == 0.1
+    assert figures["apiserver_requests_baseline"] == 100.0  # 50 over 15 s, scaled to the 30 s window
+    assert figures["apiserver_requests_operator"] == 300.0
+    assert figures["apiserver_requests_per_pass"] == 10.0
+    assert figures["remoting_requests"] == 95 and figures["remoting_requests_per_pass"] == 3.166667
+    assert figures["remoting_requests_by_code_per_pass"] == {"GET_BROKER_RUNTIME_INFO": 3.0, "X": 0.166667}
+    assert figures["apiserver_requests_by_kind"] == {"PATCH brokergroups/status": 200.0}
+
+
+def test_window_figures_with_no_pass_say_none() -> None:
+    same = _counts(1.0, 1.0, 10.0, {"a": 1}, {})
+    figures = window_figures(same, same, 1, baseline_requests=0.0, baseline_seconds=0.0)
+    assert figures["passes"] == 0
+    assert figures["cpu_s_per_pass"] is None and figures["mean_pass_interval_s"] is None
+
+
+def test_apiserver_total_sums_the_request_counter() -> None:
+    text = "\n".join(
+        [
+            "# HELP apiserver_request_total Counter of apiserver requests",
+            'apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",'
+            'scope="namespace",subresource="",verb="LIST",version="v1"} 7',
+            'apiserver_request_total{code="200",component="apiserver",dry_run="",group="rocketmq-operator.dev",'
+            'resource="brokergroups",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 3',
+            'apiserver_request_total{code="200",component="",dry_run="",group="",resource="",scope="",'
+            'subresource="/metrics",verb="GET",version=""} 2',
+            'apiserver_request_duration_seconds_bucket{le="0.1"} 99',
+        ]
+    )
+    total, by_kind = apiserver_total(text)
+    assert total == 12.0
+    assert by_kind == {"LIST pods": 7.0, "PATCH brokergroups/status": 3.0, "GET (non-resource)//metrics": 2.0}
+
+
+@pytest.mark.parametrize(
+    ("sizes", "costs", "expected"),
+    [
+        ([10, 50, 200], [1.0, 1.1, 1.2], 200),
+        ([10, 50, 200], [1.0, 1.1, 1.3], 50),
+        ([10, 50, 200], [1.0, 2.0, 1.0], 10),  # the first size past the tolerance ends the linear range
+        ([10, 50], [None, 1.0], None),
+        ([10, 50], [1.0, None], 10),
+        ([], [], None),
+    ],
+)
+def test_linear_until(sizes: list[int], costs: list[float | None], expected: int | None) -> None:
+    assert linear_until(sizes, costs) == expected
+
+
+def test_lag_summary_and_bound() -> None:
+    assert lag_summary([]) == {"count": 0, "p50_s": None, "p99_s": None, "max_s": None}
+    assert lag_summary([0.5, 1.5, 1.0, 2.0]) == {"count": 4, "p50_s": 1.0, "p99_s": 2.0, "max_s": 2.0}
+    assert lag_bound(2.0, 3.9) == {"met": True, "ratio": 1.95, "factor": 2.0}
+    assert lag_bound(1.0, 2.5)["met"] is False
+    assert lag_bound(None, 1.0)["met"] is None
+
+
+# ------------------------------------------------------------------ arguments and manifests
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("10,50,200", [10, 50, 200]), (" 200, 10 ,10", [10, 200]), ("1", [1]), ("1000", [1000])],
+)
+def test_parse_group_sizes(text: str, expected: list[int]) -> None:
+    assert parse_group_sizes(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("abc", "'abc' is not a whole number"),
+        ("0", "0 is outside 1..1000"),
+        ("-5", "'-5' is not a whole number"),
+        ("10,,50", "no empty item"),
+        ("", "no empty item"),
+        ("1001", "outside 1..1000"),
+    ],
+)
+def test_parse_group_sizes_refuses(text: str, says: str) -> None:
+    with pytest.raises(ScaleBenchError) as refused:
+        parse_group_sizes(text)
+    message = str(refused.value)
+    assert says in message and message.startswith(f"--groups {text!r}") and "fix: e.g. --groups 10,50,200" in message
+    assert "\n" not in message
+
+
+def test_check_passes() -> None:
+    assert check_passes(3) == 3
+    with pytest.raises(ScaleBenchError, match="--passes 0"):
+        check_passes(0)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--groups", "abc"], "error: --groups 'abc': 'abc' is not a whole number of BrokerGroups"),
+        (["--groups", "0"], "error: --groups '0': 0 is outside 1..1000"),
+        (["--passes", "0"], "error: --passes 0:"),
+        (["--changes", "0"], "error: --changes 0:"),
+    ],
+)
+def test_cli_refuses_in_one_line(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "operator-scale", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(says) and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_manifests_are_valid_resources() -> None:
+    from rocketmq_operator.platforms.kubernetes.resources import validated
+
+    for manifest in (controller_group_manifest("ns"), broker_group_manifest("g-0001", "ns")):
+        report = validated(manifest)  # as the operator's passes judge them
+        assert report.resource is not None and not report.errors, report.errors
+    assert controller_hosts("ns") == {
+        "sim-ctl-0.sim-ctl-headless.ns.svc": "127.76.0.1",
+        "sim-ctl-1.sim-ctl-headless.ns.svc": "127.76.0.2",
+        "sim-ctl-2.sim-ctl-headless.ns.svc": "127.76.0.3",
+    }
+
+
+def test_kubelet_status_names_every_container_running() -> None:
+    pod = {"spec": {"containers": [{"name": "broker"}, {"name": "agent"}]}}
+    status = kubelet_status(pod, "127.77.0.2", "2026-12-01T00:00:00Z")
+    assert status["phase"] == "Running" and status["podIP"] == "127.77.0.2"
+    assert [c["name"] for c in status["containerStatuses"]] == ["broker", "agent"]
+    assert all(c["state"]["running"]["startedAt"] == "2026-12-01T00:00:00Z" for c in status["containerStatuses"])
+    assert {c["type"] for c in status["conditions"] if c["status"] == "True"} >= {"Ready", "ContainersReady"}
+
+
+def test_install_hosts_answers_only_its_names() -> None:
+    original = install_hosts({"sim-ctl-0.sim-ctl-headless.ns.svc": "127.76.0.1"})
+    try:
+        answers = socket.getaddrinfo("sim-ctl-0.sim-ctl-headless.ns.svc.", 9878, type=socket.SOCK_STREAM)
+        assert {a[4][0] for a in answers} == {"127.76.0.1"}
+        assert {a[4][0] for a in socket.getaddrinfo("127.0.0.1", 80, type=socket.SOCK_STREAM)} == {"127.0.0.1"}
+    finally:
+        socket.getaddrinfo = original
+
+
+def test_summary_lines_one_per_size() -> None:
+    size = {
+        "groups": 10,
+        "passes": 150,
+        "mean_pass_interval_s": 2.01,
+        "cpu_s_per_pass": 0.004,
+        "apiserver_requests_per_pass": 3.5,
+        "remoting_requests_per_pass": 12.0,
+        "rss_mib": 80.0,
+        "observation_lag": {"p50_s": 1.0, "p99_s": 2.0},
+    }
+    doc = {
+        "started_at": "a",
+        "ended_at": "b",
+        "observe_interval_s": 2.0,
+        "machine": {"cpus": 2, "load_average_at_end": [1.0, 1.0, 1.0]},
+        "sizes": [size],
+        "linear_until": {"cpu_s_per_pass": 10},
+        "lag_p99_bound": {"smallest": 10, "largest": 10, "ratio": 1.0, "factor": 2.0, "met": True},
+    }
+    lines = summary_lines(doc)
+    assert len(lines) == 5 and lines[2].split()[0] == "10" and "met" in lines[-1]
