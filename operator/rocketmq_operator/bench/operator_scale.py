@@ -244,8 +244,9 @@ class Api:
         return apiserver_total(await asyncio.to_thread(read))
 
     async def install_crds(self) -> None:
+        """Create the CRDs a cluster does not have yet (CRDs already there are left as they are)."""
         for crd in all_crds():
-            await self.kube.apply(crd)
+            await self.kube.create(crd)
         deadline = time.monotonic() + 60
         names = [crd["metadata"]["name"] for crd in all_crds()]
         while time.monotonic() < deadline:
@@ -258,9 +259,6 @@ class Api:
                 return
             await asyncio.sleep(0.5)
         raise ScaleBenchError("the CRDs were not Established within 60 s; fix: check the API server's log")
-
-    async def nodes(self) -> int:
-        return len(await self.kube.list("Node", None))
 
     async def create_namespace(self, name: str) -> None:
         await self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
@@ -280,13 +278,35 @@ class Api:
         return False
 
 
-async def simulated_kubelet(api: Api, namespace: str, sim: SimulatedRocketMQ, stop: asyncio.Event) -> None:
-    """Until ``stop``: every pod of ``namespace`` without the simulated status gets it (see `kubelet_status`)."""
+@dataclass
+class KubeletProblem:
+    """What stops the simulated kubelet (a pod placed on a node: a real kubelet would run it and own its status)."""
+
+    message: str | None = None
+
+    def check(self) -> None:
+        if self.message is not None:
+            raise ScaleBenchError(self.message)
+
+
+async def simulated_kubelet(
+    api: Api, namespace: str, sim: SimulatedRocketMQ, stop: asyncio.Event, problem: KubeletProblem
+) -> None:
+    """Until ``stop``: every pod of ``namespace`` without the simulated status gets it (see `kubelet_status`).
+    A pod a scheduler placed on a node stops it (``problem``): that cluster runs pods for real."""
     controller_ips = {f"{CONTROLLER_GROUP}-{i}": controller_host(i) for i in range(CONTROLLERS)}
     while not stop.is_set():
         with contextlib.suppress(KubeError):
             for pod in await api.kube.list("Pod", namespace):
                 name = pod["metadata"]["name"]
+                node = (pod.get("spec") or {}).get("nodeName")
+                if node:
+                    problem.message = (
+                        f"pod {namespace}/{name} was scheduled on node {node}: this cluster runs pods, and its kubelet "
+                        "would own their status; fix: a control plane with no scheduler or nodes (omit --kubeconfig: "
+                        "the bench starts one)"
+                    )
+                    return
                 ip = controller_ips.get(name) or sim.pod_ip(name)
                 if ip is None or pod["metadata"].get("deletionTimestamp"):
                     continue
@@ -387,12 +407,15 @@ async def _counts(api: Api, operator: OperatorProcess | None, sim: SimulatedRock
     )
 
 
-async def _settle(api: Api, namespace: str, sim: SimulatedRocketMQ, operator: OperatorProcess, size: int) -> float:
+async def _settle(
+    api: Api, namespace: str, sim: SimulatedRocketMQ, operator: OperatorProcess, size: int, problem: KubeletProblem
+) -> float:
     """Seconds until every group's status names its simulated master (ScaleBenchError past the bound)."""
     began = time.monotonic()
     deadline = began + SETTLE_BASE_S + SETTLE_PER_GROUP_S * size
     while time.monotonic() < deadline:
         operator.check_alive()
+        problem.check()
         groups = {g["metadata"]["name"]: g for g in await api.kube.list("BrokerGroup", namespace)}
         settled = sum(1 for name, g in sim.groups.items() if _master_id(groups.get(name)) == g.master_id)
         phase(f"{size} groups: {settled} observed")
@@ -470,13 +493,14 @@ async def run_size(api: Api, kubeconfig: Path, size: int, settings: ScaleSetting
     async with _running(sim):
         phase(f"{size} groups: creating")
         await api.create_namespace(namespace)
-        kubelet = asyncio.create_task(simulated_kubelet(api, namespace, sim, stop_kubelet))
+        problem = KubeletProblem()
+        kubelet = asyncio.create_task(simulated_kubelet(api, namespace, sim, stop_kubelet, problem))
         try:
             await api.kube.create(controller_group_manifest(namespace))
             for name in names:
                 await api.kube.create(broker_group_manifest(name, namespace))
             operator.start()
-            settle_s = await _settle(api, namespace, sim, operator, size)
+            settle_s = await _settle(api, namespace, sim, operator, size, problem)
             phase(f"{size} groups: measuring {settings.passes} passes")
             start, end, complete = await _window(api, operator, sim, settings.passes, observe_s, None)
             memory = operator.memory_mib()
@@ -562,11 +586,6 @@ async def run_operator_scale(settings: ScaleSettings) -> JSON:
     with api_server(settings) as kubeconfig:
         api = Api(kube_client(kubeconfig))
         try:
-            if await api.nodes():
-                raise ScaleBenchError(
-                    "the cluster has nodes: their kubelets would overwrite the simulated pod statuses; fix: a control "
-                    "plane without nodes (omit --kubeconfig: the bench starts one)"
-                )
             phase("installing the CRDs")
             await api.install_crds()
             results = [await run_size(api, kubeconfig, size, settings, observe_s) for size in settings.sizes]
