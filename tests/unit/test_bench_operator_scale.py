@@ -3,8 +3,10 @@ remoting client and observer, the figures and verdicts, the arguments and their 
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -133,9 +135,9 @@ async def test_config_ha_info_and_the_controller_refusals(sim: SimulatedRocketMQ
         assert refused.value.code == 2007
         # An admin request the simulation does not have: REQUEST_CODE_NOT_SUPPORTED, counted by name.
         with pytest.raises(RemotingError) as unsupported:
-            await client.get_all_consumer_offsets(master.address)
+            await client.delete_expired_commitlog(master.address)
         assert unsupported.value.code == 3
-    assert sim.unsupported == {"GET_ALL_CONSUMER_OFFSET": 1}
+    assert sim.unsupported == {"DELETE_EXPIRED_COMMITLOG": 1}
 
 
 def test_answers_without_sockets_and_the_addresses() -> None:
@@ -328,3 +330,75 @@ def test_summary_lines_one_per_size() -> None:
     }
     lines = summary_lines(doc)
     assert len(lines) == 5 and lines[2].split()[0] == "10" and "met" in lines[-1]
+
+
+# ------------------------------------------------------------------ the operator's own pass against the simulation
+
+
+async def test_an_operator_pass_gets_every_answer_it_asks_and_sees_an_election(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Kubernetes group pass itself (`observe_pass`, on the in-memory API) against the simulated RocketMQ at
+    RocketMQ's ports: nothing it asks is unsupported, and a simulated election reaches the status."""
+    import kopf
+    from kube_fake import FakeApi
+
+    from rocketmq_operator.platforms.kubernetes import group_pass
+    from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
+    from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
+    from rocketmq_operator.platforms.kubernetes.reconcile import reconcile
+    from rocketmq_operator.render.kubernetes import LABEL_GROUP
+
+    namespace = "ns"
+    sim = SimulatedRocketMQ(["g-0000", "g-0001"], controllers=3)
+    try:
+        await sim.start()
+    except OSError as exc:
+        pytest.skip(f"a RocketMQ port on 127.76/127.77.x is taken on this machine: {exc.strerror}")
+    original = install_hosts(controller_hosts(namespace))
+    monkeypatch.setattr(kopf, "event", lambda *a, **k: None)
+    monkeypatch.setattr(kopf, "info", lambda *a, **k: None)
+    monkeypatch.setattr(kopf, "warn", lambda *a, **k: None)
+    fake = FakeApi()
+    fake.put(controller_group_manifest(namespace))
+    for name in sim.groups:
+        fake.put(broker_group_manifest(name, namespace))
+        for i in range(3):
+            pod_name = f"{name}-{i}"
+            labels = {LABEL_GROUP: name, "app.kubernetes.io/component": "broker"}
+            pod: dict[str, Any] = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": pod_name, "namespace": namespace, "labels": labels},
+                "spec": {"containers": [{"name": "broker"}]},
+            }
+            pod["status"] = kubelet_status(pod, str(sim.pod_ip(pod_name)), "2026-12-01T00:00:00Z")
+            fake.put(pod)
+    client = RemotingClient(connect_timeout=1.0, request_timeout=2.0)
+    memory = {name: GroupMemory() for name in sim.groups}
+    logger = logging.getLogger("test")
+
+    async def one_round() -> None:
+        for name in sim.groups:
+            body = await fake.get("BrokerGroup", namespace, name)
+            assert body is not None
+            await group_pass.observe_pass(fake, client, OperatorMetrics(), kopf.Body(body), memory[name], logger)  # type: ignore[arg-type]
+
+    try:
+        for name in sim.groups:
+            body = await fake.get("BrokerGroup", namespace, name)
+            await reconcile(fake, body)  # type: ignore[arg-type]
+        await one_round()
+        await one_round()
+        new_id, _ = sim.elect("g-0001")
+        await one_round()
+    finally:
+        socket.getaddrinfo = original
+        await client.close()
+        await sim.stop()
+    assert sim.unsupported == {}
+    assert sim.sync_state_reads == {"g-0000": 3, "g-0001": 3}
+    status = (await fake.get("BrokerGroup", namespace, "g-0001") or {})["status"]
+    assert status["master"]["brokerId"] == new_id == 2 and status["writable"] is True
+    assert [h["toBrokerId"] for h in status["history"]][-1:] == [2]
+    assert (await fake.get("BrokerGroup", namespace, "g-0000") or {})["status"]["master"]["brokerId"] == 1

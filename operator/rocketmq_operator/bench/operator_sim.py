@@ -12,6 +12,8 @@ Contract:
   request is answered as the node whose address the connection reached (its socket's local address).
 * Answers are what a RocketMQ 5.x node answers (`reference/rocketmq-facts.md` §4): GET_BROKER_RUNTIME_INFO,
   GET_BROKER_HA_STATUS, GET_BROKER_CONFIG / UPDATE_BROKER_CONFIG, EXCHANGE_BROKER_HA_INFO (both forms),
+  GET_ALL_TOPIC_CONFIG / UPDATE_AND_CREATE_TOPIC / DELETE_TOPIC_IN_BROKER (a broker's system topics from its
+  start), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (its system groups), GET_ALL_CONSUMER_OFFSET (nothing consumed),
   GET_BROKER_CLUSTER_INFO (every group, fastjson's bare integer keys), CONTROLLER_GET_METADATA_INFO,
   CONTROLLER_GET_SYNC_STATE_DATA (the batch form, only the groups asked), CONTROLLER_GET_REPLICA_INFO and
   CONTROLLER_ELECT_MASTER. Anything else gets REQUEST_CODE_NOT_SUPPORTED (3), as RocketMQ answers an unknown
@@ -55,6 +57,28 @@ REPLICAS = 3
 SLAVE_BEHIND_BYTES = 1024
 """How far a slave's commit log trails its master's: in sync, as a healthy replica is between two HA transfers."""
 VERSION_DESC = "V5_5_0"
+SYSTEM_TOPICS = (
+    "TBW102",
+    "SCHEDULE_TOPIC_XXXX",
+    "BenchmarkTest",
+    "OFFSET_MOVED_EVENT",
+    "RMQ_SYS_TRANS_HALF_TOPIC",
+    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+    "RMQ_SYS_TRACE_TOPIC",
+    "rmq_sys_REVIVE_LOG_DefaultCluster",
+)
+"""Topics a RocketMQ 5 broker has from its start (besides its cluster's and its own name's)."""
+SYSTEM_GROUPS = (
+    "TOOLS_CONSUMER",
+    "FILTERSRV_CONSUMER",
+    "SELF_TEST_C_GROUP",
+    "CID_RMQ_SYS_TRANS",
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+)
+"""Subscription groups a RocketMQ 5 broker has from its start."""
 
 
 def broker_host(group_index: int, replica: int) -> str:
@@ -83,6 +107,7 @@ class SimReplica:
     host: str
     port: int = BROKER_PORT
     config: dict[str, str] = field(default_factory=dict)
+    topics: dict[str, dict[str, object]] = field(default_factory=dict)
     ha_master: str | None = None  # a slave's HA client target (its master's host:port + 1)
 
     @property
@@ -135,6 +160,8 @@ class SimulatedRocketMQ:
             replicas = [
                 SimReplica(f"{name}-{r}", r + 1, broker_host(index, r), self.ports.broker) for r in range(REPLICAS)
             ]
+            for replica in replicas:
+                replica.topics = {t: _topic_config(t, 8) for t in (*SYSTEM_TOPICS, cluster, name)}
             group = SimGroup(name, cluster, replicas)
             self.groups[name] = group
             for replica in replicas:
@@ -299,6 +326,32 @@ class SimulatedRocketMQ:
         if code == RequestCode.UPDATE_BROKER_CONFIG:
             replica.config.update(parse_properties_text(request.body.decode("latin-1")))
             return _response(request, 0)
+        if code == RequestCode.GET_ALL_TOPIC_CONFIG:
+            version = {"stateVersion": 0, "timestamp": int(group.started_at * 1000), "counter": len(replica.topics)}
+            return _json(request, {"topicConfigTable": replica.topics, "dataVersion": version})
+        if code == RequestCode.UPDATE_AND_CREATE_TOPIC:
+            fields = request.ext_fields
+            topic = fields.get("topic", "")
+            replica.topics[topic] = {
+                **_topic_config(topic, int(fields.get("writeQueueNums", "8") or 8)),
+                "readQueueNums": int(fields.get("readQueueNums", "8") or 8),
+                "perm": int(fields.get("perm", "6") or 6),
+                "order": fields.get("order", "false") == "true",
+            }
+            return _response(request, 0)
+        if code == RequestCode.DELETE_TOPIC_IN_BROKER:
+            replica.topics.pop(request.ext_fields.get("topic", ""), None)
+            return _response(request, 0)
+        if code == RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG:
+            subscriptions = {
+                g: {"groupName": g, "consumeEnable": True, "retryQueueNums": 1, "retryMaxTimes": 16}
+                for g in SYSTEM_GROUPS
+            }
+            return _json(
+                request, {"subscriptionGroupTable": subscriptions, "dataVersion": {"counter": len(subscriptions)}}
+            )
+        if code == RequestCode.GET_ALL_CONSUMER_OFFSET:
+            return _json(request, {"offsetTable": {}})  # nobody consumes from the simulated brokers
         if code == RequestCode.EXCHANGE_BROKER_HA_INFO:
             given = request.ext_fields.get("masterHaAddress")
             if given:
@@ -484,6 +537,19 @@ def _response(
         ext_fields=ext_fields or {},
         body=body,
     )
+
+
+def _topic_config(name: str, queues: int) -> dict[str, object]:
+    return {
+        "topicName": name,
+        "readQueueNums": queues,
+        "writeQueueNums": queues,
+        "perm": 6,
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": 0,
+        "order": False,
+        "attributes": {},
+    }
 
 
 def _json(request: RemotingCommand, body: object) -> RemotingCommand:
