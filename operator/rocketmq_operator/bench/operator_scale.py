@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import random
+import resource
 import signal
 import subprocess
 import sys
@@ -495,6 +496,7 @@ async def run_size(api: Api, kubeconfig: Path, size: int, settings: ScaleSetting
         await api.create_namespace(namespace)
         problem = KubeletProblem()
         kubelet = asyncio.create_task(simulated_kubelet(api, namespace, sim, stop_kubelet, problem))
+        gone = False
         try:
             await api.kube.create(controller_group_manifest(namespace))
             for name in names:
@@ -502,7 +504,9 @@ async def run_size(api: Api, kubeconfig: Path, size: int, settings: ScaleSetting
             operator.start()
             settle_s = await _settle(api, namespace, sim, operator, size, problem)
             phase(f"{size} groups: measuring {settings.passes} passes")
+            bench_cpu = resource.getrusage(resource.RUSAGE_SELF)
             start, end, complete = await _window(api, operator, sim, settings.passes, observe_s, None)
+            bench_cpu_after = resource.getrusage(resource.RUSAGE_SELF)
             memory = operator.memory_mib()
             phase(f"{size} groups: {settings.changes} elections")
             lags = await _lags(api, namespace, sim, settings.changes, observe_s, rng)
@@ -514,8 +518,9 @@ async def run_size(api: Api, kubeconfig: Path, size: int, settings: ScaleSetting
             operator.stop()
             stop_kubelet.set()
             await kubelet
-        phase(f"{size} groups: deleting namespace {namespace}")
-        gone = await api.delete_namespace(namespace)
+            phase(f"{size} groups: deleting namespace {namespace}")
+            with contextlib.suppress(KubeError):
+                gone = await api.delete_namespace(namespace)
     figures = window_figures(
         start,
         end,
@@ -533,6 +538,9 @@ async def run_size(api: Api, kubeconfig: Path, size: int, settings: ScaleSetting
         "settle_s": round(settle_s, 1),
         "window_complete": complete,
         **figures,
+        "bench_process_cpu_s": round(
+            bench_cpu_after.ru_utime + bench_cpu_after.ru_stime - bench_cpu.ru_utime - bench_cpu.ru_stime, 3
+        ),
         **memory,
         "rss_mib_per_group": None if "rss_mib" not in memory else round(memory["rss_mib"] / size, 3),
         "cpu_s_per_round": None if not isinstance(cpu_per_pass, float) else round(cpu_per_pass * size, 4),

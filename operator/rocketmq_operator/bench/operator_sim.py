@@ -173,6 +173,8 @@ class SimulatedRocketMQ:
         self.unsupported: Counter[str] = Counter()
         self.sync_state_reads: Counter[str] = Counter()
         self._read_times: dict[str, list[float]] = {}
+        self._topology = 0  # + 1 at every election: the name servers' cached answer is built again
+        self._cluster_info: tuple[int, bytes] | None = None
         self._servers: list[asyncio.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
 
@@ -262,6 +264,7 @@ class SimulatedRocketMQ:
         group = self.groups[group_name]
         new_id = group.master_id % REPLICAS + 1
         group.master_id = new_id
+        self._topology += 1
         group.master_epoch += 1
         group.sync_state_set_epoch += 1
         for replica in group.replicas:
@@ -503,6 +506,13 @@ class SimulatedRocketMQ:
     def _name_server(self, request: RemotingCommand) -> RemotingCommand | None:
         if request.code != RequestCode.GET_BROKER_CLUSTER_INFO:
             return None
+        # Built once per topology (a name server serves it from its route table): the simulator's own cost must
+        # not grow with the groups where a name server's does not.
+        if self._cluster_info is None or self._cluster_info[0] != self._topology:
+            self._cluster_info = (self._topology, self._cluster_info_body())
+        return _response(request, 0, body=self._cluster_info[1])
+
+    def _cluster_info_body(self) -> bytes:
         # fastjson writes Map<Long, String> keys bare ({0:"ip:port"}): so does this (facts §4.2).
         brokers = []
         for group in self.groups.values():
@@ -516,8 +526,7 @@ class SimulatedRocketMQ:
                 '"enableActingMaster":false}'
             )
         clusters = {self.cluster: list(self.groups)}
-        body = f'{{"brokerAddrTable":{{{",".join(brokers)}}},"clusterAddrTable":{json.dumps(clusters)}}}'
-        return _response(request, 0, body=body.encode())
+        return f'{{"brokerAddrTable":{{{",".join(brokers)}}},"clusterAddrTable":{json.dumps(clusters)}}}'.encode()
 
 
 def _response(
