@@ -26,6 +26,7 @@ from rocketmq_operator.bench.operator_scale_plan import (
     lag_bound,
     lag_summary,
     linear_until,
+    memory_slopes,
     parse_group_sizes,
     window_figures,
 )
@@ -215,6 +216,15 @@ def test_apiserver_total_sums_the_request_counter() -> None:
 )
 def test_linear_until(sizes: list[int], costs: list[float | None], expected: int | None) -> None:
     assert linear_until(sizes, costs) == expected
+
+
+def test_memory_slopes_between_consecutive_sizes() -> None:
+    assert memory_slopes([10, 50, 200], [80.0, 100.0, 160.0]) == [
+        {"from": 10, "to": 50, "mib_per_group": 0.5},
+        {"from": 50, "to": 200, "mib_per_group": 0.4},
+    ]
+    assert memory_slopes([10, 50], [None, 100.0]) == [{"from": 10, "to": 50, "mib_per_group": None}]
+    assert memory_slopes([10], [80.0]) == []
 
 
 def test_lag_summary_and_bound() -> None:

@@ -56,6 +56,7 @@ from rocketmq_operator.bench.operator_scale_plan import (
     lag_bound,
     lag_summary,
     linear_until,
+    memory_slopes,
     window_figures,
 )
 from rocketmq_operator.bench.operator_sim import SimulatedRocketMQ, controller_host
@@ -234,13 +235,19 @@ class Api:
         )  # fmt: skip
 
     async def metrics(self) -> tuple[float, dict[str, float]]:
+        """kube-apiserver's request counter (GET /metrics with the bench's credentials)."""
         api = self.kube._dynamic.client
+        configuration = api.configuration
+        headers = {
+            str(setting["key"]): str(setting["value"])
+            for setting in configuration.auth_settings().values()
+            if setting.get("in") == "header" and setting.get("value")
+        }
 
         def read() -> str:
-            response = api.call_api(
-                "/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False, _request_timeout=30
-            )
-            return str(response[0].data.decode("utf-8"))
+            response = api.call_api("GET", f"{configuration.host}/metrics", header_params=headers, _request_timeout=30)
+            response.read()
+            return str(response.data.decode("utf-8"))
 
         return apiserver_total(await asyncio.to_thread(read))
 
@@ -542,7 +549,6 @@ async def run_size(api: Api, kubeconfig: Path, size: int, settings: ScaleSetting
             bench_cpu_after.ru_utime + bench_cpu_after.ru_stime - bench_cpu.ru_utime - bench_cpu.ru_stime, 3
         ),
         **memory,
-        "rss_mib_per_group": None if "rss_mib" not in memory else round(memory["rss_mib"] / size, 3),
         "cpu_s_per_round": None if not isinstance(cpu_per_pass, float) else round(cpu_per_pass * size, 4),
         "observation_lag": lag_summary(lag_values),
         "lag_to_next_pass": lag_summary(to_pass),
@@ -615,9 +621,9 @@ async def run_operator_scale(settings: ScaleSettings) -> JSON:
             "cpu_s_per_pass": linear_until(sizes, [r["cpu_s_per_pass"] for r in results]),
             "apiserver_requests_per_pass": linear_until(sizes, [r["apiserver_requests_per_pass"] for r in results]),
             "remoting_requests_per_pass": linear_until(sizes, [r["remoting_requests_per_pass"] for r in results]),
-            "rss_mib_per_group": linear_until(sizes, [r["rss_mib_per_group"] for r in results]),
             "mean_pass_interval_s": linear_until(sizes, [r["mean_pass_interval_s"] for r in results]),
         },
+        "rss_mib_per_added_group": memory_slopes(sizes, [r.get("rss_mib") for r in results]),
         "lag_p99_bound": {
             "smallest": small["groups"],
             "largest": large["groups"],

@@ -12,6 +12,7 @@ Contract: no I/O and no clock.
   controller manager's own and the bench's reads), into the per-pass figures. A *pass* is one observation pass
   of one BrokerGroup; a *round* is every group observed once.
 * `lag_summary` is p50/p99/max of the observation lags (seconds), nearest rank (`tools.stats.percentile`).
+* `memory_slopes` is the resident memory per added group between consecutive sizes.
 * `linear_until(sizes, per_group)` is the largest size up to which the cost per group stays within
   `LINEAR_TOLERANCE` of the smallest size's; `lag_bound` checks the acceptance rule: the largest size's lag p99
   at most `LAG_P99_FACTOR` times the smallest size's.
@@ -160,6 +161,17 @@ def linear_until(sizes: Sequence[int], per_group: Sequence[float | None]) -> int
             break
         last = size
     return last
+
+
+def memory_slopes(sizes: Sequence[int], rss_mib: Sequence[float | None]) -> list[dict[str, object]]:
+    """The resident memory each added group costs, between consecutive sizes (MiB per group)."""
+    out: list[dict[str, object]] = []
+    for (a, ra), (b, rb) in zip(
+        zip(sizes, rss_mib, strict=True), zip(sizes[1:], rss_mib[1:], strict=True), strict=False
+    ):
+        slope = None if ra is None or rb is None or b == a else round((rb - ra) / (b - a), 3)
+        out.append({"from": a, "to": b, "mib_per_group": slope})
+    return out
 
 
 def lag_bound(small_p99: float | None, large_p99: float | None) -> dict[str, object]:
