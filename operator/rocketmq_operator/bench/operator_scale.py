@@ -22,8 +22,13 @@ long window with the operator stopped: the controller manager's and the bench's 
 requests the simulator answered. Then ``changes`` simulated elections on groups picked by a seeded random
 choice, one at a time: the observation lag is the time from the election to the BrokerGroup's status naming the
 new master (polled every `LAG_POLL_S`); the time to the group's next pass, and from it to the status, are
-recorded beside it. The operator is stopped, the baseline window measured, the namespace deleted.
-Everything is bounded in count and time; the bench stops by itself.
+recorded beside it. The operator is stopped, the baseline window measured, the namespace deleted, and the size's figures written to
+``STATE_DIR/size-N.json`` (kept if a later size fails). Everything is bounded in count and time; the bench stops
+by itself.
+
+Its own control plane gets a /16 Service range (`SERVICE_RANGE`): each group has two ClusterIP Services. A cluster
+named by ``--kubeconfig`` must have room for them, no scheduler (the bench stops at a pod placed on a node: a
+kubelet would own its status), and gets the CRDs created only where missing.
 """
 
 from __future__ import annotations
@@ -76,6 +81,9 @@ SETTLE_PER_GROUP_S = 1.5
 LAG_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 NAMESPACE_GONE_TIMEOUT_S = 60.0
+SERVICE_RANGE = "10.0.0.0/16"
+"""The bench's own control plane's Service range: every group has two ClusterIP Services (its client Service and
+`<group>-master`), and the harness's default /24 holds 254 (200 groups met "range is full")."""
 
 
 @dataclass(frozen=True)
@@ -190,7 +198,9 @@ def api_server(settings: ScaleSettings) -> Iterator[Path]:
     harness = _load_harness()
     state = (settings.state_dir / "k8s").resolve()
     try:
-        cluster = harness.up(state, build=False, quiet=True)
+        cluster = harness.up(
+            state, build=False, quiet=True, apiserver_flags=(f"--service-cluster-ip-range={SERVICE_RANGE}",)
+        )
     except harness.HarnessError as exc:
         harness.down(state, quiet=True)
         raise ScaleBenchError(f"the local control plane did not start: {exc}") from None
@@ -602,7 +612,12 @@ async def run_operator_scale(settings: ScaleSettings) -> JSON:
         try:
             phase("installing the CRDs")
             await api.install_crds()
-            results = [await run_size(api, kubeconfig, size, settings, observe_s) for size in settings.sizes]
+            results = []
+            for size in settings.sizes:
+                result = await run_size(api, kubeconfig, size, settings, observe_s)
+                # Kept as each size ends: a later size's failure or a Ctrl-C leaves the earlier ones' figures.
+                (settings.state_dir / f"size-{size}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+                results.append(result)
         finally:
             await api.kube.close()
     sizes = [r["groups"] for r in results]

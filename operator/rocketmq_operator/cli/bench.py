@@ -446,7 +446,8 @@ def cmd_operator_scale(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         print(
-            "interrupted: the operator was stopped and the bench's control plane (if it started one) taken down",
+            "interrupted: the operator was stopped, the bench's namespace deleted and its control plane (if it started "
+            f"one) taken down; the sizes done so far are in {settings.state_dir}/size-N.json",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
