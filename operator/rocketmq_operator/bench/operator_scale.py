@@ -22,9 +22,9 @@ long window with the operator stopped: the controller manager's and the bench's 
 requests the simulator answered. Then ``changes`` simulated elections on groups picked by a seeded random
 choice, one at a time: the observation lag is the time from the election to the BrokerGroup's status naming the
 new master (polled every `LAG_POLL_S`); the time to the group's next pass, and from it to the status, are
-recorded beside it. The operator is stopped, the baseline window measured, the namespace deleted, and the size's figures written to
-``STATE_DIR/size-N.json`` (kept if a later size fails). Everything is bounded in count and time; the bench stops
-by itself.
+recorded beside it. The operator is stopped, the baseline window measured, the namespace deleted, and the size's
+figures written to ``STATE_DIR/size-N.json`` (kept if a later size fails). Everything is bounded in count and
+time; the bench stops by itself.
 
 Its own control plane gets a /16 Service range (`SERVICE_RANGE`): each group has two ClusterIP Services. A cluster
 named by ``--kubeconfig`` must have room for them, no scheduler (the bench stops at a pod placed on a node: a
