@@ -583,7 +583,10 @@ async def _running(sim: SimulatedRocketMQ) -> AsyncIterator[SimulatedRocketMQ]:
     try:
         await sim.start()
     except OSError as exc:
-        raise ScaleBenchError(f"the simulated RocketMQ cannot listen: {exc.strerror}; fix: free that port") from None
+        raise ScaleBenchError(
+            f"the simulated RocketMQ cannot listen: {exc.strerror}; fix: free that port (one bench operator-scale "
+            "runs at a time: its brokers are 127.77.x.y:10911)"
+        ) from None
     try:
         yield sim
     finally:
