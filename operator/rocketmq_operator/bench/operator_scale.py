@@ -45,7 +45,6 @@ import resource
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -682,7 +681,3 @@ def summary_lines(doc: JSON) -> list[str]:
         f"(bound {bound['factor']}x: {'met' if bound['met'] else 'NOT met' if bound['met'] is False else 'unknown'})"
     )
     return lines
-
-
-def temp_state_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="operator-scale-"))
