@@ -118,8 +118,13 @@ def main(argv: list[str]) -> int:
             plot=stem.with_suffix(".svg"),
             spare_operator=args.spare_operator,
             journal=stem.with_suffix(".journal.jsonl"),
+            stop_file=stem.with_suffix(".stop"),
         )
-        print(f"campaign: {args.faults} faults on {args.namespace}/{name}; journal {campaign.journal}", file=sys.stderr)
+        print(
+            f"campaign: {args.faults} faults on {args.namespace}/{name}; journal {campaign.journal}; to end it early "
+            f"and still check every acknowledged key: touch {campaign.stop_file}",
+            file=sys.stderr,
+        )
         doc = asyncio.run(run_chaos_kubernetes(args.namespace, name, campaign))
         stem.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
         group.wait_healthy()

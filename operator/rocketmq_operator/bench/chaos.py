@@ -76,6 +76,10 @@ class Campaign:
     journal: Path | None = None
     """A JSON-lines file written as the campaign goes (`CampaignJournal`): a campaign stopped half-way, or longer
     than anyone waits, leaves its faults on record."""
+    stop_file: Path | None = None
+    """Once this file exists, no further fault is injected: the campaign ends as if it had been planned that long
+    (the group given back its health, every acknowledged key read back and checked), and the record says how
+    many of the planned faults ran (`stopped_early`)."""
 
 
 class ChaosPlatform(Protocol):
@@ -315,6 +319,9 @@ async def run_campaign(
     }
     journal = CampaignJournal(c.journal, {**asked, "topic": topic, "began": time.time()}) if c.journal else None
     held: list[HeldFault] = []
+    stopped_early: dict[str, Any] | None = None
+    if c.stop_file is not None:
+        c.stop_file.unlink(missing_ok=True)  # a stop asked of an earlier campaign is not one asked of this one
 
     def close_window(end: float) -> None:
         if journal is not None and held:
@@ -325,10 +332,13 @@ async def run_campaign(
     await producer.start()
     try:
         for fault in plan:
+            if c.stop_file is not None and c.stop_file.exists():
+                stopped_early = {"planned": len(plan), "ran": len(held), "asked_by": str(c.stop_file)}
+                break
             done = await _one_fault(fault, platform, c.hold_s, c.recover_s, producer)
             close_window(done.start)
             held.append(done)
-        if note := await _settle(platform, c.recover_s, producer):
+        if (note := await _settle(platform, c.recover_s, producer)) and held:
             held[-1] = dataclasses.replace(held[-1], notes=(*held[-1].notes, note))
     finally:
         await platform.heal_all()
@@ -340,6 +350,8 @@ async def run_campaign(
     doc = check_campaign(sends, held, read, ended, deposed, duplicates)
     doc["first_read_missing"] = first_missing  # found by the second read, or lost
     doc = {**{k: v for k, v in asked.items() if k != "faults"}, **doc}
+    if stopped_early is not None:
+        doc["stopped_early"] = stopped_early
     if c.plot is not None:
         doc.update(_write_plot(c.plot, sends, held, began, ended))
     if journal is not None:

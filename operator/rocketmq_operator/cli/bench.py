@@ -302,6 +302,7 @@ def _campaign(args: argparse.Namespace, families: list[str], plot: Path) -> Camp
         plot,
         args.spare_operator,
         journal=journal,
+        stop_file=journal.with_suffix(".stop"),
     )
 
 
@@ -463,7 +464,8 @@ def register(sub: Any) -> None:
         "--journal",
         metavar="FILE",
         help="the record as it goes, a JSON line per fault once its window closed (default: the plot's name with "
-        ".journal.jsonl): an interrupted campaign leaves its faults on record",
+        ".journal.jsonl): an interrupted campaign leaves its faults on record. To end a campaign early and still "
+        "check every acknowledged key, create the journal's name with .stop instead of .jsonl (touch it)",
     )
     c.add_argument("--state-dir", help="default: .bench-state/chaos")
     c.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
