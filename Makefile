@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install run test check lint typecheck prepare prepare-rocketmq prepare-cluster soak-k8s clean
+.PHONY: install run test check lint typecheck prepare prepare-rocketmq prepare-cluster soak-k8s chaos-k8s clean
 
 include mk/k8s.mk
 include mk/node.mk
@@ -67,6 +67,16 @@ test:
 # in `make test`): its own three-node cluster unless ROCKETMQ_OPERATOR_E2E_NODE names a running one.
 soak-k8s: install prepare-rocketmq prepare-cluster
 	CI=true $(BIN)/python -m pytest -q -p no:cacheprovider -s -m soak tests/e2e/test_soak_cpu_hog.py
+
+# A chaos campaign on the real three-node cluster, from nothing to its record (tests/e2e/chaos_campaign.py; never in
+# `make test`, whose e2e line runs a 12-fault one): the cluster brought up with the chart's operator, EXAMPLE applied
+# in namespace chaos, FAULTS faults of every Kubernetes family under a producer on the host, the cluster taken down;
+# the record is the last line printed, the journal (a line per fault, as it goes) under .bench-state/chaos-k8s.
+FAULTS ?= 200
+SEED ?= 1
+EXAMPLE ?= examples/three-controllers.yaml
+chaos-k8s: install prepare-rocketmq prepare-cluster
+	$(BIN)/python tests/e2e/chaos_campaign.py --faults $(FAULTS) --seed $(SEED) --example $(EXAMPLE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -38,6 +38,12 @@ python=${2:-python3.11}
 key=$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)
 wheels=$cache/wheels/$key
 test -x "$venv/bin/python" || "$python" -m venv "$venv"
+# One fetch at a time per cache: two installs on a fresh machine (two worktrees, or `make run` beside `make test`)
+# each emptied the other's half-fetched wheelhouse (found 2026-12-01: pip's FileNotFoundError in the other's
+# download). The second waits here and then finds the wheelhouse complete.
+mkdir -p "$cache/wheels"
+exec 9>"$cache/wheels/.lock"
+flock 9
 if [ ! -e "$wheels/.complete" ]; then
     echo "fetching the pinned Python packages into $wheels (once)"
     rm -rf "$wheels.partial"
@@ -50,4 +56,5 @@ if [ ! -e "$wheels/.complete" ]; then
     rm -rf "$wheels"
     mv "$wheels.partial" "$wheels"
 fi
+flock -u 9
 "$venv/bin/python" -m pip install --quiet --no-index --find-links "$wheels" -c constraints.txt -e "$EXTRAS"

@@ -66,6 +66,8 @@ def test_a_nodes_configs_name_its_address_cidr_cgroup_root_and_runc_root(tmp_pat
     )
     assert (kubelet["address"], kubelet["healthzBindAddress"], kubelet["podCIDR"]) == (n.ip, n.ip, n.pod_cidr)
     assert kubelet["cgroupRoot"] == "/rmq-n3"
+    # a crashed container's restart waits the first back-off at most, never the 5 min escalation (docs/node.md)
+    assert kubelet["crashLoopBackOff"] == {"maxContainerRestartPeriod": "10s"}
     proxy = json.loads(
         node._kube_proxy_config(
             nd, 10256, 10249, name=n.name, address=n.ip, local_address=n.ip, cluster_cidr=cluster.NETWORK

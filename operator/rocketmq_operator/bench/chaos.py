@@ -28,6 +28,7 @@ import dataclasses
 import gzip
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,6 +39,7 @@ from rocketmq_operator.bench.chaos_plan import (
     PlannedFault,
     Send,
     check_campaign,
+    fault_entry,
     plan_campaign,
     resolve_targets,
     timeline_svg,
@@ -51,7 +53,7 @@ from rocketmq_operator.platforms.local.netfault import NetFaults
 from rocketmq_operator.platforms.local.state import LocalState, read_state
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.tools.consume import consume
-from rocketmq_operator.tools.produce import SteadyProducer
+from rocketmq_operator.tools.produce import SendRecord, SteadyProducer
 
 HEALTH_TIMEOUT_S = 240.0
 
@@ -71,6 +73,13 @@ class Campaign:
     plot: Path | None = None
     spare_operator: bool = False
     """Never fault the operator (no `master+operator` target), e.g. when other work shares it."""
+    journal: Path | None = None
+    """A JSON-lines file written as the campaign goes (`CampaignJournal`): a campaign stopped half-way, or longer
+    than anyone waits, leaves its faults on record."""
+    stop_file: Path | None = None
+    """Once this file exists, no further fault is injected: the campaign ends as if it had been planned that long
+    (the group given back its health, every acknowledged key read back and checked), and the record says how
+    many of the planned faults ran (`stopped_early`)."""
 
 
 class ChaosPlatform(Protocol):
@@ -103,6 +112,51 @@ class ChaosPlatform(Protocol):
     async def master(self) -> tuple[str | None, str | None]:
         """The master's process name and its remoting address, as far as the platform knows now."""
         ...
+
+
+class CampaignJournal:
+    """The campaign's record as it goes, one JSON object a line, each flushed when written: first
+    ``{"campaign": ...}`` (what was asked for), then ``{"fault": ...}`` for each fault once its window has closed
+    (the same line as the record's ``per_fault``, `chaos_plan.fault_entry`, with the sends and acknowledgements
+    counted so far), and last ``{"record": ...}`` (the whole record without ``per_fault``) once everything was
+    read back. A journal without its last line is a campaign that did not finish: its faults are still facts, its
+    loss count is not known."""
+
+    def __init__(self, path: Path, campaign: dict[str, Any]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._out = path.open("w", encoding="utf-8")
+        self._window_from = 0  # the producer's records are in answer order: the first the open window can hold
+        self._acknowledged = 0
+        self._write({"campaign": campaign})
+
+    def _write(self, line: dict[str, Any]) -> None:
+        self._out.write(json.dumps(line, separators=(",", ":")) + "\n")
+        self._out.flush()
+
+    def fault(self, fault: HeldFault, records: Sequence[SendRecord], end: float) -> None:
+        """The line of ``fault``, whose window closed at ``end`` (the next fault's start, or the campaign's end);
+        ``records``: every answer of the producer so far, in answer order (only the new ones are read)."""
+        upto = self._window_from
+        while upto < len(records) and records[upto].end < end:
+            upto += 1
+        window = _sends(records[self._window_from : upto])
+        self._acknowledged += sum(1 for s in window if s.ok)
+        self._window_from = upto
+        line = {**fault_entry(fault, window, end), "sent": upto, "acknowledged": self._acknowledged}
+        self._write({"fault": line})
+
+    def record(self, doc: dict[str, Any]) -> None:
+        self._write({"record": {k: v for k, v in doc.items() if k != "per_fault"}})
+
+    def close(self) -> None:
+        self._out.close()
+
+
+def _sends(records: Sequence[SendRecord]) -> list[Send]:
+    return [
+        Send(r.key, r.start, r.end, r.ok, r.status, f"{r.broker_name}/{r.queue_id}@{r.queue_offset}") for r in records
+    ]
 
 
 def controller_processes(state: LocalState, group: Group) -> list[str]:
@@ -205,7 +259,13 @@ async def _settle(platform: ChaosPlatform, recover_s: float, producer: SteadyPro
 
 
 async def _acknowledged_since(producer: SteadyProducer, since: float) -> bool:
-    return any(r.ok and r.start >= since for r in reversed(producer.records))
+    """A send started at ``since`` or later was acknowledged; only the answers after ``since`` are read."""
+    for r in reversed(producer.answered):
+        if r.end < since:
+            return False
+        if r.ok and r.start >= since:
+            return True
+    return False
 
 
 async def run_chaos(files: list[str], state_dir: Path, campaign: Campaign, *, keep: bool = False) -> dict[str, Any]:
@@ -246,28 +306,9 @@ async def run_campaign(
         operator=platform.faults_operator and not c.spare_operator,
     )
     topic = f"chaos-{c.seed}-{int(time.time())}"
-    held: list[HeldFault] = []
-    producer = SteadyProducer(topic, c.rate, namesrv=platform.name_servers, size=512, timeout=3.0, retries=2)
-    began = time.time()
-    await producer.start()
-    try:
-        for fault in plan:
-            held.append(await _one_fault(fault, platform, c.hold_s, c.recover_s, producer))
-        if note := await _settle(platform, c.recover_s, producer):
-            held[-1] = dataclasses.replace(held[-1], notes=(*held[-1].notes, note))
-    finally:
-        await platform.heal_all()
-        await producer.stop()
-    ended = time.time()
-    sends = [
-        Send(r.key, r.start, r.end, r.ok, r.status, f"{r.broker_name}/{r.queue_id}@{r.queue_offset}")
-        for r in producer.records
-    ]
-    read, duplicates, first_missing, deposed = await _read_all(client, platform, topic, producer)
-    doc = check_campaign(sends, held, read, ended, deposed, duplicates)
-    doc["first_read_missing"] = first_missing  # found by the second read, or lost
-    doc = {
+    asked = {
         "seed": c.seed,
+        "faults": c.faults,
         "families": list(c.families),
         "hold_s": c.hold_s,
         "recover_s": c.recover_s,
@@ -275,10 +316,48 @@ async def run_campaign(
         "group": platform.group,
         "brokers": len(platform.brokers),
         "controllers": len(platform.controllers),
-        **doc,
     }
+    journal = CampaignJournal(c.journal, {**asked, "topic": topic, "began": time.time()}) if c.journal else None
+    held: list[HeldFault] = []
+    stopped_early: dict[str, Any] | None = None
+    if c.stop_file is not None:
+        c.stop_file.unlink(missing_ok=True)  # a stop asked of an earlier campaign is not one asked of this one
+
+    def close_window(end: float) -> None:
+        if journal is not None and held:
+            journal.fault(held[-1], producer.answered, end)
+
+    producer = SteadyProducer(topic, c.rate, namesrv=platform.name_servers, size=512, timeout=3.0, retries=2)
+    began = time.time()
+    await producer.start()
+    try:
+        for fault in plan:
+            if c.stop_file is not None and c.stop_file.exists():
+                stopped_early = {"planned": len(plan), "ran": len(held), "asked_by": str(c.stop_file)}
+                break
+            done = await _one_fault(fault, platform, c.hold_s, c.recover_s, producer)
+            close_window(done.start)
+            held.append(done)
+        if (note := await _settle(platform, c.recover_s, producer)) and held:
+            held[-1] = dataclasses.replace(held[-1], notes=(*held[-1].notes, note))
+    finally:
+        await platform.heal_all()
+        await producer.stop()
+        close_window(time.time())
+    ended = time.time()
+    sends = _sends(producer.records)
+    read, duplicates, first_missing, deposed = await _read_all(client, platform, topic, producer)
+    doc = check_campaign(sends, held, read, ended, deposed, duplicates)
+    doc["first_read_missing"] = first_missing  # found by the second read, or lost
+    doc = {**{k: v for k, v in asked.items() if k != "faults"}, **doc}
+    if stopped_early is not None:
+        doc["stopped_early"] = stopped_early
     if c.plot is not None:
         doc.update(_write_plot(c.plot, sends, held, began, ended))
+    if journal is not None:
+        journal.record(doc)
+        journal.close()
+        doc["journal"] = str(journal.path)
     return doc
 
 

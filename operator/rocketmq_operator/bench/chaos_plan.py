@@ -209,6 +209,31 @@ def unrecovered(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [f for f in doc["per_fault"] if not f["recovered"]]
 
 
+def fault_entry(fault: HeldFault, sends: Sequence[Send], end: float) -> dict[str, Any]:
+    """One fault's line of the record: what was faulted, and the client's view of its window [start, ``end``)
+    (``end``: where the next fault starts, or the campaign's end). The campaign's journal writes the same line as
+    soon as the window is closed."""
+    rto, failed, recovered = fault_rto(sends, fault.start, end)
+    entry: dict[str, Any] = {
+        "index": fault.index,
+        "family": fault.family,
+        "target": fault.target,
+        "processes": list(fault.processes),
+        "master": fault.master,
+        "start": round(fault.start, 3),
+        "window_s": round(end - fault.start, 3),
+        "held_s": round(fault.healed - fault.start, 3),
+        "rto_s": rto,
+        "failed_sends": failed,
+        "failed_statuses": failed_statuses(sends, fault.start, end),
+        "recovered": recovered,
+        "notes": list(fault.notes),
+    }
+    if not recovered:  # what the client saw last, so that the finding can be traced from the record alone
+        entry["last_sends"] = last_sends(sends, fault.start, end)
+    return entry
+
+
 def _fault_at(faults: Sequence[HeldFault], t: float) -> int | None:
     """The index of the fault whose window holds ``t`` (None before the first)."""
     index = None
@@ -235,29 +260,10 @@ def check_campaign(
     acked = {s.key for s in sends if s.ok}
     lost = sorted(missing_acknowledged(acked, read))
     ordered = sorted(faults, key=lambda f: f.start)
-    per_fault: list[dict[str, Any]] = []
-    for i, fault in enumerate(ordered):
-        end = ordered[i + 1].start if i + 1 < len(ordered) else ended
-        rto, failed, recovered = fault_rto(sends, fault.start, end)
-        per_fault.append(
-            {
-                "index": fault.index,
-                "family": fault.family,
-                "target": fault.target,
-                "processes": list(fault.processes),
-                "master": fault.master,
-                "start": round(fault.start, 3),
-                "window_s": round(end - fault.start, 3),
-                "held_s": round(fault.healed - fault.start, 3),
-                "rto_s": rto,
-                "failed_sends": failed,
-                "failed_statuses": failed_statuses(sends, fault.start, end),
-                "recovered": recovered,
-                "notes": list(fault.notes),
-            }
-        )
-        if not recovered:  # what the client saw last, so that the finding can be traced from the record alone
-            per_fault[-1]["last_sends"] = last_sends(sends, fault.start, end)
+    per_fault = [
+        fault_entry(fault, sends, ordered[i + 1].start if i + 1 < len(ordered) else ended)
+        for i, fault in enumerate(ordered)
+    ]
     by_family: dict[str, dict[str, Any]] = {}
     for family in [*FAMILIES, *sorted({f["family"] for f in per_fault} - set(FAMILIES))]:
         mine = [f for f in per_fault if f["family"] == family]

@@ -267,17 +267,17 @@ def cmd_chaos(args: argparse.Namespace) -> int:
         )
     state_dir = Path(args.state_dir or ".bench-state/chaos").resolve()
     plot = Path(args.plot).resolve() if args.plot else state_dir.parent / f"chaos-{args.seed}.svg"
+    campaign = _campaign(args, families, plot)
     try:
-        doc = _run(
-            "chaos",
-            state_dir,
-            args.keep,
-            run_chaos(args.files, state_dir, _campaign(args, families, plot), keep=args.keep),
-        )
+        doc = _run("chaos", state_dir, args.keep, run_chaos(args.files, state_dir, campaign, keep=args.keep))
     except (ChaosPlanError, NetFaultError) as exc:
         return _refused(str(exc))
     except Interrupted:
-        print(f"interrupted: every fault was healed; {left_running(state_dir, args.keep)}", file=sys.stderr)
+        print(
+            f"interrupted: every fault was healed; the faults so far are in {campaign.journal}; "
+            f"{left_running(state_dir, args.keep)}",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     return _chaos_verdict(doc, args.json)
 
@@ -291,8 +291,18 @@ def _refused(message: str) -> int:
 def _campaign(args: argparse.Namespace, families: list[str], plot: Path) -> Campaign:
     from rocketmq_operator.bench.chaos import Campaign
 
+    journal = Path(args.journal).resolve() if args.journal else plot.with_suffix(".journal.jsonl")
     return Campaign(
-        args.faults, args.seed, tuple(families), args.hold, args.recover, args.rate, plot, args.spare_operator
+        args.faults,
+        args.seed,
+        tuple(families),
+        args.hold,
+        args.recover,
+        args.rate,
+        plot,
+        args.spare_operator,
+        journal=journal,
+        stop_file=journal.with_suffix(".stop"),
     )
 
 
@@ -318,14 +328,15 @@ def _chaos_kubernetes(args: argparse.Namespace, families: list[str]) -> int:
             "and name the group with --group"
         )
     plot = Path(args.plot).resolve() if args.plot else Path(f"chaos-k8s-{args.seed}.svg").resolve()
+    campaign = _campaign(args, families, plot)
     try:
-        doc = asyncio.run(run_chaos_kubernetes(args.namespace, args.group, _campaign(args, families, plot)))
+        doc = asyncio.run(run_chaos_kubernetes(args.namespace, args.group, campaign))
     except (ChaosPlanError, ChaosTargetError, CredentialsError, KubeError) as exc:
         return _refused(str(exc))
     except KeyboardInterrupt:
         print(
-            f"interrupted: every fault was healed; BrokerGroup {args.namespace}/{args.group} still runs "
-            "(the campaign never brings a group up or down on Kubernetes)",
+            f"interrupted: every fault was healed; the faults so far are in {campaign.journal}; BrokerGroup "
+            f"{args.namespace}/{args.group} still runs (the campaign never brings a group up or down on Kubernetes)",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
@@ -493,6 +504,13 @@ def register(sub: Any) -> None:
         help="--platform kubernetes: never delete the operator's pod (no master+operator faults)",
     )
     c.add_argument("--plot", metavar="FILE", help="the timeline SVG (default: chaos-SEED.svg next to the state dir)")
+    c.add_argument(
+        "--journal",
+        metavar="FILE",
+        help="the record as it goes, a JSON line per fault once its window closed (default: the plot's name with "
+        ".journal.jsonl): an interrupted campaign leaves its faults on record. To end a campaign early and still "
+        "check every acknowledged key, create the journal's name with .stop instead of .jsonl (touch it)",
+    )
     c.add_argument("--state-dir", help="default: .bench-state/chaos")
     c.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     c.add_argument("--json", action="store_true", help="include every fault")
