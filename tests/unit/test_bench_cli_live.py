@@ -88,10 +88,12 @@ def test_chaos_ctrl_c_with_keep_names_what_still_runs(
     monkeypatch.setattr(chaos, "run_chaos", run_chaos)
     args = argparse.Namespace(files=["x.yaml"], state_dir=str(tmp_path), families="kill", plot=None, faults=1,
                               platform="local", seed=1, hold=1.0, recover=1.0, rate=1.0, keep=True,
-                              json=False, spare_operator=False)  # fmt: skip
+                              json=False, spare_operator=False, journal=None)  # fmt: skip
     assert bench_cli.cmd_chaos(args) == 130
+    journal = tmp_path.parent / "chaos-1.journal.jsonl"  # the plot's name (chaos-SEED.svg next to the state dir)
     assert capsys.readouterr().err.strip() == (
-        f"interrupted: every fault was healed; still running (--keep): 2 processes from {tmp_path}; "
+        f"interrupted: every fault was healed; the faults so far are in {journal}; "
+        f"still running (--keep): 2 processes from {tmp_path}; "
         f"stop them: rocketmq-operator local down --state-dir {tmp_path}"
     )
 

@@ -164,6 +164,7 @@ def _args(**changes: object) -> argparse.Namespace:
     base: dict[str, object] = dict(
         files=None, platform="kubernetes", group=None, namespace="rocketmq", families="kill", plot=None, faults=1,
         seed=1, hold=1.0, recover=1.0, rate=1.0, keep=False, json=False, state_dir=None, spare_operator=False,
+        journal=None,
     )  # fmt: skip
     return argparse.Namespace(**{**base, **changes})
 
