@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rocketmq_operator.remoting.broker import format_properties_text, parse_properties_text
-from rocketmq_operator.remoting.codec import FLAG_RESPONSE, FrameDecoder, RemotingCommand, encode_command
+from rocketmq_operator.remoting.codec import FrameDecoder, RemotingCommand, encode_command
 from rocketmq_operator.remoting.codes import RequestCode, request_code_name
 from rocketmq_operator.render.config import BROKER_PORT, CONTROLLER_PORT, NAMESRV_PORT
 
@@ -537,15 +537,7 @@ def _response(
     ext_fields: dict[str, str] | None = None,
     body: bytes = b"",
 ) -> RemotingCommand:
-    return RemotingCommand(
-        code=code,
-        language="JAVA",
-        opaque=request.opaque,
-        flag=FLAG_RESPONSE,
-        remark=remark,
-        ext_fields=ext_fields or {},
-        body=body,
-    )
+    return request.response_to(code, remark=remark, ext_fields=ext_fields, body=body)
 
 
 def _topic_config(name: str, queues: int) -> dict[str, object]:

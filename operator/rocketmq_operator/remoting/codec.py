@@ -95,6 +95,21 @@ class RemotingCommand:
         """The whole frame, length field included."""
         return encode_command(self)
 
+    def response_to(
+        self, code: int, *, remark: str | None = None, ext_fields: dict[str, str] | None = None, body: bytes = b""
+    ) -> RemotingCommand:
+        """The answer a server (a simulated or fake broker) sends to this request: its opaque, the response flag,
+        and the Java side's language, as RocketMQ's own servers answer."""
+        return RemotingCommand(
+            code=code,
+            language="JAVA",
+            opaque=self.opaque,
+            flag=FLAG_RESPONSE,
+            remark=remark,
+            ext_fields=ext_fields or {},
+            body=body,
+        )
+
 
 # --------------------------------------------------------------------------------------------- encode
 

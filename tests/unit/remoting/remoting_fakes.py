@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rocketmq_operator.remoting.codec import (
-    FLAG_RESPONSE,
     RemotingCommand,
     SerializeType,
     decode_payload,
@@ -40,15 +39,7 @@ class FakeConn:
         body: bytes = b"",
         serialize_type: SerializeType = SerializeType.JSON,
     ) -> None:
-        response = RemotingCommand(
-            code=code,
-            language="JAVA",
-            opaque=request.opaque,
-            flag=FLAG_RESPONSE,
-            remark=remark,
-            ext_fields=ext_fields or {},
-            body=body,
-        )
+        response = request.response_to(code, remark=remark, ext_fields=ext_fields, body=body)
         self.writer.write(encode_command(response, serialize_type))
         await self.writer.drain()
 
