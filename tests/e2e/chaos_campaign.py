@@ -118,7 +118,6 @@ def main(argv: list[str]) -> int:
             plot=stem.with_suffix(".svg"),
             spare_operator=args.spare_operator,
             journal=stem.with_suffix(".journal.jsonl"),
-            stop_file=stem.with_suffix(".stop"),
         )
         print(
             f"campaign: {args.faults} faults on {args.namespace}/{name}; journal {campaign.journal}; to end it early "

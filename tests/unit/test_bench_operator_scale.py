@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from real_parts import missing
 from rocketmq_operator.bench.operator_scale import (
     broker_group_manifest,
     controller_group_manifest,
@@ -364,7 +365,7 @@ async def test_an_operator_pass_gets_every_answer_it_asks_and_sees_an_election(
     try:
         await sim.start()
     except OSError as exc:
-        pytest.skip(f"a RocketMQ port on 127.76/127.77.x is taken on this machine: {exc.strerror}")
+        missing(f"a RocketMQ port on 127.76/127.77.x is taken on this machine: {exc.strerror}")  # CI: a failure
     original = install_hosts(controller_hosts(namespace))
     monkeypatch.setattr(kopf, "event", lambda *a, **k: None)
     monkeypatch.setattr(kopf, "info", lambda *a, **k: None)

@@ -76,10 +76,13 @@ class Campaign:
     journal: Path | None = None
     """A JSON-lines file written as the campaign goes (`CampaignJournal`): a campaign stopped half-way, or longer
     than anyone waits, leaves its faults on record."""
-    stop_file: Path | None = None
-    """Once this file exists, no further fault is injected: the campaign ends as if it had been planned that long
-    (the group given back its health, every acknowledged key read back and checked), and the record says how
-    many of the planned faults ran (`stopped_early`)."""
+
+    @property
+    def stop_file(self) -> Path | None:
+        """The journal's name with ``.stop`` for ``.jsonl``: once that file exists, no further fault is injected and
+        the campaign ends as if it had been planned that long (the group given back its health, every acknowledged
+        key read back and checked); the record says how many of the planned faults ran (`stopped_early`)."""
+        return self.journal.with_suffix(".stop") if self.journal is not None else None
 
 
 class ChaosPlatform(Protocol):
@@ -320,8 +323,9 @@ async def run_campaign(
     journal = CampaignJournal(c.journal, {**asked, "topic": topic, "began": time.time()}) if c.journal else None
     held: list[HeldFault] = []
     stopped_early: dict[str, Any] | None = None
-    if c.stop_file is not None:
-        c.stop_file.unlink(missing_ok=True)  # a stop asked of an earlier campaign is not one asked of this one
+    stop_file = c.stop_file
+    if stop_file is not None:
+        stop_file.unlink(missing_ok=True)  # a stop asked of an earlier campaign is not one asked of this one
 
     def close_window(end: float) -> None:
         if journal is not None and held:
@@ -332,8 +336,8 @@ async def run_campaign(
     await producer.start()
     try:
         for fault in plan:
-            if c.stop_file is not None and c.stop_file.exists():
-                stopped_early = {"planned": len(plan), "ran": len(held), "asked_by": str(c.stop_file)}
+            if stop_file is not None and stop_file.exists():
+                stopped_early = {"planned": len(plan), "ran": len(held), "asked_by": str(stop_file)}
                 break
             done = await _one_fault(fault, platform, c.hold_s, c.recover_s, producer)
             close_window(done.start)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rocketmq_operator.tools.stats import percentile
+from rocketmq_operator.tools.stats import latency_summary
 
 MAX_GROUPS = 1000
 """Above this the simulated addresses (3 per group in 127.77.0.0/16) and the API server's etcd on a developer's
@@ -139,14 +139,8 @@ def window_figures(
 
 
 def lag_summary(lags_s: Sequence[float]) -> dict[str, float | int | None]:
-    if not lags_s:
-        return {"count": 0, "p50_s": None, "p99_s": None, "max_s": None}
-    return {
-        "count": len(lags_s),
-        "p50_s": round(percentile(lags_s, 50), 3),
-        "p99_s": round(percentile(lags_s, 99), 3),
-        "max_s": round(max(lags_s), 3),
-    }
+    """`tools.stats.latency_summary` of the lags, its keys in seconds (``p50_s``, ...), with their count."""
+    return {"count": len(lags_s), **{f"{k}_s": v for k, v in latency_summary(lags_s).items()}}
 
 
 def linear_until(sizes: Sequence[int], per_group: Sequence[float | None]) -> int | None:

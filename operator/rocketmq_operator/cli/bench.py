@@ -302,7 +302,6 @@ def _campaign(args: argparse.Namespace, families: list[str], plot: Path) -> Camp
         plot,
         args.spare_operator,
         journal=journal,
-        stop_file=journal.with_suffix(".stop"),
     )
 
 
