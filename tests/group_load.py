@@ -4,7 +4,8 @@ by broker groups (local: tests/integration/test_group_scale_real.py; Kubernetes:
 `Producer(name_servers, topic)`: a steady producer; `acked(broker)` lists the keys acknowledged so far (by one
 group). `Readers(name_servers, topic, group)`: reads the topic to its end again and again, committing the group's
 offsets after each read, so that a group's lag is what it has not read yet; `paused` holds it, `keys` is every key
-it read."""
+it read, `describe()` what its reads last saw (for a wait's failure message). A read that fails in any way is read
+again: a reader thread that died on one timeout would leave a group's lag for good (CI, 2026-12-02)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,9 @@ class Readers:
         self.name_servers, self.topic, self.group = name_servers, topic, group
         self.keys: set[str] = set()
         self.rounds = 0
+        self.last_errors: dict[str, int] = {}
+        self.last_failure = ""
+        self.failures = 0
         self.paused = threading.Event()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
@@ -54,8 +58,19 @@ class Readers:
                 self.name_servers, self.topic, group=self.group, commit=True, read_from="master", to_end=True,
                 idle_timeout=2.0,
             )  # fmt: skip
-        except ToolError:
-            await asyncio.sleep(0.5)  # a group going away under the read: read again
+        except Exception as exc:  # noqa: BLE001 - a group going away under the read, a timeout: read again
+            self.failures += 1
+            self.last_failure = f"{type(exc).__name__}: {exc}"
+            await asyncio.sleep(0.5)
             return
         self.keys |= set(report.keys)
         self.rounds += 1
+        self.last_errors = dict(report.errors)
+
+    def describe(self) -> str:
+        state = "paused" if self.paused.is_set() else "stopped" if self.stop.is_set() else "reading"
+        alive = "alive" if self.thread.is_alive() else "thread ended"
+        return (
+            f"readers of {self.group}: {state}, {alive}, {self.rounds} reads, {len(self.keys)} keys, last read's errors"
+            f" {self.last_errors or 'none'}, {self.failures} failed reads (last: {self.last_failure or 'none'})"
+        )

@@ -263,7 +263,16 @@ class Node:
         self.kubectl("-n", ns, "delete", "pod", pod, "--wait=false")
         return out
 
-    def wait_for(self, what: str, predicate: Callable[[], bool], timeout: float = 300, interval: float = 1) -> float:
+    def wait_for(
+        self,
+        what: str,
+        predicate: Callable[[], bool],
+        timeout: float = 300,
+        interval: float = 1,
+        detail: Callable[[], str] | None = None,
+    ) -> float:
+        """Seconds until ``predicate`` held; else an AssertionError with the cluster's state and ``detail()`` (what the
+        test's own clients saw)."""
         started = time.monotonic()
         while time.monotonic() - started < timeout:
             if predicate():
@@ -272,8 +281,9 @@ class Node:
         pods = self.kubectl("get", "pods", "-A", "-o", "wide", check=False)
         groups = self.kubectl("get", "cg,bg", "-A", "-o", "yaml", check=False)
         log = self.kubectl("-n", "rocketmq-operator", "logs", "deploy/rocketmq-operator", "--tail=60", check=False)
+        seen = f"\n{detail()}" if detail is not None else ""
         raise AssertionError(
-            f"timed out after {timeout:.0f}s waiting for {what}\n{pods}\n{groups[-5000:]}\noperator log:\n{log}"
+            f"timed out after {timeout:.0f}s waiting for {what}{seen}\n{pods}\n{groups[-5000:]}\noperator log:\n{log}"
         )
 
     def save_diagnostics(self, out: Path) -> None:

@@ -160,7 +160,7 @@ def test_a_group_added_then_deleted_is_drained_first_with_no_loss(second_quickst
 
         # 3. Read: the deletion goes through, and the pods with it.
         readers.paused.clear()
-        seconds = node.wait_for(f"{ADDED} deleted", lambda: not added(), timeout=300)
+        seconds = node.wait_for(f"{ADDED} deleted", lambda: not added(), timeout=300, detail=readers.describe)
         print(f"{ADDED} deleted {seconds:.0f} s after its readers went on")
         node.wait_for(
             f"{ADDED}'s pods gone",

@@ -39,7 +39,7 @@ import ipaddress
 import json
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rocketmq_operator.remoting.broker import format_properties_text, parse_properties_text
@@ -127,7 +127,7 @@ class SimGroup:
     master_id: int = 1
     master_epoch: int = 1
     sync_state_set_epoch: int = 1
-    started_at: float = field(default_factory=time.time)
+    started_at: float = 0.0
 
     def replica(self, broker_id: int) -> SimReplica:
         return next(r for r in self.replicas if r.broker_id == broker_id)
@@ -148,11 +148,14 @@ class SimulatedRocketMQ:
         controllers: int = 3,
         offset_rate: float = 1_000_000.0,
         ports: SimPorts | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if controllers < 1:
             raise ValueError(f"controllers {controllers}: a quorum has at least one controller")
         self.cluster = cluster
         self.offset_rate = offset_rate
+        self.clock = clock
+        """The wall clock the offsets grow by (a test passes one it advances itself)."""
         self.ports = ports or SimPorts()
         self.groups: dict[str, SimGroup] = {}
         self._by_address: dict[str, tuple[SimGroup, SimReplica]] = {}
@@ -162,7 +165,7 @@ class SimulatedRocketMQ:
             ]
             for replica in replicas:
                 replica.topics = {t: _topic_config(t, 8) for t in (*SYSTEM_TOPICS, cluster, name)}
-            group = SimGroup(name, cluster, replicas)
+            group = SimGroup(name, cluster, replicas, started_at=clock())
             self.groups[name] = group
             for replica in replicas:
                 self._by_address[replica.address] = (group, replica)
@@ -269,7 +272,7 @@ class SimulatedRocketMQ:
         group.sync_state_set_epoch += 1
         for replica in group.replicas:
             replica.ha_master = None if replica.broker_id == new_id else group.master.ha_address
-        return new_id, time.time() if now is None else now
+        return new_id, self.clock() if now is None else now
 
     def first_read_after(self, group: str, since: float) -> float | None:
         return next((t for t in self._read_times.get(group, []) if t >= since), None)
@@ -277,7 +280,7 @@ class SimulatedRocketMQ:
     # --- answers
 
     def offset(self, group: SimGroup, replica: SimReplica, now: float | None = None) -> int:
-        master = int(((time.time() if now is None else now) - group.started_at) * self.offset_rate)
+        master = int(((self.clock() if now is None else now) - group.started_at) * self.offset_rate)
         return master if replica.broker_id == group.master_id else max(0, master - SLAVE_BEHIND_BYTES)
 
     def answer(self, local: str, request: RemotingCommand) -> RemotingCommand | None:
@@ -372,7 +375,7 @@ class SimulatedRocketMQ:
         return None
 
     def _ha_status(self, group: SimGroup, replica: SimReplica) -> dict[str, object]:
-        now = time.time()
+        now = self.clock()
         master_offset = self.offset(group, group.master, now)
         if replica.broker_id == group.master_id:
             connections = [
@@ -435,7 +438,7 @@ class SimulatedRocketMQ:
                 names = [str(n) for n in json.loads(request.body or b"[]")]
             except ValueError:
                 return _response(request, SYSTEM_ERROR, remark="the body is not a JSON array of broker names")
-            now = time.time()
+            now = self.clock()
             table: dict[str, object] = {}
             for name in names:
                 group = self.groups.get(name)
