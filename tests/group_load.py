@@ -14,7 +14,6 @@ import threading
 
 from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.produce import SteadyProducer
-from rocketmq_operator.tools.routing import ToolError
 
 
 class Producer:
@@ -58,7 +57,7 @@ class Readers:
                 self.name_servers, self.topic, group=self.group, commit=True, read_from="master", to_end=True,
                 idle_timeout=2.0,
             )  # fmt: skip
-        except Exception as exc:  # noqa: BLE001 - a group going away under the read, a timeout: read again
+        except Exception as exc:  # a group going away under the read, a timeout: read again
             self.failures += 1
             self.last_failure = f"{type(exc).__name__}: {exc}"
             await asyncio.sleep(0.5)
