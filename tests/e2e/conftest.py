@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import k8s_scripts
 from e2e.e2e_helpers import operator_version, pod_ready
@@ -343,15 +344,40 @@ def quickstart(operator: Node) -> Group:
     return applied_healthy(operator, ROCKETMQ_NS, "proxy.yaml")
 
 
+TIMER_FLUSH_MS = 10_000
+"""The e2e groups' timer wheel is written to disk every 10 s instead of RocketMQ's 1 s (`brokerConfig`
+timerFlushIntervalMs, as a user may set it): each flush compares the whole ~37 MiB wheel byte by byte, and that
+thread took 0.09 of a core in every idle broker pod, about 0.8 of the two cores with the e2e line's nine brokers
+(per-thread CPU ticks, 2026-12-02; docs/testing.md). What it changes is how much of the wheel a crashed broker
+rebuilds from its timer log, which no e2e test measures."""
+
+
+def e2e_manifest(text: str) -> str:
+    """A manifest (YAML, one or more documents) as the e2e tests apply it: every BrokerGroup with TIMER_FLUSH_MS,
+    unless it sets timerFlushIntervalMs itself; the rest as written."""
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    for doc in docs:
+        if doc.get("kind") == "BrokerGroup":
+            config = doc.setdefault("spec", {}).setdefault("brokerConfig", {})
+            config.setdefault("timerFlushIntervalMs", TIMER_FLUSH_MS)
+    return "\n---\n".join(json.dumps(d) for d in docs)
+
+
+def apply_example(operator: Node, ns: str, path: Path) -> None:
+    """examples/... applied in ``ns`` as a user would, through `e2e_manifest`."""
+    operator.kubectl("-n", ns, "apply", "-f", "-", input=e2e_manifest(path.read_text(encoding="utf-8")))
+
+
 def applied_healthy(operator: Node, ns: str, example: str, manifest: str | None = None) -> Group:
     """examples/EXAMPLE (or ``manifest``, a text made from it) applied in namespace ``ns`` (created if absent) as a
-    user would, once its group is healthy (an example already there is found and waited for)."""
+    user would (through `e2e_manifest`), once its group is healthy (an example already there is found and waited
+    for)."""
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
     operator.kubectl("apply", "-f", "-", input=json.dumps(namespace))
     if manifest is None:
-        operator.kubectl("-n", ns, "apply", "-f", ROOT / "examples" / example)
+        apply_example(operator, ns, ROOT / "examples" / example)
     else:
-        operator.kubectl("-n", ns, "apply", "-f", "-", input=manifest)
+        operator.kubectl("-n", ns, "apply", "-f", "-", input=e2e_manifest(manifest))
     group = Group(operator, ns=ns)
     seconds = group.wait_healthy(timeout=900)
     print(f"{example} in {ns}: apply -> healthy in {seconds:.0f}s")

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from e2e.conftest import apply_example
 from e2e.e2e_helpers import pod_ready, wait_proxy_ready
 from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.tools.digest import body_for
@@ -80,7 +81,7 @@ def test_auth_example_refuses_unsigned_clients_and_serves_its_users(group_in: Ca
     node = group.node
     node.kubectl("create", "namespace", NS)
     try:
-        node.kubectl("-n", NS, "apply", "-f", EXAMPLE)
+        apply_example(node, NS, EXAMPLE)
         seconds = group.wait_healthy(timeout=900)
         print(f"auth example apply -> healthy in {seconds:.0f}s")
 

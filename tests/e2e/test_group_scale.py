@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from e2e.conftest import TIMER_FLUSH_MS
 from group_load import Producer, Readers
 from rocketmq_operator.core.group_drain import FORCE_ANNOTATION
 from rocketmq_operator.remoting import RemotingClient
@@ -74,7 +75,7 @@ def _added_group(controller_group: str, name: str = ADDED, replicas: int = 2) ->
          "spec": {"clusterName": "DefaultCluster", "replicas": replicas, "haMode": "controller",
                   "controllerRef": {"name": controller_group}, "quorum": quorum,
                   "storage": {"size": "1Gi"}, "resources": {"requests": {"cpu": "100m"}},
-                  "jvm": {"heap": "512Mi"}}}
+                  "jvm": {"heap": "512Mi"}, "brokerConfig": {"timerFlushIntervalMs": TIMER_FLUSH_MS}}}
     )  # fmt: skip
 
 

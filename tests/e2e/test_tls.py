@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import ROCKETMQ_NS, retire_when_done
+from e2e.conftest import ROCKETMQ_NS, apply_example, retire_when_done
 from e2e.e2e_helpers import wait_proxy_ready
 from rocketmq_operator.control.certificates import CertificateInfo
 from rocketmq_operator.tools.grpc_client import receive_keys_trusting, send_keys, send_keys_trusting
@@ -97,7 +97,7 @@ def test_tls_example_refuses_plain_text_and_serves_clients_that_trust_its_author
     node = group.node
     node.kubectl("create", "namespace", NS)
     try:
-        node.kubectl("-n", NS, "apply", "-f", EXAMPLE)
+        apply_example(node, NS, EXAMPLE)
         seconds = group.wait_healthy(timeout=900)
         print(f"tls example apply -> healthy in {seconds:.0f}s")
 
