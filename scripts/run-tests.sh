@@ -62,6 +62,24 @@ step() {
 ) &
 background=$!
 
+# Every descendant of a process, deepest first: a signal to the direct children only left a make's go build (and
+# a pytest's JVMs) running when this script was stopped from outside, not by Ctrl-C to the whole process group.
+# shellcheck disable=SC2317  # invoked by the trap below
+descendants() {
+    local child
+    for child in $(pgrep -P "$1" 2>/dev/null); do
+        descendants "$child"
+        echo "$child"
+    done
+}
+
+# shellcheck disable=SC2317  # invoked by the trap below
+stop_tree() {
+    local signal=$1 pid=$2
+    # shellcheck disable=SC2046  # one PID per word
+    kill "-$signal" $(descendants "$pid") 2>/dev/null
+}
+
 # shellcheck disable=SC2317  # invoked by the trap below
 on_interrupt() {
     trap - INT TERM
@@ -71,13 +89,13 @@ on_interrupt() {
     fi
     for line in "${stage1_line:-}" "${side_line:-}"; do
         if [ -n "$line" ] && kill -0 "$line" 2>/dev/null; then
-            pkill -INT -P "$line" 2>/dev/null
+            stop_tree INT "$line"
             wait "$line" 2>/dev/null
             echo "interrupted: stopped the steps beside the tests (their logs: $work/side-*.log)" >&2
         fi
     done
     if kill -0 "$background" 2>/dev/null; then
-        pkill -TERM -P "$background" 2>/dev/null
+        stop_tree TERM "$background"
         kill -TERM "$background" 2>/dev/null
         wait "$background" 2>/dev/null
         echo "interrupted: stopped the background build of the cluster parts (its log: $build_log)" >&2
