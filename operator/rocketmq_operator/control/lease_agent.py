@@ -41,6 +41,7 @@ from rocketmq_operator.control.fence import (
     fence_config,
     is_fenced,
 )
+from rocketmq_operator.control.observe import replica_ids
 from rocketmq_operator.core.lease import (
     AGENT_FENCE_LEASE_S,
     ControllerView,
@@ -299,7 +300,7 @@ class LeaseAgent:
             return None, None, {}
         replicas = (*info.in_sync_replicas, *info.not_in_sync_replicas)
         addresses = {r.broker_id: r.broker_address for r in replicas}
-        broker_id = next((r.broker_id for r in replicas if r.broker_address == own), None)
+        broker_id = replica_ids(info).get(own, (None, None))[0]  # one id per address, as the operator's observer
         return ControllerView(info.master_broker_id, info.master_epoch, info.sync_state_set), broker_id, addresses
 
     async def _peers(self, wall: float) -> dict[int, PeerFacts]:

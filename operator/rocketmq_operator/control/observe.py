@@ -67,6 +67,25 @@ async def _classic_in_sync(
     return tuple(c.addr for c in ha.connections if c.in_sync)
 
 
+def replica_ids(sync: SyncStateInfo | None) -> dict[str, tuple[int, bool]]:
+    """Broker id and controller liveness per broker address, from the controller's replica table.
+
+    An address may appear under two ids: a broker whose id application timed out applies again with a new check
+    code and gets a second id, the first left behind, not in sync (seen on Kubernetes under load, 2026-12-02: ids
+    3 and 4 for one pod, the SyncStateSet [1, 2, 4]). The id the broker holds is the one in the SyncStateSet, else
+    the alive one, else the latest (the controller hands out ids in increasing order)."""
+    ranked: dict[str, tuple[tuple[bool, bool, int], int, bool]] = {}
+    if sync is None:
+        return {}
+    entries = [(i, True) for i in sync.in_sync_replicas] + [(i, False) for i in sync.not_in_sync_replicas]
+    for ident, in_sync in entries:
+        rank = (in_sync, bool(ident.alive), ident.broker_id)
+        best = ranked.get(ident.broker_address)
+        if best is None or rank > best[0]:
+            ranked[ident.broker_address] = (rank, ident.broker_id, ident.alive)
+    return {address: (broker_id, alive) for address, (_, broker_id, alive) in ranked.items()}
+
+
 def _merge(
     group: str,
     endpoints: Sequence[ReplicaEndpoint],
@@ -76,10 +95,7 @@ def _merge(
     leader: str | None,
     controller_error: str | None,
 ) -> GroupState:
-    ids: dict[str, tuple[int, bool]] = {}
-    if sync is not None:
-        for ident in (*sync.in_sync_replicas, *sync.not_in_sync_replicas):
-            ids[ident.broker_address] = (ident.broker_id, ident.alive)
+    ids = replica_ids(sync)
     replicas = []
     for obs in observed:
         broker_id, alive = ids.get(obs.address, (None, None))
