@@ -34,8 +34,9 @@ class Producer:
 
 READ_IDLE_S = 20.0
 """A read ends once every queue has reached where it ended when the read began (``to_end``); this only ends one
-that stalls. At 2 s, reads on a loaded machine (load 50-70 on two cores) ended before reaching a drained group's
-queues again and again, and committed nothing there: its deletion waited for good (CI, 2026-12-02)."""
+that stalls. At 2 s, a queue whose pulls failed for 2 s on a loaded machine (load 50-70 on two cores) could end a
+read before a drained group's queues were read (a reading of the code: the deletion that waited for good in CI on
+2026-12-02 was not traced to it)."""
 
 
 class Readers:

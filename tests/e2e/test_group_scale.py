@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from e2e.conftest import TIMER_FLUSH_MS
+from e2e.conftest import e2e_manifest
 from group_load import Producer, Readers
 from rocketmq_operator.core.group_drain import FORCE_ANNOTATION
 from rocketmq_operator.remoting import RemotingClient
@@ -75,7 +75,7 @@ def _added_group(controller_group: str, name: str = ADDED, replicas: int = 2) ->
          "spec": {"clusterName": "DefaultCluster", "replicas": replicas, "haMode": "controller",
                   "controllerRef": {"name": controller_group}, "quorum": quorum,
                   "storage": {"size": "1Gi"}, "resources": {"requests": {"cpu": "100m"}},
-                  "jvm": {"heap": "512Mi"}, "brokerConfig": {"timerFlushIntervalMs": TIMER_FLUSH_MS}}}
+                  "jvm": {"heap": "512Mi"}}}
     )  # fmt: skip
 
 
@@ -102,14 +102,14 @@ def test_a_group_added_then_deleted_is_drained_first_with_no_loss(second_quickst
 
     try:
         # 0. A second group of the cluster (one replica), so that the group under test joins a cluster of two.
-        node.kubectl("-n", ns, "apply", "-f", "-", input=_added_group(group.controller_group, SECOND, 1))
+        node.kubectl("-n", ns, "apply", "-f", "-", input=e2e_manifest(_added_group(group.controller_group, SECOND, 1)))
         node.wait_for(f"{SECOND} writable", lambda: (added(SECOND).get("status") or {}).get("writable") is True,
                       timeout=600)  # fmt: skip
         node.wait_for(f"the producer sends to {SECOND}", lambda: len(producer.acked(SECOND)) >= 20, timeout=180,
                       interval=0.5)  # fmt: skip
 
         # 1. Added: writable once it has the cluster's topic; the producer finds it.
-        node.kubectl("-n", ns, "apply", "-f", "-", input=_added_group(group.controller_group))
+        node.kubectl("-n", ns, "apply", "-f", "-", input=e2e_manifest(_added_group(group.controller_group)))
         seconds = node.wait_for(
             f"{ADDED} writable", lambda: (added().get("status") or {}).get("writable") is True, timeout=600
         )

@@ -74,16 +74,11 @@ def replica_ids(sync: SyncStateInfo | None) -> dict[str, tuple[int, bool]]:
     code and gets a second id, the first left behind, not in sync (seen on Kubernetes under load, 2026-12-02: ids
     3 and 4 for one pod, the SyncStateSet [1, 2, 4]). The id the broker holds is the one in the SyncStateSet, else
     the alive one, else the latest (the controller hands out ids in increasing order)."""
-    ranked: dict[str, tuple[tuple[bool, bool, int], int, bool]] = {}
     if sync is None:
         return {}
     entries = [(i, True) for i in sync.in_sync_replicas] + [(i, False) for i in sync.not_in_sync_replicas]
-    for ident, in_sync in entries:
-        rank = (in_sync, bool(ident.alive), ident.broker_id)
-        best = ranked.get(ident.broker_address)
-        if best is None or rank > best[0]:
-            ranked[ident.broker_address] = (rank, ident.broker_id, ident.alive)
-    return {address: (broker_id, alive) for address, (_, broker_id, alive) in ranked.items()}
+    entries.sort(key=lambda e: (e[1], e[0].alive, e[0].broker_id))  # the id an address keeps comes last
+    return {ident.broker_address: (ident.broker_id, ident.alive) for ident, _ in entries}
 
 
 def _merge(
