@@ -544,6 +544,11 @@ CASES: list[Case] = [
     ),
     Case("proxy-valid", BASE_PROXY, None),
     Case("proxy-valid-nodeport", px("spec.service", {"type": "NodePort", "grpcNodePort": 30081}), None),
+    Case(
+        "proxy-valid-remoting-nodeport",
+        px("spec.service", {"type": "NodePort", "remotingNodePort": 30080, "advertisedHost": "10.213.0.11"}),
+        None,
+    ),
     Case("proxy-replicas-zero", px("spec.replicas", 0), "Proxy.replicas.range", "spec.replicas", "0 proxies"),
     Case(
         "proxy-no-name-servers",
@@ -593,6 +598,51 @@ CASES: list[Case] = [
         "Proxy.service.grpcNodePort.range",
         "spec.service.grpcNodePort",
         "node port 8081 is out of range",
+    ),
+    Case(
+        "proxy-remoting-node-port-range",
+        px("spec.service", {"type": "NodePort", "remotingNodePort": 8080, "advertisedHost": "10.0.0.1"}),
+        "Proxy.service.remotingNodePort.range",
+        "spec.service.remotingNodePort",
+        "node port 8080 is out of range",
+    ),
+    Case(
+        "proxy-remoting-node-port-on-cluster-ip",
+        px("spec.service", {"remotingNodePort": 30080, "advertisedHost": "10.0.0.1"}),
+        "Proxy.service.remotingNodePort.type",
+        "spec.service.remotingNodePort",
+        "a remoting node port is set on a ClusterIP Service",
+    ),
+    Case(
+        "proxy-remoting-node-port-without-host",
+        px("spec.service", {"type": "NodePort", "remotingNodePort": 30080}),
+        "Proxy.service.remotingNodePort.advertisedHost",
+        "spec.service",
+        "remotingNodePort and advertisedHost are set one without the other",
+    ),
+    Case(
+        "proxy-advertised-host-without-port",
+        px("spec.service", {"type": "LoadBalancer", "advertisedHost": "mq.example.com"}),
+        "Proxy.service.remotingNodePort.advertisedHost",
+        "spec.service",
+        "remotingNodePort and advertisedHost are set one without the other",
+    ),
+    Case(
+        "proxy-advertised-host-with-port",
+        px("spec.service", {"type": "NodePort", "remotingNodePort": 30080, "advertisedHost": "10.0.0.1:30080"}),
+        "Proxy.service.advertisedHost.host",
+        "spec.service.advertisedHost",
+        "advertised host 10.0.0.1:30080 is not a host name or IPv4 address",
+    ),
+    Case(
+        "proxy-remoting-node-port-same-as-grpc",
+        px(
+            "spec.service",
+            {"type": "NodePort", "grpcNodePort": 30081, "remotingNodePort": 30081, "advertisedHost": "a"},
+        ),
+        "Proxy.service.remotingNodePort.distinct",
+        "spec.service.remotingNodePort",
+        "node port 30081 is the gRPC one too",
     ),
     Case(
         "proxy-node-port-on-cluster-ip",

@@ -6,7 +6,9 @@ directories and guarantees, on a 2-core machine, that **at most one cluster runs
 * `with local_platform.up(path, ...) as cluster:` - a fresh cluster (`local up --wait`), always brought down
   (`local down --purge`) at the end, leftovers killed by pid;
 * `local_platform.shared(path, ...)` - a cluster kept up for the session and reused by every test asking for
-  the same files (only for tests that leave it healthy); asking for other files or `up()` brings it down first.
+  the same files (only for tests that leave it healthy, or that take it down when done); asking for other files
+  or `up()` brings it down first; `with local_platform.down_on_failure():` around a test's steps on it takes it
+  down when they fail.
 
 `LocalCluster` has `cli(...)`, `status()` (the `local status --json` document), `group(name)`,
 `wait_for(what, predicate)` and `log_tails()` for failure messages.
@@ -192,6 +194,16 @@ class LocalPlatform:
         finally:
             if self.current is cluster:
                 self.stop_current()
+
+    @contextlib.contextmanager
+    def down_on_failure(self) -> Iterator[None]:
+        """A test's steps on a shared cluster: when they fail, the cluster is taken down, so that the next test
+        asking for it starts a fresh one instead of inheriting the fault."""
+        try:
+            yield
+        except BaseException:
+            self.stop_current()
+            raise
 
     def shared(self, *files: Path, name: str | None = None, timeout: float = UP_TIMEOUT_S) -> LocalCluster:
         wanted = tuple(Path(f).resolve() for f in files)

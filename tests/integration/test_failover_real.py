@@ -1,5 +1,9 @@
 """Failover, controller outage and switchover on real brokers (local platform), as the status reports them.
 
+One quickstart for the whole file (`local_platform.shared`; each test waits for a full, healthy group first and a
+failed one takes the cluster down), the test that leaves it without a master last: a quickstart's start is about
+45 s of both cores here, and the file started three.
+
 - master killed → status master, roles and history follow; the surviving slave rejoins the SyncStateSet
   without waiting for RocketMQ's periodic name-server registration (the replication policy re-attaches it);
 - controller quorum down → the data plane keeps serving, status says ControllerUnavailable, nothing disruptive;
@@ -77,7 +81,8 @@ def _switchover(cluster: Any, target: int) -> subprocess.CompletedProcess[str]:
 
 
 def test_failover_switchover_and_refusals(local_platform: Any) -> None:
-    with local_platform.up(QUICKSTART, name="failover") as cluster:
+    cluster = local_platform.shared(QUICKSTART, name="failover")
+    with local_platform.down_on_failure():
         g = _healthy(cluster)
         old = g["master"]
 
@@ -204,40 +209,6 @@ def test_failover_switchover_and_refusals(local_platform: Any) -> None:
         cluster.cli("start", controller)
 
 
-def test_dead_master_alone_is_no_eligible_master_and_unclean_is_refused(local_platform: Any) -> None:
-    with local_platform.up(QUICKSTART, name="dead-master") as cluster:
-        g = _healthy(cluster)
-        master = g["master"]
-        for r in g["replicas"]:
-            if r["role"] == "slave":
-                cluster.cli("kill", r["name"], "--signal", "KILL", "--no-restart")
-        cluster.wait_for(
-            "SyncStateSet = {master}",
-            lambda d: cluster.group(GROUP, d)["syncStateSet"]["members"] == [master["brokerId"]],
-        )
-        cluster.cli("kill", master["replica"], "--signal", "KILL", "--no-restart")
-        for r in g["replicas"]:
-            if r["role"] == "slave":
-                cluster.cli("start", r["name"])
-        doc = cluster.wait_for(
-            "slaves back, NoEligibleMaster",
-            lambda d: (
-                _conditions(cluster.group(GROUP, d)).get("NoEligibleMaster") == "True"
-                and sum(r["alive"] for r in cluster.group(GROUP, d)["replicas"]) == 2
-            ),
-            timeout=120,
-        )
-        g = cluster.group(GROUP, doc)
-        assert g["writable"] is False
-        state = read_state(StateLayout(cluster.state_dir).state_file)
-        states = asyncio.run(observe(state))
-        facts = facts_from_state(states[GROUP])
-        refused = plan_failover(facts, allow_unclean=False, detection_s=0.0)
-        assert refused.refused and refused.reason == "NoEligibleMaster" and "allowUnclean" in refused.message
-        allowed = plan_failover(facts, allow_unclean=True, detection_s=0.0)
-        assert allowed.unclean and "UNCLEAN" in allowed.message
-
-
 async def _create_topic(broker: str, topic: str) -> None:
     async with RemotingClient() as client:
         await TopicAdmin(client).create_topic(broker, TopicConfigInfo(topic, 2, 2), timeout=5.0)
@@ -302,7 +273,8 @@ async def _sends_through_the_fence(master: str) -> list[tuple[str, str]]:
 def test_switchovers_under_load_fence_a_stale_route_and_lose_nothing(local_platform: Any) -> None:
     """What a user does: switch the master over while producers send, one of them with a cached route that keeps
     naming the old master (a Java client re-reads routes every 30 s)."""
-    with local_platform.up(QUICKSTART, name="switchover") as cluster:
+    cluster = local_platform.shared(QUICKSTART, name="failover")
+    with local_platform.down_on_failure():
         group = _healthy(cluster)
         master = group["master"]["address"]
         # The fence shuts the door before any role check (SendMessageProcessor.preSend): a put that straddles the
@@ -317,3 +289,40 @@ def test_switchovers_under_load_fence_a_stale_route_and_lose_nothing(local_platf
         # included the put check, the old master acknowledged such sends until it learned of its demotion).
         assert doc["stale_route_acks_after_election"] == 0, doc
         assert all(p["reported_pause_s"] is not None for p in doc["per_switchover"]), doc
+
+
+def test_dead_master_alone_is_no_eligible_master_and_unclean_is_refused(local_platform: Any) -> None:
+    """Last of the file: it leaves the group without a master, so the shared cluster is taken down after it."""
+    cluster = local_platform.shared(QUICKSTART, name="failover")
+    with local_platform.down_on_failure():
+        g = _healthy(cluster)
+        master = g["master"]
+        for r in g["replicas"]:
+            if r["role"] == "slave":
+                cluster.cli("kill", r["name"], "--signal", "KILL", "--no-restart")
+        cluster.wait_for(
+            "SyncStateSet = {master}",
+            lambda d: cluster.group(GROUP, d)["syncStateSet"]["members"] == [master["brokerId"]],
+        )
+        cluster.cli("kill", master["replica"], "--signal", "KILL", "--no-restart")
+        for r in g["replicas"]:
+            if r["role"] == "slave":
+                cluster.cli("start", r["name"])
+        doc = cluster.wait_for(
+            "slaves back, NoEligibleMaster",
+            lambda d: (
+                _conditions(cluster.group(GROUP, d)).get("NoEligibleMaster") == "True"
+                and sum(r["alive"] for r in cluster.group(GROUP, d)["replicas"]) == 2
+            ),
+            timeout=120,
+        )
+        g = cluster.group(GROUP, doc)
+        assert g["writable"] is False
+        state = read_state(StateLayout(cluster.state_dir).state_file)
+        states = asyncio.run(observe(state))
+        facts = facts_from_state(states[GROUP])
+        refused = plan_failover(facts, allow_unclean=False, detection_s=0.0)
+        assert refused.refused and refused.reason == "NoEligibleMaster" and "allowUnclean" in refused.message
+        allowed = plan_failover(facts, allow_unclean=True, detection_s=0.0)
+        assert allowed.unclean and "UNCLEAN" in allowed.message
+    local_platform.stop_current()

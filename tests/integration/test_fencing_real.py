@@ -8,6 +8,8 @@
 - every name server (and the controller hosted with it) restarted: the master's route comes back (the policy
   re-registers it at once instead of waiting for RocketMQ's 30 s periodic registration) and sends succeed.
 Figures (RTO) are the bench's (docs/benchmarks.md); here only outcomes as the client sees them are asserted.
+The first two share one cluster of the fast-detection manifest (`local_platform.shared`: each bench run waits for a
+healthy group first), the three-controller one comes last on its own.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def _assert_clean(doc: dict[str, Any], trials: int) -> None:
 
 
 def test_hung_master_is_fenced_and_acknowledges_nothing(local_platform: Any) -> None:
-    with local_platform.up(FAST, name="fencing") as cluster:
+    cluster = local_platform.shared(FAST, name="fencing")
+    with local_platform.down_on_failure():
         doc = _bench(cluster, FAST, HUNG_MASTER_TRIALS, fault="stop")
         _assert_clean(doc, HUNG_MASTER_TRIALS)
         assert doc["stale_route_sends"] > 0
@@ -66,13 +69,6 @@ def test_hung_master_is_fenced_and_acknowledges_nothing(local_platform: Any) -> 
         assert log.count("fenced master") >= HUNG_MASTER_TRIALS, cluster.log_tails()
         # Frozen first, and the most caught-up SyncStateSet member elected before the kill (docs/fencing.md).
         assert "elected the most caught-up member" in log, cluster.log_tails()
-
-
-def test_master_killed_after_controller_leader_change(local_platform: Any) -> None:
-    with local_platform.up(THREE_CONTROLLERS, name="leader-change") as cluster:
-        doc = _bench(cluster, THREE_CONTROLLERS, LEADER_CHANGE_TRIALS, fault="kill", after_leader_change=True)
-        _assert_clean(doc, LEADER_CHANGE_TRIALS)
-        assert all(t["leader_change_s"] is not None for t in doc["per_trial"])
 
 
 async def _route_has_master(namesrv: list[str], topic: str, group: str) -> bool:
@@ -86,7 +82,8 @@ async def _route_has_master(namesrv: list[str], topic: str, group: str) -> bool:
 
 
 def test_routes_return_after_every_name_server_restarts(local_platform: Any) -> None:
-    with local_platform.up(FAST, name="namesrv-restart") as cluster:
+    cluster = local_platform.shared(FAST, name="fencing")
+    with local_platform.down_on_failure():
         # Writable, not only elected: the controller names a master before the broker has registered its route
         # (CI saw 20 of 20 first sends fail in that gap at load 20+).
         cluster.wait_for(
@@ -119,3 +116,10 @@ def test_routes_return_after_every_name_server_restarts(local_platform: Any) -> 
         # which is what a client needs; the policy's decision is table-tested (tests/unit).
         after = asyncio.run(produce(state.name_servers, topic, count=20, timeout=3.0))
         assert after.acknowledged > 0 and set(after.failures) <= LOAD_FAILURES, after.failures
+
+
+def test_master_killed_after_controller_leader_change(local_platform: Any) -> None:
+    with local_platform.up(THREE_CONTROLLERS, name="leader-change") as cluster:
+        doc = _bench(cluster, THREE_CONTROLLERS, LEADER_CHANGE_TRIALS, fault="kill", after_leader_change=True)
+        _assert_clean(doc, LEADER_CHANGE_TRIALS)
+        assert all(t["leader_change_s"] is not None for t in doc["per_trial"])

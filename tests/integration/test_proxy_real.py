@@ -7,8 +7,10 @@ client is writable again), each while a default gRPC producer sends through the 
 it: every acknowledged key is read back through the proxy, and the producer is writable again after each fault
 (the figures are a benchmark's, `bench proxy-failover --fault kill|stop`; here they are only printed).
 
-Then, on a cluster of its own, `local apply` of the example with another `routeRefreshSeconds` under a gRPC
-producer through each proxy: the proxies roll one at a time, never both down, and no acknowledged key is lost.
+Then, on the same cluster once its SyncStateSet is full again (`local_platform.shared`: a cluster start with
+two proxies is about a minute of both cores here), `local apply` of the example with another
+`routeRefreshSeconds` under a gRPC producer through each proxy: the proxies roll one at a time, never both down,
+and no acknowledged key is lost. A first test that fails takes the cluster down, so the second starts its own.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def test_grpc_clients_through_local_proxies_a_master_kill_and_a_hung_master(
     local_platform: Any, tmp_path: Path
 ) -> None:
     java_classpath = java_grpc.compile_clients(tmp_path / "java")  # before the cluster: Maven's fetch, once
-    with local_platform.up(EXAMPLE, name="proxy") as cluster:
+    cluster = local_platform.shared(EXAMPLE, name="proxy")
+    with local_platform.down_on_failure():
         doc = cluster.status()
         proxies = doc["proxies"]
         assert [p["name"] for p in proxies] == ["proxy-0", "proxy-1"], proxies
@@ -97,6 +100,10 @@ def test_grpc_clients_through_local_proxies_a_master_kill_and_a_hung_master(
 def _full_set(cluster: Any, doc: dict[str, Any]) -> bool:
     group = cluster.group(GROUP, doc)
     return _master(cluster, doc) is not None and len((group.get("syncStateSet") or {}).get("members") or []) == 3
+
+
+def _settled(cluster: Any, doc: dict[str, Any]) -> bool:
+    return _full_set(cluster, doc) and all(p["ready"] for p in doc["proxies"])
 
 
 def _fault_under_producer(cluster: Any, endpoint: str, signal: str) -> set[str]:
@@ -173,8 +180,9 @@ def test_a_changed_proxy_rolls_one_proxy_at_a_time_under_grpc_producers(local_pl
     edited = tmp_path / "proxy-route-refresh-2.yaml"
     edited.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
 
-    with local_platform.up(EXAMPLE, name="proxy-roll") as cluster:
-        doc = cluster.status()
+    cluster = local_platform.shared(EXAMPLE, name="proxy")
+    with local_platform.down_on_failure():
+        doc = cluster.wait_for("a full SyncStateSet, both proxies ready", lambda d: _settled(cluster, d), timeout=180)
         proxies = doc["proxies"]
         assert [p["name"] for p in proxies] == ["proxy-0", "proxy-1"] and all(p["ready"] for p in proxies), proxies
         revisions = {p["name"]: p["revision"] for p in proxies}

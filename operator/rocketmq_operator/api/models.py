@@ -1092,6 +1092,20 @@ class ProxyServiceSpec(Model):
         description="The node port of the gRPC port (NodePort and LoadBalancer only; 30000-32767); unset: "
         "Kubernetes picks one.",
     )
+    remoting_node_port: int | None = Field(
+        default=None,
+        description="Remoting clients outside the cluster (RocketMQ 4.x/5.x remoting SDKs, which take the proxy as "
+        "their name server): the port they reach the proxies on (NodePort and LoadBalancer only; 30000-32767; "
+        "needs advertisedHost). The proxies then listen for remoting on this port too and name "
+        "advertisedHost:remotingNodePort in the routes they answer, because RocketMQ's route holds one host:port "
+        "for every client. Unset: remoting on 8080, routes naming the pod's IP (inside the cluster only).",
+    )
+    advertised_host: str | None = Field(
+        default=None,
+        description="The host remoting clients outside the cluster reach the proxies at (a node's address or a "
+        "DNS name of the nodes for NodePort, the load balancer's address or DNS name for LoadBalancer): "
+        "the proxies' remotingAccessAddr. Needs remotingNodePort.",
+    )
     annotations: dict[str, str] = Field(
         default_factory=dict,
         description="Annotations of the Service (e.g. a cloud load balancer's settings).",

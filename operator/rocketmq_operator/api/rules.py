@@ -936,6 +936,11 @@ def _range_rule(kind: Kind, field: str, attr: str, low: int, high: int, unit: st
     )
 
 
+def _is_host(text: str) -> bool:
+    """A host name or IPv4 address as the advertisedHost rule's CEL pattern reads it."""
+    return re.fullmatch(r"[A-Za-z0-9.-]{1,253}", text) is not None
+
+
 def _enum_rule(kind: Kind, field: str, attr: str, values: Sequence[str], fix: str, what: str) -> Rule:
     return Rule(
         id=f"{kind}.{field}.enum",
@@ -1133,6 +1138,76 @@ def _proxy_rules() -> list[Rule]:
                 r.spec.service.grpc_node_port is None or r.spec.service.type in ("NodePort", "LoadBalancer")
             ),
             values={"type": Placeholder("self.service.type", lambda r: r.spec.service.type)},
+        ),
+        Rule(
+            id="Proxy.service.remotingNodePort.range",
+            kind=k,
+            scope="spec",
+            field_path=".service.remotingNodePort",
+            problem="node port {value} is out of range",
+            rule=f"{NODE_PORT_MIN} <= service.remotingNodePort <= {NODE_PORT_MAX} (the API server's node port range)",
+            fix="choose a port in the range",
+            cel=f"!has(self.service.remotingNodePort) || (self.service.remotingNodePort >= {NODE_PORT_MIN} && "
+            f"self.service.remotingNodePort <= {NODE_PORT_MAX})",
+            valid=lambda r: (
+                r.spec.service.remoting_node_port is None
+                or NODE_PORT_MIN <= r.spec.service.remoting_node_port <= NODE_PORT_MAX
+            ),
+            values={"value": Placeholder("self.service.remotingNodePort", lambda r: r.spec.service.remoting_node_port)},
+        ),
+        Rule(
+            id="Proxy.service.remotingNodePort.type",
+            kind=k,
+            scope="spec",
+            field_path=".service.remotingNodePort",
+            problem="a remoting node port is set on a {type} Service",
+            rule="service.remotingNodePort needs service.type NodePort or LoadBalancer",
+            fix="set service.type: NodePort (or LoadBalancer), or remove service.remotingNodePort",
+            cel="!has(self.service.remotingNodePort) || self.service.type in ['NodePort', 'LoadBalancer']",
+            valid=lambda r: (
+                r.spec.service.remoting_node_port is None or r.spec.service.type in ("NodePort", "LoadBalancer")
+            ),
+            values={"type": Placeholder("self.service.type", lambda r: r.spec.service.type)},
+        ),
+        Rule(
+            id="Proxy.service.remotingNodePort.advertisedHost",
+            kind=k,
+            scope="spec",
+            field_path=".service",
+            problem="remotingNodePort and advertisedHost are set one without the other",
+            rule="service.remotingNodePort and service.advertisedHost go together: the proxies name "
+            "advertisedHost:remotingNodePort in every route they answer a remoting client",
+            fix="set both (advertisedHost: a node's address or the load balancer's), or neither",
+            cel="has(self.service.remotingNodePort) == has(self.service.advertisedHost)",
+            valid=lambda r: (r.spec.service.remoting_node_port is None) == (r.spec.service.advertised_host is None),
+        ),
+        Rule(
+            id="Proxy.service.advertisedHost.host",
+            kind=k,
+            scope="spec",
+            field_path=".service.advertisedHost",
+            problem="advertised host {value} is not a host name or IPv4 address",
+            rule="service.advertisedHost is a host name or IPv4 address: letters, digits, dots and dashes, no port",
+            fix="give the host alone (the port is service.remotingNodePort)",
+            cel="!has(self.service.advertisedHost) || self.service.advertisedHost.matches('^[A-Za-z0-9.-]{1,253}$')",
+            valid=lambda r: r.spec.service.advertised_host is None or _is_host(r.spec.service.advertised_host),
+            values={"value": Placeholder("self.service.advertisedHost", lambda r: r.spec.service.advertised_host)},
+        ),
+        Rule(
+            id="Proxy.service.remotingNodePort.distinct",
+            kind=k,
+            scope="spec",
+            field_path=".service.remotingNodePort",
+            problem="node port {value} is the gRPC one too",
+            rule="service.remotingNodePort differs from service.grpcNodePort (one node port, one Service port)",
+            fix="choose another port for one of them",
+            cel="!has(self.service.remotingNodePort) || !has(self.service.grpcNodePort) || "
+            "self.service.remotingNodePort != self.service.grpcNodePort",
+            valid=lambda r: (
+                r.spec.service.remoting_node_port is None
+                or r.spec.service.remoting_node_port != r.spec.service.grpc_node_port
+            ),
+            values={"value": Placeholder("self.service.remotingNodePort", lambda r: r.spec.service.remoting_node_port)},
         ),
         Rule(
             id="Proxy.service.loadBalancerSourceRanges.type",

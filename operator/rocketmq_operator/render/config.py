@@ -323,6 +323,7 @@ def proxy_config(
     grpc_port: int,
     remoting_port: int,
     tls_files: tuple[str, str] | None = None,
+    advertised_host: str | None = None,
 ) -> dict[str, object]:
     """rmq-proxy.json of every proxy of a Proxy (cluster mode: routes from the name servers, sends straight to the
     brokers). fastjson2 reads it into ProxyConfig and AuthConfig (5.5.0 `Configuration.init`); integers stay
@@ -332,7 +333,10 @@ def proxy_config(
     With spec.tls, ``tls_files`` is (certificate, key) as the platform places them; they must be the same paths as
     the JVM's -Dtls.server.certPath/keyPath (`render.jvm.tls_flags`): the gRPC server reads ProxyConfig's paths,
     and its file watcher (5.5.0 `TlsCertificateManager`) watches ProxyConfig's paths but reloads only when the
-    changed path equals TlsSystemConfig's."""
+    changed path equals TlsSystemConfig's.
+
+    ``advertised_host`` (Kubernetes: spec.service.advertisedHost) is the host remoting clients are told to reach
+    the proxy at."""
     conf: dict[str, object] = {
         "rocketMQClusterName": proxy.spec.cluster_name,
         "proxyMode": "cluster",
@@ -344,6 +348,10 @@ def proxy_config(
         # the cluster reaches a proxy through a node port (30081) or a load balancer, and was refused at 8081.
         "useEndpointPortFromRequest": True,
     }
+    if advertised_host is not None:
+        # The host of every route a remoting client gets from a proxy (5.5.0 GetTopicRouteActivity: one
+        # remotingAccessAddr:remotingListenPort for all brokers); the proxy's own address otherwise.
+        conf["remotingAccessAddr"] = advertised_host
     if proxy.spec.auth.enabled:
         conf |= PROXY_AUTH_KEYS
     if proxy.spec.tls.enabled:

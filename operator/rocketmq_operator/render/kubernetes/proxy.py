@@ -67,10 +67,16 @@ def proxy_image(proxy: Proxy) -> str:
     return proxy.spec.image or f"{DEFAULT_IMAGE_REPOSITORY}/rocketmq-broker:{proxy.spec.version}"
 
 
+def proxy_remoting_port(proxy: Proxy) -> int:
+    """The port the proxies serve remoting clients on: spec.service.remotingNodePort when set (RocketMQ's route
+    names one host:port, so the port a client outside reaches must be the one the proxy listens on), else 8080."""
+    return proxy.spec.service.remoting_node_port or DEFAULT_PROXY_REMOTING_PORT
+
+
 def proxy_ports(proxy: Proxy) -> list[JSON]:
     ports: list[JSON] = [
         {"name": "grpc", "containerPort": DEFAULT_PROXY_GRPC_PORT, "protocol": "TCP"},
-        {"name": "remoting", "containerPort": DEFAULT_PROXY_REMOTING_PORT, "protocol": "TCP"},
+        {"name": "remoting", "containerPort": proxy_remoting_port(proxy), "protocol": "TCP"},
     ]
     if proxy.spec.metrics.enabled:
         ports.append({"name": "metrics", "containerPort": proxy.spec.metrics.port, "protocol": "TCP"})
@@ -105,6 +111,10 @@ def _service(proxy: Proxy, namespace: str, ports: list[JSON]) -> JSON:
     svc["spec"]["type"] = spec.type
     if spec.grpc_node_port is not None:
         next(p for p in svc["spec"]["ports"] if p["name"] == "grpc")["nodePort"] = spec.grpc_node_port
+    if spec.remoting_node_port is not None:
+        # The Service port, the node port and the proxy's listen port are one number: a LoadBalancer forwards its
+        # port, a NodePort its node port, and the route the client gets names that port.
+        next(p for p in svc["spec"]["ports"] if p["name"] == "remoting")["nodePort"] = spec.remoting_node_port
     if spec.load_balancer_source_ranges:
         svc["spec"]["loadBalancerSourceRanges"] = list(spec.load_balancer_source_ranges)
     if spec.annotations:
@@ -118,7 +128,12 @@ def render_proxy(proxy: Proxy, cg: ControllerGroup | None) -> list[JSON]:
     ports = proxy_ports(proxy)
     tls_files = (TLS_CERT_FILE, TLS_KEY_FILE) if proxy.spec.tls.enabled else None
     conf = proxy_config(
-        proxy, proxy_name_servers(proxy, cg), DEFAULT_PROXY_GRPC_PORT, DEFAULT_PROXY_REMOTING_PORT, tls_files
+        proxy,
+        proxy_name_servers(proxy, cg),
+        DEFAULT_PROXY_GRPC_PORT,
+        proxy_remoting_port(proxy),
+        tls_files,
+        advertised_host=proxy.spec.service.advertised_host,
     )
     files = {PROXY_CONFIG_FILE: proxy_config_text(conf)}
     java = [
