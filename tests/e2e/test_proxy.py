@@ -4,12 +4,16 @@ through the NodePort, with RocketMQ 5's own gRPC clients (rocketmq-python-client
 settings). The `quickstart` fixture applies the example (tests/e2e/conftest.py), so the proxies start beside the
 brokers.
 
-Then, under a default gRPC producer on the host: the proxies rolled to a new image tag (the Deployment's
-surge-one, unavailable-zero roll), and each proxy's JVM SIGKILLed in turn (the client's connection is on one of
-them, so one kill is its proxy's); every acknowledged key read back through the NodePort."""
+Then, under a default gRPC producer on the host: the proxies rolled to a new image tag and, in the same change,
+opened to remoting clients outside the cluster (spec.service.remotingNodePort and advertisedHost: the node's
+address), with the Deployment's surge-one, unavailable-zero roll; a remoting producer on the host (this project's,
+taking the proxy as its name server, as RocketMQ's remoting SDKs do) sends through that node port; and each
+proxy's JVM SIGKILLed in turn (the client's connection is on one of them, so one kill is its proxy's); every
+acknowledged key, gRPC and remoting, read back through the gRPC NodePort."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -19,11 +23,13 @@ import java_grpc
 from e2e.e2e_helpers import pod_ready, wait_proxy_ready
 from rocketmq_operator.tools.grpc_client import SteadyGrpcProducer, receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged
+from rocketmq_operator.tools.produce import produce
 
 NS = "rocketmq"
 TOPIC = "proxy-e2e"
 GROUP = "proxy-e2e-readers"
 PROXY_PODS = "app.kubernetes.io/component=proxy,app.kubernetes.io/instance=proxy"
+REMOTING_NODE_PORT = 30080
 
 
 def topic_and_group(topic: str, group: str) -> str:
@@ -117,9 +123,9 @@ def _roll_and_kill_under_a_producer(quickstart: Any, endpoint: str, image: str) 
             return list(node.json("-n", NS, "get", "pods", "-l", PROXY_PODS)["items"])
 
         rolled_at = time.time()
-        node.kubectl(
-            "-n", NS, "patch", "proxy", "proxy", "--type", "merge", "-p", json.dumps({"spec": {"image": new_image}})
-        )
+        outside = {"remotingNodePort": REMOTING_NODE_PORT, "advertisedHost": node.node_address()}
+        change = {"spec": {"image": new_image, "service": outside}}
+        node.kubectl("-n", NS, "patch", "proxy", "proxy", "--type", "merge", "-p", json.dumps(change))
 
         def rolled() -> bool:
             now = pods()
@@ -130,6 +136,7 @@ def _roll_and_kill_under_a_producer(quickstart: Any, endpoint: str, image: str) 
         done_at = time.time()
         node.wait_for("an acknowledged send after the roll", lambda: acked_after(done_at), timeout=120)
         print(f"\nproxies rolled to {new_image} in {time.time() - rolled_at:.0f}s under the producer")
+        remoting_acked = _remoting_sends_from_the_host(f"{node.node_address()}:{REMOTING_NODE_PORT}")
 
         for pod in sorted(p["metadata"]["name"] for p in pods()):
 
@@ -150,9 +157,22 @@ def _roll_and_kill_under_a_producer(quickstart: Any, endpoint: str, image: str) 
             print(f"{pod}: JVM SIGKILLed, the client writable again {first - killed_at:.2f}s after")
     finally:
         records = producer.stop()
-    acked = {r.key for r in records if r.ok}
+    acked = {r.key for r in records if r.ok} | remoting_acked
     failed = sorted({r.status for r in records if not r.ok})
     print(f"gRPC producer on the host: {len(records)} sends, {len(acked)} acknowledged, failures {failed}")
     got = receive_keys(endpoint, GROUP, TOPIC, acked, idle_s=30)
     lost = missing_acknowledged(acked, got)
     assert not lost, f"{len(lost)} acknowledged keys not read back through the proxies: {sorted(lost)[:10]}"
+
+
+def _remoting_sends_from_the_host(proxy_remoting: str) -> set[str]:
+    """20 sends of a remoting producer on the host that takes the proxies' advertised remoting address as its name
+    server: the route it gets names that address (the proxy's remotingAccessAddr and port), so every send goes
+    through the node port. Returns the acknowledged keys; every send must be acknowledged."""
+    report = asyncio.run(
+        produce(proxy_remoting, TOPIC, 20, key_prefix="proxy-e2e-remoting-", create_topic=False, timeout=5.0)
+    )
+    failed = [(r.key, r.status) for r in report.records if r.status != "PUT_OK"]
+    assert report.acknowledged == 20 and not failed, (report.failures, failed)
+    print(f"remoting producer on the host through {proxy_remoting}: 20 of 20 acknowledged")
+    return {r.key for r in report.records if r.status == "PUT_OK"}

@@ -1102,6 +1102,7 @@ class ProxyServiceSpec(Model):
     )
     advertised_host: str | None = Field(
         default=None,
+        max_length=253,
         description="The host remoting clients outside the cluster reach the proxies at (a node's address or a "
         "DNS name of the nodes for NodePort, the load balancer's address or DNS name for LoadBalancer): "
         "the proxies' remotingAccessAddr. Needs remotingNodePort.",

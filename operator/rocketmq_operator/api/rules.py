@@ -936,6 +936,43 @@ def _range_rule(kind: Kind, field: str, attr: str, low: int, high: int, unit: st
     )
 
 
+def _node_port_rules(kind: Kind, field: str, attr: str, what: str, range_fix: str, type_fix: str) -> list[Rule]:
+    """A Proxy's spec.service.<field> node port: in the API server's range, and only on a Service that has node
+    ports (NodePort, LoadBalancer)."""
+
+    def port(r: Any) -> int | None:
+        value: int | None = getattr(r.spec.service, attr)
+        return value
+
+    return [
+        Rule(
+            id=f"Proxy.service.{field}.range",
+            kind=kind,
+            scope="spec",
+            field_path=f".service.{field}",
+            problem="node port {value} is out of range",
+            rule=f"{NODE_PORT_MIN} <= service.{field} <= {NODE_PORT_MAX} (the API server's node port range)",
+            fix=range_fix,
+            cel=f"!has(self.service.{field}) || (self.service.{field} >= {NODE_PORT_MIN} && "
+            f"self.service.{field} <= {NODE_PORT_MAX})",
+            valid=lambda r: port(r) is None or NODE_PORT_MIN <= (port(r) or 0) <= NODE_PORT_MAX,
+            values={"value": Placeholder(f"self.service.{field}", port)},
+        ),
+        Rule(
+            id=f"Proxy.service.{field}.type",
+            kind=kind,
+            scope="spec",
+            field_path=f".service.{field}",
+            problem=what + " is set on a {type} Service",
+            rule=f"service.{field} needs service.type NodePort or LoadBalancer",
+            fix=type_fix,
+            cel=f"!has(self.service.{field}) || self.service.type in ['NodePort', 'LoadBalancer']",
+            valid=lambda r: port(r) is None or r.spec.service.type in ("NodePort", "LoadBalancer"),
+            values={"type": Placeholder("self.service.type", lambda r: r.spec.service.type)},
+        ),
+    ]
+
+
 def _is_host(text: str) -> bool:
     """A host name or IPv4 address as the advertisedHost rule's CEL pattern reads it."""
     return re.fullmatch(r"[A-Za-z0-9.-]{1,253}", text) is not None
@@ -1110,64 +1147,21 @@ def _proxy_rules() -> list[Rule]:
             "use ClusterIP inside the cluster, NodePort or LoadBalancer for clients outside it",
             "a Service type",
         ),
-        Rule(
-            id="Proxy.service.grpcNodePort.range",
-            kind=k,
-            scope="spec",
-            field_path=".service.grpcNodePort",
-            problem="node port {value} is out of range",
-            rule=f"{NODE_PORT_MIN} <= service.grpcNodePort <= {NODE_PORT_MAX} (the API server's node port range)",
-            fix="choose a port in the range, or leave it unset for one Kubernetes picks",
-            cel=f"!has(self.service.grpcNodePort) || (self.service.grpcNodePort >= {NODE_PORT_MIN} && "
-            f"self.service.grpcNodePort <= {NODE_PORT_MAX})",
-            valid=lambda r: (
-                r.spec.service.grpc_node_port is None or NODE_PORT_MIN <= r.spec.service.grpc_node_port <= NODE_PORT_MAX
-            ),
-            values={"value": Placeholder("self.service.grpcNodePort", lambda r: r.spec.service.grpc_node_port)},
+        *_node_port_rules(
+            k,
+            "grpcNodePort",
+            "grpc_node_port",
+            "a node port",
+            "choose a port in the range, or leave it unset for one Kubernetes picks",
+            "set service.type: NodePort, or remove service.grpcNodePort",
         ),
-        Rule(
-            id="Proxy.service.grpcNodePort.type",
-            kind=k,
-            scope="spec",
-            field_path=".service.grpcNodePort",
-            problem="a node port is set on a {type} Service",
-            rule="service.grpcNodePort needs service.type NodePort or LoadBalancer",
-            fix="set service.type: NodePort, or remove service.grpcNodePort",
-            cel="!has(self.service.grpcNodePort) || self.service.type in ['NodePort', 'LoadBalancer']",
-            valid=lambda r: (
-                r.spec.service.grpc_node_port is None or r.spec.service.type in ("NodePort", "LoadBalancer")
-            ),
-            values={"type": Placeholder("self.service.type", lambda r: r.spec.service.type)},
-        ),
-        Rule(
-            id="Proxy.service.remotingNodePort.range",
-            kind=k,
-            scope="spec",
-            field_path=".service.remotingNodePort",
-            problem="node port {value} is out of range",
-            rule=f"{NODE_PORT_MIN} <= service.remotingNodePort <= {NODE_PORT_MAX} (the API server's node port range)",
-            fix="choose a port in the range",
-            cel=f"!has(self.service.remotingNodePort) || (self.service.remotingNodePort >= {NODE_PORT_MIN} && "
-            f"self.service.remotingNodePort <= {NODE_PORT_MAX})",
-            valid=lambda r: (
-                r.spec.service.remoting_node_port is None
-                or NODE_PORT_MIN <= r.spec.service.remoting_node_port <= NODE_PORT_MAX
-            ),
-            values={"value": Placeholder("self.service.remotingNodePort", lambda r: r.spec.service.remoting_node_port)},
-        ),
-        Rule(
-            id="Proxy.service.remotingNodePort.type",
-            kind=k,
-            scope="spec",
-            field_path=".service.remotingNodePort",
-            problem="a remoting node port is set on a {type} Service",
-            rule="service.remotingNodePort needs service.type NodePort or LoadBalancer",
-            fix="set service.type: NodePort (or LoadBalancer), or remove service.remotingNodePort",
-            cel="!has(self.service.remotingNodePort) || self.service.type in ['NodePort', 'LoadBalancer']",
-            valid=lambda r: (
-                r.spec.service.remoting_node_port is None or r.spec.service.type in ("NodePort", "LoadBalancer")
-            ),
-            values={"type": Placeholder("self.service.type", lambda r: r.spec.service.type)},
+        *_node_port_rules(
+            k,
+            "remotingNodePort",
+            "remoting_node_port",
+            "a remoting node port",
+            "choose a port in the range",
+            "set service.type: NodePort (or LoadBalancer), or remove service.remotingNodePort",
         ),
         Rule(
             id="Proxy.service.remotingNodePort.advertisedHost",
