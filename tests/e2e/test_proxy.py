@@ -21,6 +21,8 @@ from typing import Any
 
 import java_grpc
 from e2e.e2e_helpers import pod_ready, wait_proxy_ready
+from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.remoting.namesrv import TopicRoute
 from rocketmq_operator.tools.grpc_client import SteadyGrpcProducer, receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged
 from rocketmq_operator.tools.produce import produce
@@ -169,6 +171,9 @@ def _remoting_sends_from_the_host(proxy_remoting: str) -> set[str]:
     """20 sends of a remoting producer on the host that takes the proxies' advertised remoting address as its name
     server: the route it gets names that address (the proxy's remotingAccessAddr and port), so every send goes
     through the node port. Returns the acknowledged keys; every send must be acknowledged."""
+    route = asyncio.run(_route_through(proxy_remoting))
+    addresses = {addr for broker in route.broker_datas for addr in broker.broker_addrs.values()}
+    assert addresses == {proxy_remoting}, route
     report = asyncio.run(
         produce(proxy_remoting, TOPIC, 20, key_prefix="proxy-e2e-remoting-", create_topic=False, timeout=5.0)
     )
@@ -176,3 +181,8 @@ def _remoting_sends_from_the_host(proxy_remoting: str) -> set[str]:
     assert report.acknowledged == 20 and not failed, (report.failures, failed)
     print(f"remoting producer on the host through {proxy_remoting}: 20 of 20 acknowledged")
     return {r.key for r in report.records if r.status == "PUT_OK"}
+
+
+async def _route_through(proxy_remoting: str) -> TopicRoute:
+    async with RemotingClient([proxy_remoting], request_timeout=5.0) as client:
+        return await client.get_route(TOPIC)
