@@ -289,14 +289,26 @@ class Node:
     def save_diagnostics(self, out: Path) -> None:
         """What a bug report needs, kept after the node is gone: resources, events, every container's log."""
         out.mkdir(parents=True, exist_ok=True)
-        kinds = "cg,bg,topics,consumergroups,sts,pods,pdb,endpointslices"
+        kinds = "cg,bg,proxies,topics,consumergroups,sts,deployments,pods,pdb,endpointslices"
         (out / "resources.yaml").write_text(self.kubectl("get", kinds, "-A", "-o", "yaml", check=False))
         (out / "events.txt").write_text(self.kubectl("get", "events", "-A", "--sort-by=.lastTimestamp", check=False))
         for pod in self.json("get", "pods", "-A").get("items", []):
             ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+            statuses = {st["name"]: st for st in (pod.get("status") or {}).get("containerStatuses") or []}
             for c in pod["spec"]["containers"]:
                 log = self.kubectl("-n", ns, "logs", name, "-c", c["name"], "--tail=2000", check=False)
                 (out / f"{ns}.{name}.{c['name']}.log").write_text(log)
+                status = statuses.get(c["name"]) or {}
+                if status.get("restartCount"):
+                    # Why the last instance ended (exit code, reason: a probe's kill is 137/143, a crash its own)
+                    # and its output: a restarted container's current log says nothing of it.
+                    ended = json.dumps((status.get("lastState") or {}).get("terminated") or {}, sort_keys=True)
+                    previous = self.kubectl(
+                        "-n", ns, "logs", name, "-c", c["name"], "--previous", "--tail=2000", check=False
+                    )
+                    (out / f"{ns}.{name}.{c['name']}.previous.log").write_text(
+                        f"restarts: {status['restartCount']}; last instance ended: {ended}\n{previous}"
+                    )
                 if any(role in c.get("image", "") for role in ("rocketmq-broker", "rocketmq-controller")):
                     # RocketMQ logs to files, not to stdout (role changes, HA, elections): their tails.
                     own = self.kubectl(
