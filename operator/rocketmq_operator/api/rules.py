@@ -955,7 +955,7 @@ def _node_port_rules(kind: Kind, field: str, attr: str, what: str, range_fix: st
             fix=range_fix,
             cel=f"!has(self.service.{field}) || (self.service.{field} >= {NODE_PORT_MIN} && "
             f"self.service.{field} <= {NODE_PORT_MAX})",
-            valid=lambda r: port(r) is None or NODE_PORT_MIN <= (port(r) or 0) <= NODE_PORT_MAX,
+            valid=lambda r: (value := port(r)) is None or NODE_PORT_MIN <= value <= NODE_PORT_MAX,
             values={"value": Placeholder(f"self.service.{field}", port)},
         ),
         Rule(
