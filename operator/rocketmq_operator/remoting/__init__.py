@@ -48,6 +48,7 @@ from .errors import (
     RemotingTimeout,
     ResponseFormatError,
     UnsupportedCompression,
+    is_name_server_not_ready,
 )
 from .message import Message, decode_message, decode_messages, encode_message, offset_msg_id
 from .namesrv import BrokerData, ClusterInfo, QueueData, TopicRoute
@@ -103,6 +104,7 @@ __all__ = [
     "encode_command",
     "encode_message",
     "format_properties_text",
+    "is_name_server_not_ready",
     "loads_json",
     "new_message_id",
     "offset_msg_id",

@@ -1,4 +1,5 @@
-"""Sending a request and checking its response code; the name-server fallback over `namesrv_addrs`."""
+"""Sending a request and checking its response code; the name-server fallback over `namesrv_addrs` (the next one
+after a connection failure, a timeout, or a name server that does not serve routes yet)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .errors import (
     RemotingError,
     RemotingException,
     RemotingTimeout,
+    is_name_server_not_ready,
 )
 from .tls import ClientTls
 
@@ -106,6 +108,11 @@ class Caller:
             try:
                 return addr, await self._call(addr, code, ext_fields, timeout=timeout)
             except (RemotingConnectionError, RemotingTimeout) as exc:
+                last = exc
+            except RemotingError as exc:
+                # A name server just started (needWaitForService) may not know the master yet: another one does.
+                if not is_name_server_not_ready(exc):
+                    raise
                 last = exc
         assert last is not None
         raise last

@@ -90,3 +90,14 @@ class RemotingError(RemotingException):
         where = f" from {addr}" if addr else ""
         what = f"{request} " if request else ""
         super().__init__(f"{what}failed{where}: {self.code_name} ({code}): {remark or 'no remark'}")
+
+
+NAME_SERVER_NOT_READY = "name server not ready"
+"""The remark of a name server's SYSTEM_ERROR answer to a route lookup in its first `waitSecondsForService` after
+start, with `needWaitForService` on (5.5.0 `ClientRequestProcessor.getRouteInfoByTopic`): it may not yet know
+every broker, so it answers nothing rather than a route without the master."""
+
+
+def is_name_server_not_ready(exc: BaseException) -> bool:
+    """A name server that has just started and does not serve routes yet: ask another one, or ask again later."""
+    return isinstance(exc, RemotingError) and exc.code == 1 and (exc.remark or "").strip() == NAME_SERVER_NOT_READY

@@ -134,6 +134,7 @@ def broker_config(bg: BrokerGroup, ordinal: int, placement: BrokerPlacement) -> 
                 brokerNotActiveTimeoutMillis="10000",
             )
     conf.update(BROKER_START_SPIN_FIX)
+    conf.update(BROKER_REGISTRATION_KEYS)
     # Off unless asked for: an auto-created topic or group exists only on the master that created it and is
     # missing after a failover (api.validation warns when spec.autoCreate switches it on).
     conf["autoCreateTopicEnable"] = config_text(spec.auto_create.topics)
@@ -256,9 +257,30 @@ def controller_config(cg: ControllerGroup, ordinal: int, placement: ControllerPl
     return conf
 
 
+NAME_SERVER_WAIT_FOR_SERVICE_S = 15
+"""How long a name server that has just started answers route lookups with SYSTEM_ERROR "name server not ready"
+(5.5.0 `needWaitForService`, `waitSecondsForService`; RocketMQ's default is off). A restarted name server knows
+only the brokers that registered with it since it started, and each broker registers on its own period: without
+the wait it served a route whose group had no master yet, a client installed it, and every send failed with no
+route until the master registered (docs/chaos.md, finding 8). Longer than a broker's registration period
+(`BROKER_REGISTRATION_KEYS`) with room for a loaded machine; a client keeps its old route meanwhile, or asks another
+name server (`remoting.caller`)."""
+
+BROKER_REGISTRATION_KEYS: Mapping[str, str] = {
+    # Every broker registers with every name server this often (RocketMQ's default 30 s; it takes 10-60 s): a
+    # restarted name server lists every replica within this period, inside its NAME_SERVER_WAIT_FOR_SERVICE_S.
+    "registerNameServerPeriod": "10000",
+}
+"""Rendered for every broker, every HA mode; `brokerConfig` overrides it."""
+
+
 def _namesrv_keys() -> dict[str, str]:
     # supportActingMaster lets slave-acting-master groups keep a writable route when their master dies.
-    return {"supportActingMaster": "true"}
+    return {
+        "supportActingMaster": "true",
+        "needWaitForService": "true",
+        "waitSecondsForService": str(NAME_SERVER_WAIT_FOR_SERVICE_S),
+    }
 
 
 def namesrv_config(cg: ControllerGroup, ordinal: int, placement: ControllerPlacement) -> dict[str, str]:

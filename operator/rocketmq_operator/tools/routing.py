@@ -10,8 +10,9 @@ Contract:
   ``selectOneMessageQueue(tpInfo, lastBrokerName)``), otherwise it takes the next queue.
 * :class:`TopicRouter` caches one topic's route. :meth:`TopicRouter.refresh` asks namesrv again; callers
   pass the route generation they saw, so concurrent failures cause one lookup, not one each. A failed lookup
-  (namesrv down, TOPIC_NOT_EXIST) keeps the previous route and is counted in ``lookup_failures``. Routes older
-  than ``refresh_interval`` are refreshed on the next pick (the Java client polls every 30 s).
+  (namesrv down or not serving routes yet, TOPIC_NOT_EXIST) keeps the previous route and is counted in
+  ``lookup_failures``. Routes older than ``refresh_interval`` are refreshed on the next pick (the Java client
+  polls every 30 s).
 * :func:`ensure_topic` returns the route, creating the topic when namesrv does not know it and ``create``
   is true: on every master of the cluster (``cluster`` or the only cluster), ``read_queues``/``write_queues``
   each, then waits until namesrv routes to every one of them. Problems raise :class:`ToolError`.
@@ -34,6 +35,7 @@ from rocketmq_operator.remoting import (
     RemotingException,
     ResponseCode,
     TopicRoute,
+    is_name_server_not_ready,
 )
 
 DEFAULT_QUEUES = 4
@@ -210,6 +212,17 @@ async def ensure_topic(
         try:
             return await client.get_route(topic, timeout=timeout)
         except RemotingException as exc:
+            if is_name_server_not_ready(exc):
+                # Every name server has just started (needWaitForService): they serve routes once their brokers
+                # had the time to register, as a client's producer keeps looking up meanwhile.
+                if time.monotonic() >= deadline:
+                    raise ToolError(
+                        f"route lookup for topic {topic!r}: every name server answered 'name server not ready' for "
+                        f"{wait_s:g}s (a name server serves routes only waitSecondsForService after its start); "
+                        "fix: wait until the cluster is up (rocketmq-operator local status, kubectl get brokergroups)"
+                    ) from exc
+                await asyncio.sleep(poll_s)
+                continue
             if not is_topic_not_exist(exc):
                 if time.monotonic() - started < retry_s:
                     await asyncio.sleep(poll_s)

@@ -19,6 +19,7 @@ from rocketmq_operator.remoting import (
     ResponseFormatError,
     encode_message,
     format_properties_text,
+    is_name_server_not_ready,
     parse_properties_text,
 )
 from rocketmq_operator.remoting.codes import RequestCode as R
@@ -110,6 +111,24 @@ async def test_namesrv_route_and_cluster_info_with_failover(fake_server: Start) 
             await client.get_route("x")
         assert err.value.code == 17 and err.value.code_name == "TOPIC_NOT_EXIST"
         assert "No topic route info" in str(err.value)
+
+
+async def test_namesrv_not_ready_asks_the_next_one(fake_server: Start) -> None:
+    """A name server in its first waitSecondsForService answers SYSTEM_ERROR "name server not ready": the client
+    asks the next one instead of failing the lookup; when every one is not ready, the error says so."""
+    not_ready: Reply = (1, {}, b"", "name server not ready")
+    starting = await fake_server(serve_codes({R.GET_ROUTEINFO_BY_TOPIC: lambda r: not_ready}, []))
+    serving = await fake_server(serve_codes({R.GET_ROUTEINFO_BY_TOPIC: lambda r: ok(body=json.dumps(ROUTE))}, []))
+    async with RemotingClient([starting.addr, serving.addr], connect_timeout=1) as client:
+        route = await client.get_route("t1")
+        broker = route.broker("bg-a")
+        assert broker is not None and broker.master_addr == "127.0.0.1:10911"
+    async with RemotingClient([starting.addr], connect_timeout=1) as client:
+        with pytest.raises(RemotingError) as err:
+            await client.get_route("t1")
+        assert is_name_server_not_ready(err.value)
+    other = RemotingError(1, "in-sync replicas not enough")
+    assert not is_name_server_not_ready(other) and not is_name_server_not_ready(RemotingError(17, "x"))
 
 
 async def test_no_namesrv_configured() -> None:

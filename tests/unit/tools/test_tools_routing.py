@@ -81,6 +81,22 @@ async def test_router_refresh_coalesces_and_keeps_route_on_failure() -> None:
     assert router.lookup_failures == 1 and router.route is route and router.last_error
 
 
+async def test_name_servers_not_ready_keep_the_route_and_are_waited_for() -> None:
+    """Name servers in their first waitSecondsForService: a router keeps the route it has; topic lookup waits
+    for them (as a producer keeps looking up) and, past its wait, says what they answered and what to do."""
+    route = make_route("t", {"a": {0: "a0"}})
+    client = FakeClient(routes={"t": route}, routes_not_ready=1)
+    router = TopicRouter(client, "t", route=route)
+    assert await router.refresh(router.generation)
+    assert router.route is route and router.lookup_failures == 1 and "not ready" in (router.last_error or "")
+    client.routes_not_ready = 3
+    assert await ensure_topic(client, "t", create=False, poll_s=0.0) is route
+    assert client.routes_not_ready == 0
+    client.routes_not_ready = 10**9
+    with pytest.raises(ToolError, match="every name server answered 'name server not ready' for 0s"):
+        await ensure_topic(client, "t", wait_s=0.0, poll_s=0.0)
+
+
 async def test_router_periodic_refresh() -> None:
     client = FakeClient(routes={"t": make_route("t", {"a": {0: "a0"}})})
     router = TopicRouter(client, "t", refresh_interval=0.0)

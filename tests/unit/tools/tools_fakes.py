@@ -90,6 +90,8 @@ class FakeClient:
     """Addresses that refuse connections."""
     route_errors: int = 0
     """The next N get_route calls fail with a connection error."""
+    routes_not_ready: int = 0
+    """Then the next N answer SYSTEM_ERROR "name server not ready" (every name server just started)."""
     suggestions: dict[str, int] = field(default_factory=dict)
     """suggest_which_broker_id answered by the broker at an address (default 0)."""
     pull_script: dict[tuple[str, int], deque[PullResult | RemotingException]] = field(default_factory=dict)
@@ -137,6 +139,9 @@ class FakeClient:
         if self.route_errors > 0:
             self.route_errors -= 1
             raise RemotingConnectionError("namesrv down", "ns")
+        if self.routes_not_ready > 0:
+            self.routes_not_ready -= 1
+            raise RemotingError(ResponseCode.SYSTEM_ERROR, "name server not ready")
         if topic not in self.routes:
             raise RemotingError(ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for {topic}")
         return self.routes[topic]
