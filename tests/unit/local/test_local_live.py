@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,13 +137,18 @@ def test_ctrl_c_before_anything_started_says_nothing_runs(
     assert capsys.readouterr().err.strip() == f"interrupted: nothing runs from {tmp_path}"
 
 
-def ready_after_two_polls(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`wait_ready` sees the group half there, then ready; nothing answers on a port (no phase-0 replica)."""
+def ready_after_two_polls(monkeypatch: pytest.MonkeyPatch, routes_served: Sequence[bool] = (True,)) -> None:
+    """`wait_ready` sees the group half there, then ready; nothing answers on a port (no phase-0 replica). Once
+    the group is ready, the name servers serve routes as ``routes_served`` says, poll by poll."""
     docs_seen: list[dict[str, Any]] = []
     half = status_doc(1)
     half["groups"][0]["master"] = {}
     half["groups"][0]["syncStateSet"] = {"members": []}
-    docs = iter([half, status_doc(2)])
+    docs = itertools.chain([half], itertools.repeat(status_doc(2)))
+    served = iter(routes_served)
+
+    async def serve_routes(state: Any) -> bool:
+        return next(served)
 
     class State:
         replicas: list[Any] = []
@@ -157,6 +164,7 @@ def ready_after_two_polls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lifecycle, "read_state", lambda path: State())
     monkeypatch.setattr(lifecycle, "supervisor_running", lambda state: True)
     monkeypatch.setattr(lifecycle, "collect", collect)
+    monkeypatch.setattr(lifecycle, "name_servers_serve_routes", serve_routes)
     monkeypatch.setattr(lifecycle.asyncio, "sleep", no_sleep)
 
 
@@ -171,6 +179,16 @@ def test_wait_ready_not_on_a_terminal_prints_each_new_progress_line(
         "g: 1/1 brokers answer, master g-0 (id 1, epoch 2), SyncStateSet [1] (1/1)",
     ]
     assert len(lines) == 3 and lines[2].startswith("ready after ")
+
+
+def test_wait_ready_waits_for_the_name_servers_to_serve_routes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group ready within its name servers' needWaitForService window: not ready until they serve routes (a
+    client's first lookup would be refused), said once."""
+    ready_after_two_polls(monkeypatch, routes_served=(False, False, True))
+    lines: list[str] = []
+    assert asyncio.run(lifecycle.wait_ready(StateLayout(tmp_path), 60.0, lines.append)) == 0
+    waits = [line for line in lines if "name servers: not serving routes yet" in line]
+    assert len(waits) == 1 and lines[-1].startswith("ready after ")
 
 
 def test_wait_ready_on_a_terminal_is_one_updating_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

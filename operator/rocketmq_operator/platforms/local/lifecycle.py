@@ -50,7 +50,7 @@ from rocketmq_operator.api.validation import ManifestError, SecretDoc, validate_
 from rocketmq_operator.platforms.console import EXIT_INTERRUPTED, Frames, Ticker
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local import roll as local_roll
-from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, store_secrets
+from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, state_client, store_secrets
 from rocketmq_operator.platforms.local.distribution import (
     DistributionError,
     ensure_distribution,
@@ -80,6 +80,7 @@ from rocketmq_operator.platforms.local.state import (
 )
 from rocketmq_operator.platforms.local.supervisor import GRACE_S
 from rocketmq_operator.platforms.local.tls import TlsConfigError, check_tls, client_tls, ensure_certificates
+from rocketmq_operator.remoting import RemotingError, RemotingException, is_name_server_not_ready
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -292,6 +293,24 @@ def progress_line(group: dict[str, Any]) -> str:
     return text
 
 
+ROUTE_PROBE_TOPIC = "TBW102"  # any topic: only the name server's "not ready" answer matters, TOPIC_NOT_EXIST is one
+
+
+async def name_servers_serve_routes(state: LocalState) -> bool:
+    """Every name server answers route lookups: past its needWaitForService window (render.config), in which it
+    answers every client "name server not ready" and a client's first send would find no route."""
+    async with state_client(state, request_timeout=1.0) as client:
+        for addr in state.name_servers:
+            try:
+                await client.get_route(ROUTE_PROBE_TOPIC, namesrv=addr, timeout=1.0)
+            except RemotingError as exc:
+                if is_name_server_not_ready(exc):
+                    return False
+            except (RemotingException, OSError):
+                return False
+    return True
+
+
 async def wait_ready(layout: StateLayout, timeout: float, out: Out = _stdout, console: Console | None = None) -> int:
     """Poll until every group is ready. Each group's progress line is printed when it changes; with ``console``
     (a terminal) it is one line updated in place instead, the elapsed time ticking."""
@@ -319,7 +338,12 @@ async def wait_ready(layout: StateLayout, timeout: float, out: Out = _stdout, co
                         last[name] = line
             proxies_ready = all(p["ready"] for p in doc.get("proxies") or [])
             if all(answers) and proxies_ready and all(group_ready(g) for g in doc["groups"]):
-                break
+                if await name_servers_serve_routes(state):
+                    break
+                line = "name servers: not serving routes yet (the first waitSecondsForService after their start)"
+                if not ticker.live and last.get("name servers") != line:
+                    out(f"[{elapsed:6.1f}s] {line}")
+                    last["name servers"] = line
             if elapsed > timeout:
                 ticker.__exit__(None, None, None)
                 out(render_table(doc))
