@@ -239,14 +239,22 @@ class LocalChaos:
         return (named.name, named.address) if named is not None else (None, None)
 
 
-async def _settle(platform: ChaosPlatform, recover_s: float, producer: SteadyProducer | None = None) -> str | None:
-    """Wait until every process is up and the SyncStateSet is full, and the producer has a send acknowledged that
-    it started after that (the client's view: an operator's status read just after a heal can still be the one
-    from before the fault, and a client can still be failing on a stale route), then ``recover_s`` of steady
-    traffic. A group that does not get there in HEALTH_TIMEOUT_S is a finding, noted on the fault, and the
-    campaign goes on."""
+async def _settle(
+    platform: ChaosPlatform, client: RemotingClient, recover_s: float, producer: SteadyProducer | None = None
+) -> str | None:
+    """Wait until every process is up and the SyncStateSet is full, every name server serves routes again (a
+    restarted one answers "not ready" for its needWaitForService window: a master fault inside it would be two
+    faults at once, the master's and the routes'), and the producer has a send acknowledged that it started
+    after that (the client's view: an operator's status read just after a heal can still be the one from before
+    the fault, and a client can still be failing on a stale route), then ``recover_s`` of steady traffic. A group
+    that does not get there in HEALTH_TIMEOUT_S is a finding, noted on the fault, and the campaign goes on."""
+
+    async def routes_served() -> bool:
+        return all([await client.serves_routes(addr, timeout=1.0) for addr in platform.name_servers])
+
     try:
         await wait_for("the group's health", platform.healthy, HEALTH_TIMEOUT_S, 0.5)
+        await wait_for("every name server serving routes", routes_served, HEALTH_TIMEOUT_S, 0.5)
         if producer is not None:
             since = time.time()
             await wait_for(
@@ -339,10 +347,10 @@ async def run_campaign(
             if stop_file is not None and stop_file.exists():
                 stopped_early = {"planned": len(plan), "ran": len(held), "asked_by": str(stop_file)}
                 break
-            done = await _one_fault(fault, platform, c.hold_s, c.recover_s, producer)
+            done = await _one_fault(fault, platform, client, c.hold_s, c.recover_s, producer)
             close_window(done.start)
             held.append(done)
-        if (note := await _settle(platform, c.recover_s, producer)) and held:
+        if (note := await _settle(platform, client, c.recover_s, producer)) and held:
             held[-1] = dataclasses.replace(held[-1], notes=(*held[-1].notes, note))
     finally:
         await platform.heal_all()
@@ -402,9 +410,14 @@ def _write_plot(plot: Path, sends: list[Send], held: list[HeldFault], began: flo
 
 
 async def _one_fault(
-    fault: PlannedFault, platform: ChaosPlatform, hold_s: float, recover_s: float, producer: SteadyProducer
+    fault: PlannedFault,
+    platform: ChaosPlatform,
+    client: RemotingClient,
+    hold_s: float,
+    recover_s: float,
+    producer: SteadyProducer,
 ) -> HeldFault:
-    unsettled = await _settle(platform, recover_s, producer)
+    unsettled = await _settle(platform, client, recover_s, producer)
     master, _ = await retrying(platform.master)
     processes = resolve_targets(fault, platform.brokers, platform.controllers, master)
     notes: list[str] = [f"before it: {unsettled}"] if unsettled else []

@@ -12,6 +12,7 @@ from .codes import (
     PERM_WRITE,
     RequestCode,
 )
+from .errors import RemotingError, RemotingException, is_name_server_not_ready
 from .parsing import _body_json, _bool, _fields, _int, _list, _obj, _opt_str
 
 
@@ -107,6 +108,9 @@ def parse_cluster_info(body: Any) -> ClusterInfo:
     return ClusterInfo(brokers, clusters)
 
 
+ROUTE_PROBE_TOPIC = "TBW102"  # asked only to see whether a name server serves routes: any answer but "not ready"
+
+
 class NameServerCalls(Caller):
     """Name server requests: routes, cluster info, topic list."""
 
@@ -119,6 +123,18 @@ class NameServerCalls(Caller):
             timeout,
         )
         return parse_topic_route(topic, _body_json(response, "GET_ROUTEINFO_BY_TOPIC"))
+
+    async def serves_routes(self, namesrv: str, *, timeout: float | None = None) -> bool:
+        """Whether ``namesrv`` answers route lookups: up, and past its needWaitForService window, in which it
+        answers every lookup SYSTEM_ERROR "name server not ready". Any other answer, TOPIC_NOT_EXIST included,
+        is serving."""
+        try:
+            await self.get_route(ROUTE_PROBE_TOPIC, namesrv=namesrv, timeout=timeout)
+        except RemotingError as exc:
+            return not is_name_server_not_ready(exc)
+        except (RemotingException, OSError):
+            return False
+        return True
 
     async def get_cluster_info(self, *, namesrv: str | None = None, timeout: float | None = None) -> ClusterInfo:
         """GET_BROKER_CLUSTER_INFO (106)."""

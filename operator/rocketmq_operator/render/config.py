@@ -257,18 +257,21 @@ def controller_config(cg: ControllerGroup, ordinal: int, placement: ControllerPl
     return conf
 
 
-NAME_SERVER_WAIT_FOR_SERVICE_S = 15
+NAME_SERVER_WAIT_FOR_SERVICE_S = 8
 """How long a name server that has just started answers route lookups with SYSTEM_ERROR "name server not ready"
 (5.5.0 `needWaitForService`, `waitSecondsForService`; RocketMQ's default is off). A restarted name server knows
 only the brokers that registered with it since it started, and each broker registers on its own period: without
 the wait it served a route whose group had no master yet, a client installed it, and every send failed with no
-route until the master registered (docs/chaos.md, finding 8). Longer than a broker's registration period
-(`BROKER_REGISTRATION_KEYS`) with room for a loaded machine; a client keeps its old route meanwhile, or asks another
-name server (`remoting.caller`)."""
+route until the master registered (docs/chaos.md, finding 8). A client keeps its old route meanwhile, or asks
+another name server (`remoting.caller`). Long enough for the operator's pass to re-register the master with it
+(`control.policy`: 1.2 s after the start locally; on Kubernetes at load 14-34 the master-less windows it ended
+lasted 3.3 and 5.1 s, docs/chaos.md), and short,
+because a master that fails inside the window cannot be routed to by any client until it ends; the brokers' own
+registration (`BROKER_REGISTRATION_KEYS`, every 10 s) is the fallback when no operator runs."""
 
 BROKER_REGISTRATION_KEYS: Mapping[str, str] = {
     # Every broker registers with every name server this often (RocketMQ's default 30 s; it takes 10-60 s): a
-    # restarted name server lists every replica within this period, inside its NAME_SERVER_WAIT_FOR_SERVICE_S.
+    # restarted name server lists every replica within this period even when no operator re-registers them.
     "registerNameServerPeriod": "10000",
 }
 """Rendered for every broker, every HA mode; `brokerConfig` overrides it."""

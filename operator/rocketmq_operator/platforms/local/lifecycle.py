@@ -80,7 +80,6 @@ from rocketmq_operator.platforms.local.state import (
 )
 from rocketmq_operator.platforms.local.supervisor import GRACE_S
 from rocketmq_operator.platforms.local.tls import TlsConfigError, check_tls, client_tls, ensure_certificates
-from rocketmq_operator.remoting import RemotingError, RemotingException, is_name_server_not_ready
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -293,22 +292,11 @@ def progress_line(group: dict[str, Any]) -> str:
     return text
 
 
-ROUTE_PROBE_TOPIC = "TBW102"  # any topic: only the name server's "not ready" answer matters, TOPIC_NOT_EXIST is one
-
-
 async def name_servers_serve_routes(state: LocalState) -> bool:
     """Every name server answers route lookups: past its needWaitForService window (render.config), in which it
     answers every client "name server not ready" and a client's first send would find no route."""
     async with state_client(state, request_timeout=1.0) as client:
-        for addr in state.name_servers:
-            try:
-                await client.get_route(ROUTE_PROBE_TOPIC, namesrv=addr, timeout=1.0)
-            except RemotingError as exc:
-                if is_name_server_not_ready(exc):
-                    return False
-            except (RemotingException, OSError):
-                return False
-    return True
+        return all([await client.serves_routes(addr, timeout=1.0) for addr in state.name_servers])
 
 
 async def wait_ready(layout: StateLayout, timeout: float, out: Out = _stdout, console: Console | None = None) -> int:
