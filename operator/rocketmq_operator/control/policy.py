@@ -424,7 +424,8 @@ async def _ensure_registered(
 ) -> str | None:
     """A name server that lists another master (or none) for the group, for longer than the grace, gets the
     master's route at once: setting brokerPermission (to the value it has) makes the broker register with every
-    name server (AdminBrokerProcessor.updateBrokerConfig); RocketMQ would wait registerNameServerPeriod (30 s)."""
+    name server (AdminBrokerProcessor.updateBrokerConfig); RocketMQ would wait registerNameServerPeriod (10 s as
+    rendered)."""
     now = time.time()
     wrong: list[str] = []
     for namesrv in settings.name_servers:

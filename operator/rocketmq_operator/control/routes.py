@@ -128,8 +128,9 @@ async def register_around(
     ``replicas`` register again too. A registration's answer names the group's master to a slave: its HA
     address (`updateMasterHAServerAddrPeriodically`, on in controller mode) and the address it syncs topics and
     consumer offsets from (`SlaveSynchronize`), which the old master's forgetting left unset; RocketMQ would
-    wait for `registerNameServerPeriod` (30 s). Setting brokerPermission (to 6: slaves are never fenced)
-    registers a broker with every name server (`AdminBrokerProcessor.updateBrokerConfig`). Best effort."""
+    wait for `registerNameServerPeriod` (30 s by default, 10 s as rendered). Setting brokerPermission (to 6:
+    slaves are never fenced) registers a broker with every name server (`AdminBrokerProcessor.updateBrokerConfig`).
+    Best effort."""
     if not client.namesrv_addrs:
         return []
 
