@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .codes import response_code_name
+from .codes import ResponseCode, response_code_name
 
 if TYPE_CHECKING:
     from .codec import RemotingCommand
@@ -100,4 +100,8 @@ every broker, so it answers nothing rather than a route without the master."""
 
 def is_name_server_not_ready(exc: BaseException) -> bool:
     """A name server that has just started and does not serve routes yet: ask another one, or ask again later."""
-    return isinstance(exc, RemotingError) and exc.code == 1 and (exc.remark or "").strip() == NAME_SERVER_NOT_READY
+    return (
+        isinstance(exc, RemotingError)
+        and exc.code == ResponseCode.SYSTEM_ERROR
+        and (exc.remark or "").strip() == NAME_SERVER_NOT_READY
+    )

@@ -265,9 +265,9 @@ the wait it served a route whose group had no master yet, a client installed it,
 route until the master registered (docs/chaos.md, finding 8). A client keeps its old route meanwhile, or asks
 another name server (`remoting.caller`). Long enough for the operator's pass to re-register the master with it
 (`control.policy`: 1.2 s after the start locally; on Kubernetes at load 14-34 the master-less windows it ended
-lasted 3.3 and 5.1 s, docs/chaos.md), and short,
-because a master that fails inside the window cannot be routed to by any client until it ends; the brokers' own
-registration (`BROKER_REGISTRATION_KEYS`, every 10 s) is the fallback when no operator runs."""
+lasted 3.3 and 5.1 s, docs/chaos.md), and short, because a master that fails inside the window cannot be routed
+to through that name server until it ends (7.5 s seen with 15 s); the brokers' own registration
+(`BROKER_REGISTRATION_KEYS`, every 10 s) is the fallback when no operator runs."""
 
 BROKER_REGISTRATION_KEYS: Mapping[str, str] = {
     # Every broker registers with every name server this often (RocketMQ's default 30 s; it takes 10-60 s): a
