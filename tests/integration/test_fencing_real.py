@@ -75,15 +75,15 @@ async def _route_answers(namesrv: list[str], topic: str, group: str) -> list[str
     """What each name server answers for the topic's route: "master", "no master" (a route whose group has no
     master: every send to it fails), "not ready" (needWaitForService) or "down"."""
     answers: list[str] = []
-    for addr in namesrv:
-        async with RemotingClient([addr], connect_timeout=1.0, request_timeout=1.0) as client:
+    async with RemotingClient(namesrv, connect_timeout=1.0, request_timeout=1.0) as client:
+        for addr in namesrv:
             try:
-                route = await client.get_route(topic, timeout=1.0)
+                route = await client.get_route(topic, namesrv=addr, timeout=1.0)
             except (RemotingException, OSError) as exc:
                 answers.append("not ready" if is_name_server_not_ready(exc) else "down")
                 continue
-        broker = route.broker(group)
-        answers.append("master" if broker is not None and 0 in broker.broker_addrs else "no master")
+            broker = route.broker(group)
+            answers.append("master" if broker is not None and 0 in broker.broker_addrs else "no master")
     return answers
 
 

@@ -248,13 +248,14 @@ async def _settle(
     after that (the client's view: an operator's status read just after a heal can still be the one from before
     the fault, and a client can still be failing on a stale route), then ``recover_s`` of steady traffic. A group
     that does not get there in HEALTH_TIMEOUT_S is a finding, noted on the fault, and the campaign goes on."""
-
-    async def routes_served() -> bool:
-        return all([await client.serves_routes(addr, timeout=1.0) for addr in platform.name_servers])
-
     try:
         await wait_for("the group's health", platform.healthy, HEALTH_TIMEOUT_S, 0.5)
-        await wait_for("every name server serving routes", routes_served, HEALTH_TIMEOUT_S, 0.5)
+        await wait_for(
+            "every name server serving routes",
+            lambda: client.name_servers_serve_routes(timeout=1.0),
+            HEALTH_TIMEOUT_S,
+            0.5,
+        )
         if producer is not None:
             since = time.time()
             await wait_for(

@@ -136,6 +136,10 @@ class NameServerCalls(Caller):
             return False
         return True
 
+    async def name_servers_serve_routes(self, *, timeout: float | None = None) -> bool:
+        """Every name server of ``namesrv_addrs`` serves routes (:meth:`serves_routes`)."""
+        return all([await self.serves_routes(addr, timeout=timeout) for addr in self.namesrv_addrs])
+
     async def get_cluster_info(self, *, namesrv: str | None = None, timeout: float | None = None) -> ClusterInfo:
         """GET_BROKER_CLUSTER_INFO (106)."""
         _, response = await self._namesrv_call(RequestCode.GET_BROKER_CLUSTER_INFO, None, namesrv, timeout)

@@ -123,6 +123,10 @@ async def test_namesrv_not_ready_asks_the_next_one(fake_server: Start) -> None:
         route = await client.get_route("t1")
         broker = route.broker("bg-a")
         assert broker is not None and broker.master_addr == "127.0.0.1:10911"
+        assert not await client.serves_routes(starting.addr) and await client.serves_routes(serving.addr)
+        assert not await client.name_servers_serve_routes()
+    async with RemotingClient([serving.addr, dead_addr()], connect_timeout=1) as client:
+        assert await client.serves_routes(serving.addr) and not await client.serves_routes(dead_addr())
     async with RemotingClient([starting.addr], connect_timeout=1) as client:
         with pytest.raises(RemotingError) as err:
             await client.get_route("t1")

@@ -296,7 +296,7 @@ async def name_servers_serve_routes(state: LocalState) -> bool:
     """Every name server answers route lookups: past its needWaitForService window (render.config), in which it
     answers every client "name server not ready" and a client's first send would find no route."""
     async with state_client(state, request_timeout=1.0) as client:
-        return all([await client.serves_routes(addr, timeout=1.0) for addr in state.name_servers])
+        return await client.name_servers_serve_routes(timeout=1.0)
 
 
 async def wait_ready(layout: StateLayout, timeout: float, out: Out = _stdout, console: Console | None = None) -> int:
