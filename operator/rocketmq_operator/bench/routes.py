@@ -5,7 +5,8 @@ replication policy gives it back at once).
 
 Per trial: SIGKILL every ControllerGroup process through the supervisor (which restarts them after its
 back-off), then poll the route of a topic produced to beforehand every 50 ms. `namesrv_back_s`: kill → a name
-server answers; `route_back_s`: that answer → a route whose broker data has a master (id 0).
+server answers a route lookup (its "name server not ready" of needWaitForService is not an answer: it is the time
+a client gets no route); `route_back_s`: that answer → a route whose broker data has a master (id 0).
 """
 
 from __future__ import annotations
