@@ -24,8 +24,8 @@ NODES ?= 3
 .PHONY: k8s-cluster-up k8s-cluster-down k8s-cluster-status
 
 # Every pinned binary: the control plane's plus kube-scheduler, kubelet, kube-proxy, CoreDNS and pause.
-# Every binary but promtool, which only the chart's alert tests use (tests/k8s): `make test` builds it beside the
-# e2e tests (k8s-promtool), off the critical path of a cold run (253 s of Go, 2026-11-27).
+# Every binary but promtool, which only the chart's alert tests use (tests/k8s): `make test` fetches it from
+# Debian's prometheus package beside the e2e tests (k8s-promtool; k8s/tools/build.py PROMTOOL_DEB).
 K8S_NODE_BINARIES := kube-apiserver,kube-controller-manager,kubectl,etcd,helm,kube-scheduler,kubelet,kube-proxy,coredns,pause,kube-router
 
 k8s-node-tools:

@@ -8,7 +8,7 @@
 #               two pytest workers). It leaves about a fifth of the two cores idle (its tests wait on JVMs,
 #               elections and timeouts: sampled 75-80% busy), so the JVM-free steps run beside it: lint, format,
 #               typecheck and the import layers, then (once the build has the control plane) the tests on the real
-#               API server (marker k8s; no JVM) and the alert tests (promtool is built meanwhile when cold).
+#               API server (marker k8s; no JVM) and the alert tests (promtool is fetched meanwhile when cold).
 #   stage 2, once the build is done: the e2e tests on the real three-node cluster (k8s/cluster.py: each node a
 #               network namespace, NetworkPolicies enforced; ROCKETMQ_OPERATOR_E2E_NODES=1 for the one-node
 #               cluster of k8s/node.py) in the foreground: first the node faults alone (marker node_fault), then
@@ -53,8 +53,9 @@ step() {
         while [ ! -e "$work/venv-ready" ]; do sleep 1; done
         .venv/bin/python tests/e2e/shared_node.py seed >"$work/seed.log" 2>&1
         touch "$work/built"
-        # Only the chart's alert tests need promtool (their fixture waits for this build's lock): built after the
-        # parts the node needs, beside the e2e tests, off the critical path of a cold run. A no-op when warm.
+        # Only the chart's alert tests need promtool (their fixture waits for this build's lock): fetched from
+        # Debian's prometheus package after the parts the node needs (seconds; its Go build took 1,024 s beside the
+        # e2e tests of a cold run). A no-op when warm.
         "$MAKE_CMD" --no-print-directory k8s-promtool >"$work/promtool.log" 2>&1
     else
         touch "$work/build-failed"
@@ -145,8 +146,8 @@ E2E_WORKERS=${ROCKETMQ_OPERATOR_E2E_WORKERS:-2}
     while [ ! -e "$work/built" ] && [ ! -e "$work/build-failed" ]; do sleep 2; done
     [ -e "$work/built" ] || exit 0
     step k8s "${PYTEST[@]}" -m k8s --ignore "$ALERTS" tests
-    # Last: promtool, which only these tests use, is built after the node's parts when cold (11 min in the cold run
-    # of 2026-11-27 15:00, where the API-server tests waited 7 min for it); their fixture waits on its build lock.
+    # Last: promtool, which only these tests use, is fetched after the node's parts when cold; their fixture waits
+    # on the build lock.
     step alerts "${PYTEST[@]}" -m k8s "$ALERTS"
 ) &
 stage1_line=$!

@@ -1,4 +1,4 @@
-"""The chart's alerts through Prometheus's own promtool (built from the Go module proxy by k8s/tools/build.py):
+"""The chart's alerts through Prometheus's own promtool (from Debian's prometheus package, k8s/tools/build.py):
 the rule file and the PrometheusRule the chart renders pass `promtool check rules`, and `promtool test rules`
 plays series through two alerts to show when they fire and when they must not."""
 
@@ -24,9 +24,9 @@ def promtool() -> Path:
     try:
         path = build_tools.build(quiet=True, only=("promtool",)) / "promtool"
     except (SystemExit, OSError, subprocess.CalledProcessError) as exc:
-        missing(f"building promtool (make k8s-tools) failed: {exc}")
+        missing(f"fetching promtool (make k8s-promtool) failed: {exc}")
     if not path.is_file():
-        missing(f"promtool is not in {path.parent} (make k8s-tools)")
+        missing(f"promtool is not in {path.parent} (make k8s-promtool)")
     return path
 
 
