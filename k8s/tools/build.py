@@ -363,8 +363,11 @@ def _fetch_promtool(out: Path) -> None:
         if pinned and digest != sha256:
             raise SystemExit(f"{debs[0].name}: SHA-256 {digest}, pinned {sha256} (k8s/tools/build.py PROMTOOL_DEB)")
         if not pinned:
-            print(f"note: Debian no longer serves {name} {version}; using {debs[0].name} (checked by apt's signed "
-                  "index, not by the pin in k8s/tools/build.py PROMTOOL_DEB)", flush=True)
+            print(
+                f"note: Debian no longer serves {name} {version}; using {debs[0].name} (checked by apt's signed "
+                "index, not by the pin in k8s/tools/build.py PROMTOOL_DEB)",
+                flush=True,
+            )
         unpacked = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(debs[0])], capture_output=True, check=True)
         with tarfile.open(fileobj=io.BytesIO(unpacked.stdout)) as tar:
             member = tar.getmember(PROMTOOL_IN_DEB)
@@ -374,9 +377,7 @@ def _fetch_promtool(out: Path) -> None:
             (tmp / "promtool").write_bytes(source.read())
         (tmp / "promtool").chmod(0o755)
         os.replace(tmp / "promtool", out / "promtool")
-    _stamp(out, "promtool").write_text(
-        json.dumps({"pins": f"{name}={version}", "deb": debs[0].name, "sha256": digest})
-    )
+    _stamp(out, "promtool").write_text(json.dumps({"pins": f"{name}={version}", "deb": debs[0].name, "sha256": digest}))
     print(f"promtool ready from {debs[0].name}", flush=True)
 
 
