@@ -25,6 +25,7 @@ from rocketmq_operator.remoting import (
     BrokerData,
     ClusterInfo,
     ElectMasterResult,
+    HaClient,
     HaInfo,
     HaStatus,
     RemotingException,
@@ -77,6 +78,8 @@ class FakeClient:
     configs: dict[str, dict[str, str]] = field(default_factory=dict)  # live broker configs by address
     probes_wait_out_their_timeout: bool = False  # a silent address's probe fails only after its timeout, as a real one
     consumer_offsets: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # offsetTable by address
+    ha_masters: dict[str, str] = field(default_factory=dict)  # each slave's HA client address, as last set
+    reads: int = 0  # the HA clients' last read, advancing with every status read (a slave that replicates)
 
     async def get_all_consumer_offsets(self, addr: str, *, timeout: float | None = None) -> dict[str, Any]:
         self._maybe_fail("get_all_consumer_offsets")
@@ -99,6 +102,8 @@ class FakeClient:
 
     async def set_ha_master(self, addr: str, info: HaInfo, *, timeout: float | None = None) -> None:
         self.calls.append(("set_ha_master", (addr, info.master_ha_address)))
+        if info.master_ha_address:
+            self.ha_masters[addr] = info.master_ha_address
 
     async def get_sync_state_data(
         self, leader: str, names: Sequence[str], *, timeout: float | None = None
@@ -133,9 +138,10 @@ class FakeClient:
             if self.probes_wait_out_their_timeout:
                 await asyncio.sleep(timeout or 0.0)
             raise RemotingException(f"{addr} did not answer in {timeout}s")
-        return HaStatus(
-            master=addr == ADDR[self.controller_master], master_commit_log_max_offset=100, in_sync_slave_nums=2
-        )
+        self.reads += 1
+        master = addr == ADDR[self.controller_master]
+        client = None if master else HaClient(self.ha_masters.get(addr), 0, 100, self.reads, self.reads, 100, True)
+        return HaStatus(master=master, master_commit_log_max_offset=100, in_sync_slave_nums=2, client=client)
 
     async def update_broker_config(self, addr: str, config: Mapping[str, object], **_: Any) -> None:
         self.calls.append(("update_broker_config", (addr, dict(config))))
@@ -479,7 +485,7 @@ def test_a_restarted_policy_resumes_from_the_published_master_and_fences_it_when
 def test_a_stopped_master_is_fenced_without_a_confirmation_probe() -> None:
     client, platform, memory = FakeClient(), FakePlatform(process=ProcessState.STOPPED), PolicyMemory()
     steps = run(client, platform, memory, _silent_master(client, memory, 3.0))
-    assert [c for c in client.calls if c[0] == "get_ha_status"] == []
+    assert [c for c in client.calls if c[0] == "get_ha_status" and c[1][0] == ADDR[1]] == []
     assert platform.fenced == [(f"{GROUP}-1", None)] and "its process is stopped" in steps[0]
 
 

@@ -27,7 +27,7 @@ from rocketmq_operator.control.fence import (
 )
 from rocketmq_operator.control.switchover import OperationRefused, switchover
 from rocketmq_operator.core.observation import ReplicaEndpoint
-from rocketmq_operator.remoting import ElectMasterResult, HaInfo, HaStatus, RemotingException, SyncStateInfo
+from rocketmq_operator.remoting import ElectMasterResult, HaClient, HaInfo, HaStatus, RemotingException, SyncStateInfo
 from rocketmq_operator.remoting.controller import ControllerMetadata, ReplicaIdentity
 from rocketmq_operator.remoting.namesrv import BrokerData, ClusterInfo
 
@@ -51,6 +51,8 @@ class FakeGroup:
     log: list[tuple[str, Any]] = field(default_factory=list)
     configs: list[dict[str, str]] = field(default_factory=list)  # every fence and unfence, in order
     consumer_offsets: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # offsetTable by address
+    ha_masters: dict[str, str] = field(default_factory=dict)  # each replica's HA client address, as last set
+    reads: int = 0  # the HA clients' last read, advancing with every status read (a slave that replicates)
 
     async def _call(self, addr: str, code: int, *args: Any, **kwargs: Any) -> Any:
         # Topic tables (the switchover's carry-over, best effort) are not modelled here: table-tested in
@@ -85,7 +87,10 @@ class FakeGroup:
                 self.log.append(("demoted", broker_id))
             else:
                 self.polls_left -= 1
-        return HaStatus(master=self.master_claims[broker_id], master_commit_log_max_offset=100, in_sync_slave_nums=2)
+        self.reads += 1
+        master = self.master_claims[broker_id]
+        client = None if master else HaClient(self.ha_masters.get(addr), 0, 100, self.reads, self.reads, 100, True)
+        return HaStatus(master=master, master_commit_log_max_offset=100, in_sync_slave_nums=2, client=client)
 
     async def update_broker_config(self, addr: str, config: dict[str, str], **_: Any) -> None:
         broker_id = next(i for i, a in ADDR.items() if a == addr)
@@ -110,6 +115,8 @@ class FakeGroup:
 
     async def set_ha_master(self, addr: str, info: HaInfo, **_: Any) -> None:
         self.log.append(("attached", next(i for i, a in ADDR.items() if a == addr)))
+        if info.master_ha_address:
+            self.ha_masters[addr] = info.master_ha_address
 
     async def get_cluster_info(self, *, namesrv: str, **_: Any) -> ClusterInfo:
         # The new master registers with the name servers on its own (ReplicasManager.changeToMaster).

@@ -20,7 +20,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from rocketmq_operator.control.fence import PERM_READ_WRITE
 from rocketmq_operator.control.observe import facts_from_state
 from rocketmq_operator.control.waits import until
-from rocketmq_operator.core.failover import ActionKind, Decision, plan_reattach, unconnected_slaves
+from rocketmq_operator.core.failover import (
+    ActionKind,
+    Decision,
+    held_role_change_wake,
+    inert_ha_address,
+    plan_reattach,
+    unconnected_slaves,
+)
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.remoting import HaInfo, RemotingClient, RemotingException
 
@@ -94,8 +101,7 @@ async def reattach_slaves(
 
 
 def _unreachable(info: HaInfo) -> HaInfo:
-    host = (info.master_ha_address or "127.0.0.1:0").rsplit(":", 1)[0]
-    return dataclasses.replace(info, master_ha_address=f"{host}:0")  # port 0: every connect fails at once
+    return dataclasses.replace(info, master_ha_address=inert_ha_address(info.master_ha_address or "127.0.0.1:0"))
 
 
 async def unregister_master(client: RemotingClient, cluster: str, group: str, addr: str) -> list[str]:
@@ -164,26 +170,76 @@ async def register_again(client: RemotingClient, addr: str, timeout: float, *, p
     await client.update_broker_config(addr, {"brokerPermission": permission}, timeout=timeout)
 
 
+PROMOTION_HOLD_S = 5.0
+"""How long RocketMQ 5.5.0 can hold a role change behind its HA client (`core.failover.held_role_change_wake`)."""
+WAKE_PERIOD_S = 0.25
+
+
 async def attach_slaves_to(
     client: RemotingClient, state: GroupState, master: ReplicaObservation, skip: set[int], timeout: float
 ) -> None:
     """Right after an election, hand the other replicas the new master's HA address instead of waiting for the
     next pass (every put is refused under minInSyncReplicas until one of them is back in the SyncStateSet).
-    Best effort: a replica that resets it on its own role change is pointed again by the next pass."""
-    deadline = time.monotonic() + 2.0
-    info: HaInfo | None = None
-    while time.monotonic() < deadline:
+    While the new master has no HA address yet (its promotion runs, or RocketMQ holds it: `_promoted_ha_info`)
+    its HA client is woken every `WAKE_PERIOD_S`; then each slave is pointed at it until it has read from it
+    (a slave's own role change can reset the address after it was set). Best effort, within the hold and a
+    second: what is left is done by the next pass."""
+    deadline = time.monotonic() + PROMOTION_HOLD_S + 1.0
+    info = await _promoted_ha_info(client, master, deadline, timeout)
+    if info is None or not info.master_ha_address:
+        return
+    last_read: dict[str, int] = {}  # each slave's last read as first seen here (broker clocks, not ours)
+    pending = [
+        r
+        for r in state.replicas
+        if r.reachable and r.broker_id is not None and r.broker_id not in skip and r.address != master.address
+    ]
+    to_point = pending
+    while pending:
+        for r in to_point:
+            with contextlib.suppress(RemotingException, OSError):
+                await client.set_ha_master(r.address, info, timeout=timeout)
+        if time.monotonic() >= deadline:
+            return
+        await asyncio.sleep(WAKE_PERIOD_S)
+        to_point, following = [], []
+        for r in pending:
+            with contextlib.suppress(RemotingException, OSError):
+                ha = (await client.get_ha_status(r.address, timeout=timeout)).client
+                if ha is None or ha.master_addr != info.master_ha_address:
+                    last_read.pop(r.address, None)
+                    to_point.append(r)  # not yet, or its own role change reset it
+                elif r.address not in last_read:
+                    last_read[r.address] = ha.last_read_timestamp
+                elif ha.last_read_timestamp > last_read[r.address]:
+                    following.append(r)  # it has read from the master since it was seen pointed at it
+        pending = [r for r in pending if r not in following]
+
+
+async def _promoted_ha_info(
+    client: RemotingClient, master: ReplicaObservation, deadline: float, timeout: float
+) -> HaInfo | None:
+    """The new master's HA info once it answers as master; meanwhile its HA client is woken each round with
+    `held_role_change_wake` (RocketMQ 5.5.0 can hold the promotion 5 s: docs/chaos.md, finding 9)."""
+    original: str | None = None
+    while True:
         with contextlib.suppress(RemotingException, OSError):
             info = await client.get_ha_info(master.address, timeout=timeout)
             if info.master_ha_address:
-                break
-        await asyncio.sleep(0.05)
-    if info is None or not info.master_ha_address:
-        return
-    for r in state.replicas:
-        if r.reachable and r.broker_id is not None and r.broker_id not in skip and r.address != master.address:
-            with contextlib.suppress(RemotingException, OSError):
-                await client.set_ha_master(r.address, info, timeout=timeout)
+                return info
+        if time.monotonic() >= deadline:
+            return None
+        await asyncio.sleep(WAKE_PERIOD_S)
+        with contextlib.suppress(RemotingException, OSError):
+            status = await client.get_ha_status(master.address, timeout=timeout)
+            current = status.client.master_addr if status.client is not None else None
+            if status.master or (original is None and current is None):
+                continue
+            original = original or current
+            value = held_role_change_wake(original, current) if original is not None else None
+            if value is not None:
+                wake = HaInfo(master_ha_address=value, master_address=master.address, master_flush_offset=None)
+                await client.set_ha_master(master.address, wake, timeout=timeout)
 
 
 def route_master(state: GroupState) -> ReplicaObservation | None:

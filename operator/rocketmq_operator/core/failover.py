@@ -576,3 +576,29 @@ def plan_abandoned_fences(facts: GroupFacts, fenced: Sequence[FenceSeen]) -> Dec
         + ", ".join(f"broker {a.broker_id} ({a.detail})" for a in actions)
         + ": the switchover or lease agent that fenced it is done with it",
     )
+
+
+def inert_ha_address(ha_address: str) -> str:
+    """The same host at port 0: every connect to it fails at once, so an HA client pointed there only wakes."""
+    return f"{ha_address.rsplit(':', 1)[0]}:0"
+
+
+def held_role_change_wake(original: str, current: str | None) -> str | None:
+    """What to set the HA master address of a broker the controller just named master, and which still answers
+    as a slave, so that its HA client wakes; None: leave it alone.
+
+    RocketMQ 5.5.0 can hold that role change 5 s: the promotion shuts the broker's HA client down, and when the
+    client reads a frame from the old master after its state became SHUTDOWN (a master still shutting down, its
+    pod being deleted, sends heartbeats), `AutoSwitchHAClient` logs "State not matched", a 1 ms wait swallows
+    the shutdown's wake-up, and `closeMasterAndWait` waits its full 5 s: the new master registers (a route) and
+    takes its slaves back (the SyncStateSet) only after it (docs/chaos.md, finding 9). A changed HA master
+    address wakes the client (`updateHaMasterAddress`). The value alternates between the address it followed
+    (``original``) and that host at port 0, so that every change wakes it and no value is new to it: a client
+    that is not shut down at all (a broker that refused the role change) only reconnects to what it followed.
+    Any other ``current`` means its client follows someone else now: its role change completed."""
+    inert = inert_ha_address(original)
+    if current == original:
+        return inert
+    if current == inert:
+        return original
+    return None
