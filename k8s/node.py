@@ -150,7 +150,7 @@ def deps() -> None:
     apt_install(need)
 
 
-APT_LOCK = Path("/var/lock/rocketmq-operator-apt.lock")
+APT_LOCK: Path = build_tools.APT_LOCK  # one lock for every apt-get of the project (the Makefile takes it too)
 
 
 def apt_install(packages: Sequence[str]) -> None:

@@ -319,7 +319,7 @@ def build(parallel: int = 2, quiet: bool = False, only: Sequence[str] = ()) -> P
 PROMTOOL_DEB = ("prometheus", "2.42.0+ds-5+deb12u1", "81d59a24fce84f7fbe97a45a4f2914b6a5881b5cd1db2a6a0e129e515e1a5f55")
 """Debian's package that ships promtool: name, pinned version, SHA-256 of the .deb (bookworm, 2026-12-02)."""
 PROMTOOL_IN_DEB = "./usr/bin/promtool"
-APT_LOCK = Path("/var/lock/rocketmq-operator-apt.lock")  # the one k8s/node.py and the Makefile take
+APT_LOCK = Path("/var/lock/rocketmq-operator-apt.lock")  # every apt-get of the project: k8s/node.py, the Makefile
 
 
 def _promtool_up_to_date(out: Path) -> bool:
