@@ -897,11 +897,33 @@ def wait_for_images(state: Path, archives: list[Path], timeout: float = 900.0) -
 # ---------------------------------------------------------------- shared with k8s/cluster.py
 
 
+AUDIT_POLICY = """\
+# Every request a pod's ServiceAccount makes (the operator's above all), its verb, object and response code; nothing
+# of the admin's, the nodes' or the control plane's own. What tests/e2e reads to prove the chart's RBAC refused the
+# operator nothing (e2e_node.rbac_refusals).
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+  - level: Metadata
+    userGroups: ["system:serviceaccounts"]
+  - level: None
+"""
+
+
+def audit_log_path(state: Path) -> Path:
+    """The API server's audit log (`AUDIT_POLICY`): one JSON event per line."""
+    return state / "audit.log"
+
+
 def start_control_plane(state: Path, bin_dir: Path, timeout: float, address: str, certs: dict[str, str]) -> Any:
     """The control plane real nodes join (harness.up on ``address``): the Node authorizer and NodeRestriction, and
     the API server's own client certificate for the kubelets, added to ``certs``."""
     certs = {**certs, "apiserver-kubelet-client": "/O=system:masters/CN=kube-apiserver-kubelet-client"}
     pki = state / "pki"
+    # Beside the state directory, not in it: harness.up empties that before it starts anything.
+    policy = state.parent / f"{state.name}.audit-policy.yaml"
+    policy.write_text(AUDIT_POLICY, encoding="utf-8")
     return harness.up(  # type: ignore[attr-defined]
         state,
         build=False,
@@ -917,6 +939,10 @@ def start_control_plane(state: Path, bin_dir: Path, timeout: float, address: str
             "--kubelet-preferred-address-types=InternalIP",
             # A node IP is not loopback: the `kubernetes` Service gets real endpoints (pods reach the API).
             "--endpoint-reconciler-type=lease",
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={audit_log_path(state)}",
+            "--audit-log-maxsize=500",
+            "--audit-log-maxbackup=1",
         ),
     )
 

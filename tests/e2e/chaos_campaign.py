@@ -32,7 +32,16 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 from e2e.conftest import Group  # noqa: E402
-from e2e.e2e_node import SHARED_NODE_ENV, Node, bring_up, harness, install_operator, missing_part, tear_down  # noqa: E402
+from e2e.e2e_node import (  # noqa: E402
+    SHARED_NODE_ENV,
+    WATCHED_NAMESPACES,
+    Node,
+    bring_up,
+    harness,
+    install_operator,
+    missing_part,
+    tear_down,
+)
 from jvm_flags import set_timer_slack  # noqa: E402
 from rocketmq_operator.bench.chaos import Campaign  # noqa: E402
 from rocketmq_operator.bench.chaos_kubernetes import run_chaos_kubernetes  # noqa: E402
@@ -85,6 +94,11 @@ def main(argv: list[str]) -> int:
         name, replicas, controllers = controller_mode_group(example)
     except (ValueError, yaml.YAMLError) as exc:
         return refuse(str(exc).splitlines()[0])
+    if args.namespace not in WATCHED_NAMESPACES:
+        return refuse(
+            f"--namespace {args.namespace}: the test cluster's operator watches only {', '.join(WATCHED_NAMESPACES)} "
+            "(the chart's namespace scope, tests/e2e/e2e_node.py WATCHED_NAMESPACES); fix: --namespace chaos"
+        )
     families = tuple(f.strip() for f in args.families.split(",") if f.strip())
     shared = os.environ.get(SHARED_NODE_ENV)
     if not shared and (lacking := missing_part()):

@@ -67,7 +67,9 @@ def k8s_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     try:
         yield cluster
     finally:
-        tear_down(cluster, tmp_path_factory.getbasetemp() / "e2e-diagnostics")
+        refused = tear_down(cluster, tmp_path_factory.getbasetemp() / "e2e-diagnostics")
+        if refused:  # every e2e path ran as the chart's operator: a refusal is a missing grant (docs/auth.md)
+            pytest.fail(f"the chart's RBAC refused the operator {len(refused)} request(s): {refused[0]}", pytrace=False)
 
 
 ROCKETMQ_NS = "rocketmq"

@@ -52,6 +52,12 @@ runtime spec; an empty `$ROCKETMQ_OPERATOR_NODE_CONTAINER_ENV` turns it off): th
 pods run with the suite's JIT flags, as the local tests' JVMs do (tests/jvm_flags.py: C2 only for the hottest code;
 with C1 only, every broker's timer wheel flush took 22% of a core). RocketMQ's behaviour is the same."""
 
+WATCHED_NAMESPACES = ("rocketmq", "rocketmq-b", "rocketmq-auth", "rocketmq-tls", "chaos", "soak")
+"""The namespaces the e2e tests (and `make chaos-k8s`, `make soak-k8s`) put groups in; the chart's operator is
+installed watching these (`install_operator`)."""
+OPERATOR_KINDS = "brokergroups,controllergroups,topics,consumergroups,proxies"
+"""The operator's custom resources, as kubectl names them."""
+
 ROLES = ("broker", "controller", "operator", "spark")
 LATE_IMAGES = ("spark",)  # imported in the background; the tests that use one wait for it
 
@@ -180,17 +186,41 @@ class Node:
         return bytes(response.data)
 
     def delete_namespace(self, ns: str) -> None:
-        """A test's namespace gone, without its brokers' graceful stop (7-12 s each, up to the pods' 60 s grace
-        period): the test is over and its data thrown away. Terminating first, so that no controller makes a pod
-        again; then the pods at once; then wait until the namespace is gone."""
+        """A test's namespace emptied (`retire_namespace`), then waited for: gone, or, for a namespace the operator
+        watches, without pods."""
         self.retire_namespace(ns)
-        self.kubectl("wait", "--for=delete", f"namespace/{ns}", "--timeout=600s", check=False, timeout=660)
+        if ns in WATCHED_NAMESPACES:
+            self.kubectl("-n", ns, "wait", "--for=delete", "pods", "--all", "--timeout=600s", check=False, timeout=660)
+        else:
+            self.kubectl("wait", "--for=delete", f"namespace/{ns}", "--timeout=600s", check=False, timeout=660)
 
     def retire_namespace(self, ns: str) -> None:
-        """`delete_namespace` without waiting for it to be gone: its pods' processes are killed at once (their
-        JVMs would otherwise idle beside the tests that follow), the rest is the API server's and the operator's."""
-        self.kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false", check=False)
+        """What a test made in ``ns`` gone, without its brokers' graceful stop (7-12 s each, up to the pods' 60 s
+        grace period): the test is over and its data thrown away. Its pods' processes are killed at once (their
+        JVMs would otherwise idle beside the tests that follow); the rest is the API server's.
+
+        A namespace the operator watches is emptied, not deleted: the chart's Role that lets the operator in lives
+        there (namespace scope), and a namespace deleted under it takes the Role while the operator's finalizers
+        still hold the groups (docs/auth.md, "Deleting a watched namespace"). So: the custom resources deleted and
+        their finalizers dropped (nothing is left for the operator to drain or delete on brokers being thrown
+        away), the workloads deleted so that nothing makes a pod again, the pods killed, and the claims, Services,
+        ConfigMaps and Secrets deleted, as the namespace's deletion did. Any other namespace is deleted: terminating
+        first, so that no controller makes a pod again; then the pods at once."""
+        if ns not in WATCHED_NAMESPACES:
+            self.kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false", check=False)
+            self.kubectl("-n", ns, "delete", "pods", "--all", "--grace-period=0", "--force", check=False, timeout=120)
+            return
+        self.kubectl("-n", ns, "delete", OPERATOR_KINDS, "--all", "--wait=false", check=False)
+        for name in self.kubectl("-n", ns, "get", OPERATOR_KINDS, "-o", "name", check=False).split():
+            self.kubectl(
+                "-n", ns, "patch", name, "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False
+            )  # fmt: skip
+        self.kubectl("-n", ns, "delete", "statefulsets,deployments,jobs", "--all", "--wait=false", check=False)
         self.kubectl("-n", ns, "delete", "pods", "--all", "--grace-period=0", "--force", check=False, timeout=120)
+        self.kubectl(
+            "-n", ns, "delete", "pvc,services,configmaps,secrets,poddisruptionbudgets,networkpolicies", "--all",
+            "--wait=false", check=False,
+        )  # fmt: skip
 
     def helm(self, *args: object, timeout: float = 300) -> str:
         argv = [str(self.state_dir / "bin" / "helm"), *map(str, args)]
@@ -370,20 +400,61 @@ def bring_up(state: Path) -> Node:
 
 
 def install_operator(cluster: Node) -> None:
-    """The chart's operator, installed with the locally built image (never pulled)."""
+    """The chart's operator, installed with the locally built image (never pulled), with the chart's default RBAC
+    (namespace scope: a Role in each watched namespace and nothing namespaced granted cluster-wide) and the
+    namespaces the e2e tests use listed as a user lists theirs, so that every e2e path runs under the least
+    privilege the chart gives by default; each namespace made first (a Role needs its namespace)."""
     cluster.kubectl("apply", "--server-side", "-f", ROOT / "crds")
-    cluster.kubectl("create", "namespace", "rocketmq-operator")
+    namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in WATCHED_NAMESPACES]
+    operator_ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "rocketmq-operator"}}
+    cluster.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in [operator_ns, *namespaces]))
     cluster.helm(
         "install", "rocketmq-operator", ROOT / "charts" / "rocketmq-operator",
-        "--namespace", "rocketmq-operator", "--set", "image.pullPolicy=Never", "--wait", "--timeout", "5m",
+        "--namespace", "rocketmq-operator", "--set", "image.pullPolicy=Never",
+        "--set", "watchNamespaces={" + ",".join(WATCHED_NAMESPACES) + "}", "--wait", "--timeout", "5m",
     )  # fmt: skip
 
 
-def tear_down(cluster: Node, diagnostics: Path) -> None:
-    """Diagnostics saved (never hiding the outcome or keeping the node up), then the node stopped."""
+OPERATOR_ACCOUNT_PREFIX = "system:serviceaccount:rocketmq-operator:"
+"""The user the API server knows the chart's operator by (`install_operator`: release namespace rocketmq-operator)."""
+
+
+def rbac_refusals(state: Path) -> list[str]:
+    """Every request of the operator's ServiceAccount that the API server refused (HTTP 403) since the cluster came
+    up, one line each (verb, resource, namespace/name, reason), from its audit log (k8s/node.py `AUDIT_POLICY`,
+    rotated files included). Read from the API server, not the operator's log: the e2e tests delete and kill the
+    operator's pod, and a deleted pod's log is gone with it."""
+    refused: list[str] = []
+    for path in sorted(state.glob(node.audit_log_path(state).stem + "*" + node.audit_log_path(state).suffix)):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # a line cut by a rotation or a stop
+            user = str((event.get("user") or {}).get("username", ""))
+            status = event.get("responseStatus") or {}
+            if not user.startswith(OPERATOR_ACCOUNT_PREFIX) or status.get("code") != 403:
+                continue
+            ref = event.get("objectRef") or {}
+            resource = "/".join(str(p) for p in (ref.get("resource"), ref.get("subresource")) if p)
+            where = "/".join(str(p) for p in (ref.get("namespace"), ref.get("name")) if p) or "(cluster)"
+            refused.append(f"{event.get('verb')} {resource} {where}: {status.get('reason') or status.get('message')}")
+    return refused
+
+
+def tear_down(cluster: Node, diagnostics: Path) -> list[str]:
+    """Diagnostics saved (never hiding the outcome or keeping the node up), then the node stopped. Returns
+    `rbac_refusals`: what the chart's RBAC refused the operator while the tests ran (the caller fails on any)."""
     try:
         cluster.save_diagnostics(diagnostics)
         print(f"\ne2e diagnostics (resources, events, container logs): {diagnostics}")
     except Exception as exc:
         print(f"\nsaving e2e diagnostics failed: {exc}")
+    refused = rbac_refusals(cluster.state_dir)
+    if refused:
+        text = "\n".join(refused)
+        diagnostics.mkdir(parents=True, exist_ok=True)
+        (diagnostics / "rbac-refusals.txt").write_text(text + "\n", encoding="utf-8")
+        print(f"\nthe chart's RBAC refused the operator {len(refused)} request(s), the first ones:\n" + text[:2000])
     cluster_script.down(cluster.state_dir, quiet=True)  # either kind: it goes by the machine's record
+    return refused

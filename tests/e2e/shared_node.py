@@ -4,7 +4,8 @@ images and the chart's operator before the tests, stopped after them with their 
 
     shared_node.py seed                      # the nodes' image seed made ahead of `up` (beside other tests)
     shared_node.py up STATE_DIR              # exit 0: the node runs; else one line on stderr saying what is missing
-    shared_node.py down STATE_DIR DIAG_DIR   # diagnostics saved under DIAG_DIR, the node stopped
+    shared_node.py down STATE_DIR DIAG_DIR   # diagnostics saved under DIAG_DIR, the node stopped; exit 1 when
+                                             # the chart's RBAC refused the operator any request meanwhile
 
 The tests find it through $ROCKETMQ_OPERATOR_E2E_NODE (e2e_node.SHARED_NODE_ENV). When `up` fails, the run falls
 back to one pytest process whose fixture starts its own node and reports the missing part (a failure under CI).
@@ -38,7 +39,13 @@ def main(argv: list[str]) -> int:
         return 2
     state = Path(argv[1]).resolve()
     if argv[0] == "down":
-        tear_down(Node(state_dir=state, env=harness.cluster_env(state)), Path(argv[2]))
+        refused = tear_down(Node(state_dir=state, env=harness.cluster_env(state)), Path(argv[2]))
+        if refused:  # every e2e path ran as the chart's operator: a refusal is a missing grant (docs/auth.md)
+            print(
+                f"error: the chart's RBAC refused the operator {len(refused)} request(s): {refused[0]}",
+                file=sys.stderr,
+            )
+            return 1
         return 0
     lacking = missing_part()
     if lacking:

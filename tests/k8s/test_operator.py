@@ -58,10 +58,14 @@ RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "Ro
 LOG_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")  # the runner's asctime
 
 
-def chart_credentials(cluster: Any, out: Path, release_namespace: str = "rocketmq-system") -> Path:
+def chart_credentials(
+    cluster: Any, out: Path, namespaces: list[str], release_namespace: str = "rocketmq-system"
+) -> Path:
     """A kubeconfig for the chart's own ServiceAccount, bound to the chart's own RBAC (helm template, default
-    values): the operator under test gets exactly the permissions a user's install gives it, no more."""
-    rendered = cluster.helm("template", "rmq", CHART, "--namespace", release_namespace).stdout
+    values but the watched namespaces, as a user sets them: namespace scope, a Role in each): the operator under
+    test gets exactly the permissions a user's install gives it, no more."""
+    watched = "watchNamespaces={" + ",".join(namespaces) + "}"
+    rendered = cluster.helm("template", "rmq", CHART, "--namespace", release_namespace, "--set", watched).stdout
     rbac = [d for d in yaml.safe_load_all(rendered) if d and d.get("kind") in RBAC_KINDS]
     account = next(d["metadata"]["name"] for d in rbac if d["kind"] == "ServiceAccount")
     cluster.kubectl("create", "namespace", release_namespace, check=False)
@@ -156,7 +160,7 @@ def namespaces(crds: Any) -> list[str]:
 @pytest.fixture(scope="module")
 def operator(crds: Any, namespaces: list[str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     # The chart's ServiceAccount and RBAC, not the admin: every test below is also a check of least privilege.
-    kubeconfig = chart_credentials(crds, tmp_path_factory.mktemp("operator-sa") / "kubeconfig")
+    kubeconfig = chart_credentials(crds, tmp_path_factory.mktemp("operator-sa") / "kubeconfig", namespaces)
     op = Operator(crds, namespaces, kubeconfig)
     op.start()
     yield op

@@ -198,7 +198,7 @@ def test_default_values_pass_the_schema() -> None:
     # Every key the templates read has a default.
     for key in ("image", "rbac", "serviceAccount", "peering", "health", "metrics", "watchNamespaces"):
         assert key in VALUES
-    assert VALUES["rbac"]["scope"] == "cluster"
+    assert VALUES["rbac"]["scope"] == "namespace" and VALUES["watchNamespaces"] == []  # least privilege
     assert VALUES["metrics"]["port"] == 9090 and VALUES["health"]["port"] == 8080
     assert VALUES["metrics"]["serviceMonitor"]["enabled"] is False
 
@@ -220,7 +220,9 @@ def _with(changes: dict[str, Any]) -> dict[str, Any]:
 
 GOOD = {
     "namespace scope": {"rbac.scope": "namespace", "watchNamespaces": ["team-a", "team-b"]},
-    "cluster scope, some namespaces": {"watchNamespaces": ["rocketmq"]},
+    "namespace scope, the release's own namespace": {"rbac.scope": "namespace", "watchNamespaces": []},
+    "cluster scope, some namespaces": {"rbac.scope": "cluster", "watchNamespaces": ["rocketmq"]},
+    "cluster scope, every namespace": {"rbac.scope": "cluster", "watchNamespaces": []},
     "peering and monitor": {
         "peering.enabled": True,
         "metrics.serviceMonitor.enabled": True,
@@ -251,7 +253,6 @@ GOOD = {
 
 BAD = {
     "scope not an enum value": {"rbac.scope": "global"},
-    "scope namespace without namespaces": {"rbac.scope": "namespace", "watchNamespaces": []},
     "zero replicas": {"replicaCount": 0},
     "two replicas (kopf has no leader election)": {"replicaCount": 2},
     "replicas as a string": {"replicaCount": "1"},
@@ -664,6 +665,7 @@ def test_argocd_application() -> None:
     assert "ignoreDifferences" not in app["spec"]
     operator = apps["rocketmq-operator"]["spec"]["source"]
     assert operator["path"] == "charts/rocketmq-operator" and operator["helm"]["skipCrds"] is True
+    assert operator["helm"]["valuesObject"] == {"watchNamespaces": ["rocketmq"]}  # least privilege: one namespace
 
 
 @pytest.mark.k8s  # needs the kubectl that `make test` builds (phase 2 of scripts/run-tests.sh)
@@ -749,8 +751,44 @@ def test_helm_lint(helm: str) -> None:
 
 
 @pytest.mark.k8s
-def test_helm_template_cluster_scope(helm: str) -> None:
+def test_helm_template_default_is_least_privilege(helm: str) -> None:
+    """Default values: the operator watches its release's namespace only, every namespaced grant (Secrets, Pods,
+    ...) is a Role there, and the two ClusterRoles read CRDs, StorageClasses and Nodes, nothing else."""
     objects = _objects(_template(helm))
+    kinds = sorted(o["kind"] for o in objects)
+    assert kinds == [
+        "ClusterRole",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ClusterRoleBinding",
+        "Deployment",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "ServiceAccount",
+    ]
+    (role,) = [o for o in objects if o["kind"] == "Role"]
+    assert role["metadata"]["namespace"] == "ops"
+    assert {"secrets", "pods"} <= {r for rule in role["rules"] for r in rule["resources"]}
+    cluster_wide = {
+        (group, resource): set(rule["verbs"])
+        for o in objects
+        if o["kind"] == "ClusterRole"
+        for rule in o["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert cluster_wide == {
+        ("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"},
+        ("storage.k8s.io", "storageclasses"): {"get"},
+        ("", "nodes"): {"get"},
+    }
+    assert _container(objects)["args"][:3] == ["run", "--namespace", "ops"]
+
+
+@pytest.mark.k8s
+def test_helm_template_cluster_scope(helm: str) -> None:
+    objects = _objects(_template(helm, 'rbac={"scope":"cluster"}'))
     kinds = sorted(o["kind"] for o in objects)
     assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "ServiceAccount"]
     container = _container(objects)
@@ -806,7 +844,7 @@ def test_helm_refuses_bad_values(helm: str) -> None:
     for sets in (
         ['rbac={"create":true,"scope":"global","crdAccess":true}'],
         ["replicaCount=0"],
-        ['rbac={"create":true,"scope":"namespace","crdAccess":true}'],
+        ['watchNamespaces=["Team_A"]'],
     ):
         proc = _template(helm, *sets)
         assert proc.returncode != 0, f"helm accepted {sets}"
@@ -835,7 +873,7 @@ def test_helm_template_monitoring(helm: str) -> None:
     assert by_kind["ServiceMonitor"]["spec"]["endpoints"][0]["honorLabels"] is True
     dashboard = json.loads(by_kind["ConfigMap"]["data"]["rocketmq-operator.json"])
     assert dashboard == json.loads(DASHBOARD.read_text())
-    # all namespaces when none are listed
+    # every namespace in cluster scope when none are listed
     monitor = next(
         o
         for o in _objects(
@@ -844,6 +882,7 @@ def test_helm_template_monitoring(helm: str) -> None:
                 'metrics={"port":9090,"service":{"enabled":true},'
                 '"serviceMonitor":{"enabled":false},'
                 '"podMonitor":{"enabled":true}}',
+                'rbac={"scope":"cluster"}',
             )
         )
         if o["kind"] == "PodMonitor"

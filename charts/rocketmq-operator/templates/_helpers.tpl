@@ -51,9 +51,6 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 Checks the schema cannot express (and repeats the ones that matter, for --skip-schema-validation).
 */}}
 {{- define "rocketmq-operator.validate" -}}
-{{- if and (eq .Values.rbac.scope "namespace") (empty .Values.watchNamespaces) }}
-{{- fail "rbac.scope=namespace needs watchNamespaces: list the namespaces to watch, or use rbac.scope=cluster to watch every namespace" }}
-{{- end }}
 {{- if not (has .Values.rbac.scope (list "cluster" "namespace")) }}
 {{- fail (printf "rbac.scope must be cluster or namespace, not %q" .Values.rbac.scope) }}
 {{- end }}
@@ -65,11 +62,28 @@ Checks the schema cannot express (and repeats the ones that matter, for --skip-s
 {{- end }}
 {{- end }}
 
+{{/*
+The namespaces the operator watches, as a JSON list: watchNamespaces when given; otherwise the release's own
+namespace in namespace scope (the default: least privilege, as Strimzi's operator watches its own namespace), and
+[] in cluster scope, which means every namespace. Everything that depends on the watched set (run's arguments,
+the Roles, kopf's peering rules, the PodMonitor) reads it from here.
+*/}}
+{{- define "rocketmq-operator.watchedNamespaces" -}}
+{{- if .Values.watchNamespaces }}
+{{- toJson .Values.watchNamespaces }}
+{{- else if eq .Values.rbac.scope "namespace" }}
+{{- toJson (list .Release.Namespace) }}
+{{- else }}
+{{- toJson list }}
+{{- end }}
+{{- end }}
+
 {{/* Arguments of `rocketmq-operator run`. */}}
 {{- define "rocketmq-operator.args" -}}
 - run
-{{- if .Values.watchNamespaces }}
-{{- range .Values.watchNamespaces }}
+{{- $watched := include "rocketmq-operator.watchedNamespaces" . | fromJsonArray }}
+{{- if $watched }}
+{{- range $watched }}
 - --namespace
 - {{ . | quote }}
 {{- end }}
@@ -122,7 +136,8 @@ Used by the ClusterRole (rbac.scope=cluster) and by each Role (rbac.scope=namesp
   verbs: ["get", "create", "patch"]
 # spec.auth: the Secrets a BrokerGroup names are read by name (get); the copy of its admin Secret that the brokers
 # mount (<group>-auth-config) and a ControllerGroup's scheduled metadata backups (spec.backup: the ring
-# <group>-metadata-<i>) are applied like the objects above. Never listed, watched or deleted.
+# <group>-metadata-<i>) are applied like the objects above; so are spec.tls's authority and certificates (read by
+# name, and applied when the operator issues them). Never listed, watched or deleted.
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get", "create", "patch"]
@@ -145,7 +160,7 @@ Used by the ClusterRole (rbac.scope=cluster) and by each Role (rbac.scope=namesp
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
-{{- if and .Values.peering.enabled .Values.watchNamespaces }}
+{{- if and .Values.peering.enabled (include "rocketmq-operator.watchedNamespaces" . | fromJsonArray) }}
 # kopf peering, one KopfPeering per watched namespace.
 - apiGroups: ["kopf.dev"]
   resources: ["kopfpeerings"]
