@@ -753,7 +753,7 @@ def test_helm_lint(helm: str) -> None:
 @pytest.mark.k8s
 def test_helm_template_default_is_least_privilege(helm: str) -> None:
     """Default values: the operator watches its release's namespace only, every namespaced grant (Secrets, Pods,
-    ...) is a Role there, and the two ClusterRoles read CRDs, StorageClasses and Nodes, nothing else."""
+    ...) is a Role there, and the two ClusterRoles read CRDs, namespaces, StorageClasses and Nodes, nothing else."""
     objects = _objects(_template(helm))
     kinds = sorted(o["kind"] for o in objects)
     assert kinds == [
@@ -780,6 +780,7 @@ def test_helm_template_default_is_least_privilege(helm: str) -> None:
     }
     assert cluster_wide == {
         ("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"},
+        ("", "namespaces"): {"list", "watch"},
         ("storage.k8s.io", "storageclasses"): {"get"},
         ("", "nodes"): {"get"},
     }
@@ -830,7 +831,7 @@ def test_helm_template_namespace_scope(helm: str) -> None:
     cluster_roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
     assert sorted(cluster_roles) == ["rel-rocketmq-operator-cluster-read", "rel-rocketmq-operator-crd-read"]
     crd_read = cluster_roles["rel-rocketmq-operator-crd-read"]
-    assert [r["resources"] for r in crd_read["rules"]] == [["customresourcedefinitions"]]
+    assert [r["resources"] for r in crd_read["rules"]] == [["customresourcedefinitions"], ["namespaces"]]
     cluster_read = cluster_roles["rel-rocketmq-operator-cluster-read"]
     assert [r["resources"] for r in cluster_read["rules"]] == [["storageclasses"], ["nodes"]]
     assert len([o for o in objects if o["kind"] == "ClusterRoleBinding"]) == 2
