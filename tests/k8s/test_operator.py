@@ -69,7 +69,10 @@ def chart_credentials(
     rbac = [d for d in yaml.safe_load_all(rendered) if d and d.get("kind") in RBAC_KINDS]
     account = next(d["metadata"]["name"] for d in rbac if d["kind"] == "ServiceAccount")
     cluster.kubectl("create", "namespace", release_namespace, check=False)
-    cluster.kubectl("apply", "-n", release_namespace, "-f", "-", input=yaml.safe_dump_all(rbac))
+    for doc in rbac:  # the Roles carry their own (watched) namespace; the rest goes to the release's
+        if doc["kind"] in {"ServiceAccount", "Role", "RoleBinding"}:
+            doc["metadata"].setdefault("namespace", release_namespace)
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(rbac))
     token = cluster.kubectl("create", "token", account, "-n", release_namespace, "--duration=2h").stdout.strip()
     config = yaml.safe_load(Path(cluster.kubeconfig).read_text(encoding="utf-8"))
     for user in config["users"]:
