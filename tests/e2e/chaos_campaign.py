@@ -118,8 +118,7 @@ def main(argv: list[str]) -> int:
             cluster = bring_up(state)
             install_operator(cluster)
             print(f"cluster up with the operator in {time.monotonic() - began:.0f}s ({state})", file=sys.stderr)
-        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": args.namespace}}
-        cluster.kubectl("apply", "-f", "-", input=json.dumps(namespace))
+        cluster.ensure_namespaces(args.namespace)
         cluster.kubectl("-n", args.namespace, "apply", "-f", example)
         group = Group(cluster, ns=args.namespace, name=name, replicas=replicas, controller_group=controllers)
         print(f"{example.name} in {args.namespace}: healthy in {group.wait_healthy(timeout=900):.0f}s", file=sys.stderr)

@@ -374,8 +374,7 @@ def applied_healthy(operator: Node, ns: str, example: str, manifest: str | None 
     """examples/EXAMPLE (or ``manifest``, a text made from it) applied in namespace ``ns`` (created if absent) as a
     user would (through `e2e_manifest`), once its group is healthy (an example already there is found and waited
     for)."""
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
-    operator.kubectl("apply", "-f", "-", input=json.dumps(namespace))
+    operator.ensure_namespaces(ns)
     if manifest is None:
         apply_example(operator, ns, ROOT / "examples" / example)
     else:

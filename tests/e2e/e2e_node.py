@@ -185,6 +185,11 @@ class Node:
             raise AssertionError(f"{what} failed: {response.status}: {response.data!r}")
         return bytes(response.data)
 
+    def ensure_namespaces(self, *names: str) -> None:
+        """Each namespace made unless it is there (one apply)."""
+        docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in names]
+        self.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in docs))
+
     def delete_namespace(self, ns: str) -> None:
         """A test's namespace emptied (`retire_namespace`), then waited for: gone, or, for a namespace the operator
         watches, without pods."""
@@ -405,9 +410,7 @@ def install_operator(cluster: Node) -> None:
     namespaces the e2e tests use listed as a user lists theirs, so that every e2e path runs under the least
     privilege the chart gives by default; each namespace made first (a Role needs its namespace)."""
     cluster.kubectl("apply", "--server-side", "-f", ROOT / "crds")
-    namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in WATCHED_NAMESPACES]
-    operator_ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "rocketmq-operator"}}
-    cluster.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in [operator_ns, *namespaces]))
+    cluster.ensure_namespaces("rocketmq-operator", *WATCHED_NAMESPACES)
     cluster.helm(
         "install", "rocketmq-operator", ROOT / "charts" / "rocketmq-operator",
         "--namespace", "rocketmq-operator", "--set", "image.pullPolicy=Never",
@@ -425,7 +428,8 @@ def rbac_refusals(state: Path) -> list[str]:
     rotated files included). Read from the API server, not the operator's log: the e2e tests delete and kill the
     operator's pod, and a deleted pod's log is gone with it."""
     refused: list[str] = []
-    for path in sorted(state.glob(node.audit_log_path(state).stem + "*" + node.audit_log_path(state).suffix)):
+    audit = node.audit_log_path(state)
+    for path in sorted(state.glob(f"{audit.stem}*{audit.suffix}")):
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 event = json.loads(line)

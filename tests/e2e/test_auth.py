@@ -79,8 +79,7 @@ def _through_the_proxy(node: Any) -> set[str]:
 def test_auth_example_refuses_unsigned_clients_and_serves_its_users(group_in: Callable[..., Any]) -> None:
     group = group_in(NS)
     node = group.node
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}  # made by install_operator too
-    node.kubectl("apply", "-f", "-", input=json.dumps(namespace))
+    node.ensure_namespaces(NS)  # made by install_operator too
     try:
         apply_example(node, NS, EXAMPLE)
         seconds = group.wait_healthy(timeout=900)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import socket
 import subprocess
 import time
@@ -96,8 +95,7 @@ def test_tls_example_refuses_plain_text_and_serves_clients_that_trust_its_author
 ) -> None:
     group = group_in(NS, name="broker-tls", replicas=2, controller_group="tls-ctl")
     node = group.node
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}  # made by install_operator too
-    node.kubectl("apply", "-f", "-", input=json.dumps(namespace))
+    node.ensure_namespaces(NS)  # made by install_operator too
     try:
         apply_example(node, NS, EXAMPLE)
         seconds = group.wait_healthy(timeout=900)
