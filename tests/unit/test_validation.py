@@ -279,5 +279,5 @@ def test_a_manifest_without_resources_is_an_error_not_zero_valid(tmp_path: Path,
     manifests = validate_files([empty])
     assert manifests.errors == [
         f"{empty}: holds no resource (empty, or only comments); rule: a manifest holds at least one BrokerGroup, "
-        "ControllerGroup, Topic, ConsumerGroup or Proxy; fix: add one (see examples/quickstart.yaml)"
+        "ControllerGroup, Topic, ConsumerGroup, Proxy or User; fix: add one (see examples/quickstart.yaml)"
     ]

@@ -112,15 +112,15 @@ Used by the ClusterRole (rbac.scope=cluster) and by each Role (rbac.scope=namesp
 {{- define "rocketmq-operator.namespacedRules" -}}
 # The custom resources: kopf watches them and patches finalizers and annotations (its progress storage).
 - apiGroups: ["rocketmq-operator.dev"]
-  resources: ["brokergroups", "controllergroups", "topics", "consumergroups", "proxies"]
+  resources: ["brokergroups", "controllergroups", "topics", "consumergroups", "proxies", "users"]
   verbs: ["get", "list", "watch", "patch", "update"]
 - apiGroups: ["rocketmq-operator.dev"]
-  resources: ["brokergroups/status", "controllergroups/status", "topics/status", "consumergroups/status", "proxies/status"]
+  resources: ["brokergroups/status", "controllergroups/status", "topics/status", "consumergroups/status", "proxies/status", "users/status"]
   verbs: ["get", "patch", "update"]
 # Owner references with blockOwnerDeletion (set by kopf) need this where the
 # OwnerReferencesPermissionEnforcement admission plugin is on (e.g. OpenShift).
 - apiGroups: ["rocketmq-operator.dev"]
-  resources: ["brokergroups/finalizers", "controllergroups/finalizers", "topics/finalizers", "consumergroups/finalizers", "proxies/finalizers"]
+  resources: ["brokergroups/finalizers", "controllergroups/finalizers", "topics/finalizers", "consumergroups/finalizers", "proxies/finalizers", "users/finalizers"]
   verbs: ["update"]
 # What render.kubernetes produces for each group: read back (get) and server-side applied (create, patch).
 # Nothing lists, watches or replaces them, and only a NetworkPolicy is deleted (below): owner references let the

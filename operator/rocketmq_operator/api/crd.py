@@ -28,6 +28,8 @@ from rocketmq_operator.api.models import (
     ProxyStatus,
     TopicSpec,
     TopicStatus,
+    UserResourceSpec,
+    UserStatus,
 )
 from rocketmq_operator.api.rules import MAX_CONFIG_KEYS, MAX_PLACEMENTS, Kind, Rule, rules_for
 
@@ -209,6 +211,15 @@ _CONSUMER_GROUP_COLUMNS: list[JSON] = [
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 
+_USER_COLUMNS: list[JSON] = [
+    {"name": "User", "type": "string", "jsonPath": ".status.userName"},
+    {"name": "Type", "type": "string", "jsonPath": ".spec.type"},
+    {"name": "Secret", "type": "string", "jsonPath": ".status.secret"},
+    {"name": "On", "type": "string", "jsonPath": ".status.brokerGroups"},
+    {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
 _PROXY_COLUMNS: list[JSON] = [
     {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
     {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas"},
@@ -362,6 +373,16 @@ def all_crds() -> list[JSON]:
             ProxyStatus,
             _PROXY_COLUMNS,
             "RocketMQ 5 proxies in cluster mode: the gRPC front door of a RocketMQ cluster, behind one Service.",
+        ),
+        _crd(
+            "User",
+            "users",
+            "rmquser",
+            UserResourceSpec,
+            UserStatus,
+            _USER_COLUMNS,
+            "An ACL 2.0 user and its ACL on every replica of broker groups, re-asserted after every restart and "
+            "master change; its password from a Secret, or generated into one.",
         ),
     ]
 

@@ -1214,4 +1214,89 @@ class Proxy(Model):
     status: ProxyStatus | None = None
 
 
-AnyResource = BrokerGroup | ControllerGroup | Topic | ConsumerGroup | Proxy
+# --- User (an ACL 2.0 user as a resource of its own: Strimzi's KafkaUser, CloudNativePG's managed roles) ---
+
+USER_CREDENTIALS_SUFFIX = "-credentials"
+
+
+class UserDeletionPolicy(StrEnum):
+    """What deleting a User resource does on the brokers: Delete the user and its ACL (the default: a deleted
+    resource no longer authenticates anyone), or Keep them."""
+
+    DELETE = "Delete"
+    KEEP = "Keep"
+
+
+class UserResourceSpec(Model):
+    user_name: str | None = Field(
+        default=None,
+        description="The RocketMQ user name, the clients' accessKey (default: metadata.name). Up to 64 letters, "
+        "digits, '_' and '-'.",
+    )
+    broker_groups: list[str] = Field(
+        default_factory=list,
+        description="BrokerGroups (in this namespace, with spec.auth.enabled) whose every replica holds the user.",
+    )
+    cluster_name: str | None = Field(
+        default=None, description="Alternatively, every BrokerGroup with this spec.clusterName holds the user."
+    )
+    type: Literal["Normal", "Super"] = Field(
+        default="Normal", description="Normal (allowed what its ACL allows) or Super (allowed everything)."
+    )
+    password_secret: SecretKeyRef | None = Field(
+        default=None,
+        description="The Secret key holding the password (the clients' secretKey). Absent: the operator generates "
+        "one into the Secret <metadata.name>-credentials (keys username and password), owned by this User.",
+    )
+    acls: list[AclRuleSpec] = Field(default_factory=list, max_length=64, description="The user's ACL 2.0 rules.")
+    deletion_policy: str = Field(
+        default=UserDeletionPolicy.DELETE.value,
+        description="Delete (default): deleting the resource deletes the user and its ACL from every replica; "
+        "Keep: they stay on the brokers.",
+    )
+
+
+class UserPlacementStatus(Model):
+    broker_group: str = Field(description="The BrokerGroup.")
+    replicas: int | None = Field(default=None, description="The group's replicas.")
+    asserted: int | None = Field(default=None, description="Replicas that hold the user and its ACL as declared.")
+    exists: bool = Field(
+        default=False, description="Some replica may hold the user (false once every replica has confirmed not)."
+    )
+
+
+class UserStatus(Model):
+    observed_generation: int | None = Field(default=None, description=_OBSERVED_GENERATION)
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description="Ready: every replica of every BrokerGroup the user is placed on holds it as declared.",
+    )
+    user_name: str | None = Field(default=None, description="The RocketMQ user name.")
+    secret: str | None = Field(default=None, description="The Secret that holds the password (and key).")
+    placements: list[UserPlacementStatus] = Field(
+        default_factory=list, description="Per BrokerGroup: how many of its replicas hold the user."
+    )
+    broker_groups: list[str] = Field(default_factory=list, description="Groups whose every replica holds the user.")
+    ready: bool | None = Field(default=None, description="Every placement holds the user on every replica.")
+
+
+class User(Model):
+    api_version: str = API_GROUP_VERSION
+    kind: Literal["User"] = "User"
+    metadata: ObjectMeta
+    spec: UserResourceSpec
+    status: UserStatus | None = None
+
+    @property
+    def user_name(self) -> str:
+        return self.spec.user_name or self.metadata.name
+
+    @property
+    def password_ref(self) -> SecretKeyRef:
+        """Where the password is: spec.passwordSecret, or the Secret the operator generates."""
+        if self.spec.password_secret is not None:
+            return self.spec.password_secret
+        return SecretKeyRef(name=self.metadata.name + USER_CREDENTIALS_SUFFIX, key="password")
+
+
+AnyResource = BrokerGroup | ControllerGroup | Topic | ConsumerGroup | Proxy | User

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from rocketmq_operator.api.broker_config_keys import BROKER_CONFIG_KEYS, CONTROLLER_CONFIG_KEYS, PROXY_CONFIG_KEYS
 from rocketmq_operator.api.models import (
+    AUTH_NAME_PATTERN,
     BACKUP_MAX_KEEP,
     BACKUP_MIN_EVERY_S,
     DEFAULT_PROXY_MIN_READY_SECONDS,
@@ -31,6 +32,7 @@ from rocketmq_operator.api.models import (
     ReclaimPolicy,
     TopicPermission,
     UpgradeStrategy,
+    UserDeletionPolicy,
     duration_seconds,
 )
 from rocketmq_operator.api.modes import (
@@ -42,7 +44,7 @@ from rocketmq_operator.api.modes import (
 from rocketmq_operator.api.names import GROUP_NAME_MAX, TOPIC_NAME_MAX, TOPIC_NAME_PATTERN
 from rocketmq_operator.api.quantity import QUANTITY_PATTERN, is_quantity
 
-Kind = Literal["BrokerGroup", "ControllerGroup", "Topic", "ConsumerGroup", "Proxy"]
+Kind = Literal["BrokerGroup", "ControllerGroup", "Topic", "ConsumerGroup", "Proxy", "User"]
 
 NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 NAME_MAX = 45  # leaves room for "-headless", "-connection" and the StatefulSet pod ordinal within 63
@@ -1090,6 +1092,38 @@ def _consumer_group_rules() -> list[Rule]:
     ]
 
 
+def _user_rules() -> list[Rule]:
+    k: Kind = "User"
+    name_cel = "(has(self.spec.userName) ? self.spec.userName : self.metadata.name)"
+    value = {"name": Placeholder(name_cel, lambda r: r.user_name)}
+    policies = [p.value for p in UserDeletionPolicy]
+    return [
+        Rule(
+            id="User.name.chars",
+            kind=k,
+            scope="",
+            field_path=".spec.userName",
+            problem="user name '{name}' has characters RocketMQ's ACL refuses, or more than 64",
+            rule="user names match "
+            + AUTH_NAME_PATTERN.replace("{", "{{").replace("}", "}}")
+            + " (letters, digits, '_', '-'; 1 to 64)",
+            fix="set spec.userName to a name such as 'orders_app' (metadata.name is the default and may not fit)",
+            cel=f"{name_cel}.matches({_cel_string(AUTH_NAME_PATTERN)})",
+            valid=lambda r: bool(_re(AUTH_NAME_PATTERN).match(r.user_name)),
+            values=value,
+        ),
+        _placement_rule(k),
+        _enum_rule(
+            k,
+            "deletionPolicy",
+            "deletion_policy",
+            policies,
+            "use 'Delete' (deleting the resource deletes the user from the brokers) or 'Keep'",
+            "a deletion policy",
+        ),
+    ]
+
+
 def _admin_secret_rule(k: Kind, what: str, fix: str) -> Rule:
     """spec.auth.enabled needs spec.auth.adminSecret (a BrokerGroup's and a Proxy's)."""
     return Rule(
@@ -1241,6 +1275,7 @@ CONTROLLER_GROUP_RULES: tuple[Rule, ...] = tuple(_controller_rules())
 TOPIC_RULES: tuple[Rule, ...] = tuple(_topic_rules())
 CONSUMER_GROUP_RULES: tuple[Rule, ...] = tuple(_consumer_group_rules())
 PROXY_RULES: tuple[Rule, ...] = tuple(_proxy_rules())
+USER_RULES: tuple[Rule, ...] = tuple(_user_rules())
 
 _RULES: dict[str, tuple[Rule, ...]] = {
     "BrokerGroup": BROKER_GROUP_RULES,
@@ -1248,6 +1283,7 @@ _RULES: dict[str, tuple[Rule, ...]] = {
     "Topic": TOPIC_RULES,
     "ConsumerGroup": CONSUMER_GROUP_RULES,
     "Proxy": PROXY_RULES,
+    "User": USER_RULES,
 }
 
 

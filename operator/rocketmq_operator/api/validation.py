@@ -33,6 +33,7 @@ from rocketmq_operator.api.models import (
     Proxy,
     ResourceRequirements,
     Topic,
+    User,
 )
 from rocketmq_operator.api.modes import (
     ALL_ACK_IN_SYNC_STATE_SET,
@@ -47,13 +48,14 @@ from rocketmq_operator.api.modes import (
 )
 from rocketmq_operator.api.rules import check_rules, choices_at, did_you_mean, overlaps
 
-ResourceModel = type[BrokerGroup] | type[ControllerGroup] | type[Topic] | type[ConsumerGroup] | type[Proxy]
+ResourceModel = type[BrokerGroup] | type[ControllerGroup] | type[Topic] | type[ConsumerGroup] | type[Proxy] | type[User]
 KINDS: dict[str, ResourceModel] = {
     "BrokerGroup": BrokerGroup,
     "ControllerGroup": ControllerGroup,
     "Topic": Topic,
     "ConsumerGroup": ConsumerGroup,
     "Proxy": Proxy,
+    "User": User,
 }
 
 
@@ -311,7 +313,8 @@ def _parse(doc: dict[str, Any]) -> tuple[AnyResource | None, list[Problem], list
         wrong_kind = Problem(
             "kind",
             f"{kind!r} is not a kind this operator manages; "
-            "rule: kind is BrokerGroup, ControllerGroup, Topic, ConsumerGroup or Proxy (or a v1 Secret they name); "
+            "rule: kind is BrokerGroup, ControllerGroup, Topic, ConsumerGroup, Proxy or User (or a v1 Secret they "
+            "name); "
             "fix: set kind, or remove the document",
             "shape.kind",
         )
@@ -568,7 +571,7 @@ def validate_files(paths: Sequence[str | Path], *, together: bool = False) -> Ma
             shown = "stdin" if str(path) == "-" else str(path)
             empty.append(
                 f"{shown}: holds no resource (empty, or only comments); rule: a manifest holds at least one "
-                "BrokerGroup, ControllerGroup, Topic, ConsumerGroup or Proxy; fix: add one (see "
+                "BrokerGroup, ControllerGroup, Topic, ConsumerGroup, Proxy or User; fix: add one (see "
                 "examples/quickstart.yaml)"
             )
         if not together:
@@ -744,7 +747,7 @@ def _placement_references(resources: Sequence[AnyResource]) -> list[tuple[AnyRes
     known = ", ".join(sorted(b.metadata.name for b in brokers))
     problems: list[tuple[AnyResource, Problem]] = []
     for r in resources:
-        if not isinstance(r, Topic | ConsumerGroup):
+        if not isinstance(r, Topic | ConsumerGroup | User):
             continue
         ns = r.metadata.namespace
         for group in r.spec.broker_groups:
@@ -774,6 +777,47 @@ def _placement_references(resources: Sequence[AnyResource]) -> list[tuple[AnyRes
                     ),
                 )
             )
+    problems.extend(_user_references(resources, brokers))
+    return problems
+
+
+def _user_references(
+    resources: Sequence[AnyResource], brokers: Sequence[BrokerGroup]
+) -> list[tuple[AnyResource, Problem]]:
+    """A User placed on a BrokerGroup of the set: that group has spec.auth on (the user could not be checked by it
+    otherwise), declares no inline user of the same name, and no other User of the set gives it the same name."""
+    problems: list[tuple[AnyResource, Problem]] = []
+    claimed: dict[tuple[str | None, str, str], str] = {}  # (namespace, group, user name) -> the User that has it
+    for user in sorted((r for r in resources if isinstance(r, User)), key=lambda u: u.metadata.name):
+        ns = user.metadata.namespace
+        for bg in brokers:
+            placed = bg.metadata.name in user.spec.broker_groups or user.spec.cluster_name == bg.spec.cluster_name
+            if bg.metadata.namespace != ns or not placed:
+                continue
+            where = f"User/{user.metadata.name}: BrokerGroup '{bg.metadata.name}'"
+            if not bg.spec.auth.enabled:
+                problems.append((user, Problem(
+                    "spec.brokerGroups",
+                    f"{where} has spec.auth.enabled false; rule: users live on groups with ACL 2.0 on; fix: set "
+                    f"spec.auth.enabled (and adminSecret) on {bg.metadata.name}, or place the User elsewhere",
+                    "xref.user.auth",
+                )))  # fmt: skip
+            if any(u.name == user.user_name for u in bg.spec.auth.users):
+                problems.append((user, Problem(
+                    "spec.userName",
+                    f"{where} declares user '{user.user_name}' in spec.auth.users too; rule: a user name has one "
+                    "source per group; fix: remove it from the BrokerGroup's spec.auth.users, or rename the User",
+                    "xref.user.unique",
+                )))  # fmt: skip
+            key = (ns, bg.metadata.name, user.user_name)
+            if key in claimed:
+                problems.append((user, Problem(
+                    "spec.userName",
+                    f"{where} gets user '{user.user_name}' from User/{claimed[key]} too; rule: a user name has one "
+                    "source per group; fix: set another spec.userName",
+                    "xref.user.unique",
+                )))  # fmt: skip
+            claimed.setdefault(key, user.metadata.name)
     return problems
 
 

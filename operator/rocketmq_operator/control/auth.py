@@ -10,6 +10,11 @@ however the platform got it (the manifests locally, the API on Kubernetes): a mi
 own users (nothing replicates them), so a slave is asserted like the master: when it is elected it already
 authenticates the same clients. The client must sign with the group's admin (a Super user).
 
+`assert_users(..., removing=names)` also deletes those users (a User resource deleted, or placed elsewhere now)
+from every replica that holds one, and reports per name the replicas not yet confirmed without it (unreachable
+or failed): the caller keeps asking until none is left, so a slave that was down cannot later be elected
+holding a deleted user.
+
 `AuthMemory` keeps, per replica address, when it was last asserted in full and what the broker answered as
 (its master/slave role and reachability): a replica is read again when it comes back, changes role, the wanted
 users change, or `REASSERT_EVERY_S` has passed (a user deleted by hand comes back). Never raises for a broker
@@ -35,6 +40,7 @@ from rocketmq_operator.core.auth import (
     ObservedUser,
     WantedUser,
     plan_auth,
+    plan_removal,
     subject,
 )
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
@@ -59,6 +65,7 @@ class AuthReport:
     asserted: list[str] = field(default_factory=list)  # replicas that hold every declared user and ACL now
     done: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    removal_left: dict[str, list[str]] = field(default_factory=dict)  # user -> replicas that may still hold it
 
 
 ADMIN_KEYS = ("username", "password")
@@ -186,12 +193,25 @@ async def assert_replica(client: RemotingClient, addr: str, wanted: Sequence[Wan
     return done
 
 
+async def remove_from_replica(client: RemotingClient, addr: str, names: Sequence[str]) -> list[str]:
+    """Delete each of ``names`` that one broker holds; the lines say what was deleted."""
+    admin = AuthAdmin(client)
+    done: list[str] = []
+    for name in names:
+        info = await admin.get_user(addr, name, timeout=ADMIN_TIMEOUT_S)
+        for action in plan_removal(name, observed_user(name, info, None)):
+            await admin.delete_user(addr, name, timeout=ADMIN_TIMEOUT_S)
+            done.append(action.describe())
+    return done
+
+
 async def assert_users(
     client: RemotingClient,
     state: GroupState,
     wanted: Sequence[WantedUser],
     memory: AuthMemory,
     *,
+    removing: Sequence[str] = (),
     now: float | None = None,
 ) -> AuthReport:
     report = AuthReport(state.group)
@@ -200,6 +220,20 @@ async def assert_users(
     if digest != memory.wanted_digest:
         memory.asserted_at.clear()
         memory.wanted_digest = digest
+    removing = sorted(set(removing) - {u.name for u in wanted})
+    for replica in state.replicas if removing else ():
+        try:
+            if not replica.reachable:
+                raise OSError("not reachable")
+            lines = await remove_from_replica(client, replica.address, removing)
+        except (RemotingException, OSError, ValueError) as exc:
+            for name in removing:
+                report.removal_left.setdefault(name, []).append(replica.name)
+            report.errors.append(f"{replica.name}: removing {', '.join(removing)}: {exc}")
+            continue
+        report.done.extend(f"{replica.name}: {line}" for line in lines)
+    if not wanted:
+        return report
     for replica in state.replicas:
         if not _due(memory, replica, now):
             report.asserted.append(replica.name)

@@ -5,7 +5,11 @@ entries) and what one broker holds now (GET_USER and GET_ACL answers, None where
 actions that make the broker hold exactly what is declared for those users: create or update a user, upsert ACL
 entries (RocketMQ's UPDATE_ACL merges entries by resource), delete an entry whose resource is no longer declared.
 It never does I/O and never deletes a user or an entry of a user the group does not declare (an administrator's
-own users stay). Every broker keeps its users in its own store (LocalAuthenticationMetadataProvider: RocksDB
+own users stay). `plan_removal(name, observed)` deletes a user the operator put there (a User resource deleted,
+or no longer placed on the group) and its ACL (RocketMQ's DELETE_USER removes both).
+
+`users_for_group(group, inline, declared)` decides which User resources a group holds: a name given by the
+group's own spec.auth.users, or by an older User resource, wins; the others are refused with one line each. Every broker keeps its users in its own store (LocalAuthenticationMetadataProvider: RocksDB
 under the store root), nothing replicates them, so the executor runs this against every replica: a slave that
 becomes master then already has them.
 
@@ -71,6 +75,7 @@ class AuthActionKind(StrEnum):
     UPDATE_USER = "update-user"
     UPSERT_ACL = "upsert-acl"  # CREATE_ACL when the broker has none for the user, else UPDATE_ACL (merge)
     DELETE_ACL_ENTRY = "delete-acl-entry"
+    DELETE_USER = "delete-user"  # the user and its ACL
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,3 +124,54 @@ def plan_user(wanted: WantedUser, observed: ObservedUser | None) -> list[AuthAct
 def plan_auth(wanted: Sequence[WantedUser], observed: Mapping[str, ObservedUser | None]) -> list[AuthAction]:
     """Every action one broker needs, users in name order (each user's creation before its ACL)."""
     return [a for user in sorted(wanted, key=lambda u: u.name) for a in plan_user(user, observed.get(user.name))]
+
+
+def plan_removal(name: str, observed: ObservedUser | None) -> list[AuthAction]:
+    """Delete ``name`` from one broker if it holds it; nothing when it does not (the removal is confirmed)."""
+    if observed is None or observed.password is None:
+        return []
+    return [AuthAction(AuthActionKind.DELETE_USER, name)]
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredUser:
+    """A User resource placed on a group: its resource name, when it was created (who wins a name), and the
+    user as wanted (None while its password cannot be read)."""
+
+    resource: str
+    user_name: str
+    created: str
+    wanted: WantedUser | None
+
+
+def users_for_group(
+    group: str, inline: Sequence[str], declared: Sequence[DeclaredUser], admin: str | None = None
+) -> tuple[list[DeclaredUser], dict[str, str]]:
+    """(the User resources the group holds, resource -> why not for the others). The group's admin and the names
+    of its own spec.auth.users win over a User resource (a User named as the admin would change the password the
+    brokers and the operator sign with); among User resources, the oldest (then the first by name)."""
+    taken = set(inline)
+    held: list[DeclaredUser] = []
+    refused: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for user in sorted(declared, key=lambda u: (u.created, u.resource)):
+        if admin is not None and user.user_name == admin:
+            refused[user.resource] = (
+                f"'{user.user_name}' is the admin of BrokerGroup '{group}' (spec.auth.adminSecret); rule: the admin "
+                "is the group's own; fix: set another spec.userName"
+            )
+        elif user.user_name in taken and user.user_name not in owner:
+            refused[user.resource] = (
+                f"BrokerGroup '{group}' declares user '{user.user_name}' in spec.auth.users; rule: a user name has "
+                "one source per group; fix: remove it there, or set another spec.userName"
+            )
+        elif user.user_name in owner:
+            refused[user.resource] = (
+                f"User/{owner[user.user_name]} gives BrokerGroup '{group}' user '{user.user_name}' already; rule: a "
+                "user name has one source per group; fix: set another spec.userName"
+            )
+        else:
+            owner[user.user_name] = user.resource
+            taken.add(user.user_name)
+            held.append(user)
+    return held, refused

@@ -74,6 +74,10 @@ class AuthAdmin:
         fields = _fields(username=user["username"])
         await self.client._call(addr, RequestCode.AUTH_UPDATE_USER, fields, _body(user), timeout=timeout)
 
+    async def delete_user(self, addr: str, username: str, *, timeout: float | None = None) -> None:
+        """AUTH_DELETE_USER (3003): the user and its ACL (RocketMQ deletes both)."""
+        await self.client._call(addr, RequestCode.AUTH_DELETE_USER, _fields(username=username), timeout=timeout)
+
     async def get_acl(self, addr: str, subject: str, *, timeout: float | None = None) -> dict[str, Any] | None:
         response = await self.client._call(addr, RequestCode.AUTH_GET_ACL, _fields(subject=subject), timeout=timeout)
         return _json_or_none(response.body)
