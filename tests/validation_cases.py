@@ -40,6 +40,12 @@ BASE_CONSUMER_GROUP: dict[str, Any] = {
     "metadata": {"name": "orders-readers"},
     "spec": {"brokerGroups": ["broker-a"], "topics": ["orders"]},
 }
+BASE_USER: dict[str, Any] = {
+    "apiVersion": "rocketmq-operator.dev/v1alpha1",
+    "kind": "User",
+    "metadata": {"name": "orders-app"},
+    "spec": {"brokerGroups": ["broker-a"], "acls": [{"resource": "Topic:orders", "actions": ["Pub", "Sub"]}]},
+}
 BASE_PROXY: dict[str, Any] = {
     "apiVersion": "rocketmq-operator.dev/v1alpha1",
     "kind": "Proxy",
@@ -87,6 +93,10 @@ def t(path: str, value: Any) -> dict[str, Any]:
 
 def g(path: str, value: Any) -> dict[str, Any]:
     return _with(BASE_CONSUMER_GROUP, path, value)
+
+
+def u(path: str, value: Any) -> dict[str, Any]:
+    return _with(BASE_USER, path, value)
 
 
 def px(path: str, value: Any) -> dict[str, Any]:
@@ -405,6 +415,23 @@ CASES: list[Case] = [
         "names no broker group",
     ),
     Case("topic-perm", t("spec.permission", "rw"), "Topic.permission.enum", "spec.permission", "'rw'"),
+    Case("user-valid", BASE_USER, None),
+    Case("user-bad-chars", u("spec.userName", "orders.app"), "User.name.chars", "spec.userName", "'orders.app'"),
+    Case("user-too-long", u("spec.userName", "a" * 65), "User.name.chars", "spec.userName", "1 to 64"),
+    Case(
+        "user-no-placement",
+        u("spec.brokerGroups", _DELETE),
+        "User.placement.required",
+        "spec.brokerGroups",
+        "names no broker group",
+    ),
+    Case(
+        "user-deletion-policy",
+        u("spec.deletionPolicy", "Retain"),
+        "User.deletionPolicy.enum",
+        "spec.deletionPolicy",
+        "'Retain' is not a deletion policy",
+    ),
     Case(
         "topic-deletion-policy",
         t("spec.deletionPolicy", "Retain"),

@@ -715,6 +715,54 @@ def test_a_tls_proxy_mounts_its_own_certificate_a_renewal_rolls_nothing_and_a_mi
             cluster.kubectl("delete", kind, name, "-n", ns, "--wait=true", "--timeout=60s", check=False)
 
 
+def test_a_user_gets_its_generated_secret_says_why_a_group_cannot_hold_it_and_goes_with_its_secret(
+    operator: Operator,
+) -> None:
+    """A User (issue 33) as the chart's ServiceAccount: a name RocketMQ refuses is refused by the API server; a
+    User without passwordSecret gets `<name>-credentials` (username and a generated password) owned by it, and the
+    password stays the same when the User changes; placed on the quickstart (no spec.auth) its status says so,
+    naming the fix; deleted, nothing was held, so it goes at once, its Secret with it (garbage collection)."""
+    cluster, ns = operator.cluster, "rmq-a"
+    _apply_quickstart(cluster, ns)
+    user: dict[str, Any] = {
+        "apiVersion": "rocketmq-operator.dev/v1alpha1",
+        "kind": "User",
+        "metadata": {"name": "orders-app"},
+        "spec": {"brokerGroups": ["broker-a"], "acls": [{"resource": "Topic:orders", "actions": ["Pub"]}]},
+    }
+    bad = json.loads(json.dumps(user))
+    bad["spec"]["userName"] = "orders.app"
+    refused = cluster.kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(bad), check=False)
+    assert refused.returncode != 0 and "spec.userName" in refused.stderr and "'orders.app'" in refused.stderr
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(user))
+    cluster.wait_for(
+        "the generated Secret", lambda: _get(cluster, "secret", "orders-app-credentials", ns) is not None, timeout=60
+    )
+    secret = _get(cluster, "secret", "orders-app-credentials", ns) or {}
+    data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    assert data["username"] == "orders-app" and len(data["password"]) >= 24, sorted(data)
+    assert [(o["kind"], o["name"]) for o in secret["metadata"]["ownerReferences"]] == [("User", "orders-app")]
+
+    def placement() -> dict[str, Any]:
+        status = (_get(cluster, "user", "orders-app", ns) or {}).get("status") or {}
+        return next(iter(status.get("placements") or []), {})
+
+    cluster.wait_for("the User's placement on broker-a", lambda: bool(placement().get("message")), timeout=90)
+    assert "spec.auth.enabled false" in placement()["message"] and "fix:" in placement()["message"], placement()
+    status = (_get(cluster, "user", "orders-app", ns) or {})["status"]
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"], status["secret"]) == ("False", "Refused", "orders-app-credentials")
+    cluster.kubectl("patch", "user", "orders-app", "-n", ns, "--type=merge", "-p", '{"spec":{"type":"Super"}}')
+    kept = _get(cluster, "secret", "orders-app-credentials", ns) or {}
+    assert kept["data"]["password"] == secret["data"]["password"]  # generated once, never rewritten
+    cluster.kubectl("delete", "user", "orders-app", "-n", ns, "--wait=true", "--timeout=60s")
+    cluster.wait_for(
+        "the generated Secret collected with its User",
+        lambda: _get(cluster, "secret", "orders-app-credentials", ns) is None,
+        timeout=90,
+    )
+
+
 def test_operator_memory_is_recorded_after_the_module(operator: Operator) -> None:
     """Resident memory after every test above ran against this operator (docs/operator-memory.md records it;
     recorded, never asserted: it depends on the machine and the libraries' versions)."""

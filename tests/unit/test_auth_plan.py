@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from rocketmq_operator.core.auth import AclEntry, AuthActionKind, ObservedUser, WantedUser, plan_auth
+from rocketmq_operator.core.auth import (
+    AclEntry,
+    AuthActionKind,
+    DeclaredUser,
+    ObservedUser,
+    WantedUser,
+    plan_auth,
+    plan_removal,
+    users_for_group,
+)
 
 PUB = AclEntry.of("Topic:orders", ["Pub"])
 SUB = AclEntry.of("Group:billing", ["Sub"])
@@ -55,3 +64,45 @@ def test_entry_order_and_duplicates_do_not_matter() -> None:
 
 def test_no_password_in_repr() -> None:
     assert "s3cret" not in repr(APP) and "s3cret" not in repr(ObservedUser("app", "s3cret"))
+
+
+# --- User resources: which a group holds, and the removal of one it no longer does ---
+
+
+def _declared(resource: str, name: str, created: str = "2026-12-03T10:00:00Z") -> DeclaredUser:
+    return DeclaredUser(resource, name, created, WantedUser(name, "pw", "Normal", ()))
+
+
+USER_CASES = [
+    ("one User: held", [], None, [_declared("app", "app")], ["app"], {}),
+    ("a name the group declares inline: refused", ["app"], None, [_declared("app", "app")], [],
+     {"app": "declares user 'app' in spec.auth.users"}),
+    ("the admin's name: refused (it would change what the brokers sign with)", [], "app",
+     [_declared("app", "app")], [], {"app": "is the admin of BrokerGroup 'broker-a'"}),
+    ("two Users, one name: the older holds it", [], None,
+     [_declared("new", "app", "2026-12-03T11:00:00Z"), _declared("old", "app", "2026-12-03T09:00:00Z")], ["old"],
+     {"new": "User/old gives BrokerGroup 'broker-a' user 'app' already"}),
+    ("two Users created at once: the first by name", [], None, [_declared("b", "app"), _declared("a", "app")], ["a"],
+     {"b": "User/a gives"}),
+    ("different names: both", ["ops"], "admin", [_declared("a", "app"), _declared("b", "reports")], ["a", "b"], {}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("inline", "admin", "declared", "held", "refused"), [c[1:] for c in USER_CASES], ids=[c[0] for c in USER_CASES]
+)
+def test_users_for_group(
+    inline: list[str], admin: str | None, declared: list[DeclaredUser], held: list[str], refused: dict[str, str]
+) -> None:
+    got_held, got_refused = users_for_group("broker-a", inline, declared, admin)
+    assert [d.resource for d in got_held] == held
+    assert sorted(got_refused) == sorted(refused)
+    for resource, piece in refused.items():
+        assert piece in got_refused[resource] and "fix:" in got_refused[resource], got_refused[resource]
+
+
+def test_removal_deletes_a_held_user_and_confirms_an_absent_one() -> None:
+    held = ObservedUser("app", "pw", "Normal", "enable", (PUB,))
+    assert [a.kind for a in plan_removal("app", held)] == [AuthActionKind.DELETE_USER]
+    assert plan_removal("app", None) == []
+    assert plan_removal("app", ObservedUser("app")) == []  # GET_USER answered nothing: confirmed absent

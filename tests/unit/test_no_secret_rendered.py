@@ -49,8 +49,8 @@ from rocketmq_operator.control.policy import PolicyOutcome
 from rocketmq_operator.core.auth import plan_auth
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.core.status import build_broker_status
-from rocketmq_operator.platforms.kubernetes import auth as kubernetes_auth
 from rocketmq_operator.platforms.kubernetes import group_pass
+from rocketmq_operator.platforms.kubernetes import users as kubernetes_users
 from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.reconcile import reconcile
@@ -239,6 +239,16 @@ def test_kubernetes_passes_write_no_password_to_status_events_or_logs(
     fake = FakeApi()
     for doc in [*m.secret_docs, *m.docs]:
         fake.put(doc)
+    # Two User resources on the group: one with its own Secret, one with the Secret the operator generated.
+    user_passwords = {"L3dg-Wq5tB8-secret", "R3p0-Xc7uN2-secret"}
+    fake.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ledger-pw", "namespace": "ns"},
+              "stringData": {"password": "L3dg-Wq5tB8-secret"}})  # fmt: skip
+    fake.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "reports-credentials", "namespace": "ns"},
+              "stringData": {"username": "reports", "password": "R3p0-Xc7uN2-secret"}})  # fmt: skip
+    for name, extra in (("ledger", {"passwordSecret": {"name": "ledger-pw"}}), ("reports", {})):
+        fake.put({"apiVersion": "rocketmq-operator.dev/v1alpha1", "kind": "User", "metadata": {"name": name},
+                  "spec": {"brokerGroups": ["broker-a"], **extra,
+                           "acls": [{"resource": f"Topic:{name}", "actions": ["Pub"]}]}})  # fmt: skip
     for i in range(3):
         fake.put({"apiVersion": "v1", "kind": "Pod",
                   "metadata": {"name": f"broker-a-{i}",
@@ -255,11 +265,12 @@ def test_kubernetes_passes_write_no_password_to_status_events_or_logs(
 
     asserted: list[list[str]] = []
 
-    async def assert_users(_client: Any, state: GroupState, wanted: Any, _memory: Any) -> AuthReport:
+    async def assert_users(_client: Any, state: GroupState, wanted: Any, _memory: Any, **_: Any) -> AuthReport:
         # What the real executor reports for a replica that has none of the users yet (plan_auth's lines).
         asserted.append([u.name for u in wanted])
         lines = [a.describe() for a in plan_auth(wanted, {u.name: None for u in wanted})]
-        return AuthReport(state.group, done=[f"{r.name}: {line}" for r in state.replicas for line in lines])
+        done = [f"{r.name}: {line}" for r in state.replicas for line in lines]
+        return AuthReport(state.group, asserted=[r.name for r in state.replicas], done=done)
 
     async def run_replication_policy(*_: Any, **__: Any) -> PolicyOutcome:
         return PolicyOutcome()
@@ -267,7 +278,7 @@ def test_kubernetes_passes_write_no_password_to_status_events_or_logs(
     monkeypatch.setattr(group_pass, "observe_groups", observe_groups)
     monkeypatch.setattr(group_pass, "reassert_topics", reassert_topics)
     monkeypatch.setattr(group_pass, "run_replication_policy", run_replication_policy)
-    monkeypatch.setattr(kubernetes_auth, "assert_users", assert_users)
+    monkeypatch.setattr(kubernetes_users, "assert_users", assert_users)
     monkeypatch.setattr(group_pass.kopf, "event", lambda *a, **k: events.append(k))
 
     class Brokers:
@@ -305,7 +316,11 @@ def test_kubernetes_passes_write_no_password_to_status_events_or_logs(
     assert "Adm1n-Zq9xW7-secret" in json.dumps(admin["stringData"])
     assert {c.secret_key for c in brokers.pool.credentials_by_addr.values()} == {"Adm1n-Zq9xW7-secret"}
     assert set(brokers.pool.credentials_by_addr) == {f"10.0.0.{i + 1}:10911" for i in range(3)}
-    assert asserted == [["billing", "audit"]] * 2
+    assert asserted == [["billing", "audit", "ledger", "reports"]] * 2
+    users = {n: fake.objects[("User", "ns", n)]["status"] for n in ("ledger", "reports")}
+    assert {n: s["secret"] for n, s in users.items()} == {"ledger": "ledger-pw", "reports": "reports-credentials"}
+    assert all(s["placements"][0]["asserted"] == 3 for s in users.values()), users
+    m.passwords |= user_passwords
     assert any("create-user billing" in r.getMessage() for r in caplog.records), [
         r.getMessage() for r in caplog.records
     ]

@@ -1263,6 +1263,7 @@ class UserPlacementStatus(Model):
     exists: bool = Field(
         default=False, description="Some replica may hold the user (false once every replica has confirmed not)."
     )
+    message: str | None = Field(default=None, description="Why the group does not hold the user as declared.")
 
 
 class UserStatus(Model):

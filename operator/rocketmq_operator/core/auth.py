@@ -8,10 +8,13 @@ It never does I/O and never deletes a user or an entry of a user the group does 
 own users stay). `plan_removal(name, observed)` deletes a user the operator put there (a User resource deleted,
 or no longer placed on the group) and its ACL (RocketMQ's DELETE_USER removes both).
 
-`users_for_group(group, inline, declared)` decides which User resources a group holds: a name given by the
-group's own spec.auth.users, or by an older User resource, wins; the others are refused with one line each. Every broker keeps its users in its own store (LocalAuthenticationMetadataProvider: RocksDB
-under the store root), nothing replicates them, so the executor runs this against every replica: a slave that
-becomes master then already has them.
+Every broker keeps its users in its own store (LocalAuthenticationMetadataProvider: RocksDB under the store
+root), nothing replicates them, so the executor runs this against every replica: a slave that becomes master then
+already has them.
+
+`users_for_group(group, inline, declared, admin)` decides which User resources a group holds: the group's admin,
+a name of its own spec.auth.users, or one given by an older User resource wins; the others are refused with one
+line each.
 
 Passwords pass through here as plain strings (they are compared with what the broker returns); nothing in this
 module formats them into a message.

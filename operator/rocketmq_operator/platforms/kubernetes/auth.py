@@ -13,8 +13,7 @@ Contract:
   Secret cannot be read. A resource without auth needs nothing.
 * `sign_for_group(client, admin, endpoints)` makes the operator's one client sign every request to the group's
   brokers as its admin (pod addresses; refreshed on every pass, so a pod's new IP is signed for at once).
-* `assert_group_users(client, bg, state, auth, memory, logger)`: `control.auth.assert_users` with the memory
-  kept in the group pass's memory (a cache: losing it re-reads every replica once).
+* The group pass asserts the users with `users.assert_group_users` (the User resources too).
 """
 
 from __future__ import annotations
@@ -26,10 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, Proxy
-from rocketmq_operator.control.auth import admin_credentials, assert_users, needed_secrets, wanted_users
+from rocketmq_operator.control.auth import admin_credentials, needed_secrets, wanted_users
 from rocketmq_operator.core.auth import WantedUser
-from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint
-from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
+from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.remoting.auth import SessionCredentials
@@ -120,24 +118,3 @@ async def admin_config_objects(
 def sign_for_group(client: RemotingClient, admin: SessionCredentials, endpoints: Sequence[ReplicaEndpoint]) -> None:
     for endpoint in endpoints:
         client.pool.credentials_by_addr[endpoint.address] = admin
-
-
-async def assert_group_users(
-    client: RemotingClient,
-    bg: BrokerGroup,
-    state: GroupState,
-    auth: GroupAuth,
-    memory: GroupMemory,
-    logger: Any,
-) -> None:
-    if memory.said_auth_problems != auth.problems:  # said once, not on every pass
-        memory.said_auth_problems = list(auth.problems)
-        for problem in auth.problems:
-            logger.warning("auth: %s", problem)
-    if auth.admin is None or not auth.users:
-        return
-    report = await assert_users(client, state, auth.users, memory.auth)
-    for line in report.done:
-        logger.info("%s: auth: %s", bg.metadata.name, line)
-    for line in report.errors:
-        logger.warning("%s: auth: %s; retried next pass", bg.metadata.name, line)

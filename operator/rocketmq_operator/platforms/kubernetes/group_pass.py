@@ -55,7 +55,7 @@ from rocketmq_operator.core.group_drain import FORCE_ANNOTATION
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.core.status import build_broker_status
-from rocketmq_operator.platforms.kubernetes.auth import GroupAuth, assert_group_users, read_group_auth, sign_for_group
+from rocketmq_operator.platforms.kubernetes.auth import GroupAuth, read_group_auth, sign_for_group
 from rocketmq_operator.platforms.kubernetes.drain import drain_pass
 from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
@@ -67,6 +67,7 @@ from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, w
 from rocketmq_operator.platforms.kubernetes.storage import storage_pass
 from rocketmq_operator.platforms.kubernetes.tls import TLS_CA_DIR, trust_group
 from rocketmq_operator.platforms.kubernetes.topics import declared_lag_topics, reassert_topics
+from rocketmq_operator.platforms.kubernetes.users import assert_group_users
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.render.config import BROKER_PORT, BrokerPlacement
 from rocketmq_operator.render.kubernetes import (
@@ -322,7 +323,9 @@ class KubernetesPassSteps:
         )  # fmt: skip
 
     async def users_and_topics(self) -> bool:
-        await assert_group_users(self.client, self.bg, self.state, self.auth, self.memory, self.logger)
+        await assert_group_users(
+            self.kube, self.client, self.bg, self.namespace, self.state, self.auth, self.memory, self.logger
+        )
         return await reassert_topics(
             self.kube, self.client, self.metrics, self.bg, self.namespace, self.state, self.memory
         )

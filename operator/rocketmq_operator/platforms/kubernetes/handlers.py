@@ -17,6 +17,7 @@ from rocketmq_operator.platforms.kubernetes.kube import KubeClient, connection_i
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.proxy_pass import observe_proxy
 from rocketmq_operator.platforms.kubernetes.reconcile import Outcome, reconcile
+from rocketmq_operator.platforms.kubernetes.users import ensure_credentials, removal_left
 from rocketmq_operator.remoting import RemotingClient
 
 # Level-based resync period; tests shorten it to watch several no-op passes.
@@ -207,5 +208,25 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         left = [p.get("brokerGroup") for p in placements if p.get("exists")]
         if left:
             raise kopf.TemporaryError(f"still on the masters of {', '.join(map(str, left))}", delay=2)
+
+    @kopf.on.create(API_GROUP, API_VERSION, "users", registry=registry, id="users-credentials")
+    @kopf.on.resume(API_GROUP, API_VERSION, "users", registry=registry, id="users-credentials-resume")
+    @kopf.on.update(API_GROUP, API_VERSION, "users", registry=registry, id="users-credentials-update", field="spec")
+    async def on_user(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        # The generated Secret exists as soon as the User does (a client can be configured before any group's
+        # pass has asserted the user); the BrokerGroups' passes assert it and write the rest of the status.
+        await ensure_credentials(memo.kube, dict(body))
+
+    @kopf.on.delete(API_GROUP, API_VERSION, "users", registry=registry, id="users-delete")
+    async def on_user_delete(body: kopf.Body, spec: kopf.Spec, status: kopf.Status, memo: kopf.Memo, **_: Any) -> None:
+        # deletionPolicy Keep leaves the user on the brokers. Delete (the default): each BrokerGroup's pass deletes
+        # it from every replica; the finalizer stays until no placement on a group that still exists may hold it
+        # (a replica that was down would otherwise keep a deleted user and authenticate it once elected).
+        if dict(spec).get("deletionPolicy", "Delete") != "Delete":
+            return
+        groups = [g["metadata"]["name"] for g in await memo.kube.list("BrokerGroup", body["metadata"]["namespace"])]
+        left = removal_left(dict(status or {}), groups)
+        if left:
+            raise kopf.TemporaryError(f"still on replicas of {', '.join(left)}", delay=2)
 
     return registry

@@ -55,6 +55,7 @@ API_VERSIONS: dict[str, str] = {
     "Topic": f"{API_GROUP}/{API_VERSION}",
     "ConsumerGroup": f"{API_GROUP}/{API_VERSION}",
     "Proxy": f"{API_GROUP}/{API_VERSION}",
+    "User": f"{API_GROUP}/{API_VERSION}",
 }
 
 
