@@ -7,10 +7,17 @@ master accepts the same user (the operator created the users on every replica, a
 group's admin, or it could not observe the group at all). The ConfigMap holds no password; the brokers mount the
 operator's copy of the admin Secret. The example's Proxy (spec.auth) holds RocketMQ 5's gRPC client to the same
 users, reached from the host at its pod's address.
+
+Then a User resource (issue 33) on the same group, as a team would add one with kubectl: its generated Secret
+signs sends; its password changed in that Secret is taken at once on every replica (RocketMQ keeps one password
+per user: the old one refused from then, docs/auth.md); its rules changed refuse what they no longer allow;
+deleted, its credentials are refused and no replica holds it; no broker JVM restarted meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 import time
 from collections.abc import Callable
@@ -21,7 +28,9 @@ import yaml
 
 from e2e.conftest import apply_example
 from e2e.e2e_helpers import pod_ready, wait_proxy_ready
+from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.remoting.auth import SessionCredentials
+from rocketmq_operator.remoting.auth_admin import AuthAdmin
 from rocketmq_operator.tools.digest import body_for
 from rocketmq_operator.tools.grpc_client import GrpcProducer, receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged, no_loss_failure, read_keys, reports_no_loss_failure
@@ -41,19 +50,97 @@ PASSWORDS = _passwords()
 APP = {"ROCKETMQ_ACCESS_KEY": "orders-app", "ROCKETMQ_SECRET_KEY": PASSWORDS["orders-app"]}
 
 
-def _accepted(group: Any, pod: str, count: int) -> dict[str, Any]:
-    """Sends as orders-app until one batch is fully acknowledged: the operator creates the users once the brokers
-    answer, so the first sends after the group turns writable may still be refused."""
+def _accepted(group: Any, pod: str, count: int, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Sends as orders-app (or as ``env`` says) until one batch is fully acknowledged: the operator creates the
+    users once the brokers answer, so the first sends after the group turns writable may still be refused."""
     deadline = time.monotonic() + 300
     attempt = 0
     while True:
         attempt += 1
-        report = group.produce(f"{pod}-{attempt}", count, "--report-keys", env=APP)
+        report = group.produce(f"{pod}-{attempt}", count, "--report-keys", env=env or APP)
         assert report is not None
         if report["acknowledged"] == count:
             return report
         assert time.monotonic() < deadline, f"orders-app was never accepted: {report}"
         time.sleep(2)
+
+
+def _refused(group: Any, pod: str, env: dict[str, str], what: str) -> None:
+    """One send at a time, no retries, until one is refused: what the operator applies at its next pass."""
+    deadline = time.monotonic() + 120
+    attempt = 0
+    while True:
+        attempt += 1
+        report = group.produce(f"{pod}-{attempt}", 1, "--retries", "0", env=env)
+        assert report is not None
+        if report["acknowledged"] == 0:
+            return
+        assert time.monotonic() < deadline, f"{what}: still accepted after 120 s: {report}"
+        time.sleep(1)
+
+
+LEDGER = "ledger-app"
+LEDGER_USER = f"""
+apiVersion: rocketmq-operator.dev/v1alpha1
+kind: User
+metadata: {{name: {LEDGER}}}
+spec:
+  brokerGroups: [broker-a]
+  acls:
+    - {{resource: "Topic:orders", actions: [Pub, Sub, Get]}}
+    - {{resource: "Group:orders-readers", actions: [Sub, Get]}}
+"""
+
+
+def _held_by(group: Any, admin: SessionCredentials, user: str) -> dict[str, bool]:
+    """Each replica's answer to AUTH_GET_USER for ``user``, asked from the host as the group's admin."""
+    addresses = {n: f"{p['status']['podIP']}:10911" for n, p in group.pods().items()}
+
+    async def ask() -> dict[str, bool]:
+        client = RemotingClient(credentials_by_addr=dict.fromkeys(addresses.values(), admin))
+        try:
+            admin_calls = AuthAdmin(client)
+            return {n: await admin_calls.get_user(a, user, timeout=5.0) is not None for n, a in addresses.items()}
+        finally:
+            await client.close()
+
+    return asyncio.run(ask())
+
+
+def _users_as_resources(group: Any, node: Any) -> None:
+    """The User steps of the module docstring, on the auth example's group (healthy, with a master)."""
+    jvms = {pod: group.jvm_pid(pod)[0] for pod in group.pods()}
+    node.kubectl("-n", NS, "apply", "-f", "-", input=LEDGER_USER)
+
+    def user_status() -> dict[str, Any]:
+        return dict(node.json("-n", NS, "get", "user", LEDGER).get("status") or {})
+
+    node.wait_for(f"User {LEDGER} Ready on every replica", lambda: user_status().get("ready") is True, 300, 1)
+    assert user_status()["placements"][0]["asserted"] == group.replicas, user_status()
+    secret = node.json("-n", NS, "get", "secret", f"{LEDGER}-credentials")
+    password = base64.b64decode(secret["data"]["password"]).decode()
+    ledger = {"ROCKETMQ_ACCESS_KEY": LEDGER, "ROCKETMQ_SECRET_KEY": password}
+    sent = _accepted(group, "ledger-app", 10, env=ledger)
+    assert sent["acknowledged"] == 10, sent
+
+    # The password changed in the Secret, as a rotation job would: the new one accepted, the old refused.
+    rotated = {**ledger, "ROCKETMQ_SECRET_KEY": password + "-rotated"}
+    node.kubectl("-n", NS, "patch", "secret", f"{LEDGER}-credentials", "--type=merge", "-p",
+                 json.dumps({"stringData": {"password": rotated["ROCKETMQ_SECRET_KEY"]}}))  # fmt: skip
+    _accepted(group, "ledger-app-rotated", 5, env=rotated)
+    _refused(group, "ledger-app-old-password", ledger, "the old password after the rotation")
+
+    # The rules changed: Pub removed from the topic, so a send is refused while the user still authenticates.
+    node.kubectl("-n", NS, "patch", "user", LEDGER, "--type=json", "-p",
+                 json.dumps([{"op": "replace", "path": "/spec/acls/0/actions", "value": ["Sub", "Get"]}]))  # fmt: skip
+    _refused(group, "ledger-app-no-pub", rotated, "a send after Pub was removed from the user's rules")
+
+    # Deleted: the finalizer holds until every replica has confirmed it gone; then its credentials are refused.
+    node.kubectl("-n", NS, "delete", "user", LEDGER, "--wait=true", "--timeout=120s")
+    admin = SessionCredentials("rocketmq-admin", PASSWORDS["rocketmq-admin"])
+    assert _held_by(group, admin, LEDGER) == dict.fromkeys(group.pods(), False)
+    _refused(group, "ledger-app-deleted", rotated, "a send by the deleted user")
+    assert {pod: group.jvm_pid(pod)[0] for pod in group.pods()} == jvms, "a broker JVM restarted"
 
 
 def _through_the_proxy(node: Any) -> set[str]:
@@ -111,5 +198,7 @@ def test_auth_example_refuses_unsigned_clients_and_serves_its_users(group_in: Ca
         assert loss is None, loss
         acked = first["acknowledged"] + after["acknowledged"]
         assert read["unique"] >= acked, read
+        group.wait_healthy()
+        _users_as_resources(group, node)
     finally:
         node.delete_namespace(NS)
