@@ -1,9 +1,10 @@
 """No password from a Secret that spec.auth names reaches what the operator renders or reports.
 
 Inputs: every example under examples/ with a BrokerGroup that sets spec.auth, read with the Secret documents
-given beside it, plus a synthetic manifest with distinctive passwords (admin and users, one Secret holding two
-users' keys). The passwords are the values of the keys spec.auth points at (adminSecret's `password`, each
-user's passwordSecret key); user names and Secret names are not secret and are allowed to appear.
+given beside it (a User's spec.passwordSecret counted among the passwords), plus a synthetic manifest with
+distinctive passwords (admin and users, one Secret holding two users' keys). The passwords are the values of the
+keys spec.auth points at (adminSecret's `password`, each user's passwordSecret key); user names and Secret names
+are not secret and are allowed to appear.
 
 What is checked, and only that:
 
@@ -42,7 +43,7 @@ import pytest
 import yaml
 from kube_fake import FakeApi
 
-from rocketmq_operator.api.models import BrokerGroup
+from rocketmq_operator.api.models import BrokerGroup, User
 from rocketmq_operator.api.validation import validate_document
 from rocketmq_operator.control.auth import AuthReport, needed_secrets
 from rocketmq_operator.control.policy import PolicyOutcome
@@ -99,7 +100,7 @@ CASES: dict[str, list[JSON]] = {
 
 
 def test_the_examples_with_auth_are_found() -> None:
-    assert [p.relative_to(ROOT).as_posix() for p in AUTH_EXAMPLES] == ["examples/auth.yaml"]
+    assert [p.relative_to(ROOT).as_posix() for p in AUTH_EXAMPLES] == ["examples/auth.yaml", "examples/users.yaml"]
 
 
 class Manifests:
@@ -114,6 +115,8 @@ class Manifests:
         for bg in (r for r in self.resources if isinstance(r, BrokerGroup)):
             for _, name, keys in needed_secrets(bg):
                 self.passwords |= {self.secrets[name].data[k] for k in keys if k != "username"}
+        for user in (r for r in self.resources if isinstance(r, User) and r.spec.password_secret is not None):
+            self.passwords.add(self.secrets[user.password_ref.name].data[user.password_ref.key])
         assert self.passwords and all(len(p) >= 8 for p in self.passwords)
 
     def auth_off(self) -> list[Any]:

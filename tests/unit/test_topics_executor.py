@@ -8,7 +8,8 @@ from typing import Any
 from rocketmq_operator.control.topics import GroupTopicMemory, assert_group
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.core.topics import ConsumerGroupFacts, TopicConfigFacts, WantedOnGroup
-from rocketmq_operator.remoting import RemotingCommand, RemotingConnectionError
+from rocketmq_operator.remoting import RemotingCommand, RemotingConnectionError, RemotingError
+from rocketmq_operator.remoting.namesrv import QueueData, TopicRoute
 
 
 class FakeBrokers:
@@ -19,6 +20,7 @@ class FakeBrokers:
         self.groups: dict[str, dict[str, Any]] = {a: {} for a in addrs}
         self.down = set(down)
         self.calls: list[tuple[str, int]] = []
+        self.namesrv_addrs: tuple[str, ...] = ()  # no name servers: nothing to recover routes from
 
     async def _call(
         self, addr: str, code: int, ext_fields: dict[str, str] | None = None, body: bytes = b"", **_: object
@@ -133,3 +135,45 @@ async def test_topic_made_with_mqadmin_is_recreated_on_the_new_master_but_a_dele
     assert "deleted_later" not in brokers.topics["a:1"]
     report = await assert_group(brokers, _state(True, "b:1", "a:1", "b:1", epoch=2), wanted, memory)  # type: ignore[arg-type]
     assert report.asserted and sorted(brokers.topics["b:1"]) == ["by_admin"]
+
+
+class FakeCluster(FakeBrokers):
+    """The brokers above and a name server's answers: its topic list and the routes, per topic."""
+
+    def __init__(self, *addrs: str, routes: dict[str, list[QueueData]]) -> None:
+        super().__init__(*addrs)
+        self.namesrv_addrs = ("ns:9876",)
+        self.routes = routes
+
+    async def get_all_topics(self, **_: object) -> tuple[str, ...]:
+        return tuple(sorted(self.routes))
+
+    async def get_route(self, topic: str, **_: object) -> TopicRoute:
+        if topic == "deleted-meanwhile":
+            raise RemotingError(17, "TOPIC_NOT_EXIST", addr="ns:9876")
+        return TopicRoute(topic, tuple(self.routes[topic]), ())
+
+
+async def test_a_topic_the_old_master_made_unobserved_is_recovered_from_the_name_servers_routes() -> None:
+    """The master made `fresh` and died before any observation: the name servers still route it to the group
+    (the write bit wiped while it had no master), so the new master gets it, read-write; a topic routed only to
+    another group, an internal one and one the name server no longer routes are left alone."""
+    routes = {
+        "orders": [QueueData("g", 8, 8, 6)],
+        "elsewhere": [QueueData("other-group", 4, 4, 6)],
+        "TBW102": [QueueData("g", 8, 8, 7)],
+        "deleted-meanwhile": [],
+    }
+    brokers = FakeCluster("a:1", "b:1", routes=routes)
+    memory = GroupTopicMemory()
+    await assert_group(brokers, _state(True, "a:1", "a:1", "b:1"), WANTED, memory)  # type: ignore[arg-type]
+    assert sorted(brokers.topics["a:1"]) == ["orders"]
+    # After that pass: the master makes `fresh` (registered with the name servers at once), then dies.
+    brokers.topics["a:1"]["fresh"] = {"topicName": "fresh", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}
+    routes["fresh"] = [QueueData("g", 2, 2, 4)]
+    brokers.down.add("a:1")
+    report = await assert_group(brokers, _state(True, "b:1", "a:1", "b:1", epoch=2), WANTED, memory)  # type: ignore[arg-type]
+    assert report.asserted, report.errors
+    assert sorted(brokers.topics["b:1"]) == ["fresh", "orders"]
+    assert (brokers.topics["b:1"]["fresh"]["writeQueueNums"], brokers.topics["b:1"]["fresh"]["perm"]) == (2, 6)
+    assert any("fresh: routed to g by the name servers" in d for d in report.done), report.done

@@ -584,14 +584,15 @@ def validate_files(paths: Sequence[str | Path], *, together: bool = False) -> Ma
     manifests = ManifestSet(reports, errors, warnings)
     document = {id(r.resource): r for r in reports if r.resource is not None}
     cross = validate_cross_references(manifests.resources)
-    # A proxy against the brokers of its cluster: within one file, or across them when they are used together
-    # (examples/*.yaml are alternatives that name the same cluster).
+    # A proxy against the brokers of its cluster, a User against the groups it is placed on: within one file, or
+    # across them when they are used together (examples/*.yaml are alternatives that name the same cluster).
     by_file: dict[str, list[AnyResource]] = {}
     for r in reports:
         if r.resource is not None:
             by_file.setdefault("" if together else r.document.rsplit("#", 1)[0], []).append(r.resource)
     for resources in by_file.values():
         cross.extend(proxy_references(resources))
+        cross.extend(user_references(resources))
     for resource, problem in cross:
         owner = document.get(id(resource))
         errors.append(owner.prefixed(problem) if owner is not None else str(problem))
@@ -777,15 +778,15 @@ def _placement_references(resources: Sequence[AnyResource]) -> list[tuple[AnyRes
                     ),
                 )
             )
-    problems.extend(_user_references(resources, brokers))
     return problems
 
 
-def _user_references(
-    resources: Sequence[AnyResource], brokers: Sequence[BrokerGroup]
-) -> list[tuple[AnyResource, Problem]]:
+def user_references(resources: Sequence[AnyResource]) -> list[tuple[AnyResource, Problem]]:
     """A User placed on a BrokerGroup of the set: that group has spec.auth on (the user could not be checked by it
-    otherwise), declares no inline user of the same name, and no other User of the set gives it the same name."""
+    otherwise), declares no inline user of the same name, and no other User of the set gives it the same name.
+    Checked within one set, as `proxy_references` is: alternatives in separate files (examples/*.yaml) name the
+    same groups, and a User of one must not be held to another's group of that name."""
+    brokers = [r for r in resources if isinstance(r, BrokerGroup)]
     problems: list[tuple[AnyResource, Problem]] = []
     claimed: dict[tuple[str | None, str, str], str] = {}  # (namespace, group, user name) -> the User that has it
     for user in sorted((r for r in resources if isinstance(r, User)), key=lambda u: u.metadata.name):

@@ -507,6 +507,25 @@ class SimulatedRocketMQ:
         }
 
     def _name_server(self, request: RemotingCommand) -> RemotingCommand | None:
+        if request.code == RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER:
+            # What a name server lists: the topics the groups' masters registered (asked after an election).
+            names = sorted({t for g in self.groups.values() for t in g.master.topics})
+            return _json(request, {"topicList": names})
+        if request.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+            topic = request.ext_fields.get("topic", "")
+            holders = [g for g in self.groups.values() if topic in g.master.topics]
+            if not holders:
+                return _response(request, 17, remark=f"No topic route info in name server for the topic: {topic}")
+            queues = [
+                {"brokerName": g.name, "readQueueNums": g.master.topics[topic].get("readQueueNums", 8),
+                 "writeQueueNums": g.master.topics[topic].get("writeQueueNums", 8),
+                 "perm": g.master.topics[topic].get("perm", 6), "topicSysFlag": 0}
+                for g in holders
+            ]  # fmt: skip
+            brokers = [
+                {"cluster": g.cluster, "brokerName": g.name, "brokerAddrs": {"0": g.master.address}} for g in holders
+            ]
+            return _json(request, {"queueDatas": queues, "brokerDatas": brokers})
         if request.code != RequestCode.GET_BROKER_CLUSTER_INFO:
             return None
         # Built once per topology (a name server serves it from its route table): the simulator's own cost must

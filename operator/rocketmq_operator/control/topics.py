@@ -9,6 +9,13 @@ In the classic modes every reachable slave is asserted too (a slave acts as mast
 `GroupTopicMemory` holds, per group, every topic seen on any of its masters (re-created on a new master whoever
 created it: automatic creation, mqadmin, the produce tool; forgotten when deleted on the same master) and the
 master last asserted; the platform keeps one per group for as long as it runs.
+
+On a new master after one this memory asserted (an election the operator did not plan, so no carry-over ran before
+it) `assert_group` also asks the client's name servers for the topics they still route to the group that neither
+the new master nor the memory knows (`core.topics.route_candidates`, `recovered_from_routes`): a topic made on the
+old master a moment before it died, whose acknowledged messages the new master holds but cannot serve until the
+topic exists. It costs a topic list and a route read per topic the new master lacks (every other group's among
+them), at each failover only: not on the first pass of a restarted operator, which would pay it for every group.
 """
 
 from __future__ import annotations
@@ -22,12 +29,15 @@ from rocketmq_operator.core.topics import (
     ActionKind,
     ConsumerGroupFacts,
     Refusal,
+    RoutedQueues,
     TopicConfigFacts,
     WantedOnGroup,
     is_internal_topic,
     plan_carry_over,
     plan_consumer_groups,
     plan_topics,
+    recovered_from_routes,
+    route_candidates,
     update_observed,
     wanted_topics,
 )
@@ -35,6 +45,7 @@ from rocketmq_operator.remoting import RemotingClient, RemotingException
 from rocketmq_operator.remoting.admin import SubscriptionGroupInfo, TopicAdmin, TopicConfigInfo
 
 ADMIN_TIMEOUT_S = 3.0
+ROUTE_READS_AT_ONCE = 16  # a new master's route reads, in parallel (one per topic it lacks)
 
 
 @dataclass
@@ -158,6 +169,9 @@ async def assert_group(
         return report
     report.new_master = (addr, state.master_epoch) != (memory.asserted_master, memory.asserted_epoch)
     admin = TopicAdmin(client)
+    failover = memory.asserted_master is not None and report.new_master
+    if failover and addr is not None and state.controller_mode and client.namesrv_addrs:
+        await _recover_routed_topics(client, admin, state.group, addr, wanted, memory, report, timeout)
     for target in targets:
         table, groups = await _assert_on(
             admin, target, wanted, memory, report, timeout, target == addr, state.master_epoch
@@ -170,6 +184,45 @@ async def assert_group(
     if measure and addr is not None:
         await _measure(admin, addr, wanted, report.topics, set(memory.observed), report, timeout)
     return report
+
+
+async def _recover_routed_topics(
+    client: RemotingClient,
+    admin: TopicAdmin,
+    group: str,
+    master: str,
+    wanted: WantedOnGroup,
+    memory: GroupTopicMemory,
+    report: AssertReport,
+    timeout: float,
+) -> None:
+    """Add to the memory the topics the name servers route to ``group`` that its new master lacks (created on it
+    by the assertion that follows). A failure is reported, so the group is not asserted on this master and the
+    next pass asks again."""
+    try:
+        listed, table = await asyncio.gather(
+            client.get_all_topics(timeout=timeout), admin.topics(master, timeout=timeout)
+        )
+    except (RemotingException, OSError) as exc:
+        report.errors.append(f"cannot list the name servers' topics for the new master {master}: {exc}")
+        return
+    known = [t.name for t in wanted.topics] + list(memory.observed)
+    candidates = route_candidates(listed, table, known, wanted.own_names)
+    gate = asyncio.Semaphore(ROUTE_READS_AT_ONCE)
+
+    async def routed(topic: str) -> tuple[str, RoutedQueues | None]:
+        async with gate:
+            try:
+                route = await client.get_route(topic, timeout=timeout)
+            except (RemotingException, OSError):
+                return topic, None  # deleted meanwhile, or a name server hiccup: not this group's to recover
+        mine = next((q for q in route.queue_datas if q.broker_name == group), None)
+        return topic, None if mine is None else RoutedQueues(mine.read_queue_nums, mine.write_queue_nums, mine.perm)
+
+    found = {t: q for t, q in await asyncio.gather(*(routed(t) for t in candidates)) if q is not None}
+    for name, facts in recovered_from_routes(found).items():
+        memory.observed[name] = facts
+        report.done.append(f"topic {name}: routed to {group} by the name servers, missing on the new master {master}")
 
 
 async def _assert_on(

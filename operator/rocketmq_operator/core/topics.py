@@ -171,6 +171,42 @@ def update_observed(
     return out
 
 
+@dataclass(frozen=True)
+class RoutedQueues:
+    """What a name server's route of a topic says of one brokerName: its queue counts and permission."""
+
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+
+
+def route_candidates(
+    listed: Iterable[str], on_master: Iterable[str], known: Iterable[str], own_names: Iterable[str] = ()
+) -> list[str]:
+    """The topics a new master must be asked about at the name servers: listed there, not on the new master, not
+    already known to the group (declared, or seen on an earlier master), and not internal."""
+    skip = set(on_master) | set(known)
+    own = set(own_names)
+    return sorted(t for t in set(listed) if t not in skip and not is_internal_topic(t, own))
+
+
+def recovered_from_routes(routed: Mapping[str, RoutedQueues]) -> dict[str, TopicConfigFacts]:
+    """Topics the name servers still route to the group's brokerName though its new master lacks them: made on the
+    old master too recently for any observation (a slave copies its master's topics every 10 s, the operator
+    reads them every pass), and kept by the name servers, which drop a brokerName's topics only when no replica
+    of it is registered (`RouteInfoManager.cleanTopicByUnRegisterRequests`). Their messages are on the new
+    master's commit log (replicated before they were acknowledged), unreadable until the topic exists again.
+    Recovered read-write: while the brokerName had no master the name servers wiped the write bit of its routes,
+    so the route's permission is not the topic's; its attributes are not in a route either (NORMAL)."""
+    return {
+        name: TopicConfigFacts(
+            name, q.read_queue_nums, q.write_queue_nums, q.perm | PERM_READ | PERM_WRITE, {}, "observed"
+        )
+        for name, q in sorted(routed.items())
+        if q.read_queue_nums > 0 and q.write_queue_nums > 0
+    }
+
+
 def _topic_refusal(want: TopicConfigFacts, have: TopicConfigFacts) -> str | None:
     for key in UNCHANGEABLE_ATTRIBUTES:
         if key in want.attributes and want.attributes.get(key) != have.attributes.get(key, want.attributes[key]):

@@ -7,7 +7,10 @@ Contract:
   them back (`lifecycle.roll.apply_hot_config`). Prints what the change needs (`describe_change`), the spec.jvm
   sizes it does not apply (`placement.jvm_not_applied`) and the Topics and ConsumerGroups added, changed or
   removed (`render.diff.describe_topic_changes`: the supervisor's `TopicPolicy` asserts what the new resources
-  declare); warns of a downgrade (`render.diff.diff_warnings`). Scaling outside controller mode is refused (a
+  declare), the Users added, changed or removed (`users.describe_user_changes`: the supervisor's `AuthPolicy`
+  asserts them on every replica, and deletes a removed one whose deletionPolicy was Delete, with no restart) and
+  where the password of a User added without spec.passwordSecret was generated; warns of a downgrade
+  (`render.diff.diff_warnings`). Scaling outside controller mode is refused (a
   Proxy's replicas too). A changed Proxy rolls its proxies one at a time (`platforms.local.proxy_roll`); with one
   replica its restart leaves no proxy serving for a while, which is said in a warning, not refused. A restart of
   a ControllerGroup or a classic-mode BrokerGroup is refused.
@@ -34,7 +37,13 @@ from rocketmq_operator.control.roll import (
 from rocketmq_operator.core.config_change import classify, describe_change
 from rocketmq_operator.core.proxy_roll import describe_proxy_change, proxy_config_keys
 from rocketmq_operator.platforms.local import lifecycle
-from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, state_client, store_secrets
+from rocketmq_operator.platforms.local.auth import (
+    AuthSecretError,
+    read_secrets,
+    select_secrets,
+    state_client,
+    store_secrets,
+)
 from rocketmq_operator.platforms.local.distribution import ROCKETMQ_VERSION
 from rocketmq_operator.platforms.local.group_drain import remove_groups, write_drain_record
 from rocketmq_operator.platforms.local.layout import StateLayout
@@ -59,6 +68,11 @@ from rocketmq_operator.platforms.local.state import (
     StateError,
 )
 from rocketmq_operator.platforms.local.tls import TlsConfigError, check_tls, ensure_certificates, tls_groups
+from rocketmq_operator.platforms.local.users import (
+    describe_user_changes,
+    generated_password_lines,
+    with_generated_passwords,
+)
 from rocketmq_operator.remoting import parse_properties_text
 from rocketmq_operator.render.diff import describe_topic_changes, diff_warnings
 
@@ -118,7 +132,9 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print, force: boo
                     _stderr(f"error: {line}")
                 return lifecycle.EXIT_FAILED
         write_configs(layout, state, texts, existing)
-        store_secrets(layout, auth_secrets)
+        # Before the request: the supervisor's new AuthPolicy reads the passwords of the Users it now asserts.
+        stored, generated = with_generated_passwords(resources, auth_secrets, read_secrets(layout))
+        store_secrets(layout, stored)
         ensure_certificates(layout, state)  # a scale-out's new replicas
         answer = asyncio.run(
             lifecycle.request(
@@ -139,6 +155,8 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print, force: boo
             yaml.safe_dump_all(state.resources, sort_keys=False, default_flow_style=False), encoding="utf-8"
         )
         out(summary)
+        for line in generated_password_lines(generated, layout):
+            out(line)
         hot = _hot_changes(existing, texts, layout)
         if hot:
             for line in asyncio.run(_apply_hot(existing, hot)):
@@ -274,6 +292,7 @@ def _summary(
         f"{line} (no longer asserted; it stays on the brokers)" if line.endswith(": removed") else line
         for line in describe_topic_changes(old_resources, resources)
     )
+    lines.extend(describe_user_changes(old_resources, resources))
     return "\n".join(lines)
 
 

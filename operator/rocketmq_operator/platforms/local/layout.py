@@ -11,7 +11,10 @@ Layout of a state directory::
 
     state.json            desired state, ports, pids, restart counts (written atomically; see `state`)
     manifest.yaml         the validated resources that were brought up
-    secrets.json          the Secrets named by spec.auth (mode 0600; what Secret volumes hold on Kubernetes)
+    secrets.json          the Secrets named by spec.auth and the Users, and the Users' generated passwords (mode
+                          0600; what Secret volumes hold on Kubernetes)
+    users.json            per BrokerGroup: the User resources last held and the users still to delete from a
+                          replica (`users.UsersRecord`, the supervisor's)
     supervisor.log        the supervisor's own log
     conf/<replica>.conf   rendered configs (what a ConfigMap holds on Kubernetes)
     data/<replica>/       one "volume" per replica: store, controller Raft log, conf/<replica>.conf (the copy
@@ -68,6 +71,11 @@ class StateLayout:
     def secrets(self) -> Path:
         """The Secrets the groups name (spec.auth), as given with the manifests: mode 0600, never printed."""
         return self.root / "secrets.json"
+
+    @property
+    def users(self) -> Path:
+        """The User resources each group held as last applied, and the removals not yet confirmed."""
+        return self.root / "users.json"
 
     @property
     def tls_dir(self) -> Path:
@@ -138,6 +146,7 @@ class StateLayout:
             self.state_file,
             self.manifest,
             self.secrets,
+            self.users,
             self.supervisor_log,
             self.conf_dir,
             self.data_root,

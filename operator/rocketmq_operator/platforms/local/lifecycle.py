@@ -17,7 +17,10 @@ Contract:
   allocate (`ports.allocate`, seeded by the state directory) → render every config into `conf/` → write
   `manifest.yaml` and `state.json` → start the supervisor in its own session → return once every process has
   been started (`--wait`: once every group is ready, see `group_ready`). The same manifest again while it runs
-  prints "already running" and succeeds.
+  prints "already running" and succeeds. A User without spec.passwordSecret gets a password generated once into
+  secrets.json (`users.with_generated_passwords`); `up` prints, per such User, the Secret's name, the file and a
+  command that prints the password (`users.generated_password_lines`), never the password itself (`env` prints
+  the cluster's addresses only: a shell `eval`s it, and a password does not belong in every shell's environment).
 * `down`: SIGTERM to the supervisor, which stops everything; then any process whose command line names this
   state directory's `data/` (or the supervisor of this directory) is signalled by pid, TERM then KILL.
   `--purge` also removes what the platform wrote (`layout.StateLayout.owned`), nothing else.
@@ -45,12 +48,18 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from rocketmq_operator.api.models import AnyResource
+from rocketmq_operator.api.models import AnyResource, User
 from rocketmq_operator.api.validation import ManifestError, SecretDoc, validate_files
 from rocketmq_operator.platforms.console import EXIT_INTERRUPTED, Frames, Ticker
 from rocketmq_operator.platforms.local import commands
 from rocketmq_operator.platforms.local import roll as local_roll
-from rocketmq_operator.platforms.local.auth import AuthSecretError, select_secrets, state_client, store_secrets
+from rocketmq_operator.platforms.local.auth import (
+    AuthSecretError,
+    read_secrets,
+    select_secrets,
+    state_client,
+    store_secrets,
+)
 from rocketmq_operator.platforms.local.distribution import (
     DistributionError,
     ensure_distribution,
@@ -80,6 +89,7 @@ from rocketmq_operator.platforms.local.state import (
 )
 from rocketmq_operator.platforms.local.supervisor import GRACE_S
 from rocketmq_operator.platforms.local.tls import TlsConfigError, check_tls, client_tls, ensure_certificates
+from rocketmq_operator.platforms.local.users import generated_password_lines, with_generated_passwords
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -513,7 +523,9 @@ def _up(
     state = local_roll.desired_state(resources, ports, layout, files=files_abs, texts=texts, log=_stderr)
     local_roll.carry_over(existing, state)  # a roll interrupted with the supervisor goes on
     layout.ensure()
-    store_secrets(layout, secrets or {})
+    # The Users' generated passwords are kept from an earlier `up` (its data kept by `down`): clients hold them.
+    stored, _ = with_generated_passwords(resources, secrets or {}, read_secrets(layout))
+    store_secrets(layout, stored)
     ensure_certificates(layout, state)
     local_roll.write_configs(layout, state, texts, existing)
     layout.manifest.write_text(
@@ -534,6 +546,8 @@ def _up(
         out(f"  {r.name:<24} {r.role:<10} pid {r.pid}  {ports_text}")
     out(f"nameServers {';'.join(started.name_servers)}  controllers {';'.join(started.controllers) or '-'}")
     out(f"logs in {layout.logs_dir}; `rocketmq-operator local status --state-dir {layout.root}`")
+    for line in generated_password_lines([r for r in resources if isinstance(r, User)], layout):
+        out(line)
     return EXIT_OK
 
 

@@ -42,6 +42,7 @@ from rocketmq_operator.api.models import (
     HAMode,
     Proxy,
     Topic,
+    User,
 )
 from rocketmq_operator.api.validation import given_twice, repeated, resource_key
 from rocketmq_operator.platforms.local.distribution import java_command
@@ -326,7 +327,7 @@ def check_names(resources: Sequence[Resource]) -> None:
         elif isinstance(r, Proxy):
             names = _proxy_names(r)
         else:
-            continue  # Topics and ConsumerGroups run no process
+            continue  # Topics, ConsumerGroups and Users run no process
         for name in names:
             if name in owners:
                 raise PlacementError(
@@ -517,7 +518,8 @@ def build_state(
 
 
 def load_resources(state: LocalState) -> list[Resource]:
-    """The typed resources recorded in a state (for status: the BrokerGroup specs; the proxies' spec.auth)."""
+    """The typed resources recorded in a state (for status: the BrokerGroup specs; the proxies' spec.auth; the
+    Users the supervisor's AuthPolicy asserts)."""
     out: list[Resource] = []
     for doc in state.resources:
         if doc.get("kind") == "BrokerGroup":
@@ -530,4 +532,6 @@ def load_resources(state: LocalState) -> list[Resource]:
             out.append(ConsumerGroup.model_validate(doc))
         elif doc.get("kind") == "Proxy":
             out.append(Proxy.model_validate(doc))
+        elif doc.get("kind") == "User":
+            out.append(User.model_validate(doc))
     return out
