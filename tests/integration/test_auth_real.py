@@ -26,12 +26,11 @@ from spark_local import local_spark
 
 from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.layout import StateLayout
-from rocketmq_operator.remoting import RemotingException
 from rocketmq_operator.remoting.auth import SessionCredentials
-from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.grpc_client import GrpcReceiveError, receive_keys, send_keys
 from rocketmq_operator.tools.noloss import missing_acknowledged
-from rocketmq_operator.tools.produce import DEFAULT_RETRIES, produce
+from rocketmq_operator.tools.produce import DEFAULT_RETRIES
+from signed_clients import signed_read, signed_send
 
 pytestmark = pytest.mark.integration
 
@@ -54,25 +53,11 @@ PUBLISHER = SessionCredentials("orders-publisher", PASSWORDS["orders-publisher"]
 
 
 def _send(namesrv: str, count: int, credentials: SessionCredentials | None, retries: int = 1) -> Any:
-    return asyncio.run(produce(namesrv, TOPIC, count, create_topic=False, retries=retries, credentials=credentials))
+    return signed_send(namesrv, TOPIC, count, credentials, retries)
 
 
 def _read(namesrv: str, credentials: SessionCredentials | None) -> set[str]:
-    try:
-        report = asyncio.run(
-            consume(
-                namesrv,
-                TOPIC,
-                group=READERS,
-                idle_timeout=1.5,
-                read_from="master",
-                credentials=credentials,
-                to_end=True,
-            )
-        )
-    except RemotingException:
-        return set()
-    return set(report.keys)
+    return signed_read(namesrv, TOPIC, READERS, credentials)
 
 
 def _spark_read(namesrv: str, credentials: SessionCredentials) -> set[str]:

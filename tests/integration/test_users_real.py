@@ -30,8 +30,8 @@ from rocketmq_operator.platforms.local.users import read_users_record
 from rocketmq_operator.remoting import RemotingException
 from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.remoting.auth_admin import AuthAdmin
-from rocketmq_operator.tools.consume import consume
-from rocketmq_operator.tools.produce import DEFAULT_RETRIES, ProduceReport, produce
+from rocketmq_operator.tools.produce import DEFAULT_RETRIES, ProduceReport
+from signed_clients import signed_read, signed_send
 
 pytestmark = pytest.mark.integration
 
@@ -69,25 +69,11 @@ def _edited(path: Path, *, billing_actions: list[str] | None = None, drop: str |
 
 
 def _send(namesrv: str, count: int, credentials: SessionCredentials, retries: int = 1) -> ProduceReport:
-    return asyncio.run(produce(namesrv, TOPIC, count, create_topic=False, retries=retries, credentials=credentials))
+    return signed_send(namesrv, TOPIC, count, credentials, retries)
 
 
 def _read(namesrv: str, credentials: SessionCredentials) -> set[str]:
-    try:
-        report = asyncio.run(
-            consume(
-                namesrv,
-                TOPIC,
-                group=READERS,
-                idle_timeout=1.5,
-                read_from="master",
-                credentials=credentials,
-                to_end=True,
-            )
-        )
-    except RemotingException:
-        return set()
-    return set(report.keys)
+    return signed_read(namesrv, TOPIC, READERS, credentials)
 
 
 def _serving(cluster: Any, doc: dict[str, Any]) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from test_local_apply import running_from
 
 from rocketmq_operator.api.models import BrokerGroup, User
 from rocketmq_operator.api.validation import SecretDoc
@@ -23,13 +24,11 @@ from rocketmq_operator.cli import main
 from rocketmq_operator.control.auth import AuthMemory, AuthReport
 from rocketmq_operator.core.auth import WantedUser
 from rocketmq_operator.core.observation import GroupState, ReplicaObservation
-from rocketmq_operator.platforms.local import apply as local_apply
 from rocketmq_operator.platforms.local import auth as local_auth
-from rocketmq_operator.platforms.local import lifecycle, roll
+from rocketmq_operator.platforms.local import roll
 from rocketmq_operator.platforms.local.auth import AuthPolicy, AuthSecretError, read_secrets, select_secrets
 from rocketmq_operator.platforms.local.layout import StateLayout
-from rocketmq_operator.platforms.local.placement import load_resources, port_needs, render_configs
-from rocketmq_operator.platforms.local.ports import pack
+from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import read_state, write_state
 from rocketmq_operator.platforms.local.users import (
     UsersRecord,
@@ -234,28 +233,7 @@ def test_apply_lines_for_users() -> None:
 
 def _running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[StateLayout, list[dict[str, Any]]]:
     """examples/users.yaml as `local up` leaves it, a supervisor said to run and its requests captured."""
-    monkeypatch.setattr(roll, "ensure_distribution", lambda version, log=None: Path(f"/dist/{version}"))
-    monkeypatch.setattr(local_apply, "supervisor_running", lambda state: True)
-    layout = StateLayout(tmp_path / "state")
-    resources, errors, _, _ = lifecycle.validate([str(USERS)])
-    assert not errors
-    ports = pack(port_needs(resources), 23900)
-    texts = render_configs(resources, ports, layout)
-    state = roll.desired_state(resources, ports, layout, files=[str(USERS)], texts=texts)
-    layout.ensure()
-    roll.write_configs(layout, state, texts, None)
-    for r in state.replicas:
-        Path(r.run_config).parent.mkdir(parents=True, exist_ok=True)
-        Path(r.run_config).write_text(texts[r.name], encoding="utf-8")
-    write_state(layout.state_file, state)
-    sent: list[dict[str, Any]] = []
-
-    async def request(layout: StateLayout, op: str, **body: Any) -> dict[str, Any]:
-        sent.append({"op": op, **body})
-        return {"ok": True, "message": "applied"}
-
-    monkeypatch.setattr(lifecycle, "request", request)
-    return layout, sent
+    return running_from(USERS, tmp_path, monkeypatch)
 
 
 def _without(tmp_path: Path, user: str) -> Path:
