@@ -1292,6 +1292,12 @@ class User(Model):
     def user_name(self) -> str:
         return self.spec.user_name or self.metadata.name
 
+    def is_placed_on(self, bg: BrokerGroup) -> bool:
+        """Whether this User lives on ``bg``: named in spec.brokerGroups, or of spec.clusterName, same namespace."""
+        return self.metadata.namespace == bg.metadata.namespace and (
+            bg.metadata.name in self.spec.broker_groups or self.spec.cluster_name == bg.spec.cluster_name
+        )
+
     @property
     def password_ref(self) -> SecretKeyRef:
         """Where the password is: spec.passwordSecret, or the Secret the operator generates."""

@@ -792,8 +792,7 @@ def user_references(resources: Sequence[AnyResource]) -> list[tuple[AnyResource,
     for user in sorted((r for r in resources if isinstance(r, User)), key=lambda u: u.metadata.name):
         ns = user.metadata.namespace
         for bg in brokers:
-            placed = bg.metadata.name in user.spec.broker_groups or user.spec.cluster_name == bg.spec.cluster_name
-            if bg.metadata.namespace != ns or not placed:
+            if not user.is_placed_on(bg):
                 continue
             where = f"User/{user.metadata.name}: BrokerGroup '{bg.metadata.name}'"
             if not bg.spec.auth.enabled:

@@ -96,10 +96,6 @@ class PlacedUsers:
     problems: dict[str, str] = field(default_factory=dict)  # User resource -> why this group does not hold it
 
 
-def placed_on(user: User, bg: BrokerGroup) -> bool:
-    return bg.metadata.name in user.spec.broker_groups or user.spec.cluster_name == bg.spec.cluster_name
-
-
 def _deleting(item: JSON) -> bool:
     return bool(item["metadata"].get("deletionTimestamp"))
 
@@ -125,7 +121,7 @@ async def placed_users(kube: KubeClient, bg: BrokerGroup, namespace: str, admin_
     declared: list[DeclaredUser] = []
     for item, user in out.users:
         name = item["metadata"]["name"]
-        placed = placed_on(user, bg)
+        placed = user.is_placed_on(bg)
         held_before = bool((_placement(item, group) or {}).get("exists"))
         if not placed or _deleting(item):
             if held_before and user.spec.deletion_policy == UserDeletionPolicy.DELETE.value:
@@ -190,7 +186,7 @@ async def write_user_statuses(
             mine = None
             if left:
                 mine = {"brokerGroup": group, "replicas": replicas, "asserted": 0, "exists": True, "message": why}
-        elif _placement(item, group) is not None and (not placed_on(user, bg) or _deleting(item)):
+        elif _placement(item, group) is not None and (not user.is_placed_on(bg) or _deleting(item)):
             mine = None  # Keep policy, or never held: forgotten here
         else:
             continue

@@ -93,12 +93,6 @@ def generated_password_lines(users: Sequence[User], layout: StateLayout) -> list
     return lines
 
 
-def placed_on(user: User, bg: BrokerGroup) -> bool:
-    return user.metadata.namespace == bg.metadata.namespace and (
-        bg.metadata.name in user.spec.broker_groups or user.spec.cluster_name == bg.spec.cluster_name
-    )
-
-
 @dataclass
 class GroupUsers:
     """What one BrokerGroup holds of the User resources."""
@@ -114,7 +108,7 @@ def users_on_group(
     group = bg.metadata.name
     declared: list[DeclaredUser] = []
     for user in users:
-        if not placed_on(user, bg):
+        if not user.is_placed_on(bg):
             continue
         ref = user.password_ref
         password = (secrets.get(ref.name) or {}).get(ref.key)
