@@ -319,3 +319,23 @@ def test_apply_keeps_the_generated_password_and_the_supervisor_deletes_a_removed
     assert calls[-1] == (["billing"], [])
     # The state records the User documents; load_resources types them.
     assert [r.metadata.name for r in load_resources(supervisor_state) if isinstance(r, User)] == ["billing"]
+
+
+def test_a_password_changed_in_its_secret_reaches_the_supervisors_users_at_the_next_apply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rotation on the local platform: the Secret given with the manifests changed, `local apply` stores it and
+    the supervisor's policy asserts the new password (no restart; docs/auth.md says there is no overlap)."""
+    layout, sent = _running(tmp_path, monkeypatch)
+    assert main(["local", "apply", "-f", str(USERS), "--state-dir", str(layout.root)]) == 0
+    rotated = tmp_path / "rotated.yaml"
+    rotated.write_text(USERS.read_text().replace("orders-service-password", "orders-service-rotated"))
+    assert rotated.read_text() != USERS.read_text()
+    before = len(sent)
+    assert main(["local", "apply", "-f", str(rotated), "--state-dir", str(layout.root)]) == 0
+    assert "orders-service-rotated" not in capsys.readouterr().out
+    assert len(sent) == before + 1, "the supervisor was not asked to apply the changed Secret"
+    supervisor_state = read_state(layout.state_file)
+    assert roll.handle_apply(supervisor_state, sent[-1])["ok"]
+    by_name = {u.name: u for u in AuthPolicy(supervisor_state, layout).wanted["broker-a"]}
+    assert by_name["orders-service"].password == "orders-service-rotated"
