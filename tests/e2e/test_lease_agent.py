@@ -66,7 +66,7 @@ def _cut_off_trial(group: Any) -> None:
     operators = group.node.json("-n", "rocketmq-operator", "get", "pods")["items"]
     cut_ips += [p["status"]["podIP"] for p in operators if (p.get("status") or {}).get("podIP")]
     assert len(cut_ips) >= 2, cut_ips
-    events_before = len(group.events("MasterChanged"))
+    events_before = group.event_mark()
     through, pinned = start_ordinary_and_pinned(group, "cut", address, 6_000, 1_600)
 
     jvm, _ = group.jvm_pid(old)

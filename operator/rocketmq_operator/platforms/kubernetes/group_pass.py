@@ -31,6 +31,7 @@ from rocketmq_operator.api.models import (
     GroupDrainStatus,
     HAMode,
     ReplicaStatus,
+    RolloutStatus,
 )
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.control.fence import run_fences
@@ -419,16 +420,19 @@ async def _converge(
         return
     memory.said_roll_fenced = None
     before = previous.rollout if previous is not None else None
-    after = await roll_pass(kube, client, bg, state, controllers, endpoints, pods, before)
-    same_roll = before is not None and after is not None and before.target_revision == after.target_revision
-    acted_before = (before.restarts + before.switchovers) if before is not None and same_roll else 0
-    if after is not None and after.restarts + after.switchovers > acted_before:
-        logger.info("rollout %s: %s", after.phase, after.current_step)
-        kopf.event(resource, type="Normal", reason="RollingUpdate", message=after.current_step[:1000])
-    elif after is not None and after.phase != (before.phase if before else None):
-        logger.info("rollout %s: %s", after.phase, after.message)
-        kind = "Warning" if after.phase == "Blocked" else "Normal"
-        kopf.event(resource, type=kind, reason=f"Rollout{after.phase}", message=after.message[:1000])
+
+    def announce(before: RolloutStatus | None, after: RolloutStatus) -> None:
+        same_roll = before is not None and before.target_revision == after.target_revision
+        acted_before = (before.restarts + before.switchovers) if before is not None and same_roll else 0
+        if after.restarts + after.switchovers > acted_before:
+            logger.info("rollout %s: %s", after.phase, after.current_step)
+            kopf.event(resource, type="Normal", reason="RollingUpdate", message=after.current_step[:1000])
+        elif after.phase != (before.phase if before else None):
+            logger.info("rollout %s: %s", after.phase, after.message)
+            kind = "Warning" if after.phase == "Blocked" else "Normal"
+            kopf.event(resource, type=kind, reason=f"Rollout{after.phase}", message=after.message[:1000])
+
+    await roll_pass(kube, client, bg, state, controllers, endpoints, pods, before, announce)
 
 
 async def _switchover(

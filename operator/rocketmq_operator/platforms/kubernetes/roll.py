@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, RolloutStatus
@@ -149,8 +149,12 @@ async def roll_pass(
     endpoints: list[ReplicaEndpoint],
     pods: list[JSON],
     before: RolloutStatus | None,
+    announce: Callable[[RolloutStatus | None, RolloutStatus], None] | None = None,
 ) -> RolloutStatus | None:
-    """One roll step for the group; writes `status.rollout` when it changed. Returns the new rollout."""
+    """One roll step for the group; writes `status.rollout` when it changed. Returns the new rollout.
+
+    `announce(before, after)` runs before the write: a step the roll took is said (an Event) even when the write
+    is cut off after the API server stored it, where the next pass would read the step as already taken."""
     ns, name = bg.metadata.namespace or "default", bg.metadata.name
     sts = await kube.get("StatefulSet", ns, name)
     revisions = pod_revisions(sts, pods)
@@ -165,6 +169,8 @@ async def roll_pass(
     forgotten = await _forget_removed(client, settings, bg, before, pods, removing)
     after = await run_roll_step(client, state, settings, forgotten, PodRoll(kube, ns, revisions, replaced, sts))
     if after is not None and after != before:
+        if announce is not None:
+            announce(before, after)
         change = StatusChange(
             fields={"rollout": after.model_dump(mode="json", by_alias=True)},
             conditions={"RolloutBlocked": rollout_blocked_condition(after)},
