@@ -11,8 +11,15 @@
 # 2. Brokers: appends brokerIP1=${POD_IP} and brokerIP2=${POD_IP} unless the file already sets them.
 # 3. Appends every *.properties file of ${ROCKETMQ_SECRET_CONFIG_DIR} (a Secret volume; absent: nothing) to the
 #    copy, made mode 0600 first; proxies merge every *.json object of it into their rmq-proxy.json instead.
-# 4. Execs java with ${JAVA_OPTS}, user.home on the data volume (logs, default stores), rocketmq.home.dir,
-#    the role's logback configuration, the classpath conf/ + lib/*, the role's main class and -c <copied file>.
+# 4. Writes ${ROCKETMQ_DATA_DIR}/conf/dns.security: the JVM's DNS cache, 1 s for an answer and none for a
+#    failure (JDK 17 keeps an answer 30 s and a failure 10 s). On Kubernetes a restarted pod keeps its DNS name and
+#    gets a new IP: with the JDK's cache a broker kept connecting to a restarted controller's old IP for up to
+#    30 s, its heartbeats never reached the new leader, and the leader deposed a live master (docs/chaos.md,
+#    finding 10). Lookups happen per new connection only, so a short cache costs nothing in steady state.
+#    ROCKETMQ_DNS_CACHE_SECONDS and ROCKETMQ_DNS_NEGATIVE_CACHE_SECONDS override the two.
+# 5. Execs java with -Djava.security.properties=<that file>, ${JAVA_OPTS}, user.home on the data volume (logs,
+#    default stores), rocketmq.home.dir, the role's logback configuration, the classpath conf/ + lib/*, the role's
+#    main class and -c <copied file>.
 #
 # Environment: POD_NAME (default: the host name, which is the pod name in a StatefulSet), POD_IP (brokers),
 # JAVA_OPTS, ROCKETMQ_HOME (/opt/rocketmq), ROCKETMQ_CONFIG_DIR (/etc/rocketmq), ROCKETMQ_DATA_DIR (/data),
@@ -125,6 +132,20 @@ if [ -d "$secret_dir" ] && [ "$role" = proxy ]; then
     done
 fi
 
+# The JVM's DNS cache (step 4 above): java.security's own keys, so a file (security.overridePropertiesFile is true
+# in the JDK's java.security); JAVA_OPTS comes after it, so a user's own -Djava.security.properties still wins.
+dns_ttl=${ROCKETMQ_DNS_CACHE_SECONDS:-1}
+dns_negative_ttl=${ROCKETMQ_DNS_NEGATIVE_CACHE_SECONDS:-0}
+for value in "$dns_ttl" "$dns_negative_ttl"; do
+    case "$value" in
+        '' | *[!0-9]*) die 78 "DNS cache seconds must be a whole number of seconds (0 or more), got '$value'" ;;
+    esac
+done
+dns_security="$conf_dir/dns.security"
+printf 'networkaddress.cache.ttl=%s\nnetworkaddress.cache.negative.ttl=%s\n' "$dns_ttl" "$dns_negative_ttl" \
+    >"$dns_security.tmp"
+mv -f "$dns_security.tmp" "$dns_security"
+
 # Relative paths (hs_err files, heap dumps) land on the data volume; the root file system may be read-only.
 cd "$data_dir"
 
@@ -140,7 +161,7 @@ fi
 # JAVA_OPTS is a rendered, space-separated flag list: split it on blanks, never glob it.
 set -f
 # shellcheck disable=SC2086
-exec "${JAVA:-java}" ${JAVA_OPTS:-} \
+exec "${JAVA:-java}" "-Djava.security.properties=$dns_security" ${JAVA_OPTS:-} \
     "-Duser.home=$data_dir" \
     "-Drocketmq.home.dir=$ROCKETMQ_HOME" \
     "-Drmq.logback.configurationFile=$ROCKETMQ_HOME/conf/rmq.$role.logback.xml" \

@@ -13,6 +13,7 @@ already up), imports the images built by ``make images`` and stops everything wh
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -251,6 +252,16 @@ class Group:
         """Ctrl-C for the tool in a pod: SIGINT to every process but the pod's shell (PID 1) and the exec'd one.
         The tool prints its partial report and exits; a tool that already finished is left alone."""
         self.node.kubectl("-n", self.ns, "exec", pod, "--", "sh", "-c", "kill -INT -1", check=False)
+
+    @contextlib.contextmanager
+    def interrupted_on_failure(self, pod: str) -> Iterator[None]:
+        """A producer started with ``wait=False`` is stopped when the test fails before it would: left running, it
+        keeps adding to the topic the next test of the group counts."""
+        try:
+            yield
+        except BaseException:
+            self.interrupt(pod)
+            raise
 
     def tool_result(self, pod: str, timeout: float = 900) -> dict[str, Any]:
         out = self.node.pod_output(self.ns, pod, timeout=timeout)

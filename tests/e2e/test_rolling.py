@@ -99,65 +99,68 @@ def _roll(
         "produce-through-roll", 40_000, "--rate", "150", "--timeout", "3", "--retries", "2",
         "--concurrency", str(IN_FLIGHT), "--report-keys", wait=False,
     )  # fmt: skip
-    group.node.wait_for(
-        "the producer to be running",
-        lambda: (
-            (group.node.json("-n", group.ns, "get", "pod", "produce-through-roll").get("status") or {}).get("phase")
-            == "Running"
-        ),
-    )
-    group.wait_master_takes_writes(offset_before, "the producer's first sends stored by the master")
-    started = time.monotonic()
-    patch = json.dumps({"spec": {"image": new_image}})
-    group.node.kubectl("-n", group.ns, "patch", "bg", group.name, "--type", "merge", "-p", patch)
+    with group.interrupted_on_failure("produce-through-roll"):
+        group.node.wait_for(
+            "the producer to be running",
+            lambda: (
+                (group.node.json("-n", group.ns, "get", "pod", "produce-through-roll").get("status") or {}).get("phase")
+                == "Running"
+            ),
+        )
+        group.wait_master_takes_writes(offset_before, "the producer's first sends stored by the master")
+        started = time.monotonic()
+        patch = json.dumps({"spec": {"image": new_image}})
+        group.node.kubectl("-n", group.ns, "patch", "bg", group.name, "--type", "merge", "-p", patch)
 
-    shown: list[str] = []  # what `kubectl get bg` showed during the roll
+        shown: list[str] = []  # what `kubectl get bg` showed during the roll
 
-    def complete() -> bool:
-        table = group.node.kubectl("-n", group.ns, "get", "bg", group.name, "-o", "wide", "--no-headers")
-        if table not in shown:
-            shown.append(table)
-        pods = group.pods()
-        rolled = len(pods) == 3 and all(p["spec"]["containers"][0]["image"] == new_image for p in pods.values())
-        return rolled and _rollout(group).get("phase") == "Complete"
+        def complete() -> bool:
+            table = group.node.kubectl("-n", group.ns, "get", "bg", group.name, "-o", "wide", "--no-headers")
+            if table not in shown:
+                shown.append(table)
+            pods = group.pods()
+            rolled = len(pods) == 3 and all(p["spec"]["containers"][0]["image"] == new_image for p in pods.values())
+            return rolled and _rollout(group).get("phase") == "Complete"
 
-    group.node.wait_for("the rolling update to complete", complete, timeout=900, interval=1)
-    seconds = time.monotonic() - started
-    print(f"image tag change -> rollout Complete in {seconds:.0f}s; kubectl get bg showed:\n" + "\n".join(shown))
-    assert any(" Rolling " in line or " Waiting " in line for line in shown), shown
+        group.node.wait_for("the rolling update to complete", complete, timeout=900, interval=1)
+        seconds = time.monotonic() - started
+        print(f"image tag change -> rollout Complete in {seconds:.0f}s; kubectl get bg showed:\n" + "\n".join(shown))
+        assert any(" Rolling " in line or " Waiting " in line for line in shown), shown
 
-    rollout = _rollout(group)
-    steps = [e["message"] for e in sorted(group.events("RollingUpdate", since=events_before), key=_when)]
-    print("roll steps:\n" + "\n".join(steps))
-    created = {name: p["metadata"]["creationTimestamp"] for name, p in group.pods().items()}
-    switchovers = [i for i, s in enumerate(steps) if s.startswith("switchover ")]
-    failovers = len(group.events("MasterChanged", since=events_before)) - rollout["switchovers"]
-    # Never a restart of the master by the roll (strategy switchover): slaves only, the master after it moved.
-    assert not any("restarting master" in s for s in steps), steps
-    if switchovers:
-        # The master last: the replica the roll's last switchover moved the master away from is replaced last.
-        switched_from = steps[switchovers[-1]].split()[1]
-        restarted_after = any(s.startswith(f"restart {switched_from}") for s in steps[switchovers[-1] + 1 :])
-        assert restarted_after or created[switched_from] >= max(created.values()), (switched_from, created, steps)
-    else:
-        # Every step the roll took is said as an Event (said before its status is written, so a write cut off
-        # after the API server stored it does not lose the step's Event).
-        assert rollout["switchovers"] == 0, f"the roll made {rollout['switchovers']} switchover(s), no Event: {steps}"
-        # Seen at load 46: the replication policy fenced the master (it did not answer for detectionSeconds)
-        # after both slaves were rolled; its pod came back on the new revision, so no switchover was left to do.
-        assert failovers >= 1, (rollout, steps)
-    if failovers == 0:
-        # No failover interfered: both slaves first, one at a time, then the switchover away from the master.
-        slaves = sorted(name for name in group.pods() if name != old_master)
-        assert sorted(s.split(":")[0] for s in steps[:2]) == [f"restart {name}" for name in slaves], steps
-        assert steps[2].startswith(f"switchover {old_master} ->"), steps
-    else:
-        # Seen at load 49: the replication policy failed a master over mid-roll (it did not answer in time), so
-        # the order of slaves depends on where the master went; the invariant is checked above.
-        print(f"{failovers} failover(s) by the replication policy during the roll")
+        rollout = _rollout(group)
+        steps = [e["message"] for e in sorted(group.events("RollingUpdate", since=events_before), key=_when)]
+        print("roll steps:\n" + "\n".join(steps))
+        created = {name: p["metadata"]["creationTimestamp"] for name, p in group.pods().items()}
+        switchovers = [i for i, s in enumerate(steps) if s.startswith("switchover ")]
+        failovers = len(group.events("MasterChanged", since=events_before)) - rollout["switchovers"]
+        # Never a restart of the master by the roll (strategy switchover): slaves only, the master after it moved.
+        assert not any("restarting master" in s for s in steps), steps
+        if switchovers:
+            # The master last: the replica the roll's last switchover moved the master away from is replaced last.
+            switched_from = steps[switchovers[-1]].split()[1]
+            restarted_after = any(s.startswith(f"restart {switched_from}") for s in steps[switchovers[-1] + 1 :])
+            assert restarted_after or created[switched_from] >= max(created.values()), (switched_from, created, steps)
+        else:
+            # Every step the roll took is said as an Event (said before its status is written, so a write cut off
+            # after the API server stored it does not lose the step's Event).
+            assert rollout["switchovers"] == 0, (
+                f"the roll made {rollout['switchovers']} switchover(s), no Event: {steps}"
+            )
+            # Seen at load 46: the replication policy fenced the master (it did not answer for detectionSeconds)
+            # after both slaves were rolled; its pod came back on the new revision, so no switchover was left to do.
+            assert failovers >= 1, (rollout, steps)
+        if failovers == 0:
+            # No failover interfered: both slaves first, one at a time, then the switchover away from the master.
+            slaves = sorted(name for name in group.pods() if name != old_master)
+            assert sorted(s.split(":")[0] for s in steps[:2]) == [f"restart {name}" for name in slaves], steps
+            assert steps[2].startswith(f"switchover {old_master} ->"), steps
+        else:
+            # Seen at load 49: the replication policy failed a master over mid-roll (it did not answer in time), so
+            # the order of slaves depends on where the master went; the invariant is checked above.
+            print(f"{failovers} failover(s) by the replication policy during the roll")
 
-    # Sends after the roll: the last restarted pod is back and the master takes them.
-    group.wait_master_takes_writes(group.master_offset(), "the master taking sends after the roll")
+        # Sends after the roll: the last restarted pod is back and the master takes them.
+        group.wait_master_takes_writes(group.master_offset(), "the master taking sends after the roll")
     # By key: every key acknowledged through the roll is read back (duplicates, failed sends that were stored
     # anyway and the sends in flight at Ctrl-C are allowed); the counts below cannot see a loss hidden by those.
     # `read_back` counts this producer's own keys (unique per producer pod), not a difference of totals: a
@@ -191,7 +194,8 @@ def test_a_drain_of_the_masters_node_moves_the_master_first_with_no_loss(second_
         "produce-through-drain", 40_000, "--rate", "150", "--timeout", "3", "--retries", "2",
         "--concurrency", str(IN_FLIGHT), "--report-keys", wait=False,
     )  # fmt: skip
-    group.wait_master_takes_writes(offset_before, "the producer's first sends stored by the master")
+    with group.interrupted_on_failure("produce-through-drain"):
+        group.wait_master_takes_writes(offset_before, "the producer's first sends stored by the master")
     try:
         # The group's pods only: the quickstart's one name server and the producer stay where they are (a
         # ControllerGroup of one replica has nowhere to go; its budget would hold a whole-node drain for ever).
@@ -214,6 +218,9 @@ def test_a_drain_of_the_masters_node_moves_the_master_first_with_no_loss(second_
         assert drained not in placed.values(), placed  # the evicted pod started again elsewhere
         assert len(group.events("MasterChanged", since=events_before)) == 1, group.events("MasterChanged")
         group.wait_master_takes_writes(group.master_offset(), "the master taking sends after the drain")
+    except BaseException:
+        group.interrupt("produce-through-drain")
+        raise
     finally:
         node.kubectl("uncordon", drained)
     during, _, read_back = group.stop_and_read_back("produce-through-drain")

@@ -85,6 +85,7 @@ def _argv(proc: subprocess.CompletedProcess[str]) -> tuple[dict[str, str], list[
 
 def _expected_argv(env: Env, role: str, pod: str, *extra: str) -> list[str]:
     return [
+        f"-Djava.security.properties={env.data}/conf/dns.security",
         *JAVA_OPTS.split(),
         f"-Duser.home={env.data}",
         f"-Drocketmq.home.dir={env.home}",
@@ -149,6 +150,27 @@ def test_broker_copies_config_appends_ips_and_execs_java(env: Env, shell: str) -
     assert copied == source + "brokerIP1=10.1.2.3\nbrokerIP2=10.1.2.3\n"
     # The ConfigMap copy is the source: it is never modified.
     assert (env.config / "broker-a-1.conf").read_text() == source
+
+
+@pytest.mark.parametrize("role", ["broker", "namesrv", "controller", "proxy"])
+def test_every_role_gets_a_short_dns_cache(env: Env, role: str) -> None:
+    """A restarted pod keeps its DNS name with a new IP: the JVM caches an answer 1 s and a failure not at all
+    (JDK 17: 30 s and 10 s), for every role (docs/chaos.md, finding 10)."""
+    name = "rmq-proxy.json" if role == "proxy" else "broker-a-1.conf"
+    (env.config / name).write_text("{}\n" if role == "proxy" else "listenPort=9876\n")
+    _, argv = _argv(env.run(role))
+    security = env.data / "conf" / "dns.security"
+    assert argv[0] == f"-Djava.security.properties={security}", argv
+    assert security.read_text() == "networkaddress.cache.ttl=1\nnetworkaddress.cache.negative.ttl=0\n"
+
+
+def test_dns_cache_seconds_are_overridden_and_checked(env: Env) -> None:
+    (env.config / "broker-a-1.conf").write_text("listenPort=10911\n")
+    _argv(env.run("broker", ROCKETMQ_DNS_CACHE_SECONDS="5", ROCKETMQ_DNS_NEGATIVE_CACHE_SECONDS="2"))
+    text = (env.data / "conf" / "dns.security").read_text()
+    assert text == "networkaddress.cache.ttl=5\nnetworkaddress.cache.negative.ttl=2\n"
+    bad = env.run("broker", ROCKETMQ_DNS_CACHE_SECONDS="1s")
+    assert bad.returncode == 78 and "whole number of seconds" in bad.stderr and "'1s'" in bad.stderr, bad.stderr
 
 
 @pytest.mark.parametrize("shell", _shells())
@@ -268,7 +290,8 @@ def test_defaults_without_optional_environment(env: Env) -> None:
     del environ["JAVA_OPTS"]
     proc = subprocess.run([str(ENTRYPOINT), "broker"], env=environ, capture_output=True, text=True, timeout=30)
     _, argv = _argv(proc)
-    assert argv == _expected_argv(env, "broker", "broker-a-1")[len(JAVA_OPTS.split()) :]
+    expected = _expected_argv(env, "broker", "broker-a-1")
+    assert argv == [expected[0], *expected[1 + len(JAVA_OPTS.split()) :]]
 
 
 @pytest.mark.parametrize("args", [["kafka"], ["BROKER"], [""], []])
