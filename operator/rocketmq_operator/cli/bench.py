@@ -342,6 +342,28 @@ def _chaos_kubernetes(args: argparse.Namespace, families: list[str]) -> int:
     return _chaos_verdict(doc, args.json)
 
 
+def cmd_controller_restart(args: argparse.Namespace) -> int:
+    """Every controller pod deleted at once, N rounds, on a cluster (bench.controller_restart); nothing brought up
+    or taken down."""
+    from rocketmq_operator.bench.chaos_kubernetes import ChaosTargetError
+    from rocketmq_operator.bench.controller_restart import run_controller_restart
+    from rocketmq_operator.platforms.kubernetes.kube import CredentialsError, KubeError
+
+    try:
+        doc = asyncio.run(run_controller_restart(args.namespace, args.controller_group, args.rounds))
+    except (ChaosTargetError, CredentialsError, KubeError, TimeoutError) as exc:
+        return _refused(str(exc))
+    except KeyboardInterrupt:
+        print(
+            f"interrupted: ControllerGroup {args.namespace}/{args.controller_group} and its BrokerGroups still run "
+            "(the bench never brings a group up or down); a round cut short may have left controller pods starting",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    print(json.dumps(doc if args.json else {k: v for k, v in doc.items() if k != "rounds"}, indent=2))
+    return 0
+
+
 def _key_values(pairs: list[str]) -> dict[str, str] | str:
     """`KEY=VALUE` arguments as a mapping, or the one-line error for the first malformed one."""
     out: dict[str, str] = {}
@@ -608,6 +630,15 @@ def register(sub: Any) -> None:
     g.add_argument("--keep", action="store_true", help="leave the local cluster running afterwards")
     g.add_argument("--json", action="store_true", help="indented JSON")
     g.set_defaults(func=cmd_group_scale)
+    cr = bsub.add_parser(
+        "controller-restart",
+        help="every controller pod deleted at once, N rounds (Kubernetes): how soon the new leader hears each broker",
+    )
+    cr.add_argument("--controller-group", required=True, help="the ControllerGroup whose pods are deleted")
+    cr.add_argument("-n", "--namespace", default="default", help="its namespace (default: default)")
+    cr.add_argument("--rounds", type=positive_int, default=5, help="rounds (default 5)")
+    cr.add_argument("--json", action="store_true", help="include every round")
+    cr.set_defaults(func=cmd_controller_restart)
     w = bsub.add_parser("switchover", help="N planned switchovers under a steady producer on the local platform")
     w.add_argument("-f", "--file", dest="files", action="append", required=True, metavar="FILE")
     w.add_argument("--switchovers", type=int, default=10)
