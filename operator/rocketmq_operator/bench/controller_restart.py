@@ -11,17 +11,17 @@ cache back (`spec.jvm.extraOptions: [-Djava.security.properties=/dev/null]`), co
 
 Contract:
 
-* `parse_controller_log(text)`: the leadership starts, heartbeats and elections of a controller's log (RocketMQ
+* `parse_controller_log(text)`: the process starts, leaderships, scans and heartbeats of a controller's log (RocketMQ
   writes its times in GMT+8 at second resolution), pure.
-* `round_outcome(logs, deleted_at, brokers)`: one round from the new controllers' logs: the leader (the latest
-  leadership start after the deletion), when each broker was first heard by it, the spread between the first
-  broker heard and each other one (the JRaft leader's scan window runs from its first heartbeat), and the
-  elections it made; pure.
+* `round_outcome(logs, deleted_at, brokers)`: one round from the logs of the controller processes started since
+  the deletion: the leader (the highest term), when it first scanned for inactive brokers, when it first heard
+  each broker, and the spread between its first heartbeat and each broker's (the JRaft leader's scan window runs
+  from its first heartbeat); pure.
 * `run_controller_restart(namespace, controller_group, rounds)`: the rounds on the cluster; the controllers'
   logs are read on this host through /proc/<pid>/root (root on the node, as `chaos --platform kubernetes`).
-  Each round waits for every BrokerGroup on the ControllerGroup to be healthy, deletes the controller pods, then
-  waits until the new pods are Ready and the leader has heard every broker, and for health again. Elections are
-  also counted by the master epoch the groups' status shows before and after (every election raises it).
+  Each round deletes the controller pods, waits until the new pods are Ready, the leader has made its first scan
+  and heard every broker, and every BrokerGroup on the ControllerGroup is healthy again. Elections are counted by
+  the master epoch the groups' status shows (every election raises it), from one round's health to the next's.
 """
 
 from __future__ import annotations
@@ -49,11 +49,12 @@ COMPONENT_LABEL = "app.kubernetes.io/component"
 WAIT_S = 300.0
 
 _TIME = r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \S+ \S+ - "
+_STARTED = re.compile(_TIME + r"Controller <[^>]*> started\.", re.M)
 _LEADER = re.compile(_TIME + r"Controller start leadership, term: (\d+)", re.M)
+_SCAN = re.compile(_TIME + r"start scan not active broker", re.M)
 _HEARTBEAT = re.compile(
     _TIME + r"broker BrokerIdentityInfo\{[^}]*brokerName='([^']+)', brokerId=(\d+)\} heart beat", re.M
 )
-_ELECTION = re.compile(_TIME + r"Elect new master (\d+) for broker (\S+)", re.M)
 
 
 def _when(stamp: str) -> float:
@@ -62,77 +63,93 @@ def _when(stamp: str) -> float:
 
 @dataclass(frozen=True)
 class ControllerLog:
+    """What one controller's log says, every process that wrote it (the log is on the pod's volume, so it holds
+    the deleted pods' lines too): each start, leadership, scan for inactive brokers and heartbeat received."""
+
+    starts: list[float] = field(default_factory=list)
     leaderships: list[tuple[float, int]] = field(default_factory=list)  # (when, term)
+    scans: list[float] = field(default_factory=list)
     heartbeats: list[tuple[float, str, int]] = field(default_factory=list)  # (when, broker name, broker id)
-    elections: list[tuple[float, str, int]] = field(default_factory=list)  # (when, broker name, new master id)
+
+    def since_start(self, after: float) -> ControllerLog | None:
+        """The lines of the last process started at or after ``after``; None when none started since."""
+        starts = [t for t in self.starts if t >= after]
+        if not starts:
+            return None
+        start = max(starts)
+        return ControllerLog(
+            starts=[start],
+            leaderships=[(t, term) for t, term in self.leaderships if t >= start],
+            scans=[t for t in self.scans if t >= start],
+            heartbeats=[(t, n, i) for t, n, i in self.heartbeats if t >= start],
+        )
 
 
 def parse_controller_log(text: str) -> ControllerLog:
     return ControllerLog(
+        starts=[_when(t) for t in _STARTED.findall(text)],
         leaderships=[(_when(t), int(term)) for t, term in _LEADER.findall(text)],
+        scans=[_when(t) for t in _SCAN.findall(text)],
         heartbeats=[(_when(t), name, int(i)) for t, name, i in _HEARTBEAT.findall(text)],
-        elections=[(_when(t), name, int(i)) for t, i, name in _ELECTION.findall(text)],
     )
 
 
 def round_outcome(logs: Mapping[str, ControllerLog], deleted_at: float, brokers: Sequence[tuple[str, int]]) -> JSON:
-    """One round (see the module doc). Times are seconds after the deletion; a broker never heard is None. The log
-    has whole seconds: a time is at most 1 s early."""
-    since = deleted_at - 1.0  # the log's second precedes the deletion's fraction
-    starts = [(when, term, pod) for pod, log in logs.items() for when, term in log.leaderships if when >= since]
-    if not starts:
-        return {"leader": None, "leader_s": None, "heard_s": {}, "spread_s": {}, "elections": {}}
-    lead_at, _, leader = max(starts, key=lambda s: (s[1], s[0]))
-    log = logs[leader]
-    heard = [(when, name, i) for when, name, i in log.heartbeats if when >= since]
-    first_any = min((when for when, _, _ in heard), default=None)
-    heard_s: dict[str, dict[str, float | None]] = {}
-    spread_s: dict[str, dict[str, float | None]] = {}
+    """One round (see the module doc) from the processes started since the deletion. Times in seconds after the
+    deletion (`heard_s`, `leader_s`, `first_scan_s`) or after the leader's first heartbeat (`spread_s`: its scan
+    window runs from there); None for a broker not heard yet. The log has whole seconds: a time is up to 1 s early."""
+    since = deleted_at - 1.0  # the log's second precedes the deletion's fraction; a new process logs later anyway
+    current = {pod: fresh for pod, log in logs.items() if (fresh := log.since_start(since)) is not None}
+    leads = [(term, when, pod) for pod, log in current.items() for when, term in log.leaderships]
+    heard_s: dict[str, dict[str, float | None]] = {name: {} for name, _ in brokers}
+    spread_s: dict[str, dict[str, float | None]] = {name: {} for name, _ in brokers}
+    if not leads:
+        for name, broker_id in brokers:
+            heard_s[name][str(broker_id)] = spread_s[name][str(broker_id)] = None
+        return {"leader": None, "leader_s": None, "first_scan_s": None, "heard_s": heard_s, "spread_s": spread_s}
+    _, lead_at, leader = max(leads)
+    log = current[leader]
+    first_any = min((when for when, _, _ in log.heartbeats), default=None)
     for name, broker_id in brokers:
-        first = min((when for when, n, i in heard if (n, i) == (name, broker_id)), default=None)
-        heard_s.setdefault(name, {})[str(broker_id)] = None if first is None else round(first - deleted_at, 1)
+        first = min((when for when, n, i in log.heartbeats if (n, i) == (name, broker_id)), default=None)
+        heard_s[name][str(broker_id)] = None if first is None else round(first - deleted_at, 1)
         spread = None if first is None or first_any is None else round(first - first_any, 1)
-        spread_s.setdefault(name, {})[str(broker_id)] = spread
-    elections: dict[str, int] = {name: 0 for name, _ in brokers}
-    for when, name, _ in log.elections:
-        if when >= lead_at and name in elections:
-            elections[name] += 1
+        spread_s[name][str(broker_id)] = spread
+    first_scan = min(log.scans, default=None)
     return {
         "leader": leader,
         "leader_s": round(lead_at - deleted_at, 1),
+        "first_scan_s": None if first_scan is None else round(first_scan - deleted_at, 1),
         "heard_s": heard_s,
         "spread_s": spread_s,
-        "elections": elections,
     }
 
 
-def everyone_heard(outcome: JSON) -> bool:
-    return outcome["leader"] is not None and all(
-        s is not None for by_id in outcome["heard_s"].values() for s in by_id.values()
-    )
+def settled(outcome: JSON) -> bool:
+    """The new leader has scanned for inactive brokers (an election it makes of a broker it has not heard comes
+    at that scan) and has heard every broker."""
+    return (
+        outcome["first_scan_s"] is not None
+        and all(s is not None for by_id in outcome["heard_s"].values() for s in by_id.values())
+    )  # fmt: skip
 
 
 def summary(rounds: Sequence[JSON]) -> JSON:
     """Per BrokerGroup: its brokers' spreads (median, max) over the rounds, brokers heard 10 s or more after the
-    first one (a JRaft leader waits 15 s from its first heartbeat, and a broker's heartbeat times out after 10 s),
-    elections (the larger of the leader's log and the status epoch's rise, per round)."""
+    leader's first heartbeat (a JRaft leader scans 15 s after it, and a broker's heartbeat times out after 10 s),
+    never heard, and elections (the rise of the master epoch in the groups' status: every election raises it)."""
     groups = sorted({name for r in rounds for name in r["outcome"]["spread_s"]})
     out: JSON = {}
     for name in groups:
-        spreads = [
-            s for r in rounds for s in r["outcome"]["spread_s"].get(name, {}).values() if s is not None
-        ]  # fmt: skip
-        unheard = sum(1 for r in rounds for s in r["outcome"]["spread_s"].get(name, {}).values() if s is None)
-        elections = sum(
-            max(r["outcome"]["elections"].get(name, 0), r["epoch_rise"].get(name, 0)) for r in rounds
-        )  # fmt: skip
+        values = [s for r in rounds for s in r["outcome"]["spread_s"].get(name, {}).values()]
+        spreads = [s for s in values if s is not None]
         out[name] = {
             "rounds": len(rounds),
             "spread_s_median": round(median(spreads), 1) if spreads else None,
             "spread_s_max": round(max(spreads), 1) if spreads else None,
             "heard_10s_or_more_late": sum(1 for s in spreads if s >= 10.0),
-            "never_heard": unheard,
-            "elections": elections,
+            "never_heard": len(values) - len(spreads),
+            "elections": sum(r["epoch_rise"].get(name, 0) for r in rounds),
         }
     return out
 
@@ -222,9 +239,9 @@ async def run_controller_restart(namespace: str, controller_group: str, rounds: 
             g["metadata"]["name"]: ((g.get("spec") or {}).get("jvm") or {}).get("extraOptions") or [] for g in groups
         }
         records: list[JSON] = []
+        await _wait("every group and controller healthy", bench.healthy)
+        before = await bench.epochs()
         for index in range(rounds):
-            await _wait(f"round {index + 1}: every group and controller healthy", bench.healthy)
-            before = await bench.epochs()
             old = frozenset(p["metadata"]["uid"] for p in await bench.controllers())
             deleted_at = time.time()
             for pod in await bench.controllers():
@@ -233,17 +250,20 @@ async def run_controller_restart(namespace: str, controller_group: str, rounds: 
             async def replaced(old: frozenset[str] = old) -> bool:
                 return await bench.pods_ready(old)
 
-            async def heard(deleted_at: float = deleted_at) -> bool:
-                return everyone_heard(round_outcome(await bench.logs(), deleted_at, brokers))
+            async def quiet(deleted_at: float = deleted_at) -> bool:
+                return settled(round_outcome(await bench.logs(), deleted_at, brokers))
 
             await _wait(f"round {index + 1}: new controller pods Ready", replaced)
             with contextlib.suppress(TimeoutError):  # recorded: a broker never heard is None in the outcome
-                await _wait(f"round {index + 1}: every broker heard by the new leader", heard, timeout=120)
+                await _wait(f"round {index + 1}: the new leader's first scan, every broker heard", quiet, timeout=120)
+            outcome = round_outcome(await bench.logs(), deleted_at, brokers)
+            # The epoch once the group is healthy again: an election at the scan has reached the status by then
+            # (health needs the full SyncStateSet, which a new master rebuilds after the election).
             await _wait(f"round {index + 1}: every group healthy again", bench.healthy)
             after = await bench.epochs()
-            outcome = round_outcome(await bench.logs(), deleted_at, brokers)
             rise = {name: max(0, after.get(name, 0) - before.get(name, 0)) for name in after}
             records.append({"round": index + 1, "outcome": outcome, "epoch_rise": rise})
+            before = after
         return {
             "bench": "controller-restart",
             "platform": "kubernetes",
