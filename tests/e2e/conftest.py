@@ -169,22 +169,18 @@ class Group:
         what = f"every name server of {self.controller_group} routing {topic} to {self.name}'s master"
         return self.node.wait_for(what, lambda: self.name_servers_route(topic)[0], timeout=300, interval=1)
 
+    def _events(self) -> list[dict[str, Any]]:
+        items = self.node.json("-n", self.ns, "get", "events")["items"]
+        return [e for e in items if (e.get("involvedObject") or {}).get("name") == self.name]
+
     def events(self, reason: str, since: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
         """The group's Events of ``reason``, less those named in ``since`` (an `event_mark`)."""
-        items = self.node.json("-n", self.ns, "get", "events")["items"]
-        return [
-            e for e in items
-            if e.get("reason") == reason and (e.get("involvedObject") or {}).get("name") == self.name
-            and e["metadata"]["name"] not in since
-        ]  # fmt: skip
+        return [e for e in self._events() if e.get("reason") == reason and e["metadata"]["name"] not in since]
 
     def event_mark(self) -> frozenset[str]:
         """The names of the group's Events now: `events(reason, since=mark)` is what came after. By name, not by
         count: an Event that expires meanwhile (the API server's event TTL) would make a count undercount."""
-        items = self.node.json("-n", self.ns, "get", "events")["items"]
-        return frozenset(
-            e["metadata"]["name"] for e in items if (e.get("involvedObject") or {}).get("name") == self.name
-        )
+        return frozenset(e["metadata"]["name"] for e in self._events())
 
     def condition(self, kind: str) -> dict[str, Any]:
         """The group's status condition of ``kind`` ({} when absent)."""

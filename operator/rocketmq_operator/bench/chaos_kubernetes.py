@@ -111,9 +111,15 @@ def _serves_name_server(pod: JSON) -> bool:
     return any(port.get("containerPort") == NAMESRV_PORT for port in ports)
 
 
-def _ready(pod: JSON) -> bool:
+def pod_ready(pod: JSON) -> bool:
     conditions = pod.get("status", {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def controller_pods(pods: list[JSON]) -> list[JSON]:
+    """The controllers among a ControllerGroup's pods: standalone controllers have name servers of their own in the
+    group (component "namesrv"), which are not controllers."""
+    return [p for p in pods if (p["metadata"].get("labels") or {}).get(COMPONENT_LABEL) != "namesrv"]
 
 
 def group_healthy(status: JSON, replicas: int) -> bool:
@@ -150,10 +156,7 @@ class KubernetesChaos:
 
     async def discover(self) -> None:
         pods = sorted(await self._pods(self.controller_group), key=lambda p: str(p["metadata"]["name"]))
-        # Standalone controllers have name servers of their own in the group (component "namesrv"): not controllers.
-        self.controllers = [
-            p["metadata"]["name"] for p in pods if (p["metadata"].get("labels") or {}).get(COMPONENT_LABEL) != "namesrv"
-        ]
+        self.controllers = [p["metadata"]["name"] for p in controller_pods(pods)]
         serving = [p for p in pods if p.get("status", {}).get("podIP") and _serves_name_server(p)]
         self.name_servers = [f"{p['status']['podIP']}:{NAMESRV_PORT}" for p in serving]
         self.name_server_pods = [p["metadata"]["name"] for p in serving]
@@ -250,11 +253,11 @@ class KubernetesChaos:
         if self.open:
             return False
         pods = [*(await self._pods(self.group)), *(await self._pods(self.controller_group))]
-        if len(pods) < self.replicas + len(self.controllers) or not all(_ready(p) for p in pods):
+        if len(pods) < self.replicas + len(self.controllers) or not all(pod_ready(p) for p in pods):
             return False
         if self.faults_operator:
             operators = await self._operator_pods()
-            if not operators or not all(_ready(p) for p in operators):
+            if not operators or not all(pod_ready(p) for p in operators):
                 return False  # its status below would be the one it left, not a new look
         obj = await self.kube.get("BrokerGroup", self.namespace, self.group)
         return obj is not None and group_healthy(obj.get("status") or {}, self.replicas)

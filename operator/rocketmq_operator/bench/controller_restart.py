@@ -26,26 +26,31 @@ Contract:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from statistics import median
 from typing import Any
 
-from rocketmq_operator.bench.chaos_kubernetes import ChaosTargetError, group_healthy, pod_processes
+from rocketmq_operator.bench.chaos_kubernetes import (
+    ChaosTargetError,
+    controller_pods,
+    group_healthy,
+    pod_processes,
+    pod_ready,
+)
+from rocketmq_operator.bench.failover import wait_for
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 
 JSON = dict[str, Any]
 LOG_ZONE = timezone(timedelta(hours=8))  # RocketMQ's logback patterns: %d{yyy-MM-dd HH:mm:ss,GMT+8}
 LOG_FILES = ("controller.log", "namesrv.log")  # a standalone controller's, a name server hosting one
 LOG_DIR = Path("data/logs/rocketmqlogs")  # under the container's root: user.home is /data
-COMPONENT_LABEL = "app.kubernetes.io/component"
 WAIT_S = 300.0
 
 _TIME = r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \S+ \S+ - "
@@ -163,9 +168,9 @@ class ControllerRestart:
         self.controller_group = controller_group
 
     async def controllers(self) -> list[JSON]:
-        pods = await self.kube.list("Pod", self.namespace, f"rocketmq-operator.dev/group={self.controller_group}")
-        # Standalone controllers have name servers of their own in the group (component "namesrv"): not controllers.
-        return [p for p in pods if (p["metadata"].get("labels") or {}).get(COMPONENT_LABEL) != "namesrv"]
+        return controller_pods(
+            await self.kube.list("Pod", self.namespace, f"rocketmq-operator.dev/group={self.controller_group}")
+        )
 
     async def groups(self) -> list[JSON]:
         every = await self.kube.list("BrokerGroup", self.namespace)
@@ -177,11 +182,7 @@ class ControllerRestart:
     async def pods_ready(self, old: frozenset[str] = frozenset()) -> bool:
         """Every controller pod Ready, none of them one of ``old`` (uids)."""
         pods = await self.controllers()
-        return bool(pods) and all(
-            p["metadata"]["uid"] not in old
-            and any(c.get("type") == "Ready" and c.get("status") == "True" for c in p["status"].get("conditions") or [])
-            for p in pods
-        )
+        return bool(pods) and all(p["metadata"]["uid"] not in old and pod_ready(p) for p in pods)
 
     async def healthy(self) -> bool:
         groups = await self.groups()
@@ -211,14 +212,6 @@ class ControllerRestart:
         return {p["metadata"]["name"]: self.log_of(p["metadata"]["uid"]) for p in await self.controllers()}
 
 
-async def _wait(what: str, check: Callable[[], Awaitable[bool]], timeout: float = WAIT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout:.0f}s")
-        await asyncio.sleep(1.0)
-
-
 async def run_controller_restart(namespace: str, controller_group: str, rounds: int) -> JSON:
     if os.geteuid() != 0:
         raise ChaosTargetError("bench controller-restart reads the controllers' logs on the node: run it as root there")
@@ -239,7 +232,7 @@ async def run_controller_restart(namespace: str, controller_group: str, rounds: 
             g["metadata"]["name"]: ((g.get("spec") or {}).get("jvm") or {}).get("extraOptions") or [] for g in groups
         }
         records: list[JSON] = []
-        await _wait("every group and controller healthy", bench.healthy)
+        await wait_for("every group and controller healthy", bench.healthy, WAIT_S, interval=1.0)
         before = await bench.epochs()
         for index in range(rounds):
             old = frozenset(p["metadata"]["uid"] for p in await bench.controllers())
@@ -253,13 +246,15 @@ async def run_controller_restart(namespace: str, controller_group: str, rounds: 
             async def quiet(deleted_at: float = deleted_at) -> bool:
                 return settled(round_outcome(await bench.logs(), deleted_at, brokers))
 
-            await _wait(f"round {index + 1}: new controller pods Ready", replaced)
+            await wait_for(f"round {index + 1}: new controller pods Ready", replaced, WAIT_S, interval=1.0)
             with contextlib.suppress(TimeoutError):  # recorded: a broker never heard is None in the outcome
-                await _wait(f"round {index + 1}: the new leader's first scan, every broker heard", quiet, timeout=120)
+                await wait_for(
+                    f"round {index + 1}: the new leader's first scan, every broker heard", quiet, 120, interval=1.0
+                )
             outcome = round_outcome(await bench.logs(), deleted_at, brokers)
             # The epoch once the group is healthy again: an election at the scan has reached the status by then
             # (health needs the full SyncStateSet, which a new master rebuilds after the election).
-            await _wait(f"round {index + 1}: every group healthy again", bench.healthy)
+            await wait_for(f"round {index + 1}: every group healthy again", bench.healthy, WAIT_S, interval=1.0)
             after = await bench.epochs()
             rise = {name: max(0, after.get(name, 0) - before.get(name, 0)) for name in after}
             records.append({"round": index + 1, "outcome": outcome, "epoch_rise": rise})

@@ -149,7 +149,7 @@ async def roll_pass(
     endpoints: list[ReplicaEndpoint],
     pods: list[JSON],
     before: RolloutStatus | None,
-    announce: Callable[[RolloutStatus | None, RolloutStatus], None] | None = None,
+    announce: Callable[[RolloutStatus | None, RolloutStatus], None],
 ) -> RolloutStatus | None:
     """One roll step for the group; writes `status.rollout` when it changed. Returns the new rollout.
 
@@ -169,8 +169,7 @@ async def roll_pass(
     forgotten = await _forget_removed(client, settings, bg, before, pods, removing)
     after = await run_roll_step(client, state, settings, forgotten, PodRoll(kube, ns, revisions, replaced, sts))
     if after is not None and after != before:
-        if announce is not None:
-            announce(before, after)
+        announce(before, after)
         change = StatusChange(
             fields={"rollout": after.model_dump(mode="json", by_alias=True)},
             conditions={"RolloutBlocked": rollout_blocked_condition(after)},
