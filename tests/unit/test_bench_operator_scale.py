@@ -103,6 +103,9 @@ async def test_the_observer_reads_a_master_and_two_in_sync_slaves(sim: Simulated
     assert sim.requests["CONTROLLER_GET_METADATA_INFO"] == 3
     assert sim.requests["GET_BROKER_RUNTIME_INFO"] == 6 and sim.requests["GET_BROKER_HA_STATUS"] == 6
     assert not sim.unsupported
+    # The pass is whole only once the next one has begun.
+    assert sim.whole_pass_requests("g-a", 0, 1) is None
+    assert sim.whole_pass_requests("g-a", 0, 0) == {}
 
 
 async def test_offsets_grow_and_an_election_moves_the_master(sim: SimulatedRocketMQ) -> None:
@@ -191,6 +194,12 @@ def test_window_figures_per_pass_with_the_baseline_subtracted() -> None:
     assert figures["remoting_requests"] == 95 and figures["remoting_requests_per_pass"] == 3.166667
     assert figures["remoting_requests_by_code_per_pass"] == {"GET_BROKER_RUNTIME_INFO": 3.0, "X": 0.166667}
     assert figures["apiserver_requests_by_kind"] == {"PATCH brokergroups/status": 200.0}
+    assert figures["group_requests_per_whole_pass"] is None and figures["group_requests_by_code_per_whole_pass"] is None
+    exact = window_figures(
+        start, end, 2, baseline_requests=0.0, baseline_seconds=0.0, whole_pass_requests={"GET_BROKER_RUNTIME_INFO": 90}
+    )
+    assert exact["group_requests_per_whole_pass"] == 3.0
+    assert exact["group_requests_by_code_per_whole_pass"] == {"GET_BROKER_RUNTIME_INFO": 3.0}
 
 
 def test_window_figures_with_no_pass_say_none() -> None:
@@ -423,6 +432,10 @@ async def test_an_operator_pass_gets_every_answer_it_asks_and_sees_an_election(
         await sim.stop()
     assert sim.unsupported == {}
     assert sim.sync_state_reads == {"g-0000": 3, "g-0001": 3}
+    # The two whole passes of g-0000: each read its SyncStateSet once and asked each of its three brokers.
+    whole = sim.whole_pass_requests("g-0000", 0, 2)
+    assert whole is not None
+    assert whole["CONTROLLER_GET_SYNC_STATE_DATA"] == 2 and whole["GET_BROKER_RUNTIME_INFO"] == 6
     status = (await fake.get("BrokerGroup", namespace, "g-0001") or {})["status"]
     assert status["master"]["brokerId"] == new_id == 2 and status["writable"] is True
     assert [h["toBrokerId"] for h in status["history"]][-1:] == [2]

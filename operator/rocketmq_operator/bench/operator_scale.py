@@ -46,6 +46,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -472,6 +473,33 @@ async def _window(
     return start, await _counts(api, operator, sim), complete
 
 
+async def _whole_passes(
+    operator: OperatorProcess, sim: SimulatedRocketMQ, start: WindowCounts, end: WindowCounts, bound_s: float
+) -> dict[str, int] | None:
+    """The groups' requests by code name in exactly the window's passes, each from its SyncStateSet read to the
+    next one: waits (at most ``bound_s``) for every group's next pass to begin; None if one did not."""
+    deadline = time.monotonic() + bound_s
+    total: Counter[str] = Counter()
+    pending = list(sim.groups)
+    while pending:
+        operator.check_alive()
+        still: list[str] = []
+        for group in pending:
+            counted = sim.whole_pass_requests(
+                group, start.sync_state_reads.get(group, 0), end.sync_state_reads.get(group, 0)
+            )
+            if counted is None:
+                still.append(group)
+            else:
+                total.update(counted)
+        pending = still
+        if pending:
+            if time.monotonic() > deadline:
+                return None
+            await asyncio.sleep(0.2)
+    return dict(sorted(total.items()))
+
+
 async def _lags(
     api: Api, namespace: str, sim: SimulatedRocketMQ, changes: int, observe_s: float, rng: random.Random
 ) -> list[JSON]:
@@ -529,6 +557,7 @@ async def run_size(api: Api, kubeconfig: Path, size: int, settings: ScaleSetting
             bench_cpu = resource.getrusage(resource.RUSAGE_SELF)
             start, end, complete = await _window(api, operator, sim, settings.passes, observe_s, None)
             bench_cpu_after = resource.getrusage(resource.RUSAGE_SELF)
+            whole = await _whole_passes(operator, sim, start, end, observe_s * 4 + 60.0)
             memory = operator.memory_mib()
             load_after = os.getloadavg()
             phase(f"{size} groups: {settings.changes} elections")
@@ -550,6 +579,7 @@ async def run_size(api: Api, kubeconfig: Path, size: int, settings: ScaleSetting
         size,
         baseline_requests=base_end.apiserver_requests - base_start.apiserver_requests,
         baseline_seconds=base_end.at - base_start.at,
+        whole_pass_requests=whole,
     )
     lag_values = [float(x["lag_s"]) for x in lags if x["lag_s"] is not None]
     to_pass = [float(x["to_next_pass_s"]) for x in lags if x["to_next_pass_s"] is not None]

@@ -91,11 +91,15 @@ def window_figures(
     baseline_requests: float,
     baseline_seconds: float,
     bench_requests: float = 0.0,
+    whole_pass_requests: Mapping[str, int] | None = None,
 ) -> dict[str, object]:
     """One size's per-pass figures over the window from ``start`` to ``end``.
 
     ``baseline_requests`` is the API server's requests over ``baseline_seconds`` with the operator stopped; it is
     scaled to the window's length and subtracted, as are ``bench_requests`` (the bench's own during the window).
+    ``whole_pass_requests`` are the groups' own remoting requests in exactly the window's passes (None when they
+    could not be counted): the exact per-pass figures, where the window's counters also hold parts of the passes
+    in flight at its two ends.
     """
     seconds = max(end.at - start.at, 1e-9)
     passes = sum(
@@ -135,6 +139,14 @@ def window_figures(
         "remoting_requests": remoting_total,
         "remoting_requests_per_pass": _per(float(remoting_total), passes),
         "remoting_requests_by_code_per_pass": {k: _per(float(v), passes) for k, v in remoting.items()},
+        "group_requests_per_whole_pass": (
+            None if whole_pass_requests is None else _per(float(sum(whole_pass_requests.values())), passes)
+        ),
+        "group_requests_by_code_per_whole_pass": (
+            None
+            if whole_pass_requests is None
+            else {k: _per(float(v), passes) for k, v in sorted(whole_pass_requests.items())}
+        ),
     }
 
 

@@ -26,6 +26,11 @@ Contract:
 * `requests` counts every request by code name; `sync_state_reads[group]` counts the SyncStateSet reads that
   named the group (one per observation pass of it), and `first_read_after(group, t)` is when the first of them
   came after ``t``.
+* Whole passes: every request to one of a group's brokers, and every controller request naming the group, is
+  also counted for that group, and each SyncStateSet read of it (the first request of a pass) marks where a pass
+  begins. `whole_pass_requests(group, first, end)` counts the group's requests of its passes ``first`` to
+  ``end - 1`` (0-based, by SyncStateSet read), each from its SyncStateSet read to the next one: counters read at
+  two instants would cut the passes in flight at either end.
 
 Only the frame codec (`remoting.codec`) and the properties format (`remoting.broker.format_properties_text`) are
 the project's; the answers are built here. No disk, no replication, no messages: the brokers are their answers.
@@ -176,6 +181,9 @@ class SimulatedRocketMQ:
         self.unsupported: Counter[str] = Counter()
         self.sync_state_reads: Counter[str] = Counter()
         self._read_times: dict[str, list[float]] = {}
+        self._group_requests: dict[str, Counter[str]] = {name: Counter() for name in self.groups}
+        # _pass_marks[group][k]: the group's counts just before its k-th SyncStateSet read (0-based).
+        self._pass_marks: dict[str, list[Counter[str]]] = {name: [] for name in self.groups}
         self._topology = 0  # + 1 at every election: the name servers' cached answer is built again
         self._cluster_info: tuple[int, bytes] | None = None
         self._servers: list[asyncio.Server] = []
@@ -277,6 +285,13 @@ class SimulatedRocketMQ:
     def first_read_after(self, group: str, since: float) -> float | None:
         return next((t for t in self._read_times.get(group, []) if t >= since), None)
 
+    def whole_pass_requests(self, group: str, first: int, end: int) -> Counter[str] | None:
+        """The group's requests by code name in its passes ``first`` .. ``end - 1``; None until pass ``end`` began."""
+        marks = self._pass_marks[group]
+        if end >= len(marks) or not 0 <= first <= end:
+            return None
+        return marks[end] - marks[first]
+
     # --- answers
 
     def offset(self, group: SimGroup, replica: SimReplica, now: float | None = None) -> int:
@@ -291,7 +306,9 @@ class SimulatedRocketMQ:
             return None
         port = int(local.rpartition(":")[2])
         if local in self._by_address:
-            result = self._broker(*self._by_address[local], request)
+            group, replica = self._by_address[local]
+            self._group_requests[group.name][name] += 1
+            result = self._broker(group, replica, request)
         elif port == self.ports.controller:
             result = self._controller(local, request)
         elif port == self.ports.name_server:
@@ -416,6 +433,9 @@ class SimulatedRocketMQ:
     def _controller(self, local: str, request: RemotingCommand) -> RemotingCommand | None:
         code = request.code
         leader = self.controller_addresses[0]
+        named = self._group_requests.get(request.ext_fields.get("brokerName", ""))
+        if named is not None and code in (RequestCode.CONTROLLER_GET_REPLICA_INFO, RequestCode.CONTROLLER_ELECT_MASTER):
+            named[request_code_name(code)] += 1
         if code == RequestCode.CONTROLLER_GET_METADATA_INFO:
             peers = "".join(f"n{i}:{a};" for i, a in enumerate(self.controller_addresses))
             fields = {
@@ -444,6 +464,8 @@ class SimulatedRocketMQ:
                 group = self.groups.get(name)
                 if group is None:
                     continue
+                self._pass_marks[name].append(self._group_requests[name].copy())
+                self._group_requests[name][request_code_name(code)] += 1
                 self.sync_state_reads[name] += 1
                 self._read_times.setdefault(name, []).append(now)
                 table[name] = self._replicas_info(group)
