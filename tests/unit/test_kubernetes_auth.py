@@ -177,3 +177,71 @@ def test_a_proxy_with_auth_gets_its_admin_as_json_and_mounts_it() -> None:
     objects, blocked = asyncio.run(admin_config_objects(_api(), proxy, "ns"))  # type: ignore[arg-type]
     assert objects == [] and blocked is not None and blocked[0] == "AuthSecretMissing"
     assert "Proxy/proxy: spec.auth.adminSecret: Secret 'admin' not found in namespace 'ns'" in blocked[1]
+
+
+def _stored(api: FakeApi, obj: JSON) -> None:
+    """A rendered Secret (stringData) stored as the API returns it (data, base64)."""
+    data = {k: base64.b64encode(str(v).encode()).decode() for k, v in obj["stringData"].items()}
+    api.put({**{k: v for k, v in obj.items() if k != "stringData"}, "data": data})
+
+
+def test_a_new_admin_name_is_signed_for_only_once_switched_and_the_copy_is_left_to_the_pass() -> None:
+    """The admin rotation's reads (core.admin_rotation): the configured admin is what the brokers' copy holds; the
+    operator signs as it while the declared one is created, and the reconciler no longer rewrites the copy."""
+    api = _api(_secret("admin", username="root", password="pw"))
+    first, _ = asyncio.run(admin_config_objects(api, _group(), "ns"))  # type: ignore[arg-type]
+    _stored(api, first[0])
+    api.put(_secret("admin", username="root-2", password="pw-2"))
+    auth = asyncio.run(read_group_auth(api, _group(), "ns"))  # type: ignore[arg-type]
+    assert auth.configured is not None and auth.configured.user == "root"
+    assert auth.declared is not None and auth.declared.user == "root-2"
+    assert auth.plan is not None and str(auth.plan.phase) == "Rotating"
+    assert auth.admin is not None and auth.admin.access_key == "root"  # still signed as the configured admin
+    assert asyncio.run(admin_config_objects(api, _group(), "ns")) == ([], None)  # type: ignore[arg-type]
+    # Switched (the pass wrote the copy; the old admin retiring in status): signed as the new one.
+    from rocketmq_operator.render.kubernetes.broker_group import auth_config_secret
+
+    _stored(api, auth_config_secret(_group(), "root-2", "pw-2"))
+    status = {"auth": {"retiringAdmins": [{"user": "root", "since": 5.0}]}}
+    auth = asyncio.run(read_group_auth(api, _group(), "ns", status))  # type: ignore[arg-type]
+    assert auth.admin is not None and auth.admin.access_key == "root-2"
+    assert [r.user for r in auth.retiring] == ["root"] and auth.plan is not None and auth.plan.keep == ("root",)
+
+
+def test_the_admin_copies_read_back_as_written() -> None:
+    from rocketmq_operator.platforms.kubernetes.auth import admin_in_config, retiring_of
+    from rocketmq_operator.render.kubernetes.broker_group import auth_config_secret
+    from rocketmq_operator.render.kubernetes.proxy import proxy_auth_config_secret
+
+    proxy = Proxy.model_validate(
+        {"kind": "Proxy", "metadata": {"name": "px", "namespace": "ns"}, "spec": {"nameServers": ["ns:9876"]}}
+    )
+    for obj, is_proxy in ((auth_config_secret(_group(), "root", ADMIN_PASSWORD), False),
+                          (proxy_auth_config_secret(proxy, "root", ADMIN_PASSWORD), True)):  # fmt: skip
+        read = admin_in_config(obj, proxy=is_proxy)
+        assert read is not None and (read.user, read.password) == ("root", ADMIN_PASSWORD)
+    assert admin_in_config(None) is None and admin_in_config(_secret("x", other="y")) is None
+    assert [r.user for r in retiring_of({"auth": {"retiringAdmins": [{"user": "a", "since": 1}, {"bad": 1}]}})] == ["a"]
+    assert retiring_of(None) == ()
+
+
+def test_processes_started_before_a_switch_are_counted_brokers_by_creation_and_proxies_by_their_admin() -> None:
+    from rocketmq_operator.platforms.kubernetes.auth import ANNOTATION_ADMIN_USER, PodRotation
+
+    def pod(name: str, created: str, **extra: Any) -> JSON:
+        return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns", "creationTimestamp": created, **extra}}
+
+    brokers = [pod("broker-a-0", "2026-12-04T10:00:00Z"), pod("broker-a-1", "2026-12-04T12:00:00Z"),
+               pod("broker-a-2", "2026-12-04T09:00:00Z", deletionTimestamp="2026-12-04T12:00:01Z")]  # fmt: skip
+    api = FakeApi()
+    volumes = {"volumes": [{"name": "secret-config", "secret": {"secretName": "px-auth-config"}}]}
+    labels = {"app.kubernetes.io/component": "proxy"}
+    api.put({**pod("px-1", "2026-12-04T09:00:00Z", labels=labels, annotations={ANNOTATION_ADMIN_USER: "old"}),
+             "spec": volumes})  # fmt: skip
+    api.put({**pod("px-2", "2026-12-04T09:00:00Z", labels=labels, annotations={ANNOTATION_ADMIN_USER: "new"}),
+             "spec": volumes})  # fmt: skip
+    api.put({**pod("px-3", "2026-12-04T09:00:00Z", labels=labels), "spec": {}})  # no auth: not counted
+    switch = 1796385600.0  # 2026-12-04T11:00:00Z
+    rotation = PodRotation(api, _group(), "ns", brokers, "new")  # type: ignore[arg-type]
+    # broker-a-0 (created before) and px-1 (the old admin); not broker-a-1 (after), broker-a-2 (going), px-2, px-3.
+    assert asyncio.run(rotation.started_before(switch)) == 2

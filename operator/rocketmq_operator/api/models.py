@@ -784,6 +784,23 @@ class RolloutStatus(Model):
     )
 
 
+class RetiringAdminStatus(Model):
+    user: str = Field(description="An old admin (spec.auth.adminSecret's username before a rotation).")
+    since: float = Field(description="When the operator switched away from it (Unix time, s).")
+
+
+class AuthStatus(Model):
+    """The admin rotation (docs/auth.md, "Rotating the admin"): resumed from here after a restart."""
+
+    admin: str | None = Field(default=None, description="The admin the brokers start with and the operator signs as.")
+    phase: str | None = Field(default=None, description="Steady | Rotating | Switched | Refused")
+    message: str | None = Field(default=None, description="What the rotation does or waits for; the fix if Refused.")
+    retiring_admins: list[RetiringAdminStatus] = Field(
+        default_factory=list,
+        description="Old admins kept on every replica until nothing started before the switch runs, then deleted.",
+    )
+
+
 _OBSERVED_GENERATION = "The metadata.generation of the spec this status was computed from."
 
 
@@ -835,6 +852,7 @@ class BrokerGroupStatus(Model):
     drain: GroupDrainStatus | None = Field(
         default=None, description="The drain under way (spec.draining, or the group being deleted)."
     )
+    auth: AuthStatus | None = Field(default=None, description="The admin in use and its rotation (spec.auth).")
 
 
 class KeptBackup(Model):

@@ -22,7 +22,7 @@ from typing import Any
 from rocketmq_operator.control.lease_agent import LeaseAgent
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.remoting.auth import SessionCredentials
-from rocketmq_operator.remoting.broker import parse_properties_text
+from rocketmq_operator.remoting.broker import parse_java_properties
 from rocketmq_operator.remoting.tls import ClientTls
 
 EXIT_USAGE = 2
@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
 def read_credentials(path: Path) -> SessionCredentials:
     """The admin's credentials from the broker's auth properties (`render.config.auth_secret_keys`)."""
     text = path.read_text(encoding="utf-8")
-    raw = parse_properties_text(text).get("innerClientAuthenticationCredentials")
+    raw = parse_java_properties(text).get("innerClientAuthenticationCredentials")
     if raw is None:
         raise ValueError("it has no innerClientAuthenticationCredentials key")
     value = json.loads(raw)

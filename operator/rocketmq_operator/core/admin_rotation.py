@@ -145,7 +145,7 @@ def plan_admin(facts: AdminFacts, now: float) -> AdminPlan:
             AdminPhase.ROTATING, configured, configured, declared, (*keep, configured.user), (), facts.retiring,
             f"rotating the admin: creating '{declared.user}' on every replica, signed as '{configured.user}'",
         )  # fmt: skip
-    retiring = (*facts.retiring, RetiringAdmin(configured.user, now))
+    retiring = (*(r for r in facts.retiring if r.user != configured.user), RetiringAdmin(configured.user, now))
     return AdminPlan(
         AdminPhase.SWITCHED, declared, declared, declared, (*keep, configured.user), (), retiring,
         f"admin switched to '{declared.user}' (on every replica): the operator signs as it and brokers started from "

@@ -113,6 +113,57 @@ def parse_properties_text(text: str) -> dict[str, str]:
     return out
 
 
+_PROPERTIES_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape_properties(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char != "\\" or i + 1 >= len(text):
+            out.append(char)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u" and i + 6 <= len(text):
+            out.append(chr(int(text[i + 2 : i + 6], 16)))
+            i += 6
+            continue
+        out.append(_PROPERTIES_ESCAPES.get(nxt, nxt))
+        i += 2
+    # \\uXXXX pairs of a character outside the BMP come out as two surrogates: join them.
+    return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16")
+
+
+def parse_java_properties(text: str) -> dict[str, str]:
+    """A file as ``java.util.Properties.load`` reads it: ``key=value`` or ``key:value`` lines, ``#``/``!``
+    comments, a trailing backslash continuing the line, and backslash escapes (``\\t``, ``\\n``, ``\\uXXXX``; any
+    other escaped character is itself). What `format_properties_text` and `render.config.properties_value`
+    write comes back unchanged (unlike `parse_properties_text`, for RocketMQ's unescaped GET_BROKER_CONFIG)."""
+    out: dict[str, str] = {}
+    logical: list[str] = []
+    for raw in text.splitlines():
+        line = raw.lstrip(" \t\f")
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        entry, logical = "".join(logical), []
+        key_end = 0
+        while key_end < len(entry) and entry[key_end] not in "=: \t\f":
+            key_end += 2 if entry[key_end] == "\\" else 1
+        key = entry[:key_end]
+        rest = entry[key_end:].lstrip(" \t\f")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(" \t\f")
+        out[_unescape_properties(key)] = _unescape_properties(rest)
+    return out
+
+
 def _escape_properties(text: str, *, key: bool) -> str:
     out: list[str] = []
     for index, char in enumerate(text):

@@ -483,3 +483,20 @@ def test_properties_text_round_trip() -> None:
     assert text.isascii()
     assert "k\\=y=\\ lead" in text and "\\ud83d\\ude00" in text
     assert parse_properties_text("# comment\n\na=1\nb = two=2\n!x\n") == {"a": "1", "b": "two=2"}
+
+
+@pytest.mark.parametrize(
+    "value", ['Adm"in\\pw-7x', " leading blank", "ünï😀", "a=b:c#!", "ends in \\", "tab\tnew\nline"]
+)
+def test_java_properties_read_back_what_both_writers_escape(value: str) -> None:
+    from rocketmq_operator.remoting.broker import parse_java_properties
+    from rocketmq_operator.render.config import properties_value
+
+    assert parse_java_properties(format_properties_text({"k ey=": value})) == {"k ey=": value}
+    assert parse_java_properties(f"# comment\n\nkey = {properties_value(value)}\n") == {"key": value}
+
+
+def test_java_properties_continue_a_line_that_ends_in_one_backslash() -> None:
+    from rocketmq_operator.remoting.broker import parse_java_properties
+
+    assert parse_java_properties("a=one \\\n    two\nb:x\\\\\nc\n") == {"a": "one two", "b": "x\\", "c": ""}

@@ -18,6 +18,7 @@ they answer as slaves.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -33,6 +34,7 @@ from rocketmq_operator.api.models import (
     ReplicaStatus,
     RolloutStatus,
 )
+from rocketmq_operator.control.admin_rotation import rotate_admin
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.control.fence import run_fences
 from rocketmq_operator.control.group_drain import (
@@ -45,6 +47,7 @@ from rocketmq_operator.control.group_pass import run_group_pass
 from rocketmq_operator.control.observe import observe_groups
 from rocketmq_operator.control.policy import policy_settings, run_replication_policy
 from rocketmq_operator.control.switchover import OperationRefused, switchover_group
+from rocketmq_operator.core.admin_rotation import AdminPhase
 from rocketmq_operator.core.conditions import (
     ConditionStatus,
     condition,
@@ -56,7 +59,13 @@ from rocketmq_operator.core.group_drain import FORCE_ANNOTATION
 from rocketmq_operator.core.observation import GroupState, ReplicaEndpoint, ReplicaObservation
 from rocketmq_operator.core.quorum import effective_quorum
 from rocketmq_operator.core.status import build_broker_status
-from rocketmq_operator.platforms.kubernetes.auth import GroupAuth, read_group_auth, sign_for_group
+from rocketmq_operator.platforms.kubernetes.auth import (
+    GroupAuth,
+    PodRotation,
+    auth_status,
+    read_group_auth,
+    sign_for_group,
+)
 from rocketmq_operator.platforms.kubernetes.drain import drain_pass
 from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
@@ -70,6 +79,7 @@ from rocketmq_operator.platforms.kubernetes.tls import TLS_CA_DIR, trust_group
 from rocketmq_operator.platforms.kubernetes.topics import declared_lag_topics, reassert_topics
 from rocketmq_operator.platforms.kubernetes.users import assert_group_users
 from rocketmq_operator.remoting import RemotingClient
+from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.render.config import BROKER_PORT, BrokerPlacement
 from rocketmq_operator.render.kubernetes import (
     ANNOTATION_FENCE,
@@ -196,7 +206,7 @@ async def view_group(kube: KubeClient, client: RemotingClient, bg: BrokerGroup, 
         else:
             controllers = controller_addresses(cg, ns)
             name_servers = name_servers or name_server_addresses(cg, ns)
-    auth = await read_group_auth(kube, bg, ns)
+    auth = await read_group_auth(kube, bg, ns, body.get("status"))
     if auth.admin is not None:
         # Before the first call: a broker with auth on answers nothing unsigned (observation included).
         sign_for_group(client, auth.admin, endpoints)
@@ -324,12 +334,44 @@ class KubernetesPassSteps:
         )  # fmt: skip
 
     async def users_and_topics(self) -> bool:
+        await self.admin_rotation()
         await assert_group_users(
             self.kube, self.client, self.bg, self.namespace, self.state, self.auth, self.memory, self.logger
         )
         return await reassert_topics(
             self.kube, self.client, self.metrics, self.bg, self.namespace, self.state, self.memory
         )
+
+    async def admin_rotation(self) -> None:
+        """One pass of the admin rotation (`control.admin_rotation`): the operator signs as its outcome says, and
+        status.auth, an Event and the log say what moved (names only)."""
+        auth = self.auth
+        if not self.bg.spec.auth.enabled or auth.plan is None or (auth.declared is None and auth.configured is None):
+            return
+        admin = auth.declared.user if auth.declared is not None else ""
+        platform = PodRotation(self.kube, self.bg, self.namespace, self.pods, admin)
+        outcome = await rotate_admin(
+            self.client, self.state, auth.declared, auth.configured, auth.retiring, platform, time.time()
+        )
+        for line in outcome.lines:
+            self.logger.info("%s: admin rotation: %s", self.bg.metadata.name, line)
+        for line in outcome.problems:
+            self.logger.warning("%s: admin rotation: %s; retried next pass", self.bg.metadata.name, line)
+        signs = outcome.sign_as
+        if signs is not None and (auth.admin is None or auth.admin.access_key != signs.user):
+            auth.admin = SessionCredentials(signs.user, signs.password)
+            sign_for_group(self.client, auth.admin, self.endpoints)
+        wanted = auth_status(outcome)
+        if (self.body.get("status") or {}).get("auth") != wanted:
+            phase, message = outcome.plan.phase, outcome.plan.message
+            if message:
+                kopf.event(
+                    self.resource,
+                    type="Warning" if phase is AdminPhase.REFUSED else "Normal",
+                    reason=f"Admin{phase}",
+                    message=message,
+                )
+            await write_status(self.kube, self.body, StatusChange(fields={"auth": wanted}))
 
     async def group_drain(self) -> None:
         recorded = self.previous.drain if self.previous is not None else None

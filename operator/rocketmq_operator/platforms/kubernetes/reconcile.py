@@ -27,7 +27,7 @@ from rocketmq_operator.api.validation import proxy_tls_mismatch
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.core.conditions import set_condition
 from rocketmq_operator.core.config_change import running_downgrade_warning
-from rocketmq_operator.platforms.kubernetes.auth import admin_config_objects
+from rocketmq_operator.platforms.kubernetes.auth import ANNOTATION_ADMIN_USER, admin_config_objects, admin_in_config
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
 from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
@@ -194,7 +194,8 @@ async def _render_broker(kube: KubeClient, bg: BrokerGroup, namespace: str, outc
         outcome.blocked_message = str(exc)
         return None
     # The admin Secret's copy the brokers mount comes first: a broker pod cannot start without it.
-    auth_objects, blocked = await admin_config_objects(kube, bg, namespace)
+    status = (await kube.get("BrokerGroup", namespace, bg.metadata.name) or {}).get("status")
+    auth_objects, blocked = await admin_config_objects(kube, bg, namespace, status)
     if blocked is not None:
         outcome.blocked_reason, outcome.blocked_message = blocked
         return None
@@ -227,6 +228,13 @@ async def _render_proxy(kube: KubeClient, proxy: Proxy, namespace: str, outcome:
     if blocked is not None:
         outcome.blocked_reason, outcome.blocked_message = blocked
         return None
+    signs = admin_in_config(auth_objects[0], proxy=True) if auth_objects else None
+    if signs is not None:
+        # The admin the proxies sign as, named on their template: a rotation rolls them onto the new one.
+        for obj in objects:
+            if obj.get("kind") == "Deployment":
+                template = obj["spec"]["template"].setdefault("metadata", {})
+                template.setdefault("annotations", {})[ANNOTATION_ADMIN_USER] = signs.user
     return [*auth_objects, *objects]
 
 
