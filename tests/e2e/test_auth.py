@@ -19,6 +19,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -143,6 +146,105 @@ def _users_as_resources(group: Any, node: Any) -> None:
     assert {pod: group.jvm_pid(pod)[0] for pod in group.pods()} == jvms, "a broker JVM restarted"
 
 
+ADMIN_SECRET = "rocketmq-admin"
+NEW_ADMIN = SessionCredentials("rocketmq-admin-2", "rotated-admin-password")
+
+
+def _auth_status(group: Any) -> dict[str, Any]:
+    return dict(group.status().get("auth") or {})
+
+
+def _patch_admin(node: Any, username: str, password: str) -> None:
+    node.kubectl("-n", NS, "patch", "secret", ADMIN_SECRET, "--type=merge", "-p",
+                 json.dumps({"stringData": {"username": username, "password": password}}))  # fmt: skip
+
+
+def _plugin(node: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    """`kubectl rocketmq ARGS` through the node's kubectl, as a user runs it."""
+    env = {**node.env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{node.env['PATH']}"}
+    argv = [str(node.state_dir / "bin" / "kubectl"), "rocketmq", *args, "-n", NS]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _admin_rotated(group: Any, node: Any) -> None:
+    """The admin rotation (issue 33, docs/auth.md "Rotating the admin") under a producer signed as orders-app: a new
+    password under the same name refused (and the old admin still in use), then a new admin name created on every
+    replica and switched to with no broker restart, a master SIGKILL right after handled by the operator, the old
+    admin kept while pods started before the switch run, and deleted from every replica once `kubectl rocketmq
+    restart` re-created them (and the proxy rolled onto the new admin): its password refused from then on."""
+    old = SessionCredentials(ADMIN_SECRET, PASSWORDS[ADMIN_SECRET])
+    jvms = {pod: group.jvm_pid(pod)[0] for pod in group.pods()}
+    producer = "produce-through-rotation"
+    group.produce(producer, 40_000, "--rate", "100", "--timeout", "3", "--retries", "2", "--report-keys",
+                  wait=False, env=APP)  # fmt: skip
+    with group.interrupted_on_failure(producer):
+        _patch_admin(node, old.access_key, "changed-in-place")
+        node.wait_for("the in-place password change refused", lambda: _auth_status(group).get("phase") == "Refused",
+                      120, 1)  # fmt: skip
+        refusal = _auth_status(group)["message"]
+        assert refusal.startswith(f"spec.auth.adminSecret: the password of admin '{old.access_key}' changed; rule:")
+        assert "changed-in-place" not in json.dumps(group.status()), "a password in the status"
+        assert all(_held_by(group, old, old.access_key).values())  # the operator still signs as the old admin
+        _patch_admin(node, NEW_ADMIN.access_key, NEW_ADMIN.secret_key)
+
+        def switched() -> bool:
+            auth = _auth_status(group)
+            return auth.get("admin") == NEW_ADMIN.access_key and bool(auth.get("retiringAdmins"))
+
+        node.wait_for("the admin switched to the new name", switched, 180, 1)
+        assert [r["user"] for r in _auth_status(group)["retiringAdmins"]] == [old.access_key]
+        assert all(_held_by(group, NEW_ADMIN, NEW_ADMIN.access_key).values())
+        assert all(_held_by(group, NEW_ADMIN, old.access_key).values()), "the old admin deleted too early"
+        assert {pod: group.jvm_pid(pod)[0] for pod in group.pods()} == jvms, "a broker JVM restarted"
+        # Right after: the operator, signing as the new admin, still observes and fails over.
+        master = group.master()
+        assert master is not None
+        group.kill_jvm(master)
+        node.wait_for(f"a master other than {master}", lambda: group.master() not in (None, master), 300, 1)
+        group.wait_healthy()
+        assert _auth_status(group)["retiringAdmins"], "retired while a pod started before the switch runs"
+    group.interrupt(producer)
+    during = group.tool_result(producer)
+    read = group.consume_all("rotation-read", env=APP, report_keys=True)
+    loss = reports_no_loss_failure([during], read)
+    assert loss is None, loss
+    print(f"{producer}: sent {during['sent']}, acknowledged {during['acknowledged']}")
+
+    restart = _plugin(node, "restart", "broker-a")
+    assert restart.returncode == 0, restart.stderr
+    node.wait_for("the old admin retired", lambda: not _auth_status(group).get("retiringAdmins"), 900, 2)
+    assert _held_by(group, NEW_ADMIN, old.access_key) == dict.fromkeys(group.pods(), False)
+    proxies = node.json("-n", NS, "get", "pods", "-l", PROXY_PODS)["items"]
+    assert {p["metadata"]["annotations"].get("rocketmq-operator.dev/admin-user") for p in proxies} == {
+        NEW_ADMIN.access_key
+    }
+    refused = _held_by_or_error(group, old)
+    assert refused and all(isinstance(v, str) for v in refused.values()), refused
+    group.wait_healthy()
+    after = _accepted(group, "auth-app-after-rotation", 10)
+    assert after["acknowledged"] == 10
+
+
+def _held_by_or_error(group: Any, admin: SessionCredentials) -> dict[str, object]:
+    """Each replica asked AUTH_GET_USER signed as ``admin``: its answer, or the refusal's text."""
+    addresses = {n: f"{p['status']['podIP']}:10911" for n, p in group.pods().items()}
+
+    async def ask() -> dict[str, object]:
+        client = RemotingClient(credentials_by_addr=dict.fromkeys(addresses.values(), admin))
+        out: dict[str, object] = {}
+        try:
+            for name, address in addresses.items():
+                try:
+                    out[name] = await AuthAdmin(client).get_user(address, admin.access_key, timeout=5.0)
+                except Exception as exc:  # a refusal: the broker answered, and said no
+                    out[name] = str(exc)
+            return out
+        finally:
+            await client.close()
+
+    return asyncio.run(ask())
+
+
 def _through_the_proxy(node: Any) -> set[str]:
     """The example's Proxy (spec.auth) from the host, at its pod's address, as RocketMQ 5's gRPC client sees it: an
     unsigned send refused, the user's sends acknowledged and received by its SimpleConsumer. Returns the keys the
@@ -200,5 +302,6 @@ def test_auth_example_refuses_unsigned_clients_and_serves_its_users(group_in: Ca
         assert read["unique"] >= acked, read
         group.wait_healthy()
         _users_as_resources(group, node)
+        _admin_rotated(group, node)
     finally:
         node.delete_namespace(NS)

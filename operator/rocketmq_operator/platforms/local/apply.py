@@ -40,6 +40,7 @@ from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.auth import (
     AuthSecretError,
     read_secrets,
+    refuse_admin_change,
     select_secrets,
     state_client,
     store_secrets,
@@ -105,6 +106,7 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print, force: boo
     try:
         check_names(resources)
         auth_secrets = select_secrets(resources, secrets)
+        refuse_admin_change(load_resources(existing), resources, read_secrets(layout), auth_secrets)
         check_tls(resources)
         if bool(tls_groups(resources)) != bool(tls_groups(load_resources(existing))):
             raise TlsConfigError(

@@ -113,6 +113,29 @@ def _auth_groups(state: LocalState) -> list[BrokerGroup]:
     return [r for r in load_resources(state) if isinstance(r, BrokerGroup) and r.spec.auth.enabled]
 
 
+def refuse_admin_change(
+    running: Sequence[object],
+    resources: Sequence[object],
+    stored: Mapping[str, Mapping[str, str]],
+    given: Mapping[str, Mapping[str, str]],
+) -> None:
+    """AuthSecretError when `local apply` would change the admin of a running group with auth on: its brokers
+    read it at start only (docs/auth.md, "Rotating the admin"), so the supervisor, signing with the new one at
+    once, would be refused by every broker. The Kubernetes operator rotates it in place; locally it is not built."""
+    before = {r.metadata.name: r for r in running if isinstance(r, BrokerGroup) and r.spec.auth.enabled}
+    for bg in resources:
+        if not isinstance(bg, BrokerGroup) or not bg.spec.auth.enabled or bg.metadata.name not in before:
+            continue
+        old, new = admin_credentials(before[bg.metadata.name], stored), admin_credentials(bg, given)
+        if old is not None and new is not None and old != new:
+            raise AuthSecretError(
+                f"BrokerGroup/{bg.metadata.name}: spec.auth.adminSecret {bg.spec.auth.admin_secret!r}: the admin "
+                f"changes from '{old.access_key}' on a running local cluster; rule: brokers read their admin at start "
+                "only, and the local platform does not rotate it yet (the Kubernetes operator does: docs/auth.md); "
+                "fix: keep the admin Secret as it was, or `rocketmq-operator local down`, then `local up` with it"
+            )
+
+
 def group_credentials(state: LocalState) -> dict[str, SessionCredentials]:
     """Each group with auth on → its admin credentials (from the state directory's secrets.json)."""
     groups = _auth_groups(state)
