@@ -213,6 +213,7 @@ def _admin_rotated(group: Any, node: Any) -> None:
     restart = _plugin(node, "restart", "broker-a")
     assert restart.returncode == 0, restart.stderr
     node.wait_for("the old admin retired", lambda: not _auth_status(group).get("retiringAdmins"), 900, 2)
+    group.wait_healthy()
     assert _held_by(group, NEW_ADMIN, old.access_key) == dict.fromkeys(group.pods(), False)
     proxies = node.json("-n", NS, "get", "pods", "-l", PROXY_PODS)["items"]
     assert {p["metadata"]["annotations"].get("rocketmq-operator.dev/admin-user") for p in proxies} == {

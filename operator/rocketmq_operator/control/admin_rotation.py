@@ -1,8 +1,9 @@
-"""The admin rotation's pass (`core.admin_rotation`), one executor for both platforms.
+"""The admin rotation's pass (`core.admin_rotation`): its one executor (the Kubernetes group pass runs it; the local
+platform refuses an admin change for now, `platforms.local.auth.refuse_admin_change`).
 
-Contract: `rotate_admin(client, state, declared, configured, retiring, platform, now)` runs one pass of the
-rotation against a group's replicas, with the client signing as the plan's `sign_as` (the caller signs with
-`RotationOutcome.sign_as` afterwards):
+Contract: `rotate_admin(client, state, declared, configured, retiring, platform, now, replicas)` runs one pass of
+the rotation against a group of ``replicas`` replicas (a step that needs all of them waits while one is away),
+with the client signing as the plan's `sign_as` (the caller signs with `RotationOutcome.sign_as` afterwards):
 
 * while the declared admin differs from the configured one, it is asserted as a Super user on every replica
   (`control.auth.assert_users` with a fresh memory, so every replica is read this pass); once every replica is
@@ -58,6 +59,11 @@ class RotationOutcome:
         return self.plan.sign_as
 
 
+def _every_replica(state: GroupState, replicas: int) -> bool:
+    """Every one of the group's ``replicas`` observed, and reachable."""
+    return len(state.replicas) >= max(1, replicas) and all(r.reachable for r in state.replicas)
+
+
 async def rotate_admin(
     client: RemotingClient,
     state: GroupState,
@@ -66,6 +72,7 @@ async def rotate_admin(
     retiring: tuple[RetiringAdmin, ...],
     platform: RotationPlatform,
     now: float,
+    replicas: int,
 ) -> RotationOutcome:
     started = {r.user: await platform.started_before(r.since) for r in retiring}
     facts = AdminFacts(declared, configured, retiring, started_before=started)
@@ -77,10 +84,7 @@ async def rotate_admin(
         outcome.lines.extend(report.done)
         outcome.problems.extend(report.errors)
         everywhere = (
-            bool(state.replicas)
-            and all(r.reachable for r in state.replicas)
-            and len(report.asserted) == len(state.replicas)
-            and not report.errors
+            _every_replica(state, replicas) and len(report.asserted) == len(state.replicas) and not report.errors
         )
         if everywhere:
             plan = plan_admin(dataclasses.replace(facts, declared_everywhere=True), now)
@@ -91,6 +95,8 @@ async def rotate_admin(
         report = await assert_users(client, state, [], AuthMemory(), removing=plan.remove)
         outcome.lines.extend(report.done)
         outcome.problems.extend(report.errors)
-        confirmed = [user for user in plan.remove if not report.removal_left.get(user)]
+        # A replica away now (a pod being re-created) keeps the user in its store: confirmed only with all of them.
+        everyone = _every_replica(state, replicas)
+        confirmed = [user for user in plan.remove if everyone and not report.removal_left.get(user)]
         outcome.retiring = settle_retiring(outcome.retiring, confirmed)
     return outcome

@@ -14,9 +14,13 @@ def _group(auth: bool = True) -> BrokerGroup:
         {
             "kind": "BrokerGroup",
             "metadata": {"name": "broker-a"},
-            "spec": {"replicas": 2, "haMode": "sync", "nameServers": ["n:9876"],
-                     "auth": {"enabled": auth, "adminSecret": "admin"}},
-        }  # fmt: skip
+            "spec": {
+                "replicas": 2,
+                "haMode": "sync",
+                "nameServers": ["n:9876"],
+                "auth": {"enabled": auth, "adminSecret": "admin"},
+            },
+        }
     )
 
 

@@ -351,8 +351,9 @@ class KubernetesPassSteps:
         admin = auth.declared.user if auth.declared is not None else ""
         platform = PodRotation(self.kube, self.bg, self.namespace, self.pods, admin)
         outcome = await rotate_admin(
-            self.client, self.state, auth.declared, auth.configured, auth.retiring, platform, time.time()
-        )
+            self.client, self.state, auth.declared, auth.configured, auth.retiring, platform, time.time(),
+            self.bg.spec.replicas,
+        )  # fmt: skip
         for line in outcome.lines:
             self.logger.info("%s: admin rotation: %s", self.bg.metadata.name, line)
         for line in outcome.problems:
