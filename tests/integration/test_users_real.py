@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +175,65 @@ def test_user_resources_are_created_changed_and_deleted_on_every_replica_without
 
         # 4. No restart: every process is the one `local up` started.
         assert _pids(cluster) == started, json.dumps({"before": started, "after": _pids(cluster)})
+
+        _admin_rotated(cluster, layout, without, tmp_path, started)
+
+
+NEW_ADMIN = {"username": "rocketmq-admin-2", "password": "rotated-admin-password"}
+
+
+def _with_admin(path: Path, source: Path, admin: dict[str, str]) -> Path:
+    docs = [d for d in yaml.safe_load_all(source.read_text(encoding="utf-8")) if d]
+    for doc in docs:
+        if doc["kind"] == "Secret" and doc["metadata"]["name"] == "rocketmq-admin":
+            doc["stringData"] = dict(admin)
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _admin_rotated(cluster: Any, layout: StateLayout, manifests: Path, tmp_path: Path, started: dict[str, Any]) -> None:
+    """5. The admin rotation (docs/auth.md, "Rotating the admin"; the Kubernetes e2e test runs the same operation):
+    a new password under the admin's name refused by `local apply` in one line; a new name created on every
+    replica and switched to by the supervisor with no restart, the old admin kept while brokers started before the
+    switch run; each broker SIGKILLed (the supervisor restarts it with the new admin): the old admin deleted from
+    every replica."""
+    from rocketmq_operator.platforms.local.auth import configured_admin, read_admins, retiring_admins
+
+    old_user = "rocketmq-admin"
+    same_name = _with_admin(tmp_path / "same-name.yaml", manifests, {"username": old_user, "password": "changed"})
+    refused = cluster.cli("apply", "-f", str(same_name), check=False)
+    assert refused.returncode != 0, refused.stdout
+    said = [x for x in (refused.stdout + refused.stderr).splitlines() if "spec.auth.adminSecret" in x]
+    assert len(said) == 1, refused.stdout + refused.stderr
+    assert f"spec.auth.adminSecret: the password of admin '{old_user}' changed; rule:" in said[0], said
+    assert "changed'" not in said[0]
+
+    cluster.cli("apply", "-f", str(_with_admin(tmp_path / "new-admin.yaml", manifests, NEW_ADMIN)))
+
+    def switched() -> bool:
+        entry = read_admins(layout).get(GROUP)
+        admin = configured_admin(entry)
+        return admin is not None and admin.user == NEW_ADMIN["username"] and bool(retiring_admins(entry))
+
+    until("the supervisor switched to the new admin", switched, timeout=90)
+    assert all(_held_by(cluster.state_dir, NEW_ADMIN["username"]).values())
+    assert all(_held_by(cluster.state_dir, old_user).values()), "the old admin deleted while brokers use it"
+    assert _pids(cluster) == started, "a process restarted for the rotation"
+    doc = cluster.wait_for("a writable master signed as the new admin", lambda d: _serving(cluster, d))
+    assert doc
+
+    state = read_state(layout.state_file)
+    info = state.group(GROUP)
+    assert info is not None
+    for name in info.replicas:
+        before = _pids(cluster)[name]
+        assert before is not None
+        os.kill(before, signal.SIGKILL)
+        cluster.wait_for(
+            f"{name} restarted and the group writable",
+            lambda d, n=name, b=before: _pids(cluster).get(n) not in (None, b) and _serving(cluster, d),
+            timeout=180,
+        )
+    until("the old admin retired", lambda: not retiring_admins(read_admins(layout).get(GROUP)), timeout=120)
+    held = _held_by(cluster.state_dir, old_user)
+    assert held and all(v is False for v in held.values()), held

@@ -40,6 +40,7 @@ from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.auth import (
     AuthSecretError,
     read_secrets,
+    record_admins,
     refuse_admin_change,
     select_secrets,
     state_client,
@@ -106,7 +107,10 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print, force: boo
     try:
         check_names(resources)
         auth_secrets = select_secrets(resources, secrets)
-        refuse_admin_change(load_resources(existing), resources, read_secrets(layout), auth_secrets)
+        # A running group's admin is what its brokers started with (a state directory from before admins.json:
+        # the Secrets stored then); a new password under that name is refused, a new name is rotated to.
+        record_admins(layout, load_resources(existing), read_secrets(layout))
+        refuse_admin_change(layout, resources, auth_secrets)
         check_tls(resources)
         if bool(tls_groups(resources)) != bool(tls_groups(load_resources(existing))):
             raise TlsConfigError(
@@ -137,6 +141,7 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print, force: boo
         # Before the request: the supervisor's new AuthPolicy reads the passwords of the Users it now asserts.
         stored, generated = with_generated_passwords(resources, auth_secrets, read_secrets(layout))
         store_secrets(layout, stored)
+        record_admins(layout, resources, stored)  # a group added now starts with its Secret's admin
         ensure_certificates(layout, state)  # a scale-out's new replicas
         answer = asyncio.run(
             lifecycle.request(

@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, Proxy, User
 from rocketmq_operator.api.validation import SecretDoc
+from rocketmq_operator.control.admin_rotation import rotate_admin
 from rocketmq_operator.control.auth import AuthMemory, admin_credentials, assert_users, needed_secrets, wanted_users
+from rocketmq_operator.core.admin_rotation import AdminCredential, AdminFacts, AdminPhase, RetiringAdmin, plan_admin
 from rocketmq_operator.core.auth import WantedUser
 from rocketmq_operator.core.observation import GroupState
 from rocketmq_operator.platforms.local.layout import StateLayout
@@ -113,36 +116,117 @@ def _auth_groups(state: LocalState) -> list[BrokerGroup]:
     return [r for r in load_resources(state) if isinstance(r, BrokerGroup) and r.spec.auth.enabled]
 
 
-def refuse_admin_change(
-    running: Sequence[object],
-    resources: Sequence[object],
-    stored: Mapping[str, Mapping[str, str]],
-    given: Mapping[str, Mapping[str, str]],
-) -> None:
-    """AuthSecretError when `local apply` would change the admin of a running group with auth on: its brokers
-    read it at start only (docs/auth.md, "Rotating the admin"), so the supervisor, signing with the new one at
-    once, would be refused by every broker. The Kubernetes operator rotates it in place; locally it is not built."""
-    before = {r.metadata.name: r for r in running if isinstance(r, BrokerGroup) and r.spec.auth.enabled}
-    for bg in resources:
-        if not isinstance(bg, BrokerGroup) or not bg.spec.auth.enabled or bg.metadata.name not in before:
+def read_admins(layout: StateLayout) -> dict[str, dict[str, Any]]:
+    """admins.json: group -> {username, password, retiring: [{user, since}]} (what its brokers start with)."""
+    try:
+        data = json.loads(layout.admins.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+
+
+def write_admins(layout: StateLayout, admins: Mapping[str, Mapping[str, Any]]) -> None:
+    if admins:
+        write_json_atomic(layout.admins, dict(admins))  # mkstemp: mode 0600
+    else:
+        layout.admins.unlink(missing_ok=True)
+
+
+def configured_admin(entry: Mapping[str, Any] | None) -> AdminCredential | None:
+    if not entry or not entry.get("username") or not entry.get("password"):
+        return None
+    return AdminCredential(str(entry["username"]), str(entry["password"]))
+
+
+def retiring_admins(entry: Mapping[str, Any] | None) -> tuple[RetiringAdmin, ...]:
+    out: list[RetiringAdmin] = []
+    for item in (entry or {}).get("retiring") or []:
+        try:
+            out.append(RetiringAdmin(str(item["user"]), float(item["since"])))
+        except (KeyError, TypeError, ValueError):
             continue
-        old, new = admin_credentials(before[bg.metadata.name], stored), admin_credentials(bg, given)
-        if old is not None and new is not None and old != new:
-            raise AuthSecretError(
-                f"BrokerGroup/{bg.metadata.name}: spec.auth.adminSecret {bg.spec.auth.admin_secret!r}: the admin "
-                f"changes from '{old.access_key}' on a running local cluster; rule: brokers read their admin at start "
-                "only, and the local platform does not rotate it yet (the Kubernetes operator does: docs/auth.md); "
-                "fix: keep the admin Secret as it was, or `rocketmq-operator local down`, then `local up` with it"
-            )
+    return tuple(out)
+
+
+def admin_entry(admin: AdminCredential, retiring: Sequence[RetiringAdmin]) -> dict[str, Any]:
+    return {
+        "username": admin.user,
+        "password": admin.password,
+        "retiring": [{"user": r.user, "since": r.since} for r in retiring],
+    }
+
+
+def _declared(bg: BrokerGroup, secrets: Mapping[str, Mapping[str, str]]) -> AdminCredential | None:
+    admin = admin_credentials(bg, secrets)
+    return None if admin is None else AdminCredential(admin.access_key, admin.secret_key)
+
+
+def record_admins(
+    layout: StateLayout,
+    resources: Sequence[object],
+    secrets: Mapping[str, Mapping[str, str]],
+    *,
+    starting: bool = False,
+    now: float | None = None,
+) -> None:
+    """Every BrokerGroup with auth on gets an admins.json entry if it has none: the admin in ``secrets``, which
+    is what its brokers start with (`local apply` calls it before it stores new Secrets, so that a running group's
+    entry is the admin its brokers run with). ``starting`` (`local up`, nothing running): a new admin name replaces
+    the entry and the old one is retiring (the stores kept by `down` still hold it; every process starts after
+    now, so the supervisor deletes it once the group is up)."""
+    admins = read_admins(layout)
+    changed = False
+    for bg in resources:
+        if not isinstance(bg, BrokerGroup) or not bg.spec.auth.enabled:
+            continue
+        declared = _declared(bg, secrets)
+        entry = admins.get(bg.metadata.name)
+        configured = configured_admin(entry)
+        if declared is None or configured == declared:
+            continue
+        if configured is None:
+            admins[bg.metadata.name] = admin_entry(declared, ())
+        elif starting and configured.user != declared.user:
+            retiring = (*retiring_admins(entry), RetiringAdmin(configured.user, time.time() if now is None else now))
+            admins[bg.metadata.name] = admin_entry(declared, tuple(r for r in retiring if r.user != declared.user))
+        else:
+            continue
+        changed = True
+    if changed:
+        write_admins(layout, admins)
+
+
+def refuse_admin_change(
+    layout: StateLayout, resources: Sequence[object], given: Mapping[str, Mapping[str, str]]
+) -> None:
+    """AuthSecretError (the rotation's refusal, `core.admin_rotation`) when `local apply` gives a running group
+    with auth on a new password under its admin's name, or a retiring admin's name: its brokers read their admin
+    at start only, so the supervisor would lock itself out. A new admin name is rotated to by the supervisor."""
+    admins = read_admins(layout)
+    for bg in resources:
+        if not isinstance(bg, BrokerGroup) or not bg.spec.auth.enabled or bg.metadata.name not in admins:
+            continue
+        entry = admins[bg.metadata.name]
+        facts = AdminFacts(_declared(bg, given), configured_admin(entry), retiring_admins(entry))
+        plan = plan_admin(facts, time.time())
+        if plan.refusal is not None:
+            raise AuthSecretError(f"BrokerGroup/{bg.metadata.name}: {plan.refusal}")
 
 
 def group_credentials(state: LocalState) -> dict[str, SessionCredentials]:
-    """Each group with auth on → its admin credentials (from the state directory's secrets.json)."""
+    """Each group with auth on → the admin its brokers run with (admins.json; a state directory from before the
+    rotation: its secrets.json)."""
     groups = _auth_groups(state)
     if not groups:
         return {}
-    secrets = read_secrets(StateLayout(Path(state.state_dir)))
-    return {bg.metadata.name: c for bg in groups if (c := admin_credentials(bg, secrets)) is not None}
+    layout = StateLayout(Path(state.state_dir))
+    secrets, admins = read_secrets(layout), read_admins(layout)
+    out: dict[str, SessionCredentials] = {}
+    for bg in groups:
+        admin = configured_admin(admins.get(bg.metadata.name)) or _declared(bg, secrets)
+        if admin is not None:
+            out[bg.metadata.name] = SessionCredentials(admin.user, admin.password)
+    return out
 
 
 def credentials_by_addr(
@@ -187,14 +271,26 @@ def run_config_keys(state: LocalState, replica: str) -> dict[str, str]:
     process = state.replica(replica)
     if process is None or process.role != "proxy":
         return {}
-    secrets: dict[str, dict[str, str]] | None = None
-    for proxy in load_resources(state):
+    resources = load_resources(state)
+    for proxy in resources:
         if isinstance(proxy, Proxy) and proxy.metadata.name == process.group and proxy.spec.auth.enabled:
-            secrets = read_secrets(StateLayout(Path(state.state_dir))) if secrets is None else secrets
-            admin = admin_credentials(proxy, secrets)
+            admin = proxy_admin(state, proxy, resources)
             if admin is not None:
                 return auth_secret_keys(admin.access_key, admin.secret_key)
     return {}
+
+
+def proxy_admin(state: LocalState, proxy: Proxy, resources: Sequence[object]) -> SessionCredentials | None:
+    """The admin a proxy starts with: its Proxy's once every BrokerGroup of its cluster with auth on runs with it
+    (a proxy signing as an admin some replica lacks would be refused there), else theirs."""
+    admin = admin_credentials(proxy, read_secrets(StateLayout(Path(state.state_dir))))
+    running = group_credentials(state)
+    for bg in resources:
+        if isinstance(bg, BrokerGroup) and bg.spec.cluster_name == proxy.spec.cluster_name:
+            held = running.get(bg.metadata.name)
+            if held is not None and held != admin:
+                return held
+    return admin
 
 
 class AuthPolicy:
@@ -204,7 +300,10 @@ class AuthPolicy:
         resources = load_resources(state)
         groups = [r for r in resources if isinstance(r, BrokerGroup) and r.spec.auth.enabled]
         users = [r for r in resources if isinstance(r, User)]
-        self.credentials = {bg.metadata.name: c for bg in groups if (c := admin_credentials(bg, secrets)) is not None}
+        self.state = state
+        self.declared = {bg.metadata.name: _declared(bg, secrets) for bg in groups}
+        self.credentials = group_credentials(state)  # what the brokers run with: the supervisor signs as it
+        self.said_rotation: dict[str, str] = {}
         self.wanted: dict[str, list[WantedUser]] = {}
         held: dict[str, dict[str, str]] = {}
         protected: dict[str, list[str]] = {}
@@ -214,7 +313,9 @@ class AuthPolicy:
             placed = users_on_group(bg, users, secrets, admin.access_key if admin is not None else None)
             self.wanted[name] = [*wanted_users(bg, secrets), *placed.wanted]
             held[name] = placed.policies
-            protected[name] = [u.name for u in bg.spec.auth.users] + ([admin.access_key] if admin is not None else [])
+            declared = self.declared.get(name)
+            admins = {a for a in (admin.access_key if admin else None, declared.user if declared else None) if a}
+            protected[name] = [u.name for u in bg.spec.auth.users] + sorted(admins)
             for line in placed.refusals:  # once per start or apply: the manifests are what changes them
                 log.warning("%s: auth: %s", name, line)
         self.record: UsersRecord = next_users_record(read_users_record(layout), held, protected)
@@ -223,7 +324,44 @@ class AuthPolicy:
             log.info("%s: auth: to delete from every replica: %s", name, ", ".join(removing))
         self.memory: dict[str, AuthMemory] = {}
 
+    async def rotate(self, client: RemotingClient, name: str, state: GroupState) -> None:
+        """One pass of the admin rotation (`control.admin_rotation`) for group ``name``: admins.json and the
+        client's signature follow it; what moved is logged (names only)."""
+        admins = read_admins(self.layout)
+        entry = admins.get(name)
+        configured, retiring = configured_admin(entry), retiring_admins(entry)
+        if configured is None and self.declared.get(name) is None:
+            return
+        info = self.state.group(name)
+        replicas = len(info.replicas) if info is not None else len(state.replicas)
+        rotation = LocalRotation(self, name)
+        outcome = await rotate_admin(
+            client, state, self.declared.get(name), configured, retiring, rotation, time.time(), replicas
+        )
+        for line in outcome.lines:
+            log.info("%s: admin rotation: %s", name, line)
+        for line in outcome.problems:
+            log.warning("%s: admin rotation: %s; retried next pass", name, line)
+        plan = outcome.plan
+        if plan.message and self.said_rotation.get(name) != plan.message:
+            self.said_rotation[name] = plan.message
+            (log.warning if plan.phase is AdminPhase.REFUSED else log.info)("%s: %s", name, plan.message)
+        if plan.config is not None:
+            wanted = admin_entry(plan.config, outcome.retiring)
+            if read_admins(self.layout).get(name) != wanted:
+                admins = read_admins(self.layout)
+                admins[name] = wanted
+                write_admins(self.layout, admins)
+        signs = outcome.sign_as
+        if signs is not None and self.credentials.get(name) != SessionCredentials(signs.user, signs.password):
+            self.credentials[name] = SessionCredentials(signs.user, signs.password)
+            client.pool.credentials_by_addr.update(credentials_by_addr(self.state, {name: self.credentials[name]}))
+
     async def run(self, client: RemotingClient, states: Mapping[str, GroupState]) -> None:
+        for name in self.declared:
+            state = states.get(name)
+            if state is not None:
+                await self.rotate(client, name, state)
         for name, wanted in self.wanted.items():
             state = states.get(name)
             removing = self.record.removing.get(name, [])
@@ -243,3 +381,29 @@ class AuthPolicy:
                     log.info("%s: auth: every replica confirmed without %s", name, ", ".join(gone))
                     self.record = record
                     write_users_record(self.layout, record)
+
+
+class LocalRotation:
+    """`control.admin_rotation.RotationPlatform` on the local platform: a process reads its admin when the
+    supervisor starts it (`run_config_keys`), so one started before a switch may sign as the old admin until its
+    next start."""
+
+    def __init__(self, policy: AuthPolicy, group: str) -> None:
+        self.policy, self.group = policy, group
+
+    async def write_config(self, admin: AdminCredential) -> None:
+        admins = read_admins(self.policy.layout)
+        retiring = retiring_admins(admins.get(self.group))
+        admins[self.group] = admin_entry(admin, retiring)
+        write_admins(self.policy.layout, admins)
+
+    async def started_before(self, since: float) -> int:
+        state = self.policy.state
+        info = state.group(self.group)
+        names = list(info.replicas) if info is not None else []
+        names += [r.name for r in state.replicas if r.role == "proxy"]
+        return sum(
+            1
+            for name in names
+            if (r := state.replica(name)) is not None and r.pid is not None and (r.started_at or 0.0) < since
+        )

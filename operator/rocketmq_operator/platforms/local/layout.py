@@ -13,6 +13,8 @@ Layout of a state directory::
     manifest.yaml         the validated resources that were brought up
     secrets.json          the Secrets named by spec.auth and the Users, and the Users' generated passwords (mode
                           0600; what Secret volumes hold on Kubernetes)
+    admins.json           per BrokerGroup with auth on: the admin its brokers start with, and the old admins the
+                          rotation retires (mode 0600; `auth.AdminRecord`, the supervisor's)
     users.json            per BrokerGroup: the User resources last held and the users still to delete from a
                           replica (`users.UsersRecord`, the supervisor's)
     supervisor.log        the supervisor's own log
@@ -71,6 +73,12 @@ class StateLayout:
     def secrets(self) -> Path:
         """The Secrets the groups name (spec.auth), as given with the manifests: mode 0600, never printed."""
         return self.root / "secrets.json"
+
+    @property
+    def admins(self) -> Path:
+        """Per BrokerGroup with auth on: the admin its brokers start with and the supervisor signs as, and the old
+        admins it retires (the admin rotation; mode 0600, never printed)."""
+        return self.root / "admins.json"
 
     @property
     def users(self) -> Path:
@@ -146,6 +154,7 @@ class StateLayout:
             self.state_file,
             self.manifest,
             self.secrets,
+            self.admins,
             self.users,
             self.supervisor_log,
             self.conf_dir,

@@ -56,6 +56,8 @@ from rocketmq_operator.platforms.local import roll as local_roll
 from rocketmq_operator.platforms.local.auth import (
     AuthSecretError,
     read_secrets,
+    record_admins,
+    refuse_admin_change,
     select_secrets,
     state_client,
     store_secrets,
@@ -525,7 +527,9 @@ def _up(
     layout.ensure()
     # The Users' generated passwords are kept from an earlier `up` (its data kept by `down`): clients hold them.
     stored, _ = with_generated_passwords(resources, secrets or {}, read_secrets(layout))
+    refuse_admin_change(layout, resources, stored)  # the stores of data kept by `down` hold the admin they had
     store_secrets(layout, stored)
+    record_admins(layout, resources, stored, starting=True)
     ensure_certificates(layout, state)
     local_roll.write_configs(layout, state, texts, existing)
     layout.manifest.write_text(
