@@ -169,9 +169,11 @@ def test_users_and_acls_on_real_brokers_survive_a_master_kill(local_platform: An
         needles = list(PASSWORDS.values())
         assert not any(n in status for n in needles)
         holding = _files_holding(root, needles)
-        # The Secret copy, the brokers' run configs (the admin password, as a mounted Secret would hold it) and
-        # their user stores; nothing else (configs, status, logs).
-        allowed = ("secrets.json",)
+        # The Secret copy, the admin the brokers start with (admins.json, the admin rotation's record), the brokers'
+        # run configs (the admin password, as a mounted Secret would hold it) and their user stores; nothing else
+        # (configs, status, logs).
+        allowed = ("secrets.json", "admins.json")
+        assert stat.S_IMODE(os.stat(root / "admins.json").st_mode) == 0o600
         unexpected = [
             p
             for p in holding
