@@ -190,6 +190,11 @@ def test_status_shows_operation_problems_and_no_status_yet() -> None:
     assert "  Switchover: Refused: switchover refused (NotInSync): x" in text
     assert "  rollout Blocked: would drop below minInSyncReplicas" in text
     assert "slave (fenced)" in text and "(no pod)" in text
+    assert "admin:" not in text  # no rotation: nothing said
+    bg["status"]["auth"] = {"admin": "admin-2", "phase": "Steady", "message": "kept",
+                            "retiringAdmins": [{"user": "admin", "since": 1.0}]}  # fmt: skip
+    text = kubectl.render_status(kubectl.group_document(bg, []))
+    assert "  admin: admin-2 (Steady), retiring admin: kept" in text
     del bg["status"]
     text = kubectl.render_status(kubectl.group_document(bg, [pod("broker-a-0", "broker-a", "broker")]))
     assert "broker-a: no status yet" in text

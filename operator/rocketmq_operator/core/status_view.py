@@ -116,6 +116,12 @@ def group_lines(groups: Sequence[Doc], *, more_problems: Mapping[str, str] | Non
         drain = g.get("drain") or {}
         if drain:  # status.drain: spec.draining or a removal under way
             lines.append(f"  drain: {drain.get('message') or ('drained' if drain.get('drained') else 'draining')}")
+        auth = g.get("auth") or {}
+        if auth.get("phase") not in (None, "Steady") or auth.get("retiringAdmins"):  # status.auth: a rotation
+            retiring = ", ".join(str(r.get("user")) for r in auth.get("retiringAdmins") or [])
+            line = f"  admin: {cell(auth.get('admin'))} ({auth.get('phase')})"
+            line += f", retiring {retiring}" if retiring else ""
+            lines.append(line + (f": {auth['message']}" if auth.get("message") else ""))
     return lines
 
 
