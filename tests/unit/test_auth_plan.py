@@ -85,6 +85,8 @@ USER_CASES = [
     ("two Users created at once: the first by name", [], None, [_declared("b", "app"), _declared("a", "app")], ["a"],
      {"b": "User/a gives"}),
     ("different names: both", ["ops"], "admin", [_declared("a", "app"), _declared("b", "reports")], ["a", "b"], {}),
+    ("during an admin rotation, the incoming admin's name: refused too", [], ("admin", "admin-2"),
+     [_declared("x", "admin-2"), _declared("y", "app")], ["y"], {"x": "is the admin of BrokerGroup 'broker-a'"}),
 ]  # fmt: skip
 
 
@@ -92,7 +94,11 @@ USER_CASES = [
     ("inline", "admin", "declared", "held", "refused"), [c[1:] for c in USER_CASES], ids=[c[0] for c in USER_CASES]
 )
 def test_users_for_group(
-    inline: list[str], admin: str | None, declared: list[DeclaredUser], held: list[str], refused: dict[str, str]
+    inline: list[str],
+    admin: str | tuple[str, ...] | None,
+    declared: list[DeclaredUser],
+    held: list[str],
+    refused: dict[str, str],
 ) -> None:
     got_held, got_refused = users_for_group("broker-a", inline, declared, admin)
     assert [d.resource for d in got_held] == held

@@ -22,7 +22,7 @@ module formats them into a message.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -148,17 +148,19 @@ class DeclaredUser:
 
 
 def users_for_group(
-    group: str, inline: Sequence[str], declared: Sequence[DeclaredUser], admin: str | None = None
+    group: str, inline: Sequence[str], declared: Sequence[DeclaredUser], admin: str | Collection[str] | None = None
 ) -> tuple[list[DeclaredUser], dict[str, str]]:
     """(the User resources the group holds, resource -> why not for the others). The group's admin and the names
     of its own spec.auth.users win over a User resource (a User named as the admin would change the password the
     brokers and the operator sign with); among User resources, the oldest (then the first by name)."""
+    # During an admin rotation both the admin signed as and the one coming are the group's (core.admin_rotation).
+    admins = {admin} if isinstance(admin, str) else set(admin or ())
     taken = set(inline)
     held: list[DeclaredUser] = []
     refused: dict[str, str] = {}
     owner: dict[str, str] = {}
     for user in sorted(declared, key=lambda u: (u.created, u.resource)):
-        if admin is not None and user.user_name == admin:
+        if user.user_name in admins:
             refused[user.resource] = (
                 f"'{user.user_name}' is the admin of BrokerGroup '{group}' (spec.auth.adminSecret); rule: the admin "
                 "is the group's own; fix: set another spec.userName"

@@ -25,7 +25,7 @@ in an Event.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,7 +104,9 @@ def _placement(item: JSON, group: str) -> JSON | None:
     return next((p for p in (item.get("status") or {}).get("placements") or [] if p.get("brokerGroup") == group), None)
 
 
-async def placed_users(kube: KubeClient, bg: BrokerGroup, namespace: str, admin_name: str | None) -> PlacedUsers:
+async def placed_users(
+    kube: KubeClient, bg: BrokerGroup, namespace: str, admin_name: str | Collection[str] | None
+) -> PlacedUsers:
     out = PlacedUsers()
     group = bg.metadata.name
     try:
@@ -250,7 +252,10 @@ async def assert_group_users(
     """The group pass's ACL step: its own spec.auth.users and the User resources placed on it asserted on every
     replica (`control.auth.assert_users`, its memory kept in the group's), removed users deleted, and each User's
     status written. Problems are logged when they change, not on every pass."""
-    placed = await placed_users(kube, bg, namespace, auth.admin.access_key if auth.admin is not None else None)
+    # The admin signed as and, during a rotation, the one coming and the one going: all the group's own.
+    signed = auth.admin.access_key if auth.admin is not None else None
+    names = {n for n in (signed, *(a.user for a in (auth.declared, auth.configured) if a is not None)) if n}
+    placed = await placed_users(kube, bg, namespace, sorted(names))
     problems = [*auth.problems, *(f"User/{name}: {line}" for name, line in sorted(placed.problems.items()))]
     if memory.said_auth_problems != problems:
         memory.said_auth_problems = list(problems)

@@ -310,7 +310,9 @@ class AuthPolicy:
         for bg in groups:
             name = bg.metadata.name
             admin = self.credentials.get(name)
-            placed = users_on_group(bg, users, secrets, admin.access_key if admin is not None else None)
+            coming = self.declared.get(name)
+            names = [n for n in (admin.access_key if admin else None, coming.user if coming else None) if n]
+            placed = users_on_group(bg, users, secrets, names)
             self.wanted[name] = [*wanted_users(bg, secrets), *placed.wanted]
             held[name] = placed.policies
             declared = self.declared.get(name)

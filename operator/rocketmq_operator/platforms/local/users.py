@@ -103,7 +103,10 @@ class GroupUsers:
 
 
 def users_on_group(
-    bg: BrokerGroup, users: Sequence[User], secrets: Mapping[str, Mapping[str, str]], admin: str | None
+    bg: BrokerGroup,
+    users: Sequence[User],
+    secrets: Mapping[str, Mapping[str, str]],
+    admin: str | Collection[str] | None,
 ) -> GroupUsers:
     group = bg.metadata.name
     declared: list[DeclaredUser] = []
