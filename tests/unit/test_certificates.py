@@ -4,6 +4,7 @@ and only for the addresses they name, and only against their own authority."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import ssl
 import time
 from pathlib import Path
@@ -14,9 +15,12 @@ from rocketmq_operator.control.certificates import (
     CertificateError,
     CertificateInfo,
     IssuedPair,
+    cross_sign,
     issue,
     new_authority,
+    pem_certificates,
     signed_by,
+    trust_bundle,
 )
 from rocketmq_operator.remoting import ClientTls, Connection, RemotingConnectionError
 from rocketmq_operator.render.jvm import tls_flags
@@ -86,3 +90,40 @@ def test_jvm_flags_enforce_and_verify() -> None:
     assert "-Dtls.server.mode=enforcing" in flags and "-Dtls.test.mode.enable=false" in flags
     assert "-Dtls.enable=true" in flags and "-Dtls.client.authServer=true" in flags
     assert "-Dtls.client.trustCertPath=/t/ca.crt" in flags and "-Dtls.server.keyPath=/t/bg-0.key" in flags
+
+
+def _handshake_chain(chain_pem: str, key_pem: str, trust_pem: str, tmp: Path) -> None:
+    where = tmp / hashlib.sha256((chain_pem + trust_pem).encode()).hexdigest()[:12]  # a client context per trust file
+    where.mkdir()
+    asyncio.run(_handshake(IssuedPair(chain_pem, key_pem), trust_pem, "127.0.0.1", where))
+
+
+def test_a_successors_leaf_served_with_its_bridge_verifies_for_every_trust_of_a_rotation(tmp_path: Path) -> None:
+    """The rotation's premise, in real handshakes: a client that read only the old authority at its start, one
+    with the new alone and one with both all accept a leaf of the successor served with the bridge; a stranger's
+    trust does not. (Java's PKIX does the same: checked with JDK 17 on 2026-12-04, docs/tls.md.)"""
+    old = new_authority("test CA", 10 * HOUR, NOW - 60)
+    new = new_authority("test CA", 20 * HOUR, NOW)
+    assert CertificateInfo.of(old.cert_pem).subject != CertificateInfo.of(new.cert_pem).subject
+    bridge = cross_sign(new, old, NOW)
+    bridge_info = CertificateInfo.of(bridge)
+    assert bridge_info.subject == CertificateInfo.of(new.cert_pem).subject
+    assert bridge_info.issuer == CertificateInfo.of(old.cert_pem).subject and signed_by(bridge, old.cert_pem)
+    assert bridge_info.not_after <= CertificateInfo.of(old.cert_pem).not_after  # never outlives its signer
+    leaf = issue(new, "bg-0", [], ["127.0.0.1"], HOUR, NOW)
+    chain = leaf.cert_pem + bridge
+    for trust in (old.cert_pem, new.cert_pem, trust_bundle(new.cert_pem, old.cert_pem)):
+        _handshake_chain(chain, leaf.key_pem, trust, tmp_path)
+    stranger = new_authority("other CA", HOUR, NOW)
+    with pytest.raises(RemotingConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+        _handshake_chain(chain, leaf.key_pem, stranger.cert_pem, tmp_path)
+    # Without the bridge, a client that trusts only the old authority refuses the successor's leaf.
+    with pytest.raises(RemotingConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+        _handshake_chain(leaf.cert_pem, leaf.key_pem, old.cert_pem, tmp_path)
+
+
+def test_pem_certificates_splits_a_bundle_and_a_chain() -> None:
+    a, b = new_authority("a", HOUR, NOW), new_authority("b", HOUR, NOW)
+    bundle = trust_bundle(a.cert_pem, b.cert_pem)
+    assert pem_certificates(bundle) == [a.cert_pem, b.cert_pem]
+    assert trust_bundle(bundle) == bundle and pem_certificates("") == []

@@ -17,11 +17,15 @@ import pytest
 from kube_fake import FakeApi
 
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup
-from rocketmq_operator.control.certificates import CertificateInfo, signed_by
+from rocketmq_operator.control.certificates import CertificateInfo, pem_certificates, signed_by
 from rocketmq_operator.platforms.kubernetes.auth import secret_data
 from rocketmq_operator.platforms.kubernetes.kube import KubeError
 from rocketmq_operator.platforms.kubernetes.tls import (
+    ANNOTATION_AUTHORITY_STATE,
+    ANNOTATION_OVERLAP,
+    ANNOTATION_ROTATE,
     AUTHORITY_SECRET,
+    BRIDGE_KEY,
     authority,
     certificate_objects,
     controller_restart,
@@ -253,7 +257,7 @@ def test_an_expired_authority_is_replaced_only_at_the_version_read() -> None:
     later = NOW + 20 * 365 * DAY  # past the authority's lifetime
     renewed = asyncio.run(authority(api, "ns", later))  # type: ignore[arg-type]
     stored = api.objects[("Secret", "ns", AUTHORITY_SECRET)]
-    assert secret_data(stored)["ca.crt"] == renewed.cert_pem != secret_data(first)["ca.crt"]
+    assert secret_data(stored)["ca.crt"] == renewed.trust != secret_data(first)["ca.crt"]
     stale = copy.deepcopy(stored)
     stale["metadata"]["resourceVersion"] = "0"
     with pytest.raises(KubeError) as refused:
@@ -274,3 +278,94 @@ def test_a_deleted_resource_waits_for_its_timers_seconds_not_a_minute() -> None:
     configure(settings)
     assert settings.background.cancellation_polling <= 2
     assert settings.watching.server_timeout == 300
+
+
+# The authority's rotation (core.tls.plan_authority executed here): a successor trusted beside it, every leaf served
+# with the bridge, the predecessor retired once the overlap is over and no pod trusts only it.
+
+
+def _ask_rotation(api: FakeApi, token: str, overlap: str) -> None:
+    annotations = api.objects[("Secret", "ns", AUTHORITY_SECRET)]["metadata"].setdefault("annotations", {})
+    annotations.update({ANNOTATION_ROTATE: token, ANNOTATION_OVERLAP: overlap})
+
+
+def _authority_state(api: FakeApi) -> str:
+    return str(api.objects[("Secret", "ns", AUTHORITY_SECRET)]["metadata"]["annotations"][ANNOTATION_AUTHORITY_STATE])
+
+
+def _tls_pod(name: str, secret: str, created: float) -> JSON:
+    stamp = dt.datetime.fromtimestamp(created, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "creationTimestamp": stamp,
+            "labels": {"app.kubernetes.io/managed-by": "rocketmq-operator"},
+        },
+        "spec": {"volumes": [{"name": "tls", "secret": {"secretName": secret}}]},
+    }
+
+
+def test_a_rotation_trusts_both_authorities_serves_the_bridge_and_retires_the_old_one_after_the_pods() -> None:
+    api = FakeApi()
+    first, _ = _issue(api, _bg(), NOW)
+    _apply(api, first)
+    old_ca = secret_data(api.objects[("Secret", "ns", AUTHORITY_SECRET)])["ca.crt"]
+    api.put(_tls_pod("broker-a-0", "broker-a-tls", NOW + 60))
+    _ask_rotation(api, "t1", "1h")
+
+    rotated, _ = _issue(api, _bg(), NOW + 100)
+    data = secret_data(rotated[0])
+    trust = pem_certificates(data["ca.crt"])
+    assert len(trust) == 2 and trust[1] == old_ca and trust[0] != old_ca  # the successor first: it signs now
+    leaf, bridge = pem_certificates(data["tls.crt"])
+    assert signed_by(leaf, trust[0]) and signed_by(bridge, old_ca)  # leaf -> bridge -> the old authority
+    stored = api.objects[("Secret", "ns", AUTHORITY_SECRET)]
+    assert secret_data(stored)[BRIDGE_KEY] == bridge and secret_data(stored)["ca.crt"] == data["ca.crt"]
+    assert "both authorities trusted until" in _authority_state(api)
+    _apply(api, rotated)
+    issued = NOW + 100
+
+    # The overlap runs: nothing changes, and the state is not written again.
+    writes = api.writes_of("apply")
+    assert _issue(api, _bg(), NOW + 1000) == ([], None)
+    assert api.writes_of("apply") == writes
+    # Over, but broker-a-0 was created before its Secret held the new trust: kept, and the state names it.
+    assert _issue(api, _bg(), issued + 3700) == ([], None)
+    assert "1 started before the rotation and trust only the previous authority: broker-a-0" in _authority_state(api)
+    # The pod re-created since: the old authority leaves, every leaf is issued again without the bridge.
+    api.put(_tls_pod("broker-a-0", "broker-a-tls", issued + 3800))
+    retired, _ = _issue(api, _bg(), issued + 3900)
+    data = secret_data(retired[0])
+    assert pem_certificates(data["ca.crt"]) == [trust[0]] and pem_certificates(data["tls.crt"])[1:] == []
+    assert signed_by(data["tls.crt"], trust[0]) and "retire" in _authority_state(api)
+    _apply(api, retired)
+    assert _issue(api, _bg(), issued + 4000) == ([], None)
+
+
+def test_a_rotation_asked_for_during_an_overlap_waits_for_it() -> None:
+    api = FakeApi()
+    _apply(api, _issue(api, _bg(), NOW)[0])
+    _ask_rotation(api, "t1", "0s")
+    _apply(api, _issue(api, _bg(), NOW + 10)[0])
+    successor = pem_certificates(secret_data(api.objects[("Secret", "ns", AUTHORITY_SECRET)])["ca.crt"])[0]
+    api.put(_tls_pod("broker-a-0", "broker-a-tls", NOW + 5))  # created before its Secret held the new trust
+    _ask_rotation(api, "t2", "0s")
+    assert _issue(api, _bg(), NOW + 20) == ([], None)
+    state = _authority_state(api)
+    assert "broker-a-0" in state and "a rotation asked for now waits until this one is done" in state, state
+    api.put(_tls_pod("broker-a-0", "broker-a-tls", NOW + 30))
+    _apply(api, _issue(api, _bg(), NOW + 40)[0])  # retired
+    again, _ = _issue(api, _bg(), NOW + 50)  # and t2 carried out now
+    trust = pem_certificates(secret_data(again[0])["ca.crt"])
+    assert len(trust) == 2 and trust[1] == successor
+
+
+def test_an_authority_in_its_last_year_is_rotated_without_being_asked() -> None:
+    api = FakeApi()
+    _apply(api, _issue(api, _bg(), NOW)[0])
+    later = NOW + 9.5 * 365 * DAY  # the ten-year authority has half a year left; the leaf is due as well
+    renewed, _ = _issue(api, _bg(), later)
+    assert len(pem_certificates(secret_data(renewed[0])["ca.crt"])) == 2

@@ -99,3 +99,76 @@ CASES: list[tuple[str, list[HeldCertificate], list[TlsAction]]] = [
 @pytest.mark.parametrize(("held", "expected"), [(h, e) for _, h, e in CASES], ids=[c[0] for c in CASES])
 def test_plan_tls(held: list[HeldCertificate], expected: list[TlsAction]) -> None:
     assert plan_tls(held, NOW, settle_s=SETTLE) == expected
+
+
+# core.tls.plan_authority: when the authority itself is replaced, and when its predecessor leaves.
+
+from rocketmq_operator.core.tls import (  # noqa: E402
+    AuthorityAction,
+    AuthorityActionKind,
+    AuthorityFacts,
+    plan_authority,
+)
+
+YEAR = 365 * DAY
+STEADY = AuthorityFacts(
+    not_after=NOW + 5 * YEAR,
+    request_pending=False,
+    predecessor_not_after=None,
+    rotation_started_at=None,
+    overlap_s=DAY,
+)
+OVERLAP = replace(
+    STEADY, predecessor_not_after=NOW + 2 * YEAR, rotation_started_at=NOW - 2 * DAY, trusting_only_predecessor=()
+)
+
+AUTHORITY_CASES: list[tuple[str, AuthorityFacts, AuthorityActionKind, str]] = [
+    ("valid, nothing asked: keep", STEADY, AuthorityActionKind.KEEP, "no rotation asked for"),
+    ("asked for: rotate", replace(STEADY, request_pending=True), AuthorityActionKind.ROTATE, "asked for"),
+    ("in its last year: rotate", replace(STEADY, not_after=NOW + 300 * DAY), AuthorityActionKind.ROTATE, "expires in"),
+    (
+        "overlap running: wait, even when asked again",
+        replace(OVERLAP, rotation_started_at=NOW - 3600, request_pending=True),
+        AuthorityActionKind.WAIT,
+        "for 82800 s more (the overlap) (a rotation asked for now waits",
+    ),
+    (
+        "overlap over, processes not read: wait",
+        replace(OVERLAP, trusting_only_predecessor=None),
+        AuthorityActionKind.WAIT,
+        "not read yet",
+    ),
+    (
+        "overlap over, pods started before it: wait, naming them",
+        replace(OVERLAP, trusting_only_predecessor=("bg-0", "ctl-1")),
+        AuthorityActionKind.WAIT,
+        "2 started before the rotation and trust only the previous authority: bg-0, ctl-1 (restart them",
+    ),
+    (
+        "overlap over, everything restarted since: retire",
+        OVERLAP,
+        AuthorityActionKind.RETIRE,
+        "every process trusts the new authority",
+    ),
+    (
+        "the predecessor expired: retire, whoever still trusts it",
+        replace(OVERLAP, predecessor_not_after=NOW - 1, trusting_only_predecessor=("bg-0",)),
+        AuthorityActionKind.RETIRE,
+        "has expired",
+    ),
+    (
+        "an overlap of 0 s: retire as soon as nothing trusts only the predecessor",
+        replace(OVERLAP, overlap_s=0.0, rotation_started_at=NOW),
+        AuthorityActionKind.RETIRE,
+        "overlap is over",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("facts", "kind", "reason"), [c[1:] for c in AUTHORITY_CASES], ids=[c[0] for c in AUTHORITY_CASES]
+)
+def test_plan_authority(facts: AuthorityFacts, kind: AuthorityActionKind, reason: str) -> None:
+    action = plan_authority(facts, NOW)
+    assert action.kind is kind and reason in action.reason, action
+    assert isinstance(action, AuthorityAction) and action.describe().startswith(f"authority: {kind.value}: ")

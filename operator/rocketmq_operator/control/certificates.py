@@ -4,8 +4,17 @@ would write it to Secrets.
 
 Contract:
 
-* `new_authority(name, lifetime_s, now)` makes a self-signed CA (ECDSA P-256, path length 0);
-  `held_or_new_authority(cert, key, name, now)` keeps a held one while it is valid.
+* `new_authority(name, lifetime_s, now)` makes a self-signed CA (ECDSA P-256, path length 1: room for the
+  bridge of its own successor); `held_or_new_authority(cert, key, name, now)` keeps a held one while it is valid.
+* `cross_sign(successor, predecessor, now)`: the successor authority's certificate (its name and key) signed by
+  the predecessor, never outliving it. A leaf of the successor served with this bridge after it
+  (`chain_pem`) verifies for a client that trusts only the predecessor (leaf -> bridge -> predecessor), one that
+  trusts only the successor (the bridge has the successor's name and key: RFC 4158 path building, Java's PKIX
+  and OpenSSL both stop at it), and one that trusts both. That is how the authority is replaced with no
+  moment where two peers distrust each other, though RocketMQ's remoting clients read their trust once, at
+  start (`TlsHelper.buildSslContext(true)` in the `NettyRemotingClient` constructor).
+* `pem_certificates(text)` splits a bundle or a chain into its certificates; `trust_bundle(*authorities)` is the
+  text of a trust file holding each.
 * `issue(authority, common_name, dns_names, ip_addresses, lifetime_s, now)` makes a server-and-client
   certificate (RocketMQ processes are both) signed by `authority`, with every name and address as a SAN, so
   clients that check the host they dial accept it. The key is unencrypted PKCS#8 PEM, the form Netty's
@@ -95,9 +104,43 @@ def _validity(now: float, lifetime_s: int) -> tuple[dt.datetime, dt.datetime]:
     return start, dt.datetime.fromtimestamp(now + lifetime_s, dt.UTC)
 
 
+_CA_KEY_USAGE = x509.KeyUsage(
+    digital_signature=True,
+    content_commitment=False,
+    key_encipherment=False,
+    data_encipherment=False,
+    key_agreement=False,
+    key_cert_sign=True,
+    crl_sign=True,
+    encipher_only=False,
+    decipher_only=False,
+)
+
+
+def _ec_key(key_pem: str, whose: str) -> ec.EllipticCurvePrivateKey:
+    try:
+        key = serialization.load_pem_private_key(key_pem.encode(), password=None)
+    except (ValueError, TypeError) as exc:
+        raise CertificateError(f"{whose} key does not load: {exc}") from None
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise CertificateError(f"{whose} key is not an EC key")
+    return key
+
+
+def _authority_name(name: str, now: float) -> x509.Name:
+    # A successor must not share its predecessor's name: a verifier that finds a trusted certificate by the
+    # issuer's name would try the wrong key. The second of its making tells them apart.
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, name),
+            x509.NameAttribute(NameOID.SERIAL_NUMBER, str(int(now))),
+        ]
+    )
+
+
 def new_authority(name: str, lifetime_s: int, now: float) -> IssuedPair:
     key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    subject = _authority_name(name, now)
     start, end = _validity(now, lifetime_s)
     cert = (
         x509.CertificateBuilder()
@@ -107,25 +150,54 @@ def new_authority(name: str, lifetime_s: int, now: float) -> IssuedPair:
         .serial_number(x509.random_serial_number())
         .not_valid_before(start)
         .not_valid_after(end)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        # Path length 1: the bridge to this authority's successor sits between it and the successor's leaves.
+        .add_extension(x509.BasicConstraints(ca=True, path_length=1), critical=True)
+        .add_extension(_CA_KEY_USAGE, critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
     return IssuedPair(cert.public_bytes(serialization.Encoding.PEM).decode(), _key_pem(key))
+
+
+def cross_sign(successor: IssuedPair, predecessor: IssuedPair, now: float) -> str:
+    """The successor's certificate re-issued by the predecessor (see the contract): PEM."""
+    new_ca, old_ca = _load_cert(successor.cert_pem), _load_cert(predecessor.cert_pem)
+    old_key = _ec_key(predecessor.key_pem, "the predecessor authority's")
+    start, _ = _validity(now, 0)
+    end = min(new_ca.not_valid_after_utc, old_ca.not_valid_after_utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(new_ca.subject)
+        .issuer_name(old_ca.subject)
+        .public_key(new_ca.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_CA_KEY_USAGE, critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(new_ca.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(old_key.public_key()), critical=False)
+        .sign(old_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+_PEM_END = "-----END CERTIFICATE-----"
+
+
+def pem_certificates(text: str) -> list[str]:
+    """Each certificate of a PEM bundle or chain, in order, as its own PEM text."""
+    out: list[str] = []
+    for part in text.split(_PEM_END)[:-1]:
+        start = part.find("-----BEGIN CERTIFICATE-----")
+        if start >= 0:
+            out.append(part[start:] + _PEM_END + "\n")
+    return out
+
+
+def trust_bundle(*authorities: str) -> str:
+    """A trust file's text: every certificate of each authority's PEM, the first the one that signs now."""
+    return "".join(c for pem in authorities for c in pem_certificates(pem))
 
 
 def held_or_new_authority(cert_pem: str | None, key_pem: str | None, name: str, now: float) -> tuple[IssuedPair, bool]:
@@ -149,12 +221,7 @@ def issue(
     now: float,
 ) -> IssuedPair:
     ca_cert = _load_cert(authority.cert_pem)
-    try:
-        ca_key = serialization.load_pem_private_key(authority.key_pem.encode(), password=None)
-    except (ValueError, TypeError) as exc:
-        raise CertificateError(f"the authority's key does not load: {exc}") from None
-    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
-        raise CertificateError("the authority's key is not an EC key")
+    ca_key = _ec_key(authority.key_pem, "the authority's")
     key = ec.generate_private_key(ec.SECP256R1())
     names: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
     names += [x509.IPAddress(ipaddress.ip_address(a)) for a in ip_addresses]

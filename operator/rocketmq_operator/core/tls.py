@@ -13,6 +13,24 @@ platform from its files or Secrets) and returns the actions, in order:
 
 Brokers and name servers reload the files themselves (RocketMQ's FileWatchService, both cert and key
 changed), so renewal restarts none of them and fails no send.
+
+`plan_authority(facts, now)` decides the replacement of the authority itself (both platforms hold one), in
+two steps with an overlap between them:
+
+* ROTATE when a rotation was asked for (a request token not yet handled) or the authority expires within
+  ``renew_before_s``, and no rotation is under way: the platform makes a successor, trusts both (the successor
+  first: it signs from now on) and serves every leaf with the bridge (`control.certificates.cross_sign`), so a
+  process that read the old trust at its start still verifies every peer. Every leaf is then due (ISSUE above:
+  not signed by the current authority), and reissued where it is, restarting only what cannot reload.
+* RETIRE the predecessor once the overlap (``overlap_s``, the time applications are given to read the new trust)
+  is over and no process still trusts only the predecessor (every one started after the trust it reads held the
+  successor), or at once when the predecessor has expired (nothing can verify through it then). Every leaf is
+  issued again without the bridge and the trust holds the successor alone.
+* WAIT, saying why, while the overlap is open; KEEP otherwise. A request made during an overlap waits for it.
+
+RocketMQ's remoting clients read their trust once, when the JVM makes its client (`NettyRemotingClient`): the
+bridge is what lets a rotation restart no broker; the retirement waits for restarts made for other reasons (a
+roll, `kubectl rocketmq restart`), and the status says which processes it waits for.
 """
 
 from __future__ import annotations
@@ -91,3 +109,81 @@ def plan_tls(held: Sequence[HeldCertificate], now: float, *, settle_s: float = S
             actions.append(TlsAction(TlsActionKind.RESTART, h.replica, "started before its certificate was issued"))
             break
     return actions
+
+
+AUTHORITY_RENEW_BEFORE_S = 365 * 86400.0
+"""A ten-year authority is replaced in its last year: room for the overlap and the restarts it waits for."""
+DEFAULT_OVERLAP_S = 86400.0
+"""How long both authorities are trusted at least, unless the request says otherwise: a day for applications
+outside the operator (which also read their trust once) to be restarted onto the new trust file."""
+
+
+class AuthorityActionKind(StrEnum):
+    KEEP = "keep"
+    ROTATE = "rotate"
+    RETIRE = "retire"
+    WAIT = "wait"
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorityFacts:
+    not_after: float
+    """The signing authority's expiry (epoch seconds)."""
+    request_pending: bool
+    """A rotation was asked for and not yet carried out."""
+    predecessor_not_after: float | None
+    """The predecessor's expiry while a rotation's overlap is open; None when there is none."""
+    rotation_started_at: float | None
+    overlap_s: float
+    renew_before_s: float = AUTHORITY_RENEW_BEFORE_S
+    trusting_only_predecessor: tuple[str, ...] | None = None
+    """The processes that read their trust before it held the successor; None when not read."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorityAction:
+    kind: AuthorityActionKind
+    reason: str
+
+    def describe(self) -> str:
+        return f"authority: {self.kind.value}: {self.reason}"
+
+
+def overlap_over(facts: AuthorityFacts, now: float) -> bool:
+    """Whether the overlap's minimum has passed (the platform reads its processes only then)."""
+    started = facts.rotation_started_at
+    return facts.predecessor_not_after is not None and (started is None or now - started >= facts.overlap_s)
+
+
+def plan_authority(facts: AuthorityFacts, now: float) -> AuthorityAction:
+    if facts.predecessor_not_after is not None:
+        waiting = " (a rotation asked for now waits until this one is done)" if facts.request_pending else ""
+        if facts.predecessor_not_after <= now:
+            return AuthorityAction(AuthorityActionKind.RETIRE, "the previous authority has expired")
+        if not overlap_over(facts, now):
+            assert facts.rotation_started_at is not None
+            left = facts.overlap_s - (now - facts.rotation_started_at)
+            return AuthorityAction(
+                AuthorityActionKind.WAIT, f"both authorities trusted for {left:.0f} s more (the overlap){waiting}"
+            )
+        if facts.trusting_only_predecessor is None:
+            return AuthorityAction(AuthorityActionKind.WAIT, f"the processes are not read yet{waiting}")
+        if facts.trusting_only_predecessor:
+            names = sorted(facts.trusting_only_predecessor)
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            return AuthorityAction(
+                AuthorityActionKind.WAIT,
+                f"{len(names)} started before the rotation and trust only the previous authority: {shown} "
+                f"(restart them, e.g. `kubectl rocketmq restart`, or let the next roll){waiting}",
+            )
+        return AuthorityAction(
+            AuthorityActionKind.RETIRE, "the overlap is over and every process trusts the new authority"
+        )
+    if facts.request_pending:
+        return AuthorityAction(AuthorityActionKind.ROTATE, "a rotation was asked for")
+    left = facts.not_after - now
+    if left <= facts.renew_before_s:
+        return AuthorityAction(
+            AuthorityActionKind.ROTATE, f"expires in {left:.0f} s (renewed {facts.renew_before_s:.0f} s before)"
+        )
+    return AuthorityAction(AuthorityActionKind.KEEP, "valid, no rotation asked for")

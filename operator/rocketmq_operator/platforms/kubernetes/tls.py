@@ -6,7 +6,13 @@ Contract:
 
 * One authority per namespace, the Secret `rocketmq-operator-tls-ca` (ca.crt, ca.key; `control.certificates`),
   made on first need and again when expired; every group of the namespace trusts it, so brokers and their
-  controllers verify each other.
+  controllers verify each other. `authority(kube, namespace, now)` also replaces it (`core.tls.plan_authority`):
+  when asked (the annotation `rocketmq-operator.dev/rotate` set to a new token, which `kubectl rocketmq
+  rotate-ca` does, with `rocketmq-operator.dev/overlap`) or in its last year, a successor signs from then on,
+  ca.crt holds both (the successor first) and bridge.crt the successor signed by the predecessor, served after
+  every leaf; once the overlap is over and every pod mounting an operator-issued certificate was created after
+  its Secret held the successor, the predecessor and the bridge leave. What it waits for is in the annotation
+  `rocketmq-operator.dev/authority-state`. Every write is at the version read: many passes call it at once.
 * `certificate_objects(kube, resource, namespace, now)` (the reconciler, on every change and resync): with
   spec.tls and no secretName, the `<group>-tls` Secret (tls.crt, tls.key as PKCS#8, ca.crt) when it is missing,
   not from the current authority, or due within renewBefore (`core.tls.plan_tls`; the issue time is in its
@@ -28,24 +34,44 @@ Contract:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import hashlib
+import logging
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, Proxy, duration_seconds
 from rocketmq_operator.control.certificates import (
+    AUTHORITY_LIFETIME_S,
     CertificateError,
     CertificateInfo,
     IssuedPair,
+    cross_sign,
     held_or_new_authority,
     issue,
+    new_authority,
+    pem_certificates,
     signed_by,
+    trust_bundle,
 )
-from rocketmq_operator.core.tls import SETTLE_S, HeldCertificate, TlsActionKind, plan_tls
+from rocketmq_operator.core.tls import (
+    AUTHORITY_RENEW_BEFORE_S,
+    DEFAULT_OVERLAP_S,
+    SETTLE_S,
+    AuthorityAction,
+    AuthorityActionKind,
+    AuthorityFacts,
+    HeldCertificate,
+    TlsActionKind,
+    overlap_over,
+    plan_authority,
+    plan_tls,
+)
 from rocketmq_operator.platforms.kubernetes.auth import secret_data
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
 from rocketmq_operator.remoting import RemotingClient
@@ -57,6 +83,15 @@ JSON = dict[str, Any]
 AUTHORITY_SECRET = "rocketmq-operator-tls-ca"
 AUTHORITY_NAME = "rocketmq-operator namespace CA"
 ANNOTATION_ISSUED_AT = "rocketmq-operator.dev/issued-at"
+ANNOTATION_ROTATE = "rocketmq-operator.dev/rotate"
+"""A rotation request: any new value (a token; `kubectl rocketmq rotate-ca` writes the time)."""
+ANNOTATION_OVERLAP = "rocketmq-operator.dev/overlap"
+"""How long both authorities are trusted at least (a duration, e.g. 24h; default core.tls.DEFAULT_OVERLAP_S)."""
+ANNOTATION_ROTATED_FOR = "rocketmq-operator.dev/rotated-for"
+ANNOTATION_ROTATION_STARTED = "rocketmq-operator.dev/rotation-started-at"
+ANNOTATION_AUTHORITY_STATE = "rocketmq-operator.dev/authority-state"
+BRIDGE_KEY = "bridge.crt"
+log = logging.getLogger("rocketmq_operator.kubernetes.tls")
 CLUSTER_DOMAIN = "cluster.local"
 TLS_CA_DIR = Path(tempfile.gettempdir()) / "rocketmq-operator-tls"
 """Where the operator writes the authorities it trusts (the operator pod's /tmp is an emptyDir)."""
@@ -76,8 +111,105 @@ def _secret(name: str, namespace: str, values: dict[str, str], meta: JSON | None
     }
 
 
-async def authority(kube: KubeClient, namespace: str, now: float) -> IssuedPair:
-    """The namespace's authority, made (and stored) when there is none or it has expired.
+@dataclass(frozen=True, slots=True)
+class Authority:
+    """The namespace's authority as every certificate Secret carries it."""
+
+    signer: IssuedPair
+    """Signs every certificate from now on."""
+    trust: str
+    """Every Secret's ca.crt: the signer, then the predecessor while a rotation's overlap is open."""
+    bridge: str | None
+    """The signer certified by its predecessor, served after every leaf during the overlap."""
+
+    def chain(self, leaf_pem: str) -> str:
+        return leaf_pem + (self.bridge or "")
+
+
+def _annotations(secret: JSON | None) -> dict[str, str]:
+    return dict((((secret or {}).get("metadata") or {}).get("annotations")) or {})
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
+
+
+def _held_authority(data: dict[str, str], pair: IssuedPair) -> Authority:
+    certs = pem_certificates(pair.cert_pem)
+    signer = IssuedPair(certs[0], pair.key_pem)
+    bridge = data.get(BRIDGE_KEY) or None
+    if bridge is None or len(certs) < 2:
+        return Authority(signer, certs[0], None)
+    return Authority(signer, trust_bundle(*certs[:2]), bridge)
+
+
+def _created(obj: JSON) -> float | None:
+    text = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not text:
+        return None
+    return dt.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+
+
+async def trusting_only_predecessor(kube: KubeClient, namespace: str, trust: str) -> tuple[str, ...]:
+    """The operator's pods of the namespace that mount an operator-issued certificate Secret and may have read
+    their trust before it held ``trust``: the Secret does not hold it yet, or the pod was created before the
+    Secret was issued with it (a JVM reads its trust at start; a container restarted in place may read an old
+    copy of the volume, so creation counts, not the container's start)."""
+    pods = await kube.list("Pod", namespace, label_selector="app.kubernetes.io/managed-by=rocketmq-operator")
+    secrets: dict[str, JSON | None] = {}
+    out: list[str] = []
+    for pod in pods:
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            name = (volume.get("secret") or {}).get("secretName")
+            if not name:
+                continue
+            if name not in secrets:
+                secrets[name] = await kube.get("Secret", namespace, name)
+            secret = secrets[name]
+            issued = issued_at(secret)
+            if issued is None:
+                continue  # not issued by the operator (the user's own, e.g. cert-manager's): not this authority
+            created = _created(pod)
+            if secret_data(secret or {}).get("ca.crt") != trust or created is None or created < issued:
+                out.append(str(pod["metadata"]["name"]))
+    return tuple(sorted(set(out)))
+
+
+def _authority_facts(annotations: dict[str, str], held: Authority, now: float) -> AuthorityFacts:
+    token = annotations.get(ANNOTATION_ROTATE) or ""
+    certs = pem_certificates(held.trust)
+    predecessor = CertificateInfo.of(certs[1]).not_after if held.bridge is not None and len(certs) > 1 else None
+    try:
+        overlap = duration_seconds(annotations[ANNOTATION_OVERLAP]) if annotations.get(ANNOTATION_OVERLAP) else None
+    except ValueError:
+        overlap = None
+    return AuthorityFacts(
+        not_after=CertificateInfo.of(held.signer.cert_pem).not_after,
+        request_pending=bool(token) and token != annotations.get(ANNOTATION_ROTATED_FOR),
+        predecessor_not_after=predecessor,
+        rotation_started_at=_float(annotations.get(ANNOTATION_ROTATION_STARTED)),
+        overlap_s=DEFAULT_OVERLAP_S if overlap is None else overlap,
+        renew_before_s=AUTHORITY_RENEW_BEFORE_S,
+    )
+
+
+def next_authority(held: Authority, action: AuthorityAction, now: float) -> Authority:
+    """The authority after a ROTATE (a successor, both trusted, the bridge) or a RETIRE (the signer alone)."""
+    if action.kind is AuthorityActionKind.ROTATE:
+        successor = new_authority(AUTHORITY_NAME, AUTHORITY_LIFETIME_S, now)
+        bridge = cross_sign(successor, held.signer, now)
+        return Authority(successor, trust_bundle(successor.cert_pem, held.signer.cert_pem), bridge)
+    if action.kind is AuthorityActionKind.RETIRE:
+        return Authority(held.signer, held.signer.cert_pem, None)
+    return held
+
+
+async def authority(kube: KubeClient, namespace: str, now: float) -> Authority:
+    """The namespace's authority, made (and stored) when there is none or it has expired, and rotated as
+    `core.tls.plan_authority` decides (see the contract).
 
     Two groups of one namespace are reconciled at once (examples/tls.yaml applies both): were each to make and
     apply an authority, the second would overwrite the first, the first group's certificate would no longer be
@@ -89,21 +221,66 @@ async def authority(kube: KubeClient, namespace: str, now: float) -> IssuedPair:
         current = await kube.get("Secret", namespace, AUTHORITY_SECRET)
         data = secret_data(current or {})
         pair, new = held_or_new_authority(data.get("ca.crt"), data.get("ca.key"), AUTHORITY_NAME, now)
-        if not new:
-            return pair
-        secret = _secret(AUTHORITY_SECRET, namespace, {"ca.crt": pair.cert_pem, "ca.key": pair.key_pem})
+        annotations = _annotations(current)
+        token = annotations.get(ANNOTATION_ROTATE) or ""
+        if new:  # none, or expired: nothing trusts the old one any more, so no overlap either
+            made, action = Authority(pair, pair.cert_pem, None), None
+            ours = {ANNOTATION_ROTATED_FOR: token}
+        else:
+            held = _held_authority(data, pair)
+            facts = _authority_facts(annotations, held, now)
+            if overlap_over(facts, now):
+                only_old = await trusting_only_predecessor(kube, namespace, held.trust)
+                facts = dataclasses.replace(facts, trusting_only_predecessor=only_old)
+            action = plan_authority(facts, now)
+            state = _state_text(action, facts, now)
+            steady = action.kind in (AuthorityActionKind.KEEP, AuthorityActionKind.WAIT)
+            if steady and annotations.get(ANNOTATION_AUTHORITY_STATE, state) == state:
+                return held  # written only when it changes: many passes read it every 30 s
+            made = next_authority(held, action, now)
+            rotating = action.kind is AuthorityActionKind.ROTATE
+            if rotating:  # said as what it is from now on: the overlap and its end
+                after = dataclasses.replace(
+                    facts, predecessor_not_after=facts.not_after, rotation_started_at=now, request_pending=False
+                )
+                state = _state_text(plan_authority(after, now), after, now)
+            ours = {
+                ANNOTATION_ROTATED_FOR: token if rotating else annotations.get(ANNOTATION_ROTATED_FOR, ""),
+                ANNOTATION_AUTHORITY_STATE: state,
+            }
+            started = f"{now:.3f}" if rotating else annotations.get(ANNOTATION_ROTATION_STARTED)
+            if started and action.kind is not AuthorityActionKind.RETIRE:
+                ours[ANNOTATION_ROTATION_STARTED] = started
+        values = {"ca.crt": made.trust, "ca.key": made.signer.key_pem}
+        if made.bridge is not None:
+            values[BRIDGE_KEY] = made.bridge
+        secret = _secret(AUTHORITY_SECRET, namespace, values, {"annotations": ours})
         if current is None:
             if await kube.create(secret) is not None:
-                return pair
+                return made
             continue
         secret["metadata"]["resourceVersion"] = current["metadata"].get("resourceVersion")
         try:
             await kube.apply(secret)
-            return pair
         except KubeError as exc:
             if exc.status != 409:
                 raise
+            continue
+        if action is not None and action.kind is not AuthorityActionKind.KEEP:
+            log.info("Secret %s/%s: %s", namespace, AUTHORITY_SECRET, action.describe())
+        return made
     raise KubeError(409, f"Secret {namespace}/{AUTHORITY_SECRET} changed under every attempt to make the authority")
+
+
+def _state_text(action: AuthorityAction, facts: AuthorityFacts, now: float) -> str:
+    """What the authority Secret's state annotation says: stable while the overlap runs (its end, not the seconds
+    left), so that it is written when it changes and not at every pass."""
+    if action.kind is AuthorityActionKind.WAIT and facts.rotation_started_at is not None:
+        until = dt.datetime.fromtimestamp(facts.rotation_started_at + facts.overlap_s, dt.UTC)
+        if not overlap_over(facts, now):
+            pending = " (a rotation asked for now waits for this one)" if facts.request_pending else ""
+            return f"authority: wait: both authorities trusted until {until.isoformat(timespec='seconds')}{pending}"
+    return action.describe()
 
 
 def dns_names(resource: BrokerGroup | ControllerGroup | Proxy, namespace: str) -> list[str]:
@@ -132,7 +309,7 @@ def dns_names(resource: BrokerGroup | ControllerGroup | Proxy, namespace: str) -
     return out
 
 
-def _held(resource: BrokerGroup | ControllerGroup | Proxy, secret: JSON | None, ca_pem: str) -> HeldCertificate:
+def _held(resource: BrokerGroup | ControllerGroup | Proxy, secret: JSON | None, ca: Authority) -> HeldCertificate:
     renew_before = duration_seconds(resource.spec.tls.renew_before)
     data = secret_data(secret or {})
     info: CertificateInfo | None = None
@@ -147,7 +324,10 @@ def _held(resource: BrokerGroup | ControllerGroup | Proxy, secret: JSON | None, 
         replica=name,
         not_after=info.not_after,
         issued_at=issued_at(secret),
-        current_authority=signed_by(data["tls.crt"], ca_pem) and data.get("ca.crt") == ca_pem,
+        # From the signer, served with the bridge exactly while there is one, trusting what every peer trusts.
+        current_authority=signed_by(data["tls.crt"], ca.signer.cert_pem)
+        and pem_certificates(data["tls.crt"])[1:] == pem_certificates(ca.bridge or "")
+        and data.get("ca.crt") == ca.trust,
         names_address=set(dns_names(resource, str(resource.metadata.namespace))) <= set(info.dns_names),
         reloads=True,
         running=True,
@@ -189,16 +369,16 @@ async def certificate_objects(
         return [], None
     ca = await authority(kube, namespace, now)
     current = await kube.get("Secret", namespace, name)
-    if not plan_tls([_held(resource, current, ca.cert_pem)], now):
+    if not plan_tls([_held(resource, current, ca)], now):
         return [], None
     lifetime = duration_seconds(tls.duration)
-    pair = issue(ca, resource.metadata.name, dns_names(resource, namespace), [], lifetime, now)
+    pair = issue(ca.signer, resource.metadata.name, dns_names(resource, namespace), [], lifetime, now)
     component = {"BrokerGroup": "broker", "ControllerGroup": "controller", "Proxy": "proxy"}[resource.kind]
     meta: JSON = {
         "labels": labels(resource.metadata.name, component),
         "annotations": {ANNOTATION_ISSUED_AT: f"{now:.3f}"},
     }
-    values = {"tls.crt": pair.cert_pem, "tls.key": pair.key_pem, "ca.crt": ca.cert_pem}
+    values = {"tls.crt": ca.chain(pair.cert_pem), "tls.key": pair.key_pem, "ca.crt": ca.trust}
     return [_secret(name, namespace, values, meta)], None
 
 
