@@ -410,6 +410,35 @@ def test_backup_asks_the_operator_and_prints_what_it_kept(
     assert code == 1 and 'controllergroup "nope" not found' in err
 
 
+def test_rotate_ca_asks_the_operator_and_prints_the_state_it_records(
+    api: FakeApiServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "rotate-ca", "--overlap", "soon")
+    assert code == 1 and err.count("\n") == 1 and "--overlap: 'soon' is not a duration" in err and "fix:" in err
+    code, _, err = run(capsys, "rotate-ca")
+    assert code == 1 and 'secret "rocketmq-operator-tls-ca" not found in namespace "rocketmq"' in err, err
+    api.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "rocketmq-operator-tls-ca", "namespace": NS},
+             "data": {"ca.key": "c2VjcmV0"}})  # fmt: skip
+
+    def operator_rotates(server: FakeApiServer, path: str, patch: JSON) -> None:
+        asked = ((patch.get("metadata") or {}).get("annotations") or {}).get("rocketmq-operator.dev/rotate")
+        if asked:
+            server.objects[path]["metadata"]["annotations"].update({
+                "rocketmq-operator.dev/rotated-for": asked,
+                "rocketmq-operator.dev/authority-state": "authority: wait: both authorities trusted until T",
+            })  # fmt: skip
+
+    api.on_patch.append(operator_rotates)
+    code, out, err = run(capsys, "rotate-ca", "--overlap", "0s", "--wait", "5")
+    assert code == 0, err
+    assert out.strip() == f"{NS}: TLS authority rotated: a new authority signs; authority: wait: both authorities " + (
+        "trusted until T"
+    )
+    assert len(annotation_patches(api, "rocketmq-operator.dev/rotate")) == 1
+    assert annotation_patches(api, "rocketmq-operator.dev/overlap") == ["0s"]
+    assert "c2VjcmV0" not in out + err  # the Secret's data is never shown
+
+
 def test_drain_group_sets_spec_draining_and_waits_for_drained(
     api: FakeApiServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

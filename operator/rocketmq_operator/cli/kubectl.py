@@ -18,6 +18,10 @@ and asks the operator for an operation the way GitOps would, through the annotat
 * `backup CONTROLLERGROUP [--wait S]`: sets `rocketmq-operator.dev/backup-now`, which the operator answers with a
   metadata backup into the ring of Secrets of spec.backup, and waits for status.backup to say so (exit 1 when it
   failed, with the reason).
+* `rotate-ca [--overlap D] [--wait S]`: sets `rocketmq-operator.dev/rotate` (and the overlap) on the namespace's
+  authority Secret, which the operator answers by replacing the authority with no moment of distrust
+  (`platforms.kubernetes.tls`); with --wait until it has started, printing the state it records. It reads the
+  Secret's metadata only.
 * `report GROUP [-o FILE]`: a tarball for a bug report (`cli.kubectl_report`); never a Secret.
 
 kubectl's conventions: `--kubeconfig`, `--context`, `-n/--namespace` (before or after the subcommand) and
@@ -41,10 +45,15 @@ from rocketmq_operator.core.backup_schedule import BACKUP_KEY, BACKUP_REQUEST_AN
 from rocketmq_operator.core.status_view import cell
 from rocketmq_operator.platforms.console import Frames, terminal
 from rocketmq_operator.render.kubernetes.names import (
+    ANNOTATION_AUTHORITY_OVERLAP,
+    ANNOTATION_AUTHORITY_STATE,
     ANNOTATION_FENCE,
     ANNOTATION_RESTARTED_AT,
+    ANNOTATION_ROTATE_AUTHORITY,
+    ANNOTATION_ROTATED_FOR,
     ANNOTATION_SWITCHOVER_TO,
     LABEL_GROUP,
+    TLS_AUTHORITY_SECRET,
 )
 
 if TYPE_CHECKING:
@@ -433,6 +442,52 @@ def cmd_backup(args: argparse.Namespace, cluster: Cluster) -> int:
     return 0
 
 
+def cmd_rotate_ca(args: argparse.Namespace, cluster: Cluster) -> int:
+    """Ask the operator to replace the namespace's TLS authority (docs/tls.md "Rotating the authority"): the
+    request annotation and the overlap on its Secret; with --wait, until the operator has started it."""
+    from rocketmq_operator.api.models import duration_seconds
+
+    try:
+        duration_seconds(args.overlap)
+    except ValueError:
+        raise Failed(
+            f"--overlap: {args.overlap!r} is not a duration; rule: a number with a unit, such as 24h, 90m or 0s "
+            "(how long both authorities are trusted at least); fix: e.g. --overlap 24h"
+        ) from None
+    ns = cluster.namespace
+    secret = cluster.get_secret_metadata(TLS_AUTHORITY_SECRET)
+    if secret is None:
+        raise Failed(
+            f'secret "{TLS_AUTHORITY_SECRET}" not found in namespace "{ns}": the operator makes it for the first '
+            "group with spec.tls and no spec.tls.secretName; fix: pass -n NAMESPACE of such a group (groups with "
+            "spec.tls.secretName take their certificates from that issuer: rotate it there)"
+        )
+    stamp = now_iso()
+    cluster.annotate_secret(
+        TLS_AUTHORITY_SECRET, {ANNOTATION_ROTATE_AUTHORITY: stamp, ANNOTATION_AUTHORITY_OVERLAP: args.overlap}
+    )
+    if args.wait <= 0:
+        print(
+            f"{ns}: rotation of the TLS authority requested ({ANNOTATION_ROTATE_AUTHORITY}={stamp}, overlap "
+            f"{args.overlap}); every certificate is issued again at its group's next pass, and no broker restarts; "
+            f"follow with `kubectl -n {ns} get secret {TLS_AUTHORITY_SECRET} -o jsonpath='{{.metadata.annotations}}'`"
+        )
+        return 0
+
+    def started() -> str | None:
+        annotations = ((cluster.get_secret_metadata(TLS_AUTHORITY_SECRET) or {}).get("metadata") or {}).get(
+            "annotations"
+        ) or {}
+        done = annotations.get(ANNOTATION_ROTATED_FOR) == stamp
+        return str(annotations.get(ANNOTATION_AUTHORITY_STATE) or "rotated") if done else None
+
+    state = poll_until(args.wait, started)
+    if state is None:
+        raise Failed(f"{ns}: the rotation has not started after {args.wait:g}s (is the operator running?); it stands")
+    print(f"{ns}: TLS authority rotated: a new authority signs; {state}")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace, cluster: Cluster) -> int:
     from rocketmq_operator.cli.kubectl_report import write_report
 
@@ -508,6 +563,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("controller_group", metavar="CONTROLLERGROUP")
     p.add_argument("--wait", type=float, default=120.0, metavar="S", help="wait for it (0: do not wait)")
     p.set_defaults(func=cmd_backup)
+
+    p = sub.add_parser(
+        "rotate-ca",
+        parents=[common],
+        help="replace the namespace's TLS authority: both trusted during an overlap, every certificate reissued, "
+        "no broker restart",
+    )
+    p.add_argument(
+        "--overlap",
+        default="24h",
+        metavar="DURATION",
+        help="both authorities are trusted at least this long (default 24h: applications re-read ca.crt meanwhile)",
+    )
+    p.add_argument("--wait", type=float, default=0.0, metavar="S", help="wait until the operator has started it")
+    p.set_defaults(func=cmd_rotate_ca)
 
     p = sub.add_parser("report", parents=[common], help="a tarball of everything a bug report needs (no Secret)")
     p.add_argument("group", metavar="GROUP")

@@ -248,6 +248,28 @@ class Cluster:
         )
         return [self._json(e) for e in events.items]
 
+    def get_secret_metadata(self, name: str) -> JSON | None:
+        """A Secret's metadata only: the plugin never prints or keeps a Secret's data."""
+        secret = self._read(
+            f"reading secret {name}",
+            lambda: self.core.read_namespaced_secret(name, self.namespace, _request_timeout=TIMEOUT_S),
+        )
+        return None if secret is None else {"metadata": self._json(secret).get("metadata") or {}}
+
+    def annotate_secret(self, name: str, annotations: dict[str, str]) -> None:
+        """A JSON merge patch of the Secret's annotations (nothing else of it is touched)."""
+        self._call(
+            f"annotating secret {name}",
+            lambda: self.core.patch_namespaced_secret(
+                name,
+                self.namespace,
+                {"metadata": {"annotations": annotations}},
+                field_manager=FIELD_MANAGER,
+                _content_type="application/merge-patch+json",
+                _request_timeout=TIMEOUT_S,
+            ),
+        )
+
     def get_stateful_set(self, name: str) -> JSON | None:
         sts = self._read(
             f"reading statefulset {name}",

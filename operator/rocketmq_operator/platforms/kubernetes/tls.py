@@ -77,19 +77,25 @@ from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.remoting.tls import ClientTls
 from rocketmq_operator.render.kubernetes import labels
-from rocketmq_operator.render.kubernetes.names import tls_secret_name
+from rocketmq_operator.render.kubernetes.names import (
+    ANNOTATION_AUTHORITY_OVERLAP as ANNOTATION_OVERLAP,
+)
+from rocketmq_operator.render.kubernetes.names import (
+    ANNOTATION_AUTHORITY_STATE,
+    ANNOTATION_ROTATED_FOR,
+    tls_secret_name,
+)
+from rocketmq_operator.render.kubernetes.names import (
+    ANNOTATION_ROTATE_AUTHORITY as ANNOTATION_ROTATE,
+)
+from rocketmq_operator.render.kubernetes.names import (
+    TLS_AUTHORITY_SECRET as AUTHORITY_SECRET,
+)
 
 JSON = dict[str, Any]
-AUTHORITY_SECRET = "rocketmq-operator-tls-ca"
 AUTHORITY_NAME = "rocketmq-operator namespace CA"
 ANNOTATION_ISSUED_AT = "rocketmq-operator.dev/issued-at"
-ANNOTATION_ROTATE = "rocketmq-operator.dev/rotate"
-"""A rotation request: any new value (a token; `kubectl rocketmq rotate-ca` writes the time)."""
-ANNOTATION_OVERLAP = "rocketmq-operator.dev/overlap"
-"""How long both authorities are trusted at least (a duration, e.g. 24h; default core.tls.DEFAULT_OVERLAP_S)."""
-ANNOTATION_ROTATED_FOR = "rocketmq-operator.dev/rotated-for"
 ANNOTATION_ROTATION_STARTED = "rocketmq-operator.dev/rotation-started-at"
-ANNOTATION_AUTHORITY_STATE = "rocketmq-operator.dev/authority-state"
 BRIDGE_KEY = "bridge.crt"
 log = logging.getLogger("rocketmq_operator.kubernetes.tls")
 CLUSTER_DOMAIN = "cluster.local"

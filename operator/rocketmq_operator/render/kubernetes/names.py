@@ -156,6 +156,18 @@ def tls_secret_name(resource: BrokerGroup | ControllerGroup | Proxy) -> str | No
     return tls.secret_name or f"{resource.metadata.name}-tls"
 
 
+TLS_AUTHORITY_SECRET = "rocketmq-operator-tls-ca"
+"""A namespace's authority: ca.crt (the trust every certificate Secret carries), ca.key and, while a rotation's
+overlap is open, bridge.crt (platforms.kubernetes.tls)."""
+ANNOTATION_ROTATE_AUTHORITY = "rocketmq-operator.dev/rotate"
+"""On the authority Secret: a rotation request, any new value (`kubectl rocketmq rotate-ca` writes the time)."""
+ANNOTATION_AUTHORITY_OVERLAP = "rocketmq-operator.dev/overlap"
+"""On the authority Secret: how long both authorities are trusted at least (a duration such as 24h)."""
+ANNOTATION_ROTATED_FOR = "rocketmq-operator.dev/rotated-for"
+"""On the authority Secret: the request the operator last carried out."""
+ANNOTATION_AUTHORITY_STATE = "rocketmq-operator.dev/authority-state"
+"""On the authority Secret: what the operator does with it now, and what it waits for."""
+
 TLS_CERT_FILE = f"{TLS_DIR}/tls.crt"
 TLS_KEY_FILE = f"{TLS_DIR}/tls.key"
 
