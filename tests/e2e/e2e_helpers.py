@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,3 +33,11 @@ def wait_proxy_ready(node: Any, ns: str, name: str, replicas: int) -> float:
         return status.get("readyReplicas") == replicas and conditions.get("Ready") == "True"
 
     return float(node.wait_for(f"{replicas} ready replicas of Proxy {ns}/{name}", ready, timeout=600))
+
+
+def kubectl_rocketmq(node: Any, ns: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`kubectl rocketmq ARGS -n NS` through the node's kubectl, as a user runs it: plugin discovery on PATH (the
+    venv's `kubectl-rocketmq`), the node's kubeconfig."""
+    env = {**node.env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{node.env['PATH']}"}
+    argv = [str(node.state_dir / "bin" / "kubectl"), "rocketmq", *args, "-n", ns]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)

@@ -19,9 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +28,7 @@ from typing import Any
 import yaml
 
 from e2e.conftest import apply_example
-from e2e.e2e_helpers import pod_ready, wait_proxy_ready
+from e2e.e2e_helpers import kubectl_rocketmq, pod_ready, wait_proxy_ready
 from rocketmq_operator.remoting import RemotingClient
 from rocketmq_operator.remoting.auth import SessionCredentials
 from rocketmq_operator.remoting.auth_admin import AuthAdmin
@@ -160,10 +158,7 @@ def _patch_admin(node: Any, username: str, password: str) -> None:
 
 
 def _plugin(node: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    """`kubectl rocketmq ARGS` through the node's kubectl, as a user runs it."""
-    env = {**node.env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{node.env['PATH']}"}
-    argv = [str(node.state_dir / "bin" / "kubectl"), "rocketmq", *args, "-n", NS]
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    return kubectl_rocketmq(node, NS, *args)
 
 
 def _admin_rotated(group: Any, node: Any) -> None:

@@ -21,13 +21,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 from e2e.conftest import e2e_manifest
+from e2e.e2e_helpers import kubectl_rocketmq
 from group_load import Producer, Readers
 from rocketmq_operator.core.group_drain import FORCE_ANNOTATION
 from rocketmq_operator.remoting import RemotingClient
@@ -43,10 +41,7 @@ SECOND = "broker-c"
 
 
 def _plugin(node: Any, ns: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """`kubectl rocketmq ARGS` through the node's kubectl (plugin discovery on PATH)."""
-    env = {**node.env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{node.env['PATH']}"}
-    argv = [str(node.state_dir / "bin" / "kubectl"), "rocketmq", *args, "-n", ns]
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    return kubectl_rocketmq(node, ns, *args)
 
 
 async def _route(name_servers: list[str], topic: str = TOPIC) -> Any:

@@ -8,14 +8,13 @@ would. The tests run in file order and each starts from, and leaves, a healthy g
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import tarfile
 import time
 from pathlib import Path
 from typing import Any
 
+from e2e.e2e_helpers import kubectl_rocketmq
 from rocketmq_operator.tools.noloss import reports_no_loss_failure
 
 
@@ -231,10 +230,7 @@ def test_gitops_switchover_annotation(quickstart: Any) -> None:
 
 
 def _plugin(group: Any, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """`kubectl rocketmq ARGS` through the node's kubectl: plugin discovery on PATH, the node's kubeconfig."""
-    env = {**group.node.env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{group.node.env['PATH']}"}
-    argv = [str(group.node.state_dir / "bin" / "kubectl"), "rocketmq", *args, "-n", group.ns]
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    return kubectl_rocketmq(group.node, group.ns, *args, timeout=timeout)
 
 
 def test_kubectl_rocketmq_status_switchover_and_report_on_the_real_node(quickstart: Any, tmp_path: Path) -> None:

@@ -6,6 +6,13 @@ Measured as the client sees it, from pods of the operator image: a plain-text se
 trusts the authority (the ca.crt of the group's Secret, mounted into the pod; the chain verified, not the pod IP
 it is dialled at, as RocketMQ's Java clients do) is acknowledged and read back.
 
+The namespace's authority rotated under a producer (`kubectl rocketmq rotate-ca`, docs/tls.md "Rotating the
+authority"): every certificate Secret reissued with both authorities trusted and the bridge, the brokers serving
+their new certificates with no restart, the controller restarted by the operator; from the host, fresh handshakes
+all the while with a client that trusts only the old authority (as every JVM that started before does): none
+refused; the old authority kept while pods started before it run, retired once they were restarted, and refused
+from then on. The producer, which read its trust at its start, never had a handshake refused and lost nothing.
+
 Through the example's Proxy (spec.tls), from the host over `kubectl port-forward` to its Service (the proxy's
 certificate names localhost beside the Service's names, so a client on the host verifies chain and name): RocketMQ
 5's gRPC client in plain text is refused; with TLS, trusting the ca.crt of the Secret `proxy-tls-tls`, every send
@@ -17,7 +24,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import socket
+import ssl
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,8 +35,8 @@ from typing import Any
 import pytest
 
 from e2e.conftest import ROCKETMQ_NS, apply_example, retire_when_done
-from e2e.e2e_helpers import wait_proxy_ready
-from rocketmq_operator.control.certificates import CertificateInfo
+from e2e.e2e_helpers import kubectl_rocketmq, wait_proxy_ready
+from rocketmq_operator.control.certificates import CertificateInfo, pem_certificates
 from rocketmq_operator.tools.grpc_client import receive_keys_trusting, send_keys, send_keys_trusting
 from rocketmq_operator.tools.noloss import missing_acknowledged, reports_no_loss_failure
 
@@ -36,6 +45,8 @@ EXAMPLE = ROOT / "examples" / "tls.yaml"
 NS = "rocketmq-tls"
 CA = {"broker-tls-tls": "/tls"}
 PROXY = "proxy-tls"
+AUTHORITY = "rocketmq-operator-tls-ca"
+CERT_SECRETS = ("tls-ctl-tls", "broker-tls-tls", f"{PROXY}-tls")
 GRPC_KEYS = [f"e2e-grpc-tls-{i}" for i in range(40)]
 
 
@@ -90,6 +101,167 @@ def _through_the_tls_proxy(node: Any, tmp_path: Path) -> None:
         assert not missing_acknowledged(set(GRPC_KEYS), got), sorted(set(GRPC_KEYS) - got)[:10]
 
 
+def _secret_text(node: Any, name: str, key: str) -> str:
+    data = node.json("-n", NS, "get", "secret", name).get("data") or {}
+    return base64.b64decode(data.get(key, "")).decode()
+
+
+def _authority_state(node: Any) -> str:
+    annotations = node.json("-n", NS, "get", "secret", AUTHORITY)["metadata"].get("annotations") or {}
+    return str(annotations.get("rocketmq-operator.dev/authority-state", ""))
+
+
+def _served(address: str, trust: Path) -> tuple[str | None, str | None]:
+    """A fresh TLS handshake with ``address`` trusting only ``trust`` (chain verified, not the pod IP, as RocketMQ's
+    clients do): (the served leaf as PEM, None), or (None, why it failed); `ssl` errors are refusals of trust."""
+    context = ssl.create_default_context(cafile=str(trust))
+    context.check_hostname = False
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as raw, context.wrap_socket(raw) as tls:
+            der = tls.getpeercert(binary_form=True)
+            return (ssl.DER_cert_to_PEM_cert(der) if der else None), None
+    except ssl.SSLError as exc:
+        return None, f"TLS: {exc}"
+    except OSError as exc:
+        return None, f"connection: {exc}"
+
+
+class _HandshakeProbe:
+    """Fresh handshakes with every address, every half second, trusting only the old authority: counts those
+    refused in TLS (a connection refused while a controller restarts is not a handshake, and counted apart)."""
+
+    def __init__(self, addresses: list[str], trust: Path) -> None:
+        self.addresses, self.trust = addresses, trust
+        self.handshakes = 0
+        self.refused: list[str] = []
+        self.unreachable = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for address in self.addresses:
+                served, why = _served(address, self.trust)
+                if served is not None:
+                    self.handshakes += 1
+                elif why is not None and why.startswith("TLS"):
+                    self.refused.append(f"{address}: {why}")
+                else:
+                    self.unreachable += 1
+            self._stop.wait(0.5)
+
+    def __enter__(self) -> _HandshakeProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+def _authority_rotated(group: Any, node: Any, tmp_path: Path) -> None:
+    old = tmp_path / "old-ca.crt"
+    old.write_text(_secret_text(node, "broker-tls-tls", "ca.crt"), encoding="utf-8")
+    assert len(pem_certificates(old.read_text())) == 1
+    brokers = {name: f"{p['status']['podIP']}:10911" for name, p in group.pods().items()}
+    controller = next(p for p in node.json("-n", NS, "get", "pods", "-l", "rocketmq-operator.dev/group=tls-ctl")[
+        "items"] if p["metadata"]["name"] == "tls-ctl-0")  # fmt: skip
+    addresses = [*brokers.values(), f"{controller['status']['podIP']}:9876"]
+    jvms = {pod: group.jvm_pid(pod)[0] for pod in brokers}
+    producer = "tls-through-rotation"
+    group.produce(producer, 40_000, "--rate", "50", "--timeout", "3", "--retries", "2", "--report-keys",
+                  "--tls-ca", "/tls/ca.crt", "--tls-chain-only", wait=False, secret_mounts=CA)  # fmt: skip
+    with group.interrupted_on_failure(producer), _HandshakeProbe(addresses, old) as probe:
+        asked = kubectl_rocketmq(node, NS, "rotate-ca", "--overlap", "0s", "--wait", "180")
+        assert asked.returncode == 0, asked.stderr
+        assert "TLS authority rotated" in asked.stdout, asked.stdout
+        trust = pem_certificates(_secret_text(node, AUTHORITY, "ca.crt"))
+        assert len(trust) == 2 and trust[1] == old.read_text() and _secret_text(node, AUTHORITY, "bridge.crt")
+
+        def reissued(name: str) -> bool:
+            chain = pem_certificates(_secret_text(node, name, "tls.crt"))
+            return _secret_text(node, name, "ca.crt") == "".join(trust) and len(chain) == 2
+
+        node.wait_for("every certificate Secret reissued with both authorities and the bridge",
+                      lambda: all(reissued(n) for n in CERT_SECRETS), 300, 2)  # fmt: skip
+        leaf = pem_certificates(_secret_text(node, "broker-tls-tls", "tls.crt"))[0]
+
+        def serving_new(address: str) -> bool:
+            served, _ = _served(address, old)
+            return served is not None and CertificateInfo.of(served).fingerprint == CertificateInfo.of(leaf).fingerprint
+
+        # kubelet updates the mounted files in place; each broker's FileWatchService reloads them (cert and key).
+        node.wait_for("each broker serving its new certificate, verified through the bridge by the old trust",
+                      lambda: all(serving_new(a) for a in brokers.values()), 300, 2)  # fmt: skip
+        # The controller cannot reload: the operator restarts it once its certificate was issued again.
+        issued = float(node.json("-n", NS, "get", "secret", "tls-ctl-tls")["metadata"]["annotations"][
+            "rocketmq-operator.dev/issued-at"])  # fmt: skip
+
+        def controller_restarted() -> bool:
+            pods = node.json("-n", NS, "get", "pods", "-l", "rocketmq-operator.dev/group=tls-ctl")["items"]
+            pod = next((p for p in pods if p["metadata"]["name"] == "tls-ctl-0"), {})
+            created = (pod.get("metadata") or {}).get("creationTimestamp")
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in (pod.get("status") or {}).get("conditions") or [])  # fmt: skip
+            return bool(created) and ready and _epoch(str(created)) >= issued
+
+        node.wait_for("the controller restarted onto its new certificate", controller_restarted, 600, 2)
+        group.wait_healthy()
+        assert {pod: group.jvm_pid(pod)[0] for pod in brokers} == jvms, "a broker JVM restarted for the rotation"
+        node.wait_for("the old authority kept for the pods started before the rotation",
+                      lambda: "started before the rotation" in _authority_state(node), 120, 2)  # fmt: skip
+        state = _authority_state(node)
+        assert all(name in state for name in brokers), state
+    group.interrupt(producer)
+    during = group.tool_result(producer)
+    print(f"{producer}: sent {during['sent']}, acknowledged {during['acknowledged']}, attempt failures "
+          f"{during['attempt_failures']}; probe: {probe.handshakes} handshakes trusting only the old authority, "
+          f"{len(probe.refused)} refused, {probe.unreachable} unreachable")  # fmt: skip
+    assert probe.handshakes > 0 and not probe.refused, probe.refused[:5]
+    assert "TLS_HANDSHAKE" not in during["attempt_failures"], during["attempt_failures"]
+    read = group.tool(
+        "tls-rotation-read", "consume", "--namesrv", group.name_servers(), "--topic", "orders", "--group",
+        "tls-readers", "--from", "earliest", "--read-from", "master", "--idle-timeout", "15", "--to-end",
+        "--tls-ca", "/tls/ca.crt", "--tls-chain-only", "--report-keys", secret_mounts=CA,
+    )  # fmt: skip
+    loss = reports_no_loss_failure([during], read)
+    assert loss is None, loss
+
+    # The pods started before the rotation restarted (the brokers by the operator's roll, the proxy by its
+    # Deployment): the old authority leaves, every certificate is issued again without the bridge.
+    restart = kubectl_rocketmq(node, NS, "restart", "broker-tls", "--wait", "900")
+    assert restart.returncode == 0, restart.stderr
+    node.kubectl("-n", NS, "rollout", "restart", f"deployment/{PROXY}")
+    node.wait_for("the old authority retired", lambda: len(pem_certificates(_secret_text(node, AUTHORITY, "ca.crt")))
+                  == 1, 900, 2, detail=lambda: _authority_state(node))  # fmt: skip
+    new_only = tmp_path / "new-ca.crt"
+    new_only.write_text(trust[0], encoding="utf-8")
+
+    def reissued_alone(name: str) -> bool:
+        chain = pem_certificates(_secret_text(node, name, "tls.crt"))
+        return _secret_text(node, name, "ca.crt") == trust[0] and len(chain) == 1
+
+    node.wait_for("every certificate Secret issued again without the bridge",
+                  lambda: all(reissued_alone(n) for n in CERT_SECRETS), 300, 2)  # fmt: skip
+    group.wait_healthy()
+    addresses = [f"{p['status']['podIP']}:10911" for p in group.pods().values()]
+
+    def old_refused_new_accepted() -> bool:
+        return all(_served(a, old)[0] is None and _served(a, new_only)[0] is not None for a in addresses)
+
+    node.wait_for("the old authority refused and the new one accepted by every broker", old_refused_new_accepted,
+                  300, 2)  # fmt: skip
+    after = group.produce("tls-after-rotation", 20, "--tls-ca", "/tls/ca.crt", "--tls-chain-only", secret_mounts=CA)
+    assert after is not None and after["acknowledged"] == 20, after
+
+
+def _epoch(stamp: str) -> float:
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
 def test_tls_example_refuses_plain_text_and_serves_clients_that_trust_its_authority(
     group_in: Callable[..., Any], tmp_path: Path
 ) -> None:
@@ -128,5 +300,6 @@ def test_tls_example_refuses_plain_text_and_serves_clients_that_trust_its_author
         loss = reports_no_loss_failure([sent], read)  # by key: every acknowledged key read back
         assert loss is None, loss
         _through_the_tls_proxy(node, tmp_path)
+        _authority_rotated(group, node, tmp_path)
     finally:
         node.delete_namespace(NS)

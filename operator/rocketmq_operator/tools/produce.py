@@ -42,6 +42,7 @@ import contextlib
 import enum
 import itertools
 import secrets
+import ssl
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -98,6 +99,9 @@ KIND_TIMEOUT = "TIMEOUT"
 KIND_CONNECTION = "CONNECTION_ERROR"
 KIND_NO_ROUTE = "NO_ROUTE"
 KIND_BAD_RESPONSE = "BAD_RESPONSE"
+KIND_TLS = "TLS_HANDSHAKE"
+"""A connection refused in its TLS handshake (the peer's certificate not trusted, or ours refused): counted apart
+from other connection errors, so that a certificate or authority change is measured as the client sees it."""
 
 
 class Decision(enum.Enum):
@@ -120,7 +124,7 @@ def classify_exception(exc: BaseException) -> tuple[str, Decision]:
     if isinstance(exc, RemotingTimeout):
         return KIND_TIMEOUT, Decision.RETRY
     if isinstance(exc, RemotingConnectionError):
-        return KIND_CONNECTION, Decision.RETRY
+        return (KIND_TLS if isinstance(exc.__cause__, ssl.SSLError) else KIND_CONNECTION), Decision.RETRY
     return KIND_BAD_RESPONSE, Decision.FAIL
 
 

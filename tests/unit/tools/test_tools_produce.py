@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import io
 import json
+import ssl
 import sys
 from collections import Counter, deque
 from collections.abc import Callable
@@ -82,6 +83,9 @@ def test_classify_result(code: int, remark: str | None, decision: Decision) -> N
 def test_classify_exception() -> None:
     assert classify_exception(RemotingTimeout("t")) == ("TIMEOUT", Decision.RETRY)
     assert classify_exception(RemotingConnectionError("c")) == ("CONNECTION_ERROR", Decision.RETRY)
+    refused = RemotingConnectionError("connect to a:1 failed: certificate verify failed")
+    refused.__cause__ = ssl.SSLCertVerificationError("certificate verify failed")
+    assert classify_exception(refused) == ("TLS_HANDSHAKE", Decision.RETRY)  # counted apart: a trust problem
     assert classify_exception(ResponseFormatError("f")) == ("BAD_RESPONSE", Decision.FAIL)
 
 
