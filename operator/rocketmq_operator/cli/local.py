@@ -64,6 +64,10 @@ def cmd_start(args: argparse.Namespace) -> int:
     return lifecycle.start(resolve_state_dir(args.state_dir), args.replica)
 
 
+def cmd_rotate_ca(args: argparse.Namespace) -> int:
+    return lifecycle.rotate_ca(resolve_state_dir(args.state_dir), args.overlap, wait_s=args.wait)
+
+
 def cmd_switchover(args: argparse.Namespace) -> int:
     from rocketmq_operator.platforms.local.switchover import cmd_switchover as run
 
@@ -165,6 +169,21 @@ def register(sub: Any) -> None:
     p.add_argument("replica")
     _state_dir_arg(p)
     p.set_defaults(func=cmd_start)
+
+    p = lsub.add_parser(
+        "rotate-ca",
+        help="replace the cluster's TLS authority: both trusted during an overlap, every certificate reissued, no "
+        "broker restart (exit 3 when nothing runs)",
+    )
+    p.add_argument(
+        "--overlap",
+        default="24h",
+        metavar="DURATION",
+        help="both authorities are trusted at least this long (default 24h: clients re-read ca.crt meanwhile)",
+    )
+    p.add_argument("--wait", type=float, default=0.0, metavar="S", help="wait until the supervisor has started it")
+    _state_dir_arg(p)
+    p.set_defaults(func=cmd_rotate_ca)
 
     p = lsub.add_parser(
         "dist-path",

@@ -15,6 +15,9 @@ Contract:
   start (`TlsHelper.buildSslContext(true)` in the `NettyRemotingClient` constructor).
 * `pem_certificates(text)` splits a bundle or a chain into its certificates; `trust_bundle(*authorities)` is the
   text of a trust file holding each.
+* `Authority`: an authority as a platform holds it (the signer, the trust file's text, the bridge during an
+  overlap); `Authority.held(trust, key, bridge)` reads it back, `Authority.after(action, name, now)` is the one
+  after a rotation's two steps (`core.tls.plan_authority`); `Authority.chain(leaf)` what a process serves.
 * `issue(authority, common_name, dns_names, ip_addresses, lifetime_s, now)` makes a server-and-client
   certificate (RocketMQ processes are both) signed by `authority`, with every name and address as a SAN, so
   clients that check the host they dial accept it. The key is unencrypted PKCS#8 PEM, the form Netty's
@@ -198,6 +201,54 @@ def pem_certificates(text: str) -> list[str]:
 def trust_bundle(*authorities: str) -> str:
     """A trust file's text: every certificate of each authority's PEM, the first the one that signs now."""
     return "".join(c for pem in authorities for c in pem_certificates(pem))
+
+
+@dataclass(frozen=True, slots=True)
+class Authority:
+    """An authority as both platforms hold it."""
+
+    signer: IssuedPair
+    """Signs every certificate from now on."""
+    trust: str
+    """The trust file's text: the signer, then its predecessor while a rotation's overlap is open."""
+    bridge: str | None
+    """The signer certified by its predecessor, served after every leaf during the overlap."""
+
+    @classmethod
+    def held(cls, trust: str, key_pem: str, bridge: str | None) -> Authority:
+        """What a platform stored (the first certificate of the trust signs); the bridge counts only while the
+        trust holds a predecessor beside it."""
+        certs = pem_certificates(trust)
+        signer = IssuedPair(certs[0], key_pem)
+        if not bridge or len(certs) < 2:
+            return cls(signer, certs[0], None)
+        return cls(signer, trust_bundle(*certs[:2]), bridge)
+
+    @property
+    def predecessor(self) -> str | None:
+        certs = pem_certificates(self.trust)
+        return certs[1] if self.bridge is not None and len(certs) > 1 else None
+
+    def rotated(self, name: str, now: float) -> Authority:
+        """A successor signs, both are trusted (the successor first), and leaves are served with the bridge."""
+        successor = new_authority(name, AUTHORITY_LIFETIME_S, now)
+        return Authority(
+            successor, trust_bundle(successor.cert_pem, self.signer.cert_pem), cross_sign(successor, self.signer, now)
+        )
+
+    def retired(self) -> Authority:
+        """The predecessor and the bridge gone: the signer alone."""
+        return Authority(self.signer, self.signer.cert_pem, None)
+
+    def chain(self, leaf_pem: str) -> str:
+        return leaf_pem + (self.bridge or "")
+
+    def serves(self, chain_pem: str) -> bool:
+        """Whether a process's chain is this authority's: its leaf from the signer, the bridge after it exactly
+        while there is one."""
+        return signed_by(chain_pem, self.signer.cert_pem) and pem_certificates(chain_pem)[1:] == pem_certificates(
+            self.bridge or ""
+        )
 
 
 def held_or_new_authority(cert_pem: str | None, key_pem: str | None, name: str, now: float) -> tuple[IssuedPair, bool]:

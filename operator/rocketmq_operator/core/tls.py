@@ -35,8 +35,9 @@ roll, `kubectl rocketmq restart`), and the status says which processes it waits 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 SETTLE_S = 20.0
@@ -153,6 +154,26 @@ def overlap_over(facts: AuthorityFacts, now: float) -> bool:
     """Whether the overlap's minimum has passed (the platform reads its processes only then)."""
     started = facts.rotation_started_at
     return facts.predecessor_not_after is not None and (started is None or now - started >= facts.overlap_s)
+
+
+def authority_state(action: AuthorityAction, facts: AuthorityFacts, now: float) -> str:
+    """The line a platform records for its authority: stable while the overlap runs (its end, not the seconds
+    left), so that it is written when it changes and not at every pass."""
+    if (
+        action.kind is AuthorityActionKind.WAIT
+        and facts.rotation_started_at is not None
+        and not overlap_over(facts, now)
+    ):
+        until = dt.datetime.fromtimestamp(facts.rotation_started_at + facts.overlap_s, dt.UTC)
+        pending = " (a rotation asked for now waits for this one)" if facts.request_pending else ""
+        return f"authority: wait: both authorities trusted until {until.isoformat(timespec='seconds')}{pending}"
+    return action.describe()
+
+
+def state_after_rotation(facts: AuthorityFacts, now: float) -> str:
+    """The line recorded when a rotation starts: what it is from then on (the overlap and its end)."""
+    after = replace(facts, predecessor_not_after=facts.not_after, rotation_started_at=now, request_pending=False)
+    return authority_state(plan_authority(after, now), after, now)
 
 
 def plan_authority(facts: AuthorityFacts, now: float) -> AuthorityAction:

@@ -4,8 +4,10 @@ Contract: `ClientTls(ca_file)` verifies the server's certificate chain against `
 system's trust store) and its name or IP address against the address dialled (`ssl.create_default_context`
 semantics: TLS 1.2+, hostname checked). With ``check_hostname=False`` only the chain is verified, as RocketMQ's
 own Java clients do (Netty's handler is made without a peer host): on Kubernetes brokers register their pod IPs,
-which no certificate issued before the pod started can name. `context()` builds the `ssl.SSLContext` (once per
-`ClientTls`, cached).
+which no certificate issued before the pod started can name. `context()` builds the `ssl.SSLContext`, cached
+while the file is unchanged: a trust file replaced in place (an authority's rotation adds its successor, then
+drops the predecessor; kubelet updates a mounted Secret) is read again by the next connection, so a long-running
+client follows it (docs/tls.md "Rotating the authority").
 A RocketMQ server with `tls.server.mode=enforcing` closes a plain-text connection at its first bytes; one with
 `permissive` takes both.
 """
@@ -13,6 +15,7 @@ A RocketMQ server with `tls.server.mode=enforcing` closes a plain-text connectio
 from __future__ import annotations
 
 import functools
+import os
 import ssl
 from dataclasses import dataclass
 
@@ -25,11 +28,23 @@ class ClientTls:
     """False: the chain is verified, the name or address it is issued to is not."""
 
     def context(self) -> ssl.SSLContext:
-        return _context(self.ca_file, self.check_hostname)
+        return _context(self.ca_file, self.check_hostname, _version(self.ca_file))
 
 
-@functools.cache
-def _context(ca_file: str | None, check_hostname: bool) -> ssl.SSLContext:
+def _version(ca_file: str | None) -> tuple[int, int, int] | None:
+    """What tells one content of the trust file from the next (its inode, size and modification time; a rename
+    over it, or a symlink swapped by kubelet, changes them)."""
+    if ca_file is None:
+        return None
+    try:
+        st = os.stat(ca_file)
+    except OSError:
+        return None  # the context's own load reports it
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=64)
+def _context(ca_file: str | None, check_hostname: bool, version: tuple[int, int, int] | None) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=ca_file)
     if not check_hostname:
         context.check_hostname = False  # verify_mode stays CERT_REQUIRED: the chain is still checked

@@ -41,36 +41,30 @@ import logging
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, Proxy, duration_seconds
 from rocketmq_operator.control.certificates import (
-    AUTHORITY_LIFETIME_S,
+    Authority,
     CertificateError,
     CertificateInfo,
-    IssuedPair,
-    cross_sign,
     held_or_new_authority,
     issue,
-    new_authority,
-    pem_certificates,
-    signed_by,
-    trust_bundle,
 )
 from rocketmq_operator.core.tls import (
     AUTHORITY_RENEW_BEFORE_S,
     DEFAULT_OVERLAP_S,
     SETTLE_S,
-    AuthorityAction,
     AuthorityActionKind,
     AuthorityFacts,
     HeldCertificate,
     TlsActionKind,
+    authority_state,
     overlap_over,
     plan_authority,
     plan_tls,
+    state_after_rotation,
 )
 from rocketmq_operator.platforms.kubernetes.auth import secret_data
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeError
@@ -117,21 +111,6 @@ def _secret(name: str, namespace: str, values: dict[str, str], meta: JSON | None
     }
 
 
-@dataclass(frozen=True, slots=True)
-class Authority:
-    """The namespace's authority as every certificate Secret carries it."""
-
-    signer: IssuedPair
-    """Signs every certificate from now on."""
-    trust: str
-    """Every Secret's ca.crt: the signer, then the predecessor while a rotation's overlap is open."""
-    bridge: str | None
-    """The signer certified by its predecessor, served after every leaf during the overlap."""
-
-    def chain(self, leaf_pem: str) -> str:
-        return leaf_pem + (self.bridge or "")
-
-
 def _annotations(secret: JSON | None) -> dict[str, str]:
     return dict((((secret or {}).get("metadata") or {}).get("annotations")) or {})
 
@@ -141,15 +120,6 @@ def _float(text: str | None) -> float | None:
         return float(text) if text else None
     except ValueError:
         return None
-
-
-def _held_authority(data: dict[str, str], pair: IssuedPair) -> Authority:
-    certs = pem_certificates(pair.cert_pem)
-    signer = IssuedPair(certs[0], pair.key_pem)
-    bridge = data.get(BRIDGE_KEY) or None
-    if bridge is None or len(certs) < 2:
-        return Authority(signer, certs[0], None)
-    return Authority(signer, trust_bundle(*certs[:2]), bridge)
 
 
 def _created(obj: JSON) -> float | None:
@@ -186,8 +156,7 @@ async def trusting_only_predecessor(kube: KubeClient, namespace: str, trust: str
 
 def _authority_facts(annotations: dict[str, str], held: Authority, now: float) -> AuthorityFacts:
     token = annotations.get(ANNOTATION_ROTATE) or ""
-    certs = pem_certificates(held.trust)
-    predecessor = CertificateInfo.of(certs[1]).not_after if held.bridge is not None and len(certs) > 1 else None
+    predecessor = CertificateInfo.of(held.predecessor).not_after if held.predecessor is not None else None
     try:
         overlap = duration_seconds(annotations[ANNOTATION_OVERLAP]) if annotations.get(ANNOTATION_OVERLAP) else None
     except ValueError:
@@ -200,17 +169,6 @@ def _authority_facts(annotations: dict[str, str], held: Authority, now: float) -
         overlap_s=DEFAULT_OVERLAP_S if overlap is None else overlap,
         renew_before_s=AUTHORITY_RENEW_BEFORE_S,
     )
-
-
-def next_authority(held: Authority, action: AuthorityAction, now: float) -> Authority:
-    """The authority after a ROTATE (a successor, both trusted, the bridge) or a RETIRE (the signer alone)."""
-    if action.kind is AuthorityActionKind.ROTATE:
-        successor = new_authority(AUTHORITY_NAME, AUTHORITY_LIFETIME_S, now)
-        bridge = cross_sign(successor, held.signer, now)
-        return Authority(successor, trust_bundle(successor.cert_pem, held.signer.cert_pem), bridge)
-    if action.kind is AuthorityActionKind.RETIRE:
-        return Authority(held.signer, held.signer.cert_pem, None)
-    return held
 
 
 async def authority(kube: KubeClient, namespace: str, now: float) -> Authority:
@@ -233,23 +191,21 @@ async def authority(kube: KubeClient, namespace: str, now: float) -> Authority:
             made, action = Authority(pair, pair.cert_pem, None), None
             ours = {ANNOTATION_ROTATED_FOR: token}
         else:
-            held = _held_authority(data, pair)
+            held = Authority.held(pair.cert_pem, pair.key_pem, data.get(BRIDGE_KEY))
             facts = _authority_facts(annotations, held, now)
             if overlap_over(facts, now):
                 only_old = await trusting_only_predecessor(kube, namespace, held.trust)
                 facts = dataclasses.replace(facts, trusting_only_predecessor=only_old)
             action = plan_authority(facts, now)
-            state = _state_text(action, facts, now)
+            state = authority_state(action, facts, now)
             steady = action.kind in (AuthorityActionKind.KEEP, AuthorityActionKind.WAIT)
             if steady and annotations.get(ANNOTATION_AUTHORITY_STATE, state) == state:
                 return held  # written only when it changes: many passes read it every 30 s
-            made = next_authority(held, action, now)
+            made = held.rotated(AUTHORITY_NAME, now) if action.kind is AuthorityActionKind.ROTATE else held
+            made = made.retired() if action.kind is AuthorityActionKind.RETIRE else made
             rotating = action.kind is AuthorityActionKind.ROTATE
             if rotating:  # said as what it is from now on: the overlap and its end
-                after = dataclasses.replace(
-                    facts, predecessor_not_after=facts.not_after, rotation_started_at=now, request_pending=False
-                )
-                state = _state_text(plan_authority(after, now), after, now)
+                state = state_after_rotation(facts, now)
             ours = {
                 ANNOTATION_ROTATED_FOR: token if rotating else annotations.get(ANNOTATION_ROTATED_FOR, ""),
                 ANNOTATION_AUTHORITY_STATE: state,
@@ -276,17 +232,6 @@ async def authority(kube: KubeClient, namespace: str, now: float) -> Authority:
             log.info("Secret %s/%s: %s", namespace, AUTHORITY_SECRET, action.describe())
         return made
     raise KubeError(409, f"Secret {namespace}/{AUTHORITY_SECRET} changed under every attempt to make the authority")
-
-
-def _state_text(action: AuthorityAction, facts: AuthorityFacts, now: float) -> str:
-    """What the authority Secret's state annotation says: stable while the overlap runs (its end, not the seconds
-    left), so that it is written when it changes and not at every pass."""
-    if action.kind is AuthorityActionKind.WAIT and facts.rotation_started_at is not None:
-        until = dt.datetime.fromtimestamp(facts.rotation_started_at + facts.overlap_s, dt.UTC)
-        if not overlap_over(facts, now):
-            pending = " (a rotation asked for now waits for this one)" if facts.request_pending else ""
-            return f"authority: wait: both authorities trusted until {until.isoformat(timespec='seconds')}{pending}"
-    return action.describe()
 
 
 def dns_names(resource: BrokerGroup | ControllerGroup | Proxy, namespace: str) -> list[str]:
@@ -331,9 +276,7 @@ def _held(resource: BrokerGroup | ControllerGroup | Proxy, secret: JSON | None, 
         not_after=info.not_after,
         issued_at=issued_at(secret),
         # From the signer, served with the bridge exactly while there is one, trusting what every peer trusts.
-        current_authority=signed_by(data["tls.crt"], ca.signer.cert_pem)
-        and pem_certificates(data["tls.crt"])[1:] == pem_certificates(ca.bridge or "")
-        and data.get("ca.crt") == ca.trust,
+        current_authority=ca.serves(data["tls.crt"]) and data.get("ca.crt") == ca.trust,
         names_address=set(dns_names(resource, str(resource.metadata.namespace))) <= set(info.dns_names),
         reloads=True,
         running=True,

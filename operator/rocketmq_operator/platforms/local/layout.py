@@ -98,6 +98,16 @@ class StateLayout:
     def tls_ca_key(self) -> Path:
         return self.tls_dir / "ca.key"
 
+    @property
+    def tls_bridge(self) -> Path:
+        """The signer certified by its predecessor, while a rotation's overlap is open (core.tls.plan_authority)."""
+        return self.tls_dir / "bridge.crt"
+
+    @property
+    def tls_rotation(self) -> Path:
+        """The authority's rotation record (mode 0600: a rotation cut off is resumed from it, key included)."""
+        return self.tls_dir / "rotation.json"
+
     def tls_cert(self, replica: str) -> Path:
         return self.tls_dir / f"{replica}.crt"
 

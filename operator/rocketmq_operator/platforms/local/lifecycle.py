@@ -750,6 +750,52 @@ def status(
         return EXIT_INTERRUPTED
 
 
+def rotate_ca(state_dir: Path, overlap: str, *, wait_s: float = 0.0, out: Out = _stdout) -> int:
+    """`local rotate-ca`: ask the supervisor to replace the cluster's authority (docs/tls.md "Rotating the
+    authority"); with ``wait_s``, until it has started, printing the state it records."""
+    from rocketmq_operator.api.models import duration_seconds
+    from rocketmq_operator.platforms.local.tls import read_rotation, request_rotation
+
+    try:
+        overlap_s = float(duration_seconds(overlap))
+    except ValueError:
+        _stderr(
+            f"error: --overlap: {overlap!r} is not a duration; rule: a number with a unit, such as 24h, 90m or 0s "
+            "(how long both authorities are trusted at least); fix: e.g. --overlap 24h"
+        )
+        return EXIT_INVALID
+    layout = StateLayout(state_dir)
+    try:
+        state = read_existing(layout)
+    except NotRunning as exc:
+        _stderr(f"error: {exc}")
+        return EXIT_STOPPED
+    except StateError as exc:
+        _stderr(f"error: no local cluster at {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`")
+        return EXIT_FAILED
+    if client_tls(state) is None:
+        _stderr(
+            f"error: the manifests run from {layout.root} have no group with spec.tls.enabled, so no authority to "
+            "rotate; fix: run manifests with spec.tls (examples/tls.yaml)"
+        )
+        return EXIT_FAILED
+    token = request_rotation(layout, overlap_s)
+    if wait_s <= 0:
+        out(
+            f"rotation of the TLS authority requested (overlap {overlap}): the supervisor starts it within seconds; "
+            "every certificate is issued again and no broker restarts; `local rotate-ca --wait 60` says when"
+        )
+        return EXIT_OK
+    deadline = time.monotonic() + wait_s
+    while (record := read_rotation(layout)).get("rotated_for") != token:
+        if time.monotonic() >= deadline:
+            _stderr(f"error: the rotation has not started after {wait_s:g}s (is the supervisor running?); it stands")
+            return EXIT_FAILED
+        time.sleep(0.2)
+    out(f"TLS authority rotated: a new authority signs; {record.get('state', '')}")
+    return EXIT_OK
+
+
 def env(state_dir: Path, *, out: Out = _stdout) -> int:
     """`local env`: the name servers' addresses as a shell assignment (what a client's --namesrv wants)."""
     layout = StateLayout(state_dir)

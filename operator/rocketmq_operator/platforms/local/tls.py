@@ -14,25 +14,45 @@ Contract:
   replaced in one rename: brokers, name servers and proxies reload when both changed) and restarts, through
   `restart`, the one process `plan_tls` names. `ensure_certificates(layout, state)` is the same issuing at `local up`.
   Never logs a key.
+* The authority rotates as on Kubernetes (`core.tls.plan_authority`): `request_rotation(layout, overlap_s)` (what
+  `local rotate-ca` does) records a request in `tls/rotation.json`; the policy's next run makes a successor, writes
+  ca.crt as both authorities (every process's trust file; the successor first) and `tls/bridge.crt`, and every
+  certificate is then issued again with the bridge after it. Once the overlap is over and no running process
+  started before the rotation, the predecessor and the bridge leave. Each step is recorded as pending in the
+  rotation record before its files are written, and a run finds a cut-off step there and finishes it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rocketmq_operator.api.models import AnyResource, BrokerGroup, ControllerGroup, Proxy, duration_seconds
 from rocketmq_operator.control.certificates import (
+    Authority,
     CertificateError,
     CertificateInfo,
-    IssuedPair,
     held_or_new_authority,
     issue,
-    signed_by,
 )
-from rocketmq_operator.core.tls import SETTLE_S, HeldCertificate, TlsActionKind, plan_tls
+from rocketmq_operator.core.tls import (
+    DEFAULT_OVERLAP_S,
+    SETTLE_S,
+    AuthorityActionKind,
+    AuthorityFacts,
+    HeldCertificate,
+    TlsActionKind,
+    authority_state,
+    overlap_over,
+    plan_authority,
+    plan_tls,
+    state_after_rotation,
+)
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.placement import load_resources
 from rocketmq_operator.platforms.local.state import LocalState, ReplicaProcess, write_text_atomic
@@ -102,14 +122,96 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _authority(layout: StateLayout, now: float) -> IssuedPair:
+def read_rotation(layout: StateLayout) -> dict[str, Any]:
+    """The rotation record ({} when there is none or it does not parse)."""
+    text = _read(layout.tls_rotation)
+    try:
+        doc = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _write_rotation(layout: StateLayout, doc: dict[str, Any]) -> None:
+    write_text_atomic(layout.tls_rotation, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+def request_rotation(layout: StateLayout, overlap_s: float, now: float | None = None) -> str:
+    """Ask the supervisor to rotate the authority (its next TLS run, within CHECK_EVERY_S): the request's token."""
+    token = f"{time.time() if now is None else now:.3f}"
+    doc = read_rotation(layout)
+    doc.update(request=token, overlap_s=overlap_s)
+    _write_rotation(layout, doc)
+    return token
+
+
+def _write_authority(layout: StateLayout, made: Authority) -> None:
+    # The key first, then the trust whose first certificate it belongs to: a reader of both between the two would
+    # get a mismatched pair only if cut off here, and the pending record redoes the step then.
+    write_text_atomic(layout.tls_ca_key, made.signer.key_pem)
+    write_text_atomic(layout.tls_ca, made.trust, 0o644)
+    if made.bridge is not None:
+        write_text_atomic(layout.tls_bridge, made.bridge, 0o644)
+    else:
+        layout.tls_bridge.unlink(missing_ok=True)
+
+
+def _authority(layout: StateLayout, now: float) -> Authority:
+    record = read_rotation(layout)
+    pending = record.pop("pending", None)
+    if isinstance(pending, dict):  # a step cut off after its record: finish it
+        _write_authority(layout, Authority.held(pending["trust"], pending["key"], pending.get("bridge")))
+        _write_rotation(layout, record)
     pair, new = held_or_new_authority(_read(layout.tls_ca), _read(layout.tls_ca_key), AUTHORITY_NAME, now)
     if not new:
-        return pair
-    write_text_atomic(layout.tls_ca_key, pair.key_pem)
-    write_text_atomic(layout.tls_ca, pair.cert_pem, 0o644)
+        return Authority.held(pair.cert_pem, pair.key_pem, _read(layout.tls_bridge))
+    made = Authority(pair, pair.cert_pem, None)
+    _write_authority(layout, made)
+    if record.get("request"):  # a new authority answers a request made before it
+        record["rotated_for"] = record["request"]
+        _write_rotation(layout, record)
     log.info("issued a new certificate authority %s", layout.tls_ca)
-    return pair
+    return made
+
+
+def _rotated(layout: StateLayout, held: Authority, running_since: dict[str, float | None], now: float) -> Authority:
+    """One step of the authority's rotation, as `core.tls.plan_authority` decides. ``running_since``: each
+    running process of a TLS group and when it started (each read the trust file then)."""
+    record = read_rotation(layout)
+    request = str(record.get("request") or "")
+    started = record.get("started_at")
+    predecessor = held.predecessor
+    facts = AuthorityFacts(
+        not_after=CertificateInfo.of(held.signer.cert_pem).not_after,
+        request_pending=bool(request) and request != record.get("rotated_for"),
+        predecessor_not_after=CertificateInfo.of(predecessor).not_after if predecessor is not None else None,
+        rotation_started_at=float(started) if isinstance(started, int | float) else None,
+        overlap_s=float(record.get("overlap_s", DEFAULT_OVERLAP_S)),
+    )
+    if overlap_over(facts, now):
+        since = facts.rotation_started_at or 0.0
+        old = tuple(sorted(n for n, at in running_since.items() if at is None or at < since))
+        facts = dataclasses.replace(facts, trusting_only_predecessor=old)
+    action = plan_authority(facts, now)
+    if action.kind in (AuthorityActionKind.KEEP, AuthorityActionKind.WAIT):
+        state = authority_state(action, facts, now)
+        if record.get("state", state) != state or (action.kind is AuthorityActionKind.WAIT and "state" not in record):
+            _write_rotation(layout, {**record, "state": state})
+        return held
+    if action.kind is AuthorityActionKind.ROTATE:
+        made = held.rotated(AUTHORITY_NAME, now)
+        record.update(rotated_for=request, started_at=now, state=state_after_rotation(facts, now))
+    else:
+        made = held.retired()
+        record.pop("started_at", None)
+        record["state"] = action.describe()
+    _write_rotation(
+        layout, {**record, "pending": {"trust": made.trust, "key": made.signer.key_pem, "bridge": made.bridge}}
+    )
+    _write_authority(layout, made)
+    _write_rotation(layout, record)
+    log.info("tls: %s", action.describe())
+    return made
 
 
 def _host(address: str) -> str:
@@ -119,7 +221,7 @@ def _host(address: str) -> str:
 def _held(
     layout: StateLayout,
     replica: ReplicaProcess,
-    authority: IssuedPair,
+    authority: Authority,
     groups: dict[str, TlsOwner],
 ) -> HeldCertificate:
     text = _read(layout.tls_cert(replica.name))
@@ -138,7 +240,7 @@ def _held(
         replica=replica.name,
         not_after=info.not_after,
         issued_at=layout.tls_cert(replica.name).stat().st_mtime,
-        current_authority=signed_by(text, authority.cert_pem),
+        current_authority=authority.serves(text),
         names_address=_host(replica.address) in info.ip_addresses + info.dns_names,
         reloads=reloads,
         running=running,
@@ -147,11 +249,11 @@ def _held(
     )
 
 
-def _issue(layout: StateLayout, replica: ReplicaProcess, authority: IssuedPair, lifetime_s: int, now: float) -> None:
+def _issue(layout: StateLayout, replica: ReplicaProcess, authority: Authority, lifetime_s: int, now: float) -> None:
     host = _host(replica.address)
-    pair = issue(authority, replica.name, CERT_DNS_NAMES, [host] if host[:1].isdigit() else [], lifetime_s, now)
+    pair = issue(authority.signer, replica.name, CERT_DNS_NAMES, [host] if host[:1].isdigit() else [], lifetime_s, now)
     # Certificate first, then key: RocketMQ reloads once both have changed, and never reads a half-written one.
-    write_text_atomic(layout.tls_cert(replica.name), pair.cert_pem, 0o644)
+    write_text_atomic(layout.tls_cert(replica.name), authority.chain(pair.cert_pem), 0o644)
     write_text_atomic(layout.tls_key(replica.name), pair.key_pem)
 
 
@@ -177,8 +279,9 @@ class TlsPolicy:
         if not self.groups:
             return []
         now = time.time() if now is None else now
-        authority = _authority(self.layout, now)
         by_name = {r.name: r for r in self.state.replicas if r.group in self.groups}
+        running_since = {r.name: r.started_at for r in by_name.values() if r.pid is not None}
+        authority = _rotated(self.layout, _authority(self.layout, now), running_since, now)
         held = [_held(self.layout, r, authority, self.groups) for r in by_name.values()]
         done: list[tuple[str, ReplicaProcess | None]] = []
         for action in plan_tls(held, now, settle_s=self.settle_s):
