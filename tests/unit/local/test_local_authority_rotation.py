@@ -1,0 +1,101 @@
+"""The local platform's authority rotation (platforms/local/tls.py, core.tls.plan_authority) on examples/tls.yaml's
+processes, in a state directory of real files and fake processes: `local rotate-ca` records the request; the
+policy's next run trusts both authorities in the one trust file, issues every certificate again with the bridge
+(restarting only the controller, which cannot reload); the predecessor stays while a process started before the
+rotation runs, and leaves once none does; a step cut off after its record is finished by the next run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rocketmq_operator.api.validation import validate_file
+from rocketmq_operator.control.certificates import CertificateInfo, pem_certificates, signed_by
+from rocketmq_operator.platforms.local.layout import StateLayout
+from rocketmq_operator.platforms.local.lifecycle import rotate_ca
+from rocketmq_operator.platforms.local.placement import build_state, port_needs
+from rocketmq_operator.platforms.local.ports import pack
+from rocketmq_operator.platforms.local.state import LocalState, write_state
+from rocketmq_operator.platforms.local.tls import TlsPolicy, ensure_certificates, read_rotation, request_rotation
+
+ROOT = Path(__file__).resolve().parents[3]
+TLS_EXAMPLE = ROOT / "examples" / "tls.yaml"
+NOW = 1_900_000_000.0
+
+
+def _running(tmp_path: Path) -> tuple[StateLayout, LocalState]:
+    resources = [r.resource for r in validate_file(TLS_EXAMPLE) if r.resource is not None]
+    layout = StateLayout(tmp_path)
+    layout.tls_dir.mkdir(parents=True)
+    state = build_state(
+        resources, pack(port_needs(resources), 23300), layout, files=[str(TLS_EXAMPLE)], distribution="/d",
+        rocketmq_version="5.5.0",
+    )  # fmt: skip
+    ensure_certificates(layout, state)
+    for i, replica in enumerate(state.replicas):  # every process running, started an hour before
+        replica.pid, replica.started_at = 1000 + i, NOW - 3600
+    return layout, state
+
+
+def _run(layout: StateLayout, state: LocalState, now: float) -> list[str]:
+    policy = TlsPolicy(state, layout)
+    return [line for line, _ in policy._plan(now, restarts=True)]
+
+
+def test_a_rotation_keeps_both_trusted_until_no_process_started_before_it_then_retires_the_old_one(
+    tmp_path: Path,
+) -> None:
+    layout, state = _running(tmp_path)
+    old = layout.tls_ca.read_text()
+    request_rotation(layout, overlap_s=0.0, now=NOW)
+    lines = _run(layout, state, NOW)
+    trust = pem_certificates(layout.tls_ca.read_text())
+    assert len(trust) == 2 and trust[1] == old  # the successor first: it signs from now on
+    bridge = layout.tls_bridge.read_text()
+    assert signed_by(bridge, old) and CertificateInfo.of(bridge).subject == CertificateInfo.of(trust[0]).subject
+    for replica in state.replicas:  # every certificate issued again, with the bridge after it
+        chain = pem_certificates(layout.tls_cert(replica.name).read_text())
+        assert signed_by(chain[0], trust[0]) and chain[1:] == [bridge], replica.name
+    assert all(f"issue {r.name}: signed by another authority" in lines for r in state.replicas), lines
+    record = read_rotation(layout)
+    assert record["rotated_for"] == record["request"] and record["started_at"] == NOW
+    assert "pending" not in record and oct(layout.tls_rotation.stat().st_mode & 0o777) == "0o600"
+
+    # The processes started before the rotation keep the old authority trusted, and are named.
+    assert not [line for line in _run(layout, state, NOW + 30) if line.startswith("issue")]
+    state_line = read_rotation(layout)["state"]
+    assert "started before the rotation and trust only the previous authority" in state_line, state_line
+    assert "broker-tls-0" in state_line
+    for replica in state.replicas:  # each restarted since (a roll, `local kill`, a renewal's restart)
+        replica.started_at = NOW + 40
+    lines = _run(layout, state, NOW + 60)
+    assert pem_certificates(layout.tls_ca.read_text()) == [trust[0]] and not layout.tls_bridge.exists()
+    for replica in state.replicas:
+        chain = pem_certificates(layout.tls_cert(replica.name).read_text())
+        assert len(chain) == 1 and signed_by(chain[0], trust[0]), replica.name
+    assert "retire" in read_rotation(layout)["state"]
+
+
+def test_a_step_cut_off_after_its_record_is_finished_by_the_next_run(tmp_path: Path) -> None:
+    layout, state = _running(tmp_path)
+    request_rotation(layout, overlap_s=3600.0, now=NOW)
+    _run(layout, state, NOW)
+    rotated = layout.tls_ca.read_text()
+    record = read_rotation(layout)
+    # As if the supervisor died between the record and the files of the retirement: only the record says it.
+    record["pending"] = {"trust": pem_certificates(rotated)[0], "key": layout.tls_ca_key.read_text(), "bridge": None}
+    layout.tls_rotation.write_text(json.dumps(record))
+    _run(layout, state, NOW + 10)
+    assert pem_certificates(layout.tls_ca.read_text()) == pem_certificates(rotated)[:1]
+    assert not layout.tls_bridge.exists() and "pending" not in read_rotation(layout)
+
+
+def test_rotate_ca_refuses_a_bad_overlap_and_a_cluster_without_tls_in_one_line(tmp_path: Path, capsys: object) -> None:
+    layout, state = _running(tmp_path)
+    assert rotate_ca(tmp_path, "soon") == 2
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert err.count("\n") == 1 and "--overlap: 'soon' is not a duration" in err and "fix:" in err
+    write_state(layout.state_file, state)
+    printed: list[str] = []
+    assert rotate_ca(tmp_path, "1h", out=printed.append) == 0
+    assert read_rotation(layout)["overlap_s"] == 3600.0 and "rotation of the TLS authority requested" in printed[0]
