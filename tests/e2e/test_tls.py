@@ -24,9 +24,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import socket
-import ssl
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,6 +37,7 @@ from e2e.e2e_helpers import kubectl_rocketmq, wait_proxy_ready
 from rocketmq_operator.control.certificates import CertificateInfo, pem_certificates
 from rocketmq_operator.tools.grpc_client import receive_keys_trusting, send_keys, send_keys_trusting
 from rocketmq_operator.tools.noloss import missing_acknowledged, reports_no_loss_failure
+from tls_probe import HandshakeProbe, served_chain
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tls.yaml"
@@ -111,55 +110,6 @@ def _authority_state(node: Any) -> str:
     return str(annotations.get("rocketmq-operator.dev/authority-state", ""))
 
 
-def _served(address: str, trust: Path) -> tuple[str | None, str | None]:
-    """A fresh TLS handshake with ``address`` trusting only ``trust`` (chain verified, not the pod IP, as RocketMQ's
-    clients do): (the served leaf as PEM, None), or (None, why it failed); `ssl` errors are refusals of trust."""
-    context = ssl.create_default_context(cafile=str(trust))
-    context.check_hostname = False
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host, int(port)), timeout=5) as raw, context.wrap_socket(raw) as tls:
-            der = tls.getpeercert(binary_form=True)
-            return (ssl.DER_cert_to_PEM_cert(der) if der else None), None
-    except ssl.SSLError as exc:
-        return None, f"TLS: {exc}"
-    except OSError as exc:
-        return None, f"connection: {exc}"
-
-
-class _HandshakeProbe:
-    """Fresh handshakes with every address, every half second, trusting only the old authority: counts those
-    refused in TLS (a connection refused while a controller restarts is not a handshake, and counted apart)."""
-
-    def __init__(self, addresses: list[str], trust: Path) -> None:
-        self.addresses, self.trust = addresses, trust
-        self.handshakes = 0
-        self.refused: list[str] = []
-        self.unreachable = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for address in self.addresses:
-                served, why = _served(address, self.trust)
-                if served is not None:
-                    self.handshakes += 1
-                elif why is not None and why.startswith("TLS"):
-                    self.refused.append(f"{address}: {why}")
-                else:
-                    self.unreachable += 1
-            self._stop.wait(0.5)
-
-    def __enter__(self) -> _HandshakeProbe:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-
 def _authority_rotated(group: Any, node: Any, tmp_path: Path) -> None:
     old = tmp_path / "old-ca.crt"
     old.write_text(_secret_text(node, "broker-tls-tls", "ca.crt"), encoding="utf-8")
@@ -172,7 +122,7 @@ def _authority_rotated(group: Any, node: Any, tmp_path: Path) -> None:
     producer = "tls-through-rotation"
     group.produce(producer, 40_000, "--rate", "50", "--timeout", "3", "--retries", "2", "--report-keys",
                   "--tls-ca", "/tls/ca.crt", "--tls-chain-only", wait=False, secret_mounts=CA)  # fmt: skip
-    with group.interrupted_on_failure(producer), _HandshakeProbe(addresses, old) as probe:
+    with group.interrupted_on_failure(producer), HandshakeProbe(addresses, old) as probe:
         asked = kubectl_rocketmq(node, NS, "rotate-ca", "--overlap", "0s", "--wait", "180")
         assert asked.returncode == 0, asked.stderr
         assert "TLS authority rotated" in asked.stdout, asked.stdout
@@ -188,7 +138,7 @@ def _authority_rotated(group: Any, node: Any, tmp_path: Path) -> None:
         leaf = pem_certificates(_secret_text(node, "broker-tls-tls", "tls.crt"))[0]
 
         def serving_new(address: str) -> bool:
-            served, _ = _served(address, old)
+            served, _ = served_chain(address, old)
             return served is not None and CertificateInfo.of(served).fingerprint == CertificateInfo.of(leaf).fingerprint
 
         # kubelet updates the mounted files in place; each broker's FileWatchService reloads them (cert and key).
@@ -248,7 +198,7 @@ def _authority_rotated(group: Any, node: Any, tmp_path: Path) -> None:
     addresses = [f"{p['status']['podIP']}:10911" for p in group.pods().values()]
 
     def old_refused_new_accepted() -> bool:
-        return all(_served(a, old)[0] is None and _served(a, new_only)[0] is not None for a in addresses)
+        return all(served_chain(a, old)[0] is None and served_chain(a, new_only)[0] is not None for a in addresses)
 
     node.wait_for("the old authority refused and the new one accepted by every broker", old_refused_new_accepted,
                   300, 2)  # fmt: skip

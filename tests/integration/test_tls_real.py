@@ -9,13 +9,18 @@
   GRPC_DEFAULT_SSL_ROOTS_FILE_PATH) has every send acknowledged and reads every acknowledged key back;
 - every process's certificate, replaced by one that expires within the group's renewBefore, is renewed by the
   supervisor while a producer sends: brokers, the name server and the proxy load the renewed certificate without
-  a restart (RocketMQ's file watch), the controller hosted in the name server is restarted, and no send fails.
+  a restart (RocketMQ's file watch), the controller hosted in the name server is restarted, and no send fails;
+- the authority itself rotated (`local rotate-ca`) while a producer sends: every process serves a certificate of
+  the new authority, verified through the bridge by fresh handshakes that trust only the old one all the while
+  (none refused), no broker or proxy restarts, no send fails and none of its handshakes was refused, and the old
+  authority stays trusted while the processes started before the rotation run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import shlex
 import socket
 import ssl
@@ -28,7 +33,7 @@ import pytest
 from polling import until
 from spark_local import local_spark
 
-from rocketmq_operator.control.certificates import IssuedPair, issue
+from rocketmq_operator.control.certificates import CertificateInfo, IssuedPair, issue, pem_certificates, signed_by
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.state import read_state, write_text_atomic
 from rocketmq_operator.remoting import ClientTls, RemotingClient, RemotingConnectionError
@@ -36,6 +41,7 @@ from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.grpc_client import GrpcSend, receive_keys_trusting, send_keys, send_keys_trusting
 from rocketmq_operator.tools.noloss import missing_acknowledged
 from rocketmq_operator.tools.produce import DEFAULT_RETRIES, ProduceReport, produce
+from tls_probe import HandshakeProbe, served_chain
 
 ROOT = Path(__file__).resolve().parents[2]
 TLS = ROOT / "examples" / "tls.yaml"
@@ -77,6 +83,20 @@ def _served(address: str, ca: Path) -> tuple[str, float] | None:
 async def _plain_route(namesrv: str) -> None:
     async with RemotingClient(namesrv, connect_timeout=3.0, request_timeout=3.0) as client:
         await client.get_route(TOPIC, timeout=3.0)
+
+
+def _routes_answered(namesrv: str, tls: ClientTls) -> bool:
+    """Whether the name server answers a route lookup over TLS (after a restart it says "not ready" for a while)."""
+
+    async def ask() -> None:
+        async with RemotingClient(namesrv, connect_timeout=3.0, request_timeout=3.0, tls=tls) as client:
+            await client.get_route(TOPIC, timeout=3.0)
+
+    try:
+        asyncio.run(ask())
+    except Exception:  # not up yet, or not ready: asked again
+        return False
+    return True
 
 
 async def _plain_send(namesrv: str, broker: str) -> None:
@@ -218,3 +238,62 @@ def test_tls_everywhere_and_renewal_under_load(local_platform: Any) -> None:
         ]
         assert restarted == [], "a broker or the proxy was restarted during the renewal\n" + cluster.log_tails()
         assert "tls: restart broker" not in log.read_text() and "tls: restart proxy" not in log.read_text()
+
+        _authority_rotated_under_load(cluster, layout, namesrv, reloading)
+
+
+def _authority_rotated_under_load(cluster: Any, layout: StateLayout, namesrv: str, serving: dict[str, str]) -> None:
+    old = layout.root / "old-ca.crt"
+    old.write_text(layout.tls_ca.read_text(), encoding="utf-8")
+    state = read_state(layout.state_file)
+    restarts_before = {r.name: r.restarts for r in state.replicas if r.role in ("broker", "proxy")}
+    results: list[ProduceReport] = []
+    tls = ClientTls(str(layout.tls_ca))  # the cluster's trust file: it holds both authorities during the overlap
+    sender = threading.Thread(
+        target=lambda: results.append(
+            asyncio.run(
+                produce(namesrv, TOPIC, RENEWAL_SENDS, rate=RENEWAL_RATE, create_topic=False,
+                        retries=DEFAULT_RETRIES, tls=tls, keep_records=True)
+            )
+        )
+    )  # fmt: skip
+    controller, log = state.replicas[0].name, layout.supervisor_log
+    restarts_logged = log.read_text().count(f"tls: restart {controller}")
+    sender.start()
+    with HandshakeProbe(list(serving.values()), old) as probe:
+        asked = cluster.cli("rotate-ca", "--overlap", "0s", "--wait", "60")
+        assert "TLS authority rotated" in asked.stdout, asked.stdout + asked.stderr
+        signer = pem_certificates(layout.tls_ca.read_text())[0]
+
+        def new_leaf(name: str, address: str) -> bool:
+            leaf, _ = served_chain(address, old)
+            return leaf is not None and signed_by(leaf, signer)
+
+        for name, address in serving.items():
+            until(f"{name} to serve a certificate of the new authority, verified by the old trust alone",
+                  lambda n=name, a=address: new_leaf(n, a), timeout=180)  # fmt: skip
+        until("the controller's restart onto its new certificate",
+              lambda: log.read_text().count(f"tls: restart {controller}") > restarts_logged, timeout=180)  # fmt: skip
+        sender.join(timeout=RENEWAL_SENDS / RENEWAL_RATE + 120)
+    assert results, "the producer did not finish"
+    during = results[0]
+    print(f"authority rotation: {during.acknowledged} of {during.sent} acknowledged, attempt failures "
+          f"{during.attempt_failures}; {probe.handshakes} fresh handshakes trusting only the old authority, "
+          f"{len(probe.refused)} refused, {probe.unreachable} unreachable")  # fmt: skip
+    assert during.acknowledged == during.sent == RENEWAL_SENDS, (during.statuses, during.failures)
+    assert "TLS_HANDSHAKE" not in during.attempt_failures, during.attempt_failures
+    assert probe.handshakes > 0 and not probe.refused, probe.refused[:5]
+    restarted = [
+        r.name
+        for r in read_state(layout.state_file).replicas
+        if r.role in ("broker", "proxy") and r.restarts != restarts_before[r.name]
+    ]
+    assert restarted == [], "a broker or the proxy restarted for the rotation\n" + cluster.log_tails()
+    record = json.loads(layout.tls_rotation.read_text())
+    assert "started before the rotation" in record["state"], record["state"]  # the old authority kept for them
+    assert len(pem_certificates(layout.tls_ca.read_text())) == 2
+    assert CertificateInfo.of(layout.tls_bridge.read_text()).subject == CertificateInfo.of(signer).subject
+    until("the name server answering routes after its restart", lambda: _routes_answered(namesrv, tls), timeout=120)
+    read = asyncio.run(consume(namesrv, TOPIC, idle_timeout=2.0, tls=tls, to_end=True))
+    lost = missing_acknowledged({r.key for r in during.records if r.stored}, set(read.keys))
+    assert not lost, sorted(lost)[:10]
