@@ -21,6 +21,7 @@ is acknowledged and every key read back.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import socket
@@ -35,6 +36,7 @@ import pytest
 from e2e.conftest import ROCKETMQ_NS, apply_example, retire_when_done
 from e2e.e2e_helpers import kubectl_rocketmq, wait_proxy_ready
 from rocketmq_operator.control.certificates import CertificateInfo, pem_certificates
+from rocketmq_operator.remoting import ClientTls, RemotingClient
 from rocketmq_operator.tools.grpc_client import receive_keys_trusting, send_keys, send_keys_trusting
 from rocketmq_operator.tools.noloss import missing_acknowledged, reports_no_loss_failure
 from tls_probe import HandshakeProbe, served_chain
@@ -170,6 +172,10 @@ def _authority_rotated(group: Any, node: Any, tmp_path: Path) -> None:
           f"{len(probe.refused)} refused, {probe.unreachable} unreachable")  # fmt: skip
     assert probe.handshakes > 0 and not probe.refused, probe.refused[:5]
     assert "TLS_HANDSHAKE" not in during["attempt_failures"], during["attempt_failures"]
+    both = tmp_path / "both-ca.crt"
+    both.write_text("".join(trust), encoding="utf-8")
+    node.wait_for("the name server answering routes after its restart (it says \"not ready\" for a while)",
+                  lambda: _routes_answered(node, both), 120, 1)  # fmt: skip
     read = group.tool(
         "tls-rotation-read", "consume", "--namesrv", group.name_servers(), "--topic", "orders", "--group",
         "tls-readers", "--from", "earliest", "--read-from", "master", "--idle-timeout", "15", "--to-end",
@@ -204,6 +210,24 @@ def _authority_rotated(group: Any, node: Any, tmp_path: Path) -> None:
                   300, 2)  # fmt: skip
     after = group.produce("tls-after-rotation", 20, "--tls-ca", "/tls/ca.crt", "--tls-chain-only", secret_mounts=CA)
     assert after is not None and after["acknowledged"] == 20, after
+
+
+def _routes_answered(node: Any, trust: Path) -> bool:
+    pods = node.json("-n", NS, "get", "pods", "-l", "rocketmq-operator.dev/group=tls-ctl")["items"]
+    address = next((f"{p['status']['podIP']}:9876" for p in pods if (p.get("status") or {}).get("podIP")), None)
+    if address is None:
+        return False
+
+    async def ask() -> None:
+        tls = ClientTls(str(trust), check_hostname=False)
+        async with RemotingClient(address, connect_timeout=3.0, request_timeout=3.0, tls=tls) as client:
+            await client.get_route("orders", timeout=3.0)
+
+    try:
+        asyncio.run(ask())
+    except Exception:  # not up yet, or not ready: asked again
+        return False
+    return True
 
 
 def _epoch(stamp: str) -> float:
