@@ -22,6 +22,7 @@ from rocketmq_operator.control.certificates import (
     signed_by,
     trust_bundle,
 )
+from rocketmq_operator.platforms.local.state import write_text_atomic
 from rocketmq_operator.remoting import ClientTls, Connection, RemotingConnectionError
 from rocketmq_operator.render.jvm import tls_flags
 
@@ -127,3 +128,31 @@ def test_pem_certificates_splits_a_bundle_and_a_chain() -> None:
     bundle = trust_bundle(a.cert_pem, b.cert_pem)
     assert pem_certificates(bundle) == [a.cert_pem, b.cert_pem]
     assert trust_bundle(bundle) == bundle and pem_certificates("") == []
+
+
+def test_a_client_reads_a_trust_file_replaced_in_place_again(tmp_path: Path) -> None:
+    """A long-running client (the supervisor, the operator, a producer) follows a rotation's trust file: the
+    successor added, then the predecessor dropped."""
+    old, new = new_authority("old CA", HOUR, NOW), new_authority("new CA", HOUR, NOW)
+    trust = tmp_path / "ca.crt"
+    trust.write_text(old.cert_pem)
+    tls = ClientTls(str(trust), check_hostname=False)
+    first = tls.context()
+    assert tls.context() is first  # unchanged: the one context
+    write_text_atomic(trust, trust_bundle(new.cert_pem, old.cert_pem), 0o644)
+    assert tls.context() is not first
+    leaf = issue(new, "bg-0", [], ["127.0.0.1"], HOUR, NOW)
+
+    async def connect() -> None:
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.close()
+
+        server = await asyncio.start_server(on_connect, "127.0.0.1", 0, ssl=_server_context(leaf, tmp_path))
+        try:
+            port = server.sockets[0].getsockname()[1]
+            conn = await Connection.open(f"127.0.0.1:{port}", connect_timeout=5, tls=tls)
+            await conn.close()
+        finally:
+            server.close()
+
+    asyncio.run(connect())  # the new authority's leaf, trusted through the re-read file
