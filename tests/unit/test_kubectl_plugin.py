@@ -413,8 +413,10 @@ def test_backup_asks_the_operator_and_prints_what_it_kept(
 def test_rotate_ca_asks_the_operator_and_prints_the_state_it_records(
     api: FakeApiServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run(capsys, "rotate-ca", "--overlap", "soon")
-    assert code == 1 and err.count("\n") == 1 and "--overlap: 'soon' is not a duration" in err and "fix:" in err
+    with pytest.raises(SystemExit) as usage:
+        run(capsys, "rotate-ca", "--overlap", "soon")
+    err = capsys.readouterr().err
+    assert usage.value.code == 2 and "argument --overlap: 'soon' is not a duration" in err and "fix:" in err
     code, _, err = run(capsys, "rotate-ca")
     assert code == 1 and 'secret "rocketmq-operator-tls-ca" not found in namespace "rocketmq"' in err, err
     api.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "rocketmq-operator-tls-ca", "namespace": NS},

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 
+from rocketmq_operator.cli.arguments import add_overlap_argument
 from rocketmq_operator.cli.kubectl_view import group_document, now_iso, render_status
 from rocketmq_operator.core.backup_schedule import BACKUP_KEY, BACKUP_REQUEST_ANNOTATION
 from rocketmq_operator.core.status_view import cell
@@ -445,15 +446,6 @@ def cmd_backup(args: argparse.Namespace, cluster: Cluster) -> int:
 def cmd_rotate_ca(args: argparse.Namespace, cluster: Cluster) -> int:
     """Ask the operator to replace the namespace's TLS authority (docs/tls.md "Rotating the authority"): the
     request annotation and the overlap on its Secret; with --wait, until the operator has started it."""
-    from rocketmq_operator.api.models import duration_seconds
-
-    try:
-        duration_seconds(args.overlap)
-    except ValueError:
-        raise Failed(
-            f"--overlap: {args.overlap!r} is not a duration; rule: a number with a unit, such as 24h, 90m or 0s "
-            "(how long both authorities are trusted at least); fix: e.g. --overlap 24h"
-        ) from None
     ns = cluster.namespace
     secret = cluster.get_secret_metadata(TLS_AUTHORITY_SECRET)
     if secret is None:
@@ -570,12 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace the namespace's TLS authority: both trusted during an overlap, every certificate reissued, "
         "no broker restart",
     )
-    p.add_argument(
-        "--overlap",
-        default="24h",
-        metavar="DURATION",
-        help="both authorities are trusted at least this long (default 24h: applications re-read ca.crt meanwhile)",
-    )
+    add_overlap_argument(p)
     p.add_argument("--wait", type=float, default=0.0, metavar="S", help="wait until the operator has started it")
     p.set_defaults(func=cmd_rotate_ca)
 

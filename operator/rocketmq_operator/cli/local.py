@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import Any
 
+from rocketmq_operator.cli.arguments import add_overlap_argument
 from rocketmq_operator.platforms.console import progress_console, stderr_terminal, terminal
 from rocketmq_operator.platforms.local import lifecycle
 from rocketmq_operator.platforms.local.commands import SIGNALS
@@ -175,12 +176,7 @@ def register(sub: Any) -> None:
         help="replace the cluster's TLS authority: both trusted during an overlap, every certificate reissued, no "
         "broker restart (exit 3 when nothing runs)",
     )
-    p.add_argument(
-        "--overlap",
-        default="24h",
-        metavar="DURATION",
-        help="both authorities are trusted at least this long (default 24h: clients re-read ca.crt meanwhile)",
-    )
+    add_overlap_argument(p)
     p.add_argument("--wait", type=float, default=0.0, metavar="S", help="wait until the supervisor has started it")
     _state_dir_arg(p)
     p.set_defaults(func=cmd_rotate_ca)

@@ -26,6 +26,7 @@ class ClientTls:
     """PEM file of the certificate authorities to trust; None: the system's."""
     check_hostname: bool = True
     """False: the chain is verified, the name or address it is issued to is not."""
+
     def context(self) -> ssl.SSLContext:
         return _context(self.ca_file, self.check_hostname, _version(self.ca_file))
 

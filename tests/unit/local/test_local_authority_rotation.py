@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rocketmq_operator.api.validation import validate_file
+from rocketmq_operator.cli.main import main
 from rocketmq_operator.control.certificates import CertificateInfo, pem_certificates, signed_by
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.lifecycle import rotate_ca
@@ -92,9 +95,12 @@ def test_a_step_cut_off_after_its_record_is_finished_by_the_next_run(tmp_path: P
 
 def test_rotate_ca_refuses_a_bad_overlap_and_a_cluster_without_tls_in_one_line(tmp_path: Path, capsys: object) -> None:
     layout, state = _running(tmp_path)
-    assert rotate_ca(tmp_path, "soon") == 2
+    with pytest.raises(SystemExit) as usage:
+        main(["local", "rotate-ca", "--overlap", "soon", "--state-dir", str(tmp_path)])
+    assert usage.value.code == 2
     err = capsys.readouterr().err  # type: ignore[attr-defined]
-    assert err.count("\n") == 1 and "--overlap: 'soon' is not a duration" in err and "fix:" in err
+    assert "argument --overlap: 'soon' is not a duration; rule:" in err and "fix: e.g. --overlap 24h" in err
+    assert "Traceback" not in err
     write_state(layout.state_file, state)
     printed: list[str] = []
     assert rotate_ca(tmp_path, "1h", out=printed.append) == 0

@@ -756,23 +756,11 @@ def rotate_ca(state_dir: Path, overlap: str, *, wait_s: float = 0.0, out: Out = 
     from rocketmq_operator.api.models import duration_seconds
     from rocketmq_operator.platforms.local.tls import read_rotation, request_rotation
 
-    try:
-        overlap_s = float(duration_seconds(overlap))
-    except ValueError:
-        _stderr(
-            f"error: --overlap: {overlap!r} is not a duration; rule: a number with a unit, such as 24h, 90m or 0s "
-            "(how long both authorities are trusted at least); fix: e.g. --overlap 24h"
-        )
-        return EXIT_INVALID
+    overlap_s = float(duration_seconds(overlap))  # checked by the argument's type
     layout = StateLayout(state_dir)
-    try:
-        state = read_existing(layout)
-    except NotRunning as exc:
-        _stderr(f"error: {exc}")
-        return EXIT_STOPPED
-    except StateError as exc:
-        _stderr(f"error: no local cluster at {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`")
-        return EXIT_FAILED
+    state = _existing_or_exit(layout)
+    if isinstance(state, int):
+        return state
     if client_tls(state) is None:
         _stderr(
             f"error: the manifests run from {layout.root} have no group with spec.tls.enabled, so no authority to "
@@ -796,17 +784,24 @@ def rotate_ca(state_dir: Path, overlap: str, *, wait_s: float = 0.0, out: Out = 
     return EXIT_OK
 
 
-def env(state_dir: Path, *, out: Out = _stdout) -> int:
-    """`local env`: the name servers' addresses as a shell assignment (what a client's --namesrv wants)."""
-    layout = StateLayout(state_dir)
+def _existing_or_exit(layout: StateLayout) -> LocalState | int:
+    """The state of the cluster run from ``layout``, or the exit code after saying in one line why there is none."""
     try:
-        state = read_existing(layout)
+        return read_existing(layout)
     except NotRunning as exc:
         _stderr(f"error: {exc}")
         return EXIT_STOPPED
     except StateError as exc:
         _stderr(f"error: no local cluster at {layout.root} ({exc}); fix: `rocketmq-operator local up -f FILE`")
         return EXIT_FAILED
+
+
+def env(state_dir: Path, *, out: Out = _stdout) -> int:
+    """`local env`: the name servers' addresses as a shell assignment (what a client's --namesrv wants)."""
+    layout = StateLayout(state_dir)
+    state = _existing_or_exit(layout)
+    if isinstance(state, int):
+        return state
     if not state.name_servers:
         _stderr(f"error: the manifests run from {layout.root} have no ControllerGroup, so no name server")
         return EXIT_FAILED
