@@ -86,6 +86,16 @@ def test_not_a_certificate() -> None:
         CertificateInfo.of("hello")
 
 
+def test_jvm_flags_of_mutual_tls_require_and_present_client_certificates() -> None:
+    flags = tls_flags("/t/bg-0.crt", "/t/bg-0.key", "/t/ca.crt", require_clients=True, present=True)
+    assert "-Dtls.server.need.client.auth=require" in flags
+    assert "-Dtls.server.authClient=true" in flags  # else Netty accepts any client certificate
+    assert "-Dtls.client.certPath=/t/bg-0.crt" in flags and "-Dtls.client.keyPath=/t/bg-0.key" in flags
+    proxy = tls_flags("/t/p.crt", "/t/p.key", "/t/ca.crt", present=True)  # presents, asks its clients for none
+    assert "-Dtls.server.need.client.auth=none" in proxy and "-Dtls.client.certPath=/t/p.crt" in proxy
+    assert not [f for f in tls_flags("/t/a", "/t/b", "/t/c") if "client.certPath" in f or "authClient" in f]
+
+
 def test_jvm_flags_enforce_and_verify() -> None:
     flags = tls_flags("/t/bg-0.crt", "/t/bg-0.key", "/t/ca.crt")
     assert "-Dtls.server.mode=enforcing" in flags and "-Dtls.test.mode.enable=false" in flags

@@ -28,6 +28,7 @@ from rocketmq_operator.platforms.kubernetes.tls import (
     BRIDGE_KEY,
     authority,
     certificate_objects,
+    client_certificate_template,
     controller_restart,
     dns_names,
     trust_group,
@@ -152,6 +153,33 @@ def test_the_operator_trusts_the_groups_authority_for_its_addresses_only(tmp_pat
     assert set(client.pool.tls_by_addr) == {"10.0.0.1:10911"}
     missing = FakeApi()
     assert not asyncio.run(trust_group(missing, client, _cg(), "ns", ["ctl-0:9878"], tmp_path))  # type: ignore[arg-type]
+
+
+def test_with_client_auth_the_operator_presents_the_groups_own_certificate_and_the_pods_roll_on_renewal(
+    tmp_path: Path,
+) -> None:
+    api = FakeApi()
+    mutual = _bg(clientAuth="Required")
+    objects, _ = _issue(api, mutual, NOW)
+    _apply(api, objects)
+
+    class Client:
+        pool = ClientPool()
+
+    client = Client()
+    assert asyncio.run(trust_group(api, client, mutual, "ns", ["10.0.0.1:10911"], tmp_path))  # type: ignore[arg-type]
+    tls = client.pool.tls_by_addr["10.0.0.1:10911"]
+    data = secret_data(objects[0])
+    assert Path(str(tls.cert_file)).read_text() == data["tls.crt"]
+    assert Path(str(tls.key_file)).read_text() == data["tls.key"]
+    assert oct(Path(str(tls.key_file)).stat().st_mode & 0o777) == "0o600"
+    # Its pods read their client certificate at start: the template carries the issue time, so a renewal rolls them.
+    sts = {"kind": "StatefulSet", "metadata": {"name": "broker-a"}, "spec": {"template": {"metadata": {}}}}
+    client_certificate_template([sts], objects[0], mutual)
+    assert sts["spec"]["template"]["metadata"]["annotations"]["rocketmq-operator.dev/tls-issued-at"] == f"{NOW:.0f}"
+    plain = {"kind": "StatefulSet", "metadata": {"name": "broker-a"}, "spec": {"template": {"metadata": {}}}}
+    client_certificate_template([plain], objects[0], _bg())
+    assert "annotations" not in plain["spec"]["template"]["metadata"]  # without clientAuth nothing rolls
 
 
 def test_chain_only_verification_still_requires_a_certificate(tmp_path: Path) -> None:

@@ -247,6 +247,20 @@ def test_a_problem_between_two_documents_names_the_document(tmp_path: Path, caps
     assert line.startswith(f"{f}#2 BrokerGroup/broker-a: spec.tls.enabled: "), line
 
 
+def test_client_auth_must_agree_between_a_broker_group_and_its_controller_group(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mutual_controller = {**controller(), "spec": {"replicas": 3, "tls": {"enabled": True, "clientAuth": "Required"}}}
+    f = tmp_path / "m.yaml"
+    f.write_text(yaml.safe_dump_all([mutual_controller, broker(tls={"enabled": True})]))
+    assert main(["validate", str(f)]) == 2
+    printed = capsys.readouterr()
+    (line,) = [x for x in (printed.out + printed.err).splitlines() if "clientAuth" in x]
+    said = "tls.clientAuth is None and ControllerGroup/ctl's is Required; rule: mutual TLS is one setting"
+    assert line.startswith(f"{f}#2 BrokerGroup/broker-a: spec.tls.clientAuth: BrokerGroup/broker-a: {said}"), line
+    assert "fix: set spec.tls.clientAuth the same on both" in line
+
+
 def _proxy(**auth: Any) -> dict[str, Any]:
     spec: dict[str, Any] = {"controllerRef": {"name": "ctl"}, "clusterName": "DefaultCluster"}
     if "tls" in auth:
@@ -257,6 +271,7 @@ def _proxy(**auth: Any) -> dict[str, Any]:
 
 
 TLS_ON = {"enabled": True}
+MUTUAL = {"enabled": True, "clientAuth": "Required"}
 
 
 AUTH_ON = {"enabled": True, "adminSecret": "admin"}
@@ -282,12 +297,18 @@ AUTH_ON = {"enabled": True, "adminSecret": "admin"}
          "exactly when it serves TLS (one JVM-wide switch, tls.enable), so it matches them; fix: set "
          "spec.tls.enabled: false on the Proxy"),
         ({"tls": TLS_ON}, {"tls": TLS_ON}, None),
+        ({"tls": MUTUAL}, {"tls": TLS_ON}, "spec.tls.clientAuth: Proxy/proxy: tls.clientAuth is None and "
+         "BrokerGroup/broker-a (cluster DefaultCluster) has tls.clientAuth Required; rule: a proxy presents its "
+         "certificate to its name servers and brokers exactly when they require one (its gRPC clients need none); "
+         "fix: set spec.tls.clientAuth: Required on the Proxy"),
+        ({"tls": MUTUAL}, {"tls": MUTUAL}, None),
         ({"auth": AUTH_ON, "tls": TLS_ON}, {**AUTH_ON, "tls": TLS_ON}, None),
         ({"auth": AUTH_ON}, AUTH_ON, None),
         ({}, {}, None),
     ],
     ids=["brokers authenticate, the proxy not", "the proxy authenticates, the brokers not", "another admin",
          "TLS brokers, a plain-text proxy", "plain-text brokers, a TLS proxy", "TLS on both",
+         "mutual-TLS brokers, a proxy presenting nothing", "mutual TLS on both",
          "TLS and authentication on both", "both authenticate", "neither"],
 )  # fmt: skip
 def test_a_proxy_must_match_the_brokers_of_its_cluster(
@@ -299,7 +320,7 @@ def test_a_proxy_must_match_the_brokers_of_its_cluster(
 ) -> None:
     controller_doc = controller()
     if "tls" in broker_spec:
-        controller_doc["spec"]["tls"] = {"enabled": True}
+        controller_doc["spec"]["tls"] = dict(broker_spec["tls"])
     f = tmp_path / "m.yaml"
     f.write_text(yaml.safe_dump_all([controller_doc, broker(**broker_spec), _proxy(**proxy_auth)]))
     code, lines, err = run(capsys, "validate", str(f))

@@ -274,6 +274,15 @@ def _crd(
             "spec.tls.enabled is fixed at creation (a rolling switch would leave TLS and plain-text processes "
             f"unable to reach each other); fix: create a new {kind} with the other setting and move clients to it",
         )
+    client_auth = properties.get("tls", {}).get("properties", {}).get("clientAuth")
+    if client_auth is not None and kind != "Proxy":
+        # The same reason: mid-roll, pods that require client certificates would refuse those that present none.
+        _fixed_at_creation(
+            client_auth,
+            "spec.tls.clientAuth is fixed at creation (a rolling switch would leave pods that require client "
+            "certificates refusing those that present none); fix: create a new "
+            f"{kind} with the other setting and move clients to it",
+        )
     spec_schema["description"] = f"The desired {kind}: what the operator makes run."
     status_schema = model_schema(status)
     status_schema["description"] = f"The {kind} as last observed, written by the operator (not to be edited)."

@@ -362,6 +362,21 @@ class TlsSpec(Model):
         description="Issue a new certificate this long before the old one expires (shorter than duration). "
         "Brokers and name servers load it without a restart; standalone controllers are restarted one at a time.",
     )
+    client_auth: Literal["None", "Required"] = Field(
+        default="None",
+        description="Required: every listener of the group also verifies its clients' certificates "
+        "(tls.server.need.client.auth=require) and every process presents its own as a client: mutual TLS. A "
+        "client without a certificate from the group's authority is refused at the handshake. Brokers and their "
+        "ControllerGroup must agree. RocketMQ's JVMs read their client certificate at start, so with Required a "
+        "renewal restarts each process one at a time (on Kubernetes brokers and proxies by their roll). On a "
+        "Proxy: set it as its groups have it; the proxy then presents its certificate to them, and asks none of "
+        "its own gRPC clients (RocketMQ 5's gRPC clients present none).",
+    )
+
+    @property
+    def mutual(self) -> bool:
+        """Mutual TLS: TLS on, and clients' certificates verified."""
+        return self.enabled and self.client_auth == "Required"
 
 
 # An IPv4 or IPv6 address block in CIDR notation (what a NetworkPolicy's ipBlock takes).

@@ -632,6 +632,8 @@ def validate_cross_references(resources: Sequence[AnyResource]) -> list[tuple[An
                         ),
                     )
                 )
+            if cg is not None and cg.spec.tls.enabled and cg.spec.tls.client_auth != r.spec.tls.client_auth:
+                problems.append((r, Problem("spec.tls.clientAuth", client_auth_mismatch(r, cg), "xref.tls")))
             if key not in controllers:
                 names = ", ".join(sorted(n for _, n in controllers))
                 problems.append(
@@ -647,6 +649,17 @@ def validate_cross_references(resources: Sequence[AnyResource]) -> list[tuple[An
                     )
                 )
     return problems
+
+
+def client_auth_mismatch(bg: BrokerGroup, cg: ControllerGroup) -> str:
+    """The one line for a BrokerGroup whose spec.tls.clientAuth differs from its ControllerGroup's (both TLS):
+    a broker presents a certificate to its controllers, and they to it, exactly when both require them."""
+    return (
+        f"BrokerGroup/{bg.metadata.name}: tls.clientAuth is {bg.spec.tls.client_auth} and ControllerGroup/"
+        f"{cg.metadata.name}'s is {cg.spec.tls.client_auth}; rule: mutual TLS is one setting for a ControllerGroup "
+        "and its BrokerGroups (each side both requires and presents certificates); fix: set spec.tls.clientAuth "
+        "the same on both"
+    )
 
 
 def proxy_references(resources: Sequence[AnyResource]) -> list[tuple[AnyResource, Problem]]:
@@ -697,7 +710,8 @@ def proxy_references(resources: Sequence[AnyResource]) -> list[tuple[AnyResource
         controller = _proxy_controller_group(proxy, resources)
         tls_mismatch = proxy_tls_mismatch(proxy, brokers, controller)
         if tls_mismatch is not None:
-            found.append(("spec.tls.enabled", tls_mismatch, "xref.proxy.tls"))
+            field = "spec.tls.clientAuth" if tls_mismatch.startswith("tls.clientAuth") else "spec.tls.enabled"
+            found.append((field, tls_mismatch, "xref.proxy.tls"))
         problems.extend((proxy, Problem(f, f"Proxy/{proxy.metadata.name}: {text}", code)) for f, text, code in found)
     return problems
 
@@ -726,7 +740,16 @@ def proxy_tls_mismatch(proxy: Proxy, brokers: Sequence[BrokerGroup], controller:
     peers: list[BrokerGroup | ControllerGroup] = [*brokers, *([controller] if controller is not None else [])]
     other = next((g for g in peers if g.spec.tls.enabled != wanted), None)
     if other is None:
-        return None
+        mutual = proxy.spec.tls.client_auth
+        differs = next((g for g in peers if wanted and g.spec.tls.client_auth != mutual), None)
+        if differs is None:
+            return None
+        return (
+            f"tls.clientAuth is {mutual} and {differs.kind}/{differs.metadata.name} (cluster "
+            f"{proxy.spec.cluster_name}) has tls.clientAuth {differs.spec.tls.client_auth}; rule: a proxy presents "
+            "its certificate to its name servers and brokers exactly when they require one (its gRPC clients need "
+            f"none); fix: set spec.tls.clientAuth: {differs.spec.tls.client_auth} on the Proxy"
+        )
 
     def said(value: bool) -> str:
         return "true" if value else "false"

@@ -36,6 +36,8 @@ def register(sub: Any) -> None:
     p.add_argument("--broker", default="127.0.0.1:10911", metavar="HOST:PORT", help="the broker to watch")
     p.add_argument("--credentials-file", type=Path, help="properties file with innerClientAuthenticationCredentials")
     p.add_argument("--tls-ca", type=Path, help="PEM authority to trust (the group speaks TLS)")
+    p.add_argument("--tls-cert", type=Path, help="PEM certificate to present (the group requires client certificates)")
+    p.add_argument("--tls-key", type=Path, help="the key of --tls-cert")
     p.set_defaults(func=cmd_agent)
 
 
@@ -64,7 +66,12 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if args.tls_ca is not None and not args.tls_ca.is_file():
         print(f"error: --tls-ca {args.tls_ca}: no such file; fix: mount the group's TLS Secret there", file=sys.stderr)
         return EXIT_USAGE
-    tls = ClientTls(ca_file=str(args.tls_ca), check_hostname=False) if args.tls_ca is not None else None
+    cert, key = (str(args.tls_cert), str(args.tls_key)) if args.tls_cert and args.tls_key else (None, None)
+    tls = (
+        ClientTls(ca_file=str(args.tls_ca), check_hostname=False, cert_file=cert, key_file=key)
+        if args.tls_ca is not None
+        else None
+    )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     asyncio.run(_run(args.broker, credentials, tls))
     return 0

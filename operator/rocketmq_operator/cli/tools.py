@@ -175,6 +175,8 @@ def add_credentials_arguments(parser: Any) -> None:
 
 
 TLS_CA_ENV = "ROCKETMQ_TLS_CA"
+TLS_CERT_ENV = "ROCKETMQ_TLS_CERT"
+TLS_KEY_ENV = "ROCKETMQ_TLS_KEY"
 
 
 def add_tls_arguments(parser: Any) -> None:
@@ -189,6 +191,19 @@ def add_tls_arguments(parser: Any) -> None:
         metavar="FILE",
         help=f"connect over TLS, trusting the authority in this PEM file (default: ${TLS_CA_ENV}; "
         "`local env` prints the local cluster's)",
+    )
+    parser.add_argument(
+        "--tls-cert",
+        default=None,
+        metavar="FILE",
+        help=f"present this certificate (PEM) to servers that require one (spec.tls.clientAuth: Required; default: "
+        f"${TLS_CERT_ENV}; `local env` prints the local cluster's)",
+    )
+    parser.add_argument(
+        "--tls-key",
+        default=None,
+        metavar="FILE",
+        help=f"the key (PEM) of --tls-cert (default: ${TLS_KEY_ENV})",
     )
     parser.add_argument(
         "--tls-chain-only",
@@ -210,8 +225,23 @@ def tls_from(args: argparse.Namespace) -> ClientTls | None:
                 "that signed the servers' certificates; fix: name the cluster's ca.crt (`local env` prints it)"
             ) from None
     chain_only = bool(getattr(args, "tls_chain_only", False))
-    if ca is not None:
-        return ClientTls(ca_file=ca, check_hostname=not chain_only)
+    cert = getattr(args, "tls_cert", None) or os.environ.get(TLS_CERT_ENV) or None
+    key = getattr(args, "tls_key", None) or os.environ.get(TLS_KEY_ENV) or None
+    if (cert is None) != (key is None):
+        raise ToolError(
+            f"--tls-cert {cert or '(none)'} and --tls-key {key or '(none)'}: one without the other; rule: a client "
+            "certificate is presented with its key; fix: give both (or neither)"
+        )
+    if cert is not None and key is not None:
+        try:
+            ssl.create_default_context().load_cert_chain(cert, key)
+        except (OSError, ssl.SSLError) as exc:
+            raise ToolError(
+                f"--tls-cert {cert} / --tls-key {key}: cannot be loaded ({exc}); rule: a PEM certificate and its "
+                "unencrypted PEM key; fix: name the cluster's client certificate (`local env` prints it)"
+            ) from None
+    if ca is not None or cert is not None:
+        return ClientTls(ca_file=ca, check_hostname=not chain_only, cert_file=cert, key_file=key)
     return ClientTls(check_hostname=not chain_only) if args.tls or chain_only else None
 
 

@@ -8,6 +8,9 @@ which no certificate issued before the pod started can name. `context()` builds 
 while the file is unchanged: a trust file replaced in place (an authority's rotation adds its successor, then
 drops the predecessor; kubelet updates a mounted Secret) is read again by the next connection, so a long-running
 client follows it (docs/tls.md "Rotating the authority").
+With ``cert_file`` and ``key_file`` (PEM chain, PEM key) the client presents that certificate when the server asks
+for one: a server with `tls.server.need.client.auth=require` (spec.tls.clientAuth: Required) refuses a
+connection without one.
 A RocketMQ server with `tls.server.mode=enforcing` closes a plain-text connection at its first bytes; one with
 `permissive` takes both.
 """
@@ -27,8 +30,14 @@ class ClientTls:
     check_hostname: bool = True
     """False: the chain is verified, the name or address it is issued to is not."""
 
+    cert_file: str | None = None
+    """The client's own certificate (PEM, chain), presented when the server asks (mutual TLS); None: none."""
+    key_file: str | None = None
+    """Its unencrypted PEM key."""
+
     def context(self) -> ssl.SSLContext:
-        return _context(self.ca_file, self.check_hostname, _version(self.ca_file))
+        versions = (_version(self.ca_file), _version(self.cert_file), _version(self.key_file))
+        return _context(self.ca_file, self.check_hostname, self.cert_file, self.key_file, versions)
 
 
 def _version(ca_file: str | None) -> tuple[int, int, int] | None:
@@ -44,9 +53,17 @@ def _version(ca_file: str | None) -> tuple[int, int, int] | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _context(ca_file: str | None, check_hostname: bool, version: tuple[int, int, int] | None) -> ssl.SSLContext:
-    del version  # part of the cache key only: a trust file replaced in place makes a new context
+def _context(
+    ca_file: str | None,
+    check_hostname: bool,
+    cert_file: str | None,
+    key_file: str | None,
+    versions: tuple[tuple[int, int, int] | None, ...],
+) -> ssl.SSLContext:
+    del versions  # part of the cache key only: a file replaced in place makes a new context
     context = ssl.create_default_context(cafile=ca_file)
     if not check_hostname:
         context.check_hostname = False  # verify_mode stays CERT_REQUIRED: the chain is still checked
+    if cert_file is not None:
+        context.load_cert_chain(cert_file, key_file)
     return context

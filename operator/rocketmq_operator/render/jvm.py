@@ -23,7 +23,8 @@ Contract:
   at start: measured on 2 cores, namesrv start 6-7 s → 2-3 s and RSS −110 MiB, broker start 8.5 s → 3-4 s
   and RSS −160 MiB with the flag. Plain-text clients work either way. The local platform uses it by default;
   `jvm_options` does not include it (whether a cluster accepts TLS clients is a deployment decision).
-* `tls_flags(cert, key, ca)`: the flags of a process whose group has spec.tls on (enforcing, verified).
+* `tls_flags(cert, key, ca, require_clients=, present=)`: the flags of a process whose group has spec.tls on
+  (enforcing, verified; mutual TLS with spec.tls.clientAuth: Required); `mutual_tls(resource)` which of the two.
 * `jvm_options(role, heap, direct_memory)` is the complete JVM flag list (heap, direct memory, GC, module flags)
   that the Kubernetes renderer puts in `JAVA_OPTS` and the local platform puts on the java command line.
   Sizes are JVM sizes (`256m`, `2g`, plain bytes) or Kubernetes quantities (`256Mi`, `2Gi`, `500M`): lower-case
@@ -38,6 +39,7 @@ import re
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, Proxy
 from rocketmq_operator.api.quantity import QuantityError, jvm_size
 
 ROLES: tuple[str, ...] = ("namesrv", "broker", "controller", "tools", "proxy")
@@ -67,25 +69,35 @@ JDK17_FLAGS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 TLS_DISABLED_FLAGS: tuple[str, ...] = ("-Dtls.server.mode=disabled",)
 
 
-def tls_flags(cert: str, key: str, ca: str) -> list[str]:
+def tls_flags(cert: str, key: str, ca: str, *, require_clients: bool = False, present: bool = False) -> list[str]:
     """RocketMQ's TLS switches (`TlsSystemConfig`, one set per JVM) for a process of a group with spec.tls on:
     every remoting server it runs refuses plain text (enforcing) and presents ``cert`` (PEM chain) with ``key``
     (unencrypted PKCS#8 PEM, as Netty reads it); every remoting client it runs (to name servers, controllers,
     other brokers) speaks TLS and checks the peer's chain against ``ca``. Test mode (a self-signed certificate
     made at start, and no verification) is off. `tls.config.file` points nowhere so that no file on the host
-    overrides these."""
-    return [
+    overrides these.
+
+    ``require_clients`` (spec.tls.clientAuth: Required): the servers also ask every client for a certificate and
+    verify it against ``ca`` (`tls.server.authClient`: without it Netty would accept any), and the process presents
+    ``cert`` as a client. ``present``: it presents its certificate as a client without requiring one (a proxy in
+    front of groups that require it)."""
+    flags = [
         "-Dtls.server.mode=enforcing",
         "-Dtls.test.mode.enable=false",
         f"-Dtls.server.certPath={cert}",
         f"-Dtls.server.keyPath={key}",
         f"-Dtls.server.trustCertPath={ca}",
-        "-Dtls.server.need.client.auth=none",
+        f"-Dtls.server.need.client.auth={'require' if require_clients else 'none'}",
         "-Dtls.enable=true",
         "-Dtls.client.authServer=true",
         f"-Dtls.client.trustCertPath={ca}",
         f"-Dtls.config.file={cert}.no-such-file",
     ]
+    if require_clients:
+        flags.insert(6, "-Dtls.server.authClient=true")
+    if require_clients or present:
+        flags += [f"-Dtls.client.certPath={cert}", f"-Dtls.client.keyPath={key}"]
+    return flags
 
 
 # GC settings of the official runserver.sh/runbroker.sh for JDK >= 9, minus the ones that only make sense for
@@ -138,3 +150,13 @@ def jvm_options(role: str, heap: str, direct_memory: str | None) -> list[str]:
     opts.extend(_GC_FLAGS)
     opts.extend(jdk17_module_flags(role))
     return opts
+
+
+def mutual_tls(resource: BrokerGroup | ControllerGroup | Proxy) -> dict[str, bool]:
+    """`render.jvm.tls_flags`' mutual-TLS switches for a resource: a group with spec.tls.clientAuth Required
+    requires its clients' certificates and presents its own; a Proxy with it (matching its groups) presents its own
+    to them, and requires none of its gRPC clients, which cannot present one (rocketmq-clients 5.x)."""
+    mutual = resource.spec.tls.mutual
+    if isinstance(resource, Proxy):
+        return {"require_clients": False, "present": mutual}
+    return {"require_clients": mutual, "present": mutual}

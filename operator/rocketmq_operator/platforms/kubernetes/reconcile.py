@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_operator.api.models import BrokerGroup, ControllerGroup, Proxy
-from rocketmq_operator.api.validation import proxy_tls_mismatch
+from rocketmq_operator.api.validation import client_auth_mismatch, proxy_tls_mismatch
 from rocketmq_operator.control.clock import now_iso
 from rocketmq_operator.core.conditions import set_condition
 from rocketmq_operator.core.config_change import running_downgrade_warning
@@ -31,9 +31,10 @@ from rocketmq_operator.platforms.kubernetes.auth import ANNOTATION_ADMIN_USER, a
 from rocketmq_operator.platforms.kubernetes.kube import KubeClient
 from rocketmq_operator.platforms.kubernetes.resources import controller_group, validated
 from rocketmq_operator.platforms.kubernetes.status_writer import StatusChange, write_status
-from rocketmq_operator.platforms.kubernetes.tls import certificate_objects
+from rocketmq_operator.platforms.kubernetes.tls import certificate_objects, client_certificate_template
 from rocketmq_operator.render.kubernetes import RenderError, render_broker_group, render_controller_group, render_proxy
 from rocketmq_operator.render.kubernetes.broker_group import DEFAULT_AGENT_IMAGE
+from rocketmq_operator.render.kubernetes.names import tls_secret_name
 from rocketmq_operator.render.kubernetes.network_policy import network_policy_names
 
 JSON = dict[str, Any]
@@ -157,6 +158,10 @@ async def reconcile(kube: KubeClient, body: JSON) -> Outcome:
                 outcome.blocked_reason, outcome.blocked_message = blocked
                 objects = None
             else:
+                if resource.spec.tls.mutual:
+                    secret_name = tls_secret_name(resource)
+                    held = await kube.get("Secret", namespace, secret_name) if secret_name else None
+                    client_certificate_template(objects, certificates[0] if certificates else held, resource)
                 objects = [*certificates, *objects]
         if objects is not None:
             await apply_objects(kube, objects, body, outcome)
@@ -185,6 +190,10 @@ async def _render_broker(kube: KubeClient, bg: BrokerGroup, namespace: str, outc
             outcome.blocked_message = lookup.message
             return None
         cg = lookup.resource
+        if cg.spec.tls.enabled and bg.spec.tls.enabled and cg.spec.tls.client_auth != bg.spec.tls.client_auth:
+            outcome.blocked_reason = "TlsMismatch"  # brokers and controllers would refuse each other's handshakes
+            outcome.blocked_message = client_auth_mismatch(bg, cg)
+            return None
     sts = await kube.get("StatefulSet", namespace, bg.metadata.name)
     running = int(((sts or {}).get("spec") or {}).get("replicas") or 0) if sts is not None else None
     try:

@@ -22,8 +22,9 @@ Contract:
   (`<proxy>-tls`) names its Service (`<proxy>`, `<proxy>.<ns>`, `<proxy>.<ns>.svc…`) and localhost: gRPC clients
   dial the Service by name and check it. The proxies reload a renewed Secret themselves (nothing restarts).
 * `trust_group(kube, client, resource, namespace, addresses, ca_dir)`: the operator's one client speaks TLS to
-  ``addresses``, trusting the group's ca.crt (written under ``ca_dir`` by content hash). False when the CA
-  cannot be read yet (the pass then observes nothing over plain text either: the pods refuse it).
+  ``addresses``, trusting the group's ca.crt (written under ``ca_dir`` by content hash), and, where the group
+  requires client certificates (spec.tls.clientAuth: Required), presenting the group's own certificate. False
+  when the CA cannot be read yet (the pass then observes nothing over plain text either: the pods refuse it).
 * `controller_restart(resource, secret, pods, now)`: the pod to delete after a renewal — a process that cannot
   reload its certificate (a controller, or a name server hosting one) that started before the certificate was
   issued, one at a time and only when every such pod has been ready for SETTLE_S (`core.tls.plan_tls`).
@@ -331,6 +332,29 @@ async def certificate_objects(
     return [_secret(name, namespace, values, meta)], None
 
 
+ANNOTATION_CLIENT_CERT = "rocketmq-operator.dev/tls-issued-at"
+"""On the pod template of a BrokerGroup or Proxy with spec.tls.clientAuth Required: when the certificate its pods
+present was issued. A JVM reads its client certificate once, at start, so a renewal changes the template and the
+operator's roll restarts the pods onto it (brokers slaves first, the master after a switchover)."""
+
+
+def client_certificate_template(objects: list[JSON], secret: JSON | None, resource: Any) -> None:
+    """Stamp the issue time of ``secret`` (the certificate Secret being applied, or the one in place) on the pod
+    template of a mutual-TLS BrokerGroup or Proxy in ``objects`` (see ANNOTATION_CLIENT_CERT)."""
+    if not isinstance(resource, BrokerGroup | Proxy) or not resource.spec.tls.mutual or secret is None:
+        return
+    issued = issued_at(secret)
+    if issued is None:  # the user's Secret (cert-manager): a certificate starts when it is issued
+        try:
+            issued = CertificateInfo.of(secret_data(secret).get("tls.crt", "")).not_before
+        except CertificateError:
+            return
+    for obj in objects:
+        if obj.get("kind") in ("StatefulSet", "Deployment") and obj["metadata"]["name"] == resource.metadata.name:
+            template = obj["spec"]["template"].setdefault("metadata", {})
+            template.setdefault("annotations", {})[ANNOTATION_CLIENT_CERT] = f"{issued:.0f}"
+
+
 async def trust_group(
     kube: KubeClient,
     client: RemotingClient,
@@ -342,19 +366,35 @@ async def trust_group(
     name = tls_secret_name(resource)
     if name is None:
         return True
-    ca = secret_data(await kube.get("Secret", namespace, name) or {}).get("ca.crt")
+    data = secret_data(await kube.get("Secret", namespace, name) or {})
+    ca = data.get("ca.crt")
     if not ca:
         return False
     ca_dir.mkdir(parents=True, exist_ok=True)
-    path = ca_dir / f"ca-{hashlib.sha256(ca.encode()).hexdigest()[:16]}.crt"
-    if not path.exists():
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(ca, encoding="utf-8")
-        tmp.replace(path)
-    tls = ClientTls(str(path), check_hostname=False)
+    tls = ClientTls(str(_by_content(ca_dir, "ca", ".crt", ca)), check_hostname=False)
+    if resource.spec.tls.mutual:
+        # The group asks every client for a certificate from its authority: the operator presents the group's own
+        # (whichever issuer made it, the group's peers trust it), read at each new connection.
+        if not data.get("tls.crt") or not data.get("tls.key"):
+            return False
+        cert = _by_content(ca_dir, "client", ".crt", data["tls.crt"])
+        key = _by_content(ca_dir, "client", ".key", data["tls.key"])
+        tls = ClientTls(tls.ca_file, check_hostname=False, cert_file=str(cert), key_file=str(key))
     for addr in addresses:
         client.pool.tls_by_addr[addr] = tls
     return True
+
+
+def _by_content(directory: Path, prefix: str, suffix: str, text: str) -> Path:
+    """``text`` in a file of ``directory`` named by its hash (mode 0600), written once: a changed Secret is a new
+    file, which the client's next connection reads."""
+    path = directory / f"{prefix}-{hashlib.sha256(text.encode()).hexdigest()[:16]}{suffix}"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.chmod(0o600)
+        tmp.replace(path)
+    return path
 
 
 def _started_at(pod: JSON) -> float | None:

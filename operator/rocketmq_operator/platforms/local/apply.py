@@ -118,6 +118,16 @@ def apply(files: Sequence[str], state_dir: Path, *, out: Any = print, force: boo
                 "switch would leave TLS and plain-text processes unable to reach each other); fix: "
                 f"`rocketmq-operator local down --state-dir {layout.root}`, then `local up` with the new manifests"
             )
+        mutual_now = {n for n, g in tls_groups(load_resources(existing)).items() if g.spec.tls.mutual}
+        if tls_groups(resources) and {n for n, g in tls_groups(resources).items() if g.spec.tls.mutual} != (
+            mutual_now & set(tls_groups(resources))
+        ):
+            raise TlsConfigError(
+                "spec.tls.clientAuth changes; rule: a running local cluster cannot switch mutual TLS on or off (a "
+                "rolling switch would leave processes that require client certificates refusing those that present "
+                f"none); fix: `rocketmq-operator local down --state-dir {layout.root}`, then `local up` with the "
+                "new manifests"
+            )
         ports = _ports_with_new_replicas(existing, resources, layout)
         texts = render_configs(resources, ports, layout)
         _refuse_unscalable(existing, texts, resources)

@@ -108,6 +108,16 @@ class StateLayout:
         """The authority's rotation record (mode 0600: a rotation cut off is resumed from it, key included)."""
         return self.tls_dir / "rotation.json"
 
+    @property
+    def tls_client_cert(self) -> Path:
+        """The certificate every client of the cluster presents (the supervisor, `local env`'s tools) where a group
+        requires client certificates (spec.tls.clientAuth: Required); its key is `tls_client_key`."""
+        return self.tls_dir / "client.crt"
+
+    @property
+    def tls_client_key(self) -> Path:
+        return self.tls_dir / "client.key"
+
     def tls_cert(self, replica: str) -> Path:
         return self.tls_dir / f"{replica}.crt"
 

@@ -817,6 +817,9 @@ def env(state_dir: Path, *, out: Out = _stdout) -> int:
     tls = client_tls(state)
     if tls is not None and tls.ca_file is not None:
         out(f"export ROCKETMQ_TLS_CA={shlex.quote(tls.ca_file)}")  # read by produce/consume (--tls-ca)
+    if tls is not None and tls.cert_file is not None and tls.key_file is not None:
+        out(f"export ROCKETMQ_TLS_CERT={shlex.quote(tls.cert_file)}")  # presented where clients must (--tls-cert)
+        out(f"export ROCKETMQ_TLS_KEY={shlex.quote(tls.key_file)}")
     if not supervisor_running(state):
         _stderr(f"stopped: nothing runs from {layout.root}; start it: `rocketmq-operator local up -f FILE`")
         return EXIT_STOPPED

@@ -60,7 +60,7 @@ from rocketmq_operator.render.config import (
     proxy_config,
     proxy_config_text,
 )
-from rocketmq_operator.render.jvm import tls_flags
+from rocketmq_operator.render.jvm import mutual_tls, tls_flags
 
 LOCALHOST = "127.0.0.1"
 
@@ -467,7 +467,7 @@ def build_state(
     check_names(resources)
     replicas: list[ReplicaProcess] = []
     tls_on = {
-        r.metadata.name
+        r.metadata.name: r
         for r in resources
         if isinstance(r, BrokerGroup | ControllerGroup | Proxy) and r.spec.tls.enabled
     }
@@ -475,8 +475,13 @@ def build_state(
         run_config = layout.run_config(p.name)
         tls = p.group in tls_on
         cert_flags = (
-            tls_flags(str(layout.tls_cert(p.name)), str(layout.tls_key(p.name)), str(layout.tls_ca)) if tls else []
-        )
+            tls_flags(
+                str(layout.tls_cert(p.name)), str(layout.tls_key(p.name)), str(layout.tls_ca),
+                **mutual_tls(tls_on[p.group]),
+            )
+            if tls
+            else []
+        )  # fmt: skip
         argv = java_command(
             p.role,
             run_config,

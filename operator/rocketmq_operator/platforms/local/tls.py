@@ -9,7 +9,10 @@ Contract:
 * `tls_groups(resources)`: the groups and Proxies with spec.tls on (`placement.build_state` gives their
   processes `render.jvm.tls_flags` over the files of the layout, and a proxy's rmq-proxy.json the same files).
 * `client_tls(state)`: what every client of this cluster trusts (the state directory's authority), or None
-  when TLS is off.
+  when TLS is off; where a group requires client certificates (spec.tls.clientAuth: Required), the cluster's
+  client certificate too (`tls/client.crt`, issued and renewed with the others, served with the bridge during a
+  rotation). Processes of such a group read their client certificate at start, so a renewal restarts each
+  (`plan_tls`, one at a time), brokers and proxies too.
 * `TlsPolicy(state, layout).run(restart)`: reads every certificate, plans, issues (certificate then key, each
   replaced in one rename: brokers, name servers and proxies reload when both changed) and restarts, through
   `restart`, the one process `plan_tls` names. `ensure_certificates(layout, state)` is the same issuing at `local up`.
@@ -101,17 +104,51 @@ def tls_groups(resources: Sequence[AnyResource]) -> dict[str, TlsOwner]:
 
 
 def client_tls(state: LocalState) -> ClientTls | None:
-    if not tls_groups(load_resources(state)):
+    groups = tls_groups(load_resources(state))
+    if not groups:
         return None
-    return ClientTls(ca_file=str(StateLayout(Path(state.state_dir)).tls_ca))
+    layout = StateLayout(Path(state.state_dir))
+    if any(g.spec.tls.mutual for g in groups.values()):
+        return ClientTls(str(layout.tls_ca), cert_file=str(layout.tls_client_cert), key_file=str(layout.tls_client_key))
+    return ClientTls(ca_file=str(layout.tls_ca))
+
+
+CLIENT_NAME = "rocketmq-operator-client"
+CLIENT_LIFETIME_S = 365 * 86400
+CLIENT_RENEW_BEFORE_S = 30 * 86400.0
+
+
+def _client_certificate(layout: StateLayout, authority: Authority, now: float) -> str | None:
+    """The cluster's client certificate issued again when missing, not this authority's, or due: the line saying
+    so, or None. The supervisor re-reads it at its next connection (`remoting.tls`)."""
+    text = _read(layout.tls_client_cert)
+    reason = "no certificate"
+    if text is not None and layout.tls_client_key.exists():
+        try:
+            left = CertificateInfo.of(text).not_after - now
+        except CertificateError:
+            left = -1.0
+        if not authority.serves(text):
+            reason = "signed by another authority"
+        elif left <= CLIENT_RENEW_BEFORE_S:
+            reason = f"expires in {left:.0f} s"
+        else:
+            return None
+    pair = issue(authority.signer, CLIENT_NAME, [CLIENT_NAME], [], CLIENT_LIFETIME_S, now)
+    write_text_atomic(layout.tls_client_cert, authority.chain(pair.cert_pem), 0o644)
+    write_text_atomic(layout.tls_client_key, pair.key_pem)
+    return f"issue {CLIENT_NAME}: {reason}"
 
 
 def _reloads(replica: ReplicaProcess, groups: dict[str, TlsOwner]) -> bool:
     """Brokers, name servers and proxies watch their certificate files (a proxy every tlsCertWatchIntervalMs);
-    a controller's remoting server does not (also the one inside a name server that hosts the controller)."""
+    a controller's remoting server does not (also the one inside a name server that hosts the controller). With
+    client certificates required, none reloads all it uses: the client certificate is read once, at start."""
+    group = groups.get(replica.group)
+    if group is not None and group.spec.tls.mutual:
+        return False
     if replica.role in ("broker", "proxy"):
         return True
-    group = groups.get(replica.group)
     return replica.role == "namesrv" and isinstance(group, ControllerGroup) and group.spec.standalone
 
 
@@ -282,8 +319,12 @@ class TlsPolicy:
         by_name = {r.name: r for r in self.state.replicas if r.group in self.groups}
         running_since = {r.name: r.started_at for r in by_name.values() if r.pid is not None}
         authority = _rotated(self.layout, _authority(self.layout, now), running_since, now)
-        held = [_held(self.layout, r, authority, self.groups) for r in by_name.values()]
         done: list[tuple[str, ReplicaProcess | None]] = []
+        if any(g.spec.tls.mutual for g in self.groups.values()):
+            client = _client_certificate(self.layout, authority, now)
+            if client is not None:
+                done.append((client, None))
+        held = [_held(self.layout, r, authority, self.groups) for r in by_name.values()]
         for action in plan_tls(held, now, settle_s=self.settle_s):
             replica = by_name[action.replica]
             if action.kind is TlsActionKind.ISSUE:

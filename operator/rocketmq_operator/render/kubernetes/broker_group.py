@@ -31,7 +31,9 @@ from rocketmq_operator.render.kubernetes.names import (
     JSON,
     LABEL_ROLE,
     SECRET_CONFIG_DIR,
+    TLS_CERT_FILE,
     TLS_DIR,
+    TLS_KEY_FILE,
     auth_config_secret_name,
     broker_image,
     broker_placement,
@@ -80,6 +82,8 @@ def lease_agent(bg: BrokerGroup, image: str) -> JSON:
         mounts.append(secret_mount("secret-config"))
     if bg.spec.tls.enabled:
         args += ["--tls-ca", f"{TLS_DIR}/ca.crt"]
+        if bg.spec.tls.mutual:  # the broker asks every client for a certificate: the agent's is the group's own
+            args += ["--tls-cert", TLS_CERT_FILE, "--tls-key", TLS_KEY_FILE]
         mounts.append(secret_mount("tls"))
     return sidecar("lease-agent", image, args, mounts, LEASE_AGENT_RESOURCES)
 

@@ -14,7 +14,7 @@ from rocketmq_operator.render.config import (
     ControllerPlacement,
     ReplicaPlacement,
 )
-from rocketmq_operator.render.jvm import tls_flags
+from rocketmq_operator.render.jvm import mutual_tls, tls_flags
 
 JSON = dict[str, Any]
 
@@ -176,4 +176,4 @@ def tls_java_flags(resource: BrokerGroup | ControllerGroup | Proxy) -> list[str]
     """RocketMQ's TLS switches for every process of the group, on the mounted Secret's files (none with TLS off)."""
     if not resource.spec.tls.enabled:
         return []
-    return tls_flags(TLS_CERT_FILE, TLS_KEY_FILE, f"{TLS_DIR}/ca.crt")
+    return tls_flags(TLS_CERT_FILE, TLS_KEY_FILE, f"{TLS_DIR}/ca.crt", **mutual_tls(resource))
