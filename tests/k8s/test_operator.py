@@ -581,7 +581,8 @@ def test_controller_type_is_fixed_at_creation(crds: Any) -> None:
 
 
 def test_tls_is_fixed_at_creation_on_both_kinds(crds: Any) -> None:
-    """Switching TLS on (from the default, absent) or off on a created group is refused by the API server."""
+    """Switching TLS on (from the default, absent) or off on a created group is refused by the API server; so is
+    switching mutual TLS (spec.tls.clientAuth)."""
     controllers = {
         "apiVersion": "rocketmq-operator.dev/v1alpha1",
         "kind": "ControllerGroup",
@@ -601,6 +602,10 @@ def test_tls_is_fixed_at_creation_on_both_kinds(crds: Any) -> None:
             res = crds.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc), check=False)
             assert res.returncode != 0 and "spec.tls.enabled is fixed at creation" in res.stderr, res.stderr
             assert f"fix: create a new {kind} with the other setting" in res.stderr, res.stderr
+        # Mutual TLS the same: switched on (from the default None) on the created BrokerGroup, refused.
+        brokers["spec"]["tls"] = {"enabled": True, "clientAuth": "Required"}
+        res = crds.kubectl("apply", "-f", "-", input=yaml.safe_dump(brokers), check=False)
+        assert res.returncode != 0 and "spec.tls.clientAuth is fixed at creation" in res.stderr, res.stderr
     finally:
         crds.kubectl("delete", "controllergroup", "ctl-tls", "-n", "default", "--wait=false", check=False)
         crds.kubectl("delete", "brokergroup", "bg-tls", "-n", "default", "--wait=false", check=False)
