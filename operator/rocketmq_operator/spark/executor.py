@@ -85,10 +85,12 @@ def credentials_of(access_key: str | None, secret_key: str | None) -> SessionCre
     return SessionCredentials(access_key, secret_key) if access_key and secret_key else None
 
 
-def tls_of(tls: bool, ca_file: str | None, check_hostname: bool = True) -> ClientTls | None:
-    """What the source's connections trust (options ``tls``/``tlsCaFile``/``tlsCheckHostname``); None: plain
-    text."""
-    return ClientTls(ca_file, check_hostname) if tls else None
+def tls_of(opts: SourceOptions) -> ClientTls | None:
+    """What the source's connections trust and present (options ``tls``/``tlsCaFile``/``tlsCheckHostname``,
+    ``tlsCertFile``/``tlsKeyFile``); None: plain text."""
+    if not opts.tls:
+        return None
+    return ClientTls(opts.tls_ca_file, opts.tls_check_hostname, opts.tls_cert_file, opts.tls_key_file)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +124,7 @@ class ReadSettings:
             tags=opts.tags,
             access_key=opts.access_key,
             secret_key=opts.secret_key,
-            tls=tls_of(opts.tls, opts.tls_ca_file, opts.tls_check_hostname),
+            tls=tls_of(opts),
         )
 
     @property

@@ -207,7 +207,7 @@ class Driver:
                     connect_timeout=self.timeout,
                     request_timeout=self.timeout,
                     credentials=credentials_of(self.opts.access_key, self.opts.secret_key),
-                    tls=tls_of(self.opts.tls, self.opts.tls_ca_file, self.opts.tls_check_hostname),
+                    tls=tls_of(self.opts),
                 )
         return self._loop, self._client
 

@@ -45,6 +45,8 @@ option                         meaning (default)
 ``tlsCheckHostname``           ``false``: verify the chain only, not the name or address the certificate is
                                issued to, as RocketMQ's Java clients do (on Kubernetes brokers are dialled by
                                pod IP, which their certificates do not name; default true)
+``tlsCertFile``/``tlsKeyFile`` a certificate (PEM) and its key presented to servers that require one
+                               (``spec.tls.clientAuth: Required``), at the same paths everywhere (both or neither)
 =============================  ==========================================================================
 """
 
@@ -85,6 +87,8 @@ OPTION_NAMES: tuple[str, ...] = (
     "tls",
     "tlsCaFile",
     "tlsCheckHostname",
+    "tlsCertFile",
+    "tlsKeyFile",
 )
 _CANONICAL = {name.lower(): name for name in OPTION_NAMES}
 _TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
@@ -127,6 +131,8 @@ class SourceOptions:
     tls: bool = False
     tls_ca_file: str | None = None
     tls_check_hostname: bool = True
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
 
     @property
     def sub_expression(self) -> str:
@@ -309,6 +315,12 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     tls = _bool(opts, "tls", tls_ca_file is not None)
     if tls_ca_file is not None and not tls:
         raise OptionError(f"tls: false with tlsCaFile {tls_ca_file!r}; an authority is trusted only over TLS")
+    cert_file, key_file = opts.get("tlsCertFile", "").strip() or None, opts.get("tlsKeyFile", "").strip() or None
+    if (cert_file is None) != (key_file is None):
+        given, missing = ("tlsCertFile", "tlsKeyFile") if cert_file else ("tlsKeyFile", "tlsCertFile")
+        raise OptionError(f"{missing}: required with {given} (a client certificate is presented with its key)")
+    if cert_file is not None and not tls:
+        raise OptionError(f"tls: false with tlsCertFile {cert_file!r}; a certificate is presented only over TLS")
     return SourceOptions(
         name_servers=name_servers,
         topics=topics,
@@ -334,4 +346,6 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         tls=tls,
         tls_ca_file=tls_ca_file,
         tls_check_hostname=_bool(opts, "tlsCheckHostname", True),
+        tls_cert_file=cert_file,
+        tls_key_file=key_file,
     )

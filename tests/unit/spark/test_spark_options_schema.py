@@ -180,6 +180,15 @@ def test_tls_options() -> None:
         parse_options({**base, "tlsCaFile": "/ca.crt", "tlsCheckHostname": "false"}, streaming=False)
     )
     assert chain.tls == ClientTls("/ca.crt", check_hostname=False)
+    # Mutual TLS: a client certificate and its key, both or neither, only over TLS.
+    mutual = {**base, "tlsCaFile": "/tls/ca.crt", "tlsCertFile": "/tls/tls.crt", "tlsKeyFile": "/tls/tls.key"}
+    presented = ReadSettings.of(parse_options(mutual, streaming=False))
+    assert presented.tls == ClientTls("/tls/ca.crt", True, "/tls/tls.crt", "/tls/tls.key")
+    assert pickle.loads(pickle.dumps(presented)).tls == presented.tls
+    with pytest.raises(OptionError, match=r"^tlsKeyFile: required with tlsCertFile"):
+        parse_options({**base, "tlsCaFile": "/ca.crt", "tlsCertFile": "/tls.crt"}, streaming=False)
+    with pytest.raises(OptionError, match=r"^tls: false with tlsCertFile"):
+        parse_options({**base, "tls": "false", "tlsCertFile": "/a", "tlsKeyFile": "/b"}, streaming=False)
 
 
 def test_the_clis_tls_chain_only_flag() -> None:
