@@ -6,7 +6,8 @@ the client sees it:
 - a client that trusts the authority but presents no certificate is refused at the handshake, by the name server
   and by the master; so is one presenting a certificate of another authority;
 - `produce` and `consume`, configured from `local env` (ROCKETMQ_TLS_CA, ROCKETMQ_TLS_CERT, ROCKETMQ_TLS_KEY) as a
-  user would, send and read back every message; without a certificate `produce` says so in one line.
+  user would, send and read back every message; without a certificate `produce` says so in one line; the Spark
+  source (tlsCertFile, tlsKeyFile) reads every acknowledged key.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spark_local import local_spark
 
 from rocketmq_operator.control.certificates import issue, new_authority
 from rocketmq_operator.remoting import ClientTls, RemotingClient, RemotingConnectionError
@@ -105,3 +107,10 @@ def test_mutual_tls_refuses_clients_without_a_certificate_and_serves_those_with_
         assert read.returncode == 0, read.stderr
         keys = set(json.loads(read.stdout)["keys"])
         assert set(report["acknowledged_keys"]) <= keys, sorted(set(report["acknowledged_keys"]) - keys)[:10]
+
+        with local_spark("rocketmq-mtls-it", cores=1) as session:
+            reader = session.read.format("rocketmq").option("nameServers", namesrv).option("topic", TOPIC)
+            reader = reader.option("tlsCaFile", env["ROCKETMQ_TLS_CA"]).option("tlsCertFile", env["ROCKETMQ_TLS_CERT"])
+            reader = reader.option("tlsKeyFile", env["ROCKETMQ_TLS_KEY"]).option("pullTimeoutMs", "20000")
+            spark_keys = {row["keys"] for row in reader.load().select("keys").collect()}
+        assert set(report["acknowledged_keys"]) <= spark_keys, "the Spark source missed acknowledged keys"
