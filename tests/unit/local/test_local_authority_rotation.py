@@ -7,6 +7,7 @@ rotation runs, and leaves once none does; a step cut off after its record is fin
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,49 @@ def test_rotate_ca_refuses_a_bad_overlap_and_a_cluster_without_tls_in_one_line(t
     printed: list[str] = []
     assert rotate_ca(tmp_path, "1h", out=printed.append) == 0
     assert read_rotation(layout)["overlap_s"] == 3600.0 and "rotation of the TLS authority requested" in printed[0]
+
+
+MUTUAL_EXAMPLE = ROOT / "examples" / "tls-mutual.yaml"
+
+
+def test_with_mutual_tls_every_client_presents_the_clusters_certificate_and_a_renewal_restarts_each_process(
+    tmp_path: Path,
+) -> None:
+    from rocketmq_operator.platforms.local.lifecycle import env
+    from rocketmq_operator.platforms.local.tls import _reloads, client_tls, tls_groups
+
+    resources = [r.resource for r in validate_file(MUTUAL_EXAMPLE) if r.resource is not None]
+    layout = StateLayout(tmp_path)
+    layout.tls_dir.mkdir(parents=True)
+    state = build_state(
+        resources, pack(port_needs(resources), 23400), layout, files=[str(MUTUAL_EXAMPLE)], distribution="/d",
+        rocketmq_version="5.5.0",
+    )  # fmt: skip
+    issued = ensure_certificates(layout, state)
+    assert "issue rocketmq-operator-client: no certificate" in issued, issued
+    tls = client_tls(state)
+    assert tls is not None and tls.cert_file == str(layout.tls_client_cert)
+    assert signed_by(layout.tls_client_cert.read_text(), layout.tls_ca.read_text())
+    assert oct(layout.tls_client_key.stat().st_mode & 0o777) == "0o600"
+    broker = next(r for r in state.replicas if r.role == "broker")
+    assert f"-Dtls.client.certPath={layout.tls_cert(broker.name)}" in broker.argv
+    assert "-Dtls.server.need.client.auth=require" in broker.argv
+    write_state(layout.state_file, state)
+    printed: list[str] = []
+    env(tmp_path, out=printed.append)
+    assert f"export ROCKETMQ_TLS_CERT={layout.tls_client_cert}" in printed
+    assert f"export ROCKETMQ_TLS_KEY={layout.tls_client_key}" in printed
+    # A broker reads its client certificate at start: after a renewal it is restarted (one at a time), not only
+    # the controller.
+    for i, replica in enumerate(state.replicas):  # running since before the renewal (issue times are file times)
+        replica.pid, replica.started_at = 1000 + i, time.time() - 3600
+    info = CertificateInfo.of(layout.tls_cert(broker.name).read_text())
+    policy = TlsPolicy(state, layout)
+    later = info.not_after - 3600  # every certificate due
+    planned = policy._plan(later, restarts=True)
+    assert [line for line, _ in planned if line.startswith("issue")], planned
+    policy = TlsPolicy(state, layout)
+    restarted = [r for _, r in policy._plan(later + 60, restarts=True) if r is not None]
+    assert len(restarted) == 1, restarted  # one at a time
+    reloads = {r.name: _reloads(r, tls_groups(resources)) for r in state.replicas}
+    assert reloads and not any(reloads.values()), reloads  # brokers too: each is restarted in its turn
