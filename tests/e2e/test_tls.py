@@ -147,18 +147,7 @@ def _authority_rotated(group: Any, node: Any, tmp_path: Path) -> None:
         node.wait_for("each broker serving its new certificate, verified through the bridge by the old trust",
                       lambda: all(serving_new(a) for a in brokers.values()), 300, 2)  # fmt: skip
         # The controller cannot reload: the operator restarts it once its certificate was issued again.
-        issued = float(node.json("-n", NS, "get", "secret", "tls-ctl-tls")["metadata"]["annotations"][
-            "rocketmq-operator.dev/issued-at"])  # fmt: skip
-
-        def controller_restarted() -> bool:
-            pods = node.json("-n", NS, "get", "pods", "-l", "rocketmq-operator.dev/group=tls-ctl")["items"]
-            pod = next((p for p in pods if p["metadata"]["name"] == "tls-ctl-0"), {})
-            created = (pod.get("metadata") or {}).get("creationTimestamp")
-            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                        for c in (pod.get("status") or {}).get("conditions") or [])  # fmt: skip
-            return bool(created) and ready and _epoch(str(created)) >= issued
-
-        node.wait_for("the controller restarted onto its new certificate", controller_restarted, 600, 2)
+        _wait_controller_restarted(node, "the controller restarted onto its new certificate")
         group.wait_healthy()
         assert {pod: group.jvm_pid(pod)[0] for pod in brokers} == jvms, "a broker JVM restarted for the rotation"
         node.wait_for("the old authority kept for the pods started before the rotation",
@@ -208,8 +197,29 @@ def _authority_rotated(group: Any, node: Any, tmp_path: Path) -> None:
 
     node.wait_for("the old authority refused and the new one accepted by every broker", old_refused_new_accepted,
                   300, 2)  # fmt: skip
+    # The retirement issued the controller's certificate again, and the operator restarted it: its name server
+    # says "not ready" for a while after its start.
+    _wait_controller_restarted(node, "the controller restarted onto its certificate without the bridge")
+    node.wait_for("the name server answering routes, trusting the new authority alone",
+                  lambda: _routes_answered(node, new_only), 120, 1)  # fmt: skip
     after = group.produce("tls-after-rotation", 20, "--tls-ca", "/tls/ca.crt", "--tls-chain-only", secret_mounts=CA)
     assert after is not None and after["acknowledged"] == 20, after
+
+
+def _wait_controller_restarted(node: Any, what: str) -> None:
+    """Until tls-ctl-0 is a pod created after its Secret was last issued, and Ready."""
+    issued = float(node.json("-n", NS, "get", "secret", "tls-ctl-tls")["metadata"]["annotations"][
+        "rocketmq-operator.dev/issued-at"])  # fmt: skip
+
+    def restarted() -> bool:
+        pods = node.json("-n", NS, "get", "pods", "-l", "rocketmq-operator.dev/group=tls-ctl")["items"]
+        pod = next((p for p in pods if p["metadata"]["name"] == "tls-ctl-0"), {})
+        created = (pod.get("metadata") or {}).get("creationTimestamp")
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in (pod.get("status") or {}).get("conditions") or [])  # fmt: skip
+        return bool(created) and ready and _epoch(str(created)) >= issued
+
+    node.wait_for(what, restarted, 600, 2)
 
 
 def _routes_answered(node: Any, trust: Path) -> bool:

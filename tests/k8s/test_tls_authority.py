@@ -72,11 +72,12 @@ def test_a_rotation_raced_by_passes_makes_one_successor_and_its_retirement_remov
             now = time.time()
             first = await authority(kube, ns, now)
             await kube.patch("Secret", ns, AUTHORITY_SECRET, {"metadata": {"annotations": {
-                "rocketmq-operator.dev/rotate": "t1", "rocketmq-operator.dev/overlap": "0s"}}})  # fmt: skip
+                "rocketmq-operator.dev/rotate": "t1", "rocketmq-operator.dev/overlap": "1h"}}})  # fmt: skip
             rotated = await asyncio.gather(*(authority(kube, ns, now + 10) for _ in range(4)))
             during = await kube.get("Secret", ns, AUTHORITY_SECRET)
             assert during is not None and first.trust not in {r.trust for r in rotated}
-            await authority(kube, ns, now + 20)  # no pod trusts only the old one: retired
+            # The overlap over and no pod trusts only the old one: retired, by passes racing again.
+            await asyncio.gather(*(authority(kube, ns, now + 3700) for _ in range(4)))
             after = await kube.get("Secret", ns, AUTHORITY_SECRET)
             assert after is not None
             return {r.trust for r in rotated}, during, after
@@ -89,6 +90,8 @@ def test_a_rotation_raced_by_passes_makes_one_successor_and_its_retirement_remov
         assert "bridge.crt" in secret_data(during)
         assert "bridge.crt" not in secret_data(after), sorted(secret_data(after))
         assert secret_data(after)["ca.crt"] == pem_certificates(secret_data(during)["ca.crt"])[0]
-        assert "retire" in after["metadata"]["annotations"]["rocketmq-operator.dev/authority-state"]
+        annotations = after["metadata"]["annotations"]  # retired, then (another racing pass) steady
+        assert "rocketmq-operator.dev/rotation-started-at" not in annotations, annotations
+        assert annotations["rocketmq-operator.dev/rotated-for"] == "t1"
     finally:
         k8s_cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)

@@ -182,7 +182,7 @@ async def authority(kube: KubeClient, namespace: str, now: float) -> Authority:
     So an authority is created only if there is none, replaced only at the version read, and when another pass
     got there first, that one is read and used.
     """
-    for _ in range(3):
+    for _ in range(5):
         current = await kube.get("Secret", namespace, AUTHORITY_SECRET)
         data = secret_data(current or {})
         pair, new = held_or_new_authority(data.get("ca.crt"), data.get("ca.key"), AUTHORITY_NAME, now)
@@ -228,6 +228,8 @@ async def authority(kube: KubeClient, namespace: str, now: float) -> Authority:
         except KubeError as exc:
             if exc.status != 409:
                 raise
+            if action is not None and action.kind in (AuthorityActionKind.KEEP, AuthorityActionKind.WAIT):
+                return made  # only the state line was to be written: another pass changed it; the next says it
             continue
         if action is not None and action.kind is not AuthorityActionKind.KEEP:
             log.info("Secret %s/%s: %s", namespace, AUTHORITY_SECRET, action.describe())
