@@ -289,7 +289,8 @@ def test_tls_example_refuses_plain_text_and_serves_clients_that_trust_its_author
         node.delete_namespace(NS)
 
 
-MTLS_NS = "rocketmq-mtls"
+MTLS_NS = NS
+"""The TLS example's namespace again (emptied by the test before): one the chart's operator watches."""
 MTLS_EXAMPLE = ROOT / "examples" / "tls-mutual.yaml"
 MTLS_MOUNT = {"broker-mtls-tls": "/tls"}
 
