@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,14 +28,20 @@ TLS_EXAMPLE = ROOT / "examples" / "tls.yaml"
 NOW = 1_900_000_000.0
 
 
-def _running(tmp_path: Path) -> tuple[StateLayout, LocalState]:
-    resources = [r.resource for r in validate_file(TLS_EXAMPLE) if r.resource is not None]
+def _placed(example: Path, tmp_path: Path) -> tuple[list[Any], StateLayout, LocalState]:
+    """The example's resources and the state `local up` would make of them in ``tmp_path`` (nothing started)."""
+    resources = [r.resource for r in validate_file(example) if r.resource is not None]
     layout = StateLayout(tmp_path)
     layout.tls_dir.mkdir(parents=True)
     state = build_state(
-        resources, pack(port_needs(resources), 23300), layout, files=[str(TLS_EXAMPLE)], distribution="/d",
+        resources, pack(port_needs(resources), 23300), layout, files=[str(example)], distribution="/d",
         rocketmq_version="5.5.0",
     )  # fmt: skip
+    return resources, layout, state
+
+
+def _running(tmp_path: Path) -> tuple[StateLayout, LocalState]:
+    _, layout, state = _placed(TLS_EXAMPLE, tmp_path)
     ensure_certificates(layout, state)
     for i, replica in enumerate(state.replicas):  # every process running, started an hour before
         replica.pid, replica.started_at = 1000 + i, NOW - 3600
@@ -117,13 +124,7 @@ def test_with_mutual_tls_every_client_presents_the_clusters_certificate_and_a_re
     from rocketmq_operator.platforms.local.lifecycle import env
     from rocketmq_operator.platforms.local.tls import _reloads, client_tls, tls_groups
 
-    resources = [r.resource for r in validate_file(MUTUAL_EXAMPLE) if r.resource is not None]
-    layout = StateLayout(tmp_path)
-    layout.tls_dir.mkdir(parents=True)
-    state = build_state(
-        resources, pack(port_needs(resources), 23400), layout, files=[str(MUTUAL_EXAMPLE)], distribution="/d",
-        rocketmq_version="5.5.0",
-    )  # fmt: skip
+    resources, layout, state = _placed(MUTUAL_EXAMPLE, tmp_path)
     issued = ensure_certificates(layout, state)
     assert "issue rocketmq-operator-client: no certificate" in issued, issued
     tls = client_tls(state)
