@@ -3,10 +3,28 @@ the authority's rotation measure (docs/tls.md "Rotating the authority")."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
 import threading
 from pathlib import Path
+
+from rocketmq_operator.remoting import ClientTls, RemotingClient
+
+
+def route_refusal(address: str, tls: ClientTls, topic: str = "orders", timeout: float = 5.0) -> str | None:
+    """A route lookup at the name server ``address`` over ``tls``: None when answered, else why not (refused in
+    the handshake, or "not ready" after a restart: the caller tells which it expects)."""
+
+    async def ask() -> None:
+        async with RemotingClient(address, connect_timeout=timeout, request_timeout=timeout, tls=tls) as client:
+            await client.get_route(topic, timeout=timeout)
+
+    try:
+        asyncio.run(ask())
+    except Exception as exc:  # every failure is an answer here
+        return str(exc) or type(exc).__name__
+    return None
 
 
 def served_chain(address: str, trust: Path) -> tuple[str | None, str | None]:

@@ -21,7 +21,6 @@ is acknowledged and every key read back.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import socket
@@ -36,10 +35,10 @@ import pytest
 from e2e.conftest import ROCKETMQ_NS, apply_example, retire_when_done
 from e2e.e2e_helpers import kubectl_rocketmq, wait_proxy_ready
 from rocketmq_operator.control.certificates import CertificateInfo, pem_certificates
-from rocketmq_operator.remoting import ClientTls, RemotingClient
+from rocketmq_operator.remoting import ClientTls
 from rocketmq_operator.tools.grpc_client import receive_keys_trusting, send_keys, send_keys_trusting
 from rocketmq_operator.tools.noloss import missing_acknowledged, reports_no_loss_failure
-from tls_probe import HandshakeProbe, served_chain
+from tls_probe import HandshakeProbe, route_refusal, served_chain
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tls.yaml"
@@ -226,19 +225,9 @@ def _wait_controller_restarted(node: Any, what: str) -> None:
 def _routes_answered(node: Any, trust: Path) -> bool:
     pods = node.json("-n", NS, "get", "pods", "-l", "rocketmq-operator.dev/group=tls-ctl")["items"]
     address = next((f"{p['status']['podIP']}:9876" for p in pods if (p.get("status") or {}).get("podIP")), None)
-    if address is None:
-        return False
-
-    async def ask() -> None:
-        tls = ClientTls(str(trust), check_hostname=False)
-        async with RemotingClient(address, connect_timeout=3.0, request_timeout=3.0, tls=tls) as client:
-            await client.get_route("orders", timeout=3.0)
-
-    try:
-        asyncio.run(ask())
-    except Exception:  # not up yet, or not ready: asked again
-        return False
-    return True
+    return (
+        address is not None and route_refusal(address, ClientTls(str(trust), check_hostname=False), timeout=3.0) is None
+    )
 
 
 def _epoch(stamp: str) -> float:
@@ -296,20 +285,6 @@ MTLS_EXAMPLE = ROOT / "examples" / "tls-mutual.yaml"
 MTLS_MOUNT = {"broker-mtls-tls": "/tls"}
 
 
-def _route_with(address: str, tls: ClientTls) -> str | None:
-    """A route lookup over ``tls``: None when answered, else why not."""
-
-    async def ask() -> None:
-        async with RemotingClient(address, connect_timeout=5.0, request_timeout=5.0, tls=tls) as client:
-            await client.get_route("orders", timeout=5.0)
-
-    try:
-        asyncio.run(ask())
-    except Exception as exc:  # refused, or not ready: the caller tells which it expects
-        return str(exc) or type(exc).__name__
-    return None
-
-
 def test_mutual_tls_example_refuses_a_client_without_a_certificate(
     group_in: Callable[..., Any], tmp_path: Path
 ) -> None:
@@ -332,8 +307,8 @@ def test_mutual_tls_example_refuses_a_client_without_a_certificate(
         presenting = ClientTls(str(tmp_path / "ca.crt"), check_hostname=False, cert_file=str(tmp_path / "tls.crt"),
                                key_file=str(tmp_path / "tls.key"))  # fmt: skip
         node.wait_for("a route lookup presenting the group's certificate answered",
-                      lambda: _route_with(namesrv, presenting) is None, 120, 1)  # fmt: skip
-        why = _route_with(namesrv, bare)
+                      lambda: route_refusal(namesrv, presenting) is None, 120, 1)  # fmt: skip
+        why = route_refusal(namesrv, bare)
         assert why is not None, "a client without a certificate was answered by a name server requiring one"
         print(f"without a certificate: {why}")
         presented = ("--tls-ca", "/tls/ca.crt", "--tls-chain-only", "--tls-cert", "/tls/tls.crt", "--tls-key",

@@ -41,7 +41,7 @@ from rocketmq_operator.tools.consume import consume
 from rocketmq_operator.tools.grpc_client import GrpcSend, receive_keys_trusting, send_keys, send_keys_trusting
 from rocketmq_operator.tools.noloss import missing_acknowledged
 from rocketmq_operator.tools.produce import DEFAULT_RETRIES, ProduceReport, produce
-from tls_probe import HandshakeProbe, served_chain
+from tls_probe import HandshakeProbe, route_refusal, served_chain
 
 ROOT = Path(__file__).resolve().parents[2]
 TLS = ROOT / "examples" / "tls.yaml"
@@ -87,16 +87,7 @@ async def _plain_route(namesrv: str) -> None:
 
 def _routes_answered(namesrv: str, tls: ClientTls) -> bool:
     """Whether the name server answers a route lookup over TLS (after a restart it says "not ready" for a while)."""
-
-    async def ask() -> None:
-        async with RemotingClient(namesrv, connect_timeout=3.0, request_timeout=3.0, tls=tls) as client:
-            await client.get_route(TOPIC, timeout=3.0)
-
-    try:
-        asyncio.run(ask())
-    except Exception:  # not up yet, or not ready: asked again
-        return False
-    return True
+    return route_refusal(namesrv, tls, TOPIC, timeout=3.0) is None
 
 
 async def _plain_send(namesrv: str, broker: str) -> None:

@@ -123,11 +123,13 @@ def _float(text: str | None) -> float | None:
         return None
 
 
+def _timestamp(text: object) -> float | None:
+    """An API timestamp (RFC 3339, `...Z`) as epoch seconds; None when absent."""
+    return dt.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp() if text else None
+
+
 def _created(obj: JSON) -> float | None:
-    text = (obj.get("metadata") or {}).get("creationTimestamp")
-    if not text:
-        return None
-    return dt.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    return _timestamp((obj.get("metadata") or {}).get("creationTimestamp"))
 
 
 async def trusting_only_predecessor(kube: KubeClient, namespace: str, trust: str) -> tuple[str, ...]:
@@ -403,7 +405,7 @@ def _started_at(pod: JSON) -> float | None:
     for status in (pod.get("status") or {}).get("containerStatuses") or []:
         started = ((status.get("state") or {}).get("running") or {}).get("startedAt")
         if started:
-            return dt.datetime.fromisoformat(str(started).replace("Z", "+00:00")).timestamp()
+            return _timestamp(started)
     return None
 
 
