@@ -191,6 +191,9 @@ echo "== $(stamp) stage 2: e2e tests on the real cluster (tests/e2e, three nodes
 # of one test at a time, about 20% of the CPU idle). Two workers beside the chaos campaign ran at load average 38
 # (2026-11-27 08:58-09:09, one quickstart): the campaign now runs beside the node faults instead.
 e2e_state=$work/e2e-node
+# Every wait of the e2e tests and every `kubectl rocketmq` call, one line each (tests/e2e/timeline.py); the longest
+# are printed at the end: where the e2e line's time went.
+export ROCKETMQ_OPERATOR_E2E_TIMELINE=$work/e2e-timeline.log
 if .venv/bin/python tests/e2e/shared_node.py up "$e2e_state" >"$work/e2e-node.log" 2>&1; then
     echo "== $(stamp) $(tail -n 1 "$work/e2e-node.log"), the operator installed"
     ROCKETMQ_OPERATOR_E2E_NODE=$e2e_state "${PYTEST[@]}" -m "e2e and node_fault" tests || rc=$?
@@ -225,6 +228,10 @@ for name in lint k8s alerts chaos integration; do
     step_rc=$(cat "$work/side-$name.rc" 2>/dev/null || echo 1)
     [ "$step_rc" = 0 ] || rc=$step_rc
 done
+if [ -s "$work/e2e-timeline.log" ]; then
+    echo "== the e2e tests' longest waits and kubectl rocketmq calls (all: $work/e2e-timeline.log)"
+    sort -k2 -n -r "$work/e2e-timeline.log" | head -n 30
+fi
 wait "$background" 2>/dev/null  # promtool's build (done by now: the alert tests waited for it)
 echo "== $(stamp) done (exit $rc)"
 exit "$rc"

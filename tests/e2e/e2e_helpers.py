@@ -7,8 +7,11 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
+
+from e2e import timeline
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,4 +43,8 @@ def kubectl_rocketmq(node: Any, ns: str, *args: str, timeout: float = 300) -> su
     venv's `kubectl-rocketmq`), the node's kubeconfig."""
     env = {**node.env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{node.env['PATH']}"}
     argv = [str(node.state_dir / "bin" / "kubectl"), "rocketmq", *args, "-n", ns]
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    started = time.monotonic()
+    try:
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    finally:
+        timeline.record("kubectl rocketmq", " ".join(args), time.monotonic() - started)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import k8s_scripts
+from e2e import timeline
 from jvm_flags import TEST_JVM_FLAGS
 from rocketmq_operator.api.models import API_GROUP_VERSION
 
@@ -311,8 +312,11 @@ class Node:
         started = time.monotonic()
         while time.monotonic() - started < timeout:
             if predicate():
-                return time.monotonic() - started
+                waited = time.monotonic() - started
+                timeline.record("wait", what, waited)
+                return waited
             time.sleep(interval)
+        timeline.record("wait timed out", what, time.monotonic() - started)
         pods = self.kubectl("get", "pods", "-A", "-o", "wide", check=False)
         groups = self.kubectl("get", "cg,bg", "-A", "-o", "yaml", check=False)
         log = self.kubectl("-n", "rocketmq-operator", "logs", "deploy/rocketmq-operator", "--tail=60", check=False)
