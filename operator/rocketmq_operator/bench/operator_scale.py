@@ -213,13 +213,12 @@ def api_server(settings: ScaleSettings) -> Iterator[Path]:
 
 
 def kube_client(kubeconfig: Path) -> KubeClient:
-    from kubernetes import client, config, dynamic
+    from kubernetes import client, config
 
     configuration = client.Configuration()
     load: Callable[..., None] = config.load_kube_config  # the client carries no annotations
     load(config_file=str(kubeconfig), client_configuration=configuration)
-    dynamic_client: Callable[..., Any] = dynamic.DynamicClient
-    return KubeClient(dynamic_client(client.ApiClient(configuration)))
+    return KubeClient.from_configuration(configuration)
 
 
 class Api:
