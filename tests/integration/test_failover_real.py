@@ -38,7 +38,8 @@ from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.state import read_state
 from rocketmq_operator.remoting import RemotingClient, RemotingError, RemotingException
 from rocketmq_operator.remoting.admin import TopicAdmin, TopicConfigInfo
-from rocketmq_operator.remoting.namesrv import TopicRoute
+from rocketmq_operator.remoting.codec import loads_json
+from rocketmq_operator.remoting.namesrv import TopicRoute, parse_broker_member_group
 
 pytestmark = pytest.mark.integration
 
@@ -104,12 +105,14 @@ async def _member_groups(namesrvs: list[str], expected: dict[int, str]) -> dict[
         other_cluster = await client.get_broker_member_group("no-such-cluster", GROUP, namesrv=namesrv)
         unknown = await client.get_broker_member_group(CLUSTER, "no-such-group", namesrv=namesrv)
         without_cluster = await client.invoke(namesrv, 901, {"brokerName": GROUP}, timeout=5.0)
+        raw = await client.invoke(namesrv, 901, {"clusterName": CLUSTER, "brokerName": GROUP}, timeout=5.0)
     return {
         "groups": groups,
         "cluster_info": cluster_info.broker_addr_table[GROUP].broker_addrs,
         "other_cluster": other_cluster,
         "unknown": unknown,
         "without_cluster": (without_cluster.code, without_cluster.remark or ""),
+        "raw": raw.body.decode(),
     }
 
 
@@ -139,6 +142,8 @@ def test_each_name_server_lists_the_groups_members_master_at_id_0(local_platform
         assert (unknown.broker_name, dict(unknown.broker_addrs), unknown.master_addr) == ("no-such-group", {}, None)
         code, remark = seen["without_cluster"]
         assert code == 1 and "the custom field <clusterName> is null" in remark, (code, remark)
+        print(f"GET_BROKER_MEMBER_GROUP body of {namesrvs[0]}: {seen['raw']}")  # the wire format, for the record
+        assert parse_broker_member_group(loads_json(seen["raw"])) == seen["groups"][namesrvs[0]]
 
 
 def test_failover_switchover_and_refusals(local_platform: Any) -> None:

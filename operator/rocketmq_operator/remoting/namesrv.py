@@ -82,7 +82,7 @@ class BrokerMemberGroup:
 
 
 def _broker_addrs(raw: Any, what: str) -> dict[int, str]:
-    # fastjson writes the Map<Long, String> keys bare ({0:"ip:port"}); loads_json has quoted them.
+    # fastjson (fastjson2 in 5.5.0) writes the Map<Long, String> keys bare ({0:"ip:port"}); loads_json quoted them.
     addrs = {_int(k, f"{what} key"): str(v) for k, v in _obj(raw, what).items()}
     return dict(sorted(addrs.items()))
 

@@ -113,8 +113,8 @@ async def test_namesrv_route_and_cluster_info_with_failover(fake_server: Start) 
         assert "No topic route info" in str(err.value)
 
 
-# What a RocketMQ 5.x name server writes (`GetBrokerMemberGroupResponseBody.encode()`: fastjson's defaults, fields in
-# alphabetical order, the Map<Long, String> keys bare): the master at id 0, each slave at its controller-given id.
+# What a RocketMQ 5.x name server writes (`GetBrokerMemberGroupResponseBody.encode()`, fastjson2's defaults in 5.5.0:
+# no null field, the Map<Long, String> keys bare): the master at id 0, each slave at its controller-given id.
 MEMBER_GROUP = (
     '{"brokerMemberGroup":{"brokerAddrs":{0:"127.0.0.1:10911",2:"127.0.0.1:10921",3:"127.0.0.1:10931"},'
     '"brokerName":"bg-a","cluster":"c1"}}'
