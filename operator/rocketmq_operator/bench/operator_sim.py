@@ -560,22 +560,17 @@ class SimulatedRocketMQ:
         return _response(request, 0, body=self._cluster_info[1])
 
     def _member_group(self, request: RemotingCommand) -> RemotingCommand:
-        # RocketMQ's header declares both fields @CFNotNull (a missing one fails the decode: SYSTEM_ERROR); the name
-        # server finds the group by brokerName alone, echoes the cluster asked, and answers an unknown group with
-        # no address (RouteInfoManager.getBrokerMemberGroup).
+        # As RocketMQ 5.5.0's name server answers (pinned by tests/integration/test_failover_real.py): the group
+        # found by brokerName alone, the cluster asked echoed; a field not sent is left out of the answer (its
+        # @CFNotNull is only logged by the header's decode), an unknown group has no address.
         cluster, name = request.ext_fields.get("clusterName"), request.ext_fields.get("brokerName")
-        if cluster is None or name is None:
-            field_name = "clusterName" if cluster is None else "brokerName"
-            return _response(request, SYSTEM_ERROR, remark=f"the custom field <{field_name}> is null")
-        group = self.groups.get(name)
+        group = self.groups.get(name) if name is not None else None
         if group is not None:
-            self._group_requests[name][request_code_name(request.code)] += 1
-        addrs = _broker_addrs_json(group) if group is not None else ""
-        body = (
-            f'{{"brokerMemberGroup":{{"brokerAddrs":{{{addrs}}},"brokerName":{json.dumps(name)},'
-            f'"cluster":{json.dumps(cluster)}}}}}'
-        )
-        return _response(request, 0, body=body.encode())
+            self._group_requests[group.name][request_code_name(request.code)] += 1
+        fields = [f'"brokerAddrs":{{{_broker_addrs_json(group) if group is not None else ""}}}']
+        fields += [f'"brokerName":{json.dumps(name)}'] if name is not None else []
+        fields += [f'"cluster":{json.dumps(cluster)}'] if cluster is not None else []
+        return _response(request, 0, body=f'{{"brokerMemberGroup":{{{",".join(fields)}}}}}'.encode())
 
     def _cluster_info_body(self) -> bytes:
         brokers = []

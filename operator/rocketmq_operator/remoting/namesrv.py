@@ -180,8 +180,10 @@ class NameServerCalls(Caller):
     ) -> BrokerMemberGroup:
         """GET_BROKER_MEMBER_GROUP (901): the brokers a name server has registered for one group, copied from the
         table GET_BROKER_CLUSTER_INFO lists whole (`RouteInfoManager.getBrokerMemberGroup`): its answer does not
-        grow with the cluster's other groups. The name server requires both fields (`@CFNotNull`) but looks the
-        group up by ``broker_name`` alone; a group it has no broker of is an empty `broker_addrs`."""
+        grow with the cluster's other groups. Both fields are sent, as a broker sends them
+        (`BrokerOuterAPI.getBrokerMemberGroup`): the header declares them `@CFNotNull`, though RocketMQ 5.5.0's
+        decode only logs a missing one. The name server finds the group by ``broker_name`` alone and echoes
+        ``cluster``; a group it has no broker of is an empty `broker_addrs`."""
         _, response = await self._namesrv_call(
             RequestCode.GET_BROKER_MEMBER_GROUP,
             _fields(clusterName=cluster, brokerName=broker_name),

@@ -113,8 +113,9 @@ async def test_namesrv_route_and_cluster_info_with_failover(fake_server: Start) 
         assert "No topic route info" in str(err.value)
 
 
-# What a RocketMQ 5.x name server writes (`GetBrokerMemberGroupResponseBody.encode()`, fastjson2's defaults in 5.5.0:
-# no null field, the Map<Long, String> keys bare): the master at id 0, each slave at its controller-given id.
+# What a RocketMQ 5.5.0 name server writes (`GetBrokerMemberGroupResponseBody.encode()`, fastjson2's defaults: fields
+# by name, no null one, the Map<Long, String> keys bare; seen in tests/integration/test_failover_real.py): the master
+# at id 0, each slave at the id its controller gave it.
 MEMBER_GROUP = (
     '{"brokerMemberGroup":{"brokerAddrs":{0:"127.0.0.1:10911",2:"127.0.0.1:10921",3:"127.0.0.1:10931"},'
     '"brokerName":"bg-a","cluster":"c1"}}'
@@ -138,7 +139,7 @@ async def test_namesrv_broker_member_group(fake_server: Start) -> None:
         group = await client.get_broker_member_group("c1", "bg-a")
         assert (group.cluster, group.broker_name, group.master_addr) == ("c1", "bg-a", "127.0.0.1:10911")
         assert dict(group.broker_addrs) == {0: "127.0.0.1:10911", 2: "127.0.0.1:10921", 3: "127.0.0.1:10931"}
-        # Both header fields are sent: the name server's header declares both @CFNotNull.
+        # Both header fields are sent, as a broker sends them (the header declares both @CFNotNull).
         assert seen[0].code == 901 and seen[0].ext_fields == {"clusterName": "c1", "brokerName": "bg-a"}
 
         gone = await client.get_broker_member_group("c1", "bg-gone", namesrv=server.addr)
