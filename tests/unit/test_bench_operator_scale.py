@@ -15,6 +15,7 @@ from rocketmq_operator.bench.operator_scale import (
     broker_group_manifest,
     controller_group_manifest,
     controller_hosts,
+    fully_observed,
     kubelet_status,
     summary_lines,
 )
@@ -187,6 +188,18 @@ def test_answers_without_sockets_and_the_addresses() -> None:
     )
     with pytest.raises(ValueError, match="at least one controller"):
         SimulatedRocketMQ(["x"], controllers=0)
+
+
+def test_a_group_is_settled_once_its_status_names_the_master_and_every_replica_alive() -> None:
+    def group(master: int | None, alive: list[bool]) -> dict[str, Any]:
+        replicas = [{"name": f"g-{i}", "alive": a} for i, a in enumerate(alive)]
+        return {"status": {"master": {"brokerId": master}, "replicas": replicas}}
+
+    assert fully_observed(group(1, [True, True, True]), 1, 3)
+    assert not fully_observed(group(1, [True, False, True]), 1, 3)  # a pod without its address yet
+    assert not fully_observed(group(1, [True, True]), 1, 3)  # the StatefulSet has not made the third pod
+    assert not fully_observed(group(2, [True, True, True]), 1, 3)  # another master
+    assert not fully_observed(group(None, []), 1, 3) and not fully_observed(None, 1, 3)
 
 
 # ------------------------------------------------------------------ the figures
