@@ -4,6 +4,7 @@ One quickstart for the whole file (`local_platform.shared`; each test waits for 
 failed one takes the cluster down), the test that leaves it without a master last: a quickstart's start is about
 45 s of both cores here, and the file started three.
 
+- each name server lists the group's members (GET_BROKER_MEMBER_GROUP, the route check): master at id 0, slaves;
 - master killed → status master, roles and history follow; the surviving slave rejoins the SyncStateSet
   without waiting for RocketMQ's periodic name-server registration (the replication policy re-attaches it);
 - controller quorum down → the data plane keeps serving, status says ControllerUnavailable, nothing disruptive;
@@ -35,15 +36,17 @@ from rocketmq_operator.core.failover import plan_failover
 from rocketmq_operator.platforms.local.group_states import observe
 from rocketmq_operator.platforms.local.layout import StateLayout
 from rocketmq_operator.platforms.local.state import read_state
-from rocketmq_operator.remoting import RemotingClient, RemotingError
+from rocketmq_operator.remoting import RemotingClient, RemotingError, RemotingException
 from rocketmq_operator.remoting.admin import TopicAdmin, TopicConfigInfo
-from rocketmq_operator.remoting.namesrv import TopicRoute
+from rocketmq_operator.remoting.codec import loads_json
+from rocketmq_operator.remoting.namesrv import TopicRoute, parse_broker_member_group
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 GROUP = "broker-a"
+CLUSTER = "DefaultCluster"  # the quickstart's spec.clusterName
 
 
 def _conditions(g: dict[str, Any]) -> dict[str, str]:
@@ -80,6 +83,69 @@ def _switchover(cluster: Any, target: int) -> subprocess.CompletedProcess[str]:
         str(cluster.state_dir),
     ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+
+
+async def _member_groups(namesrvs: list[str], expected: dict[int, str]) -> dict[str, Any]:
+    """GET_BROKER_MEMBER_GROUP of each name server, once every one lists ``expected`` (a slave registers with the
+    name servers on its own schedule, a little after the status names it); the last answers otherwise."""
+    async with RemotingClient(namesrvs, request_timeout=5.0) as client:
+        deadline = time.monotonic() + 60.0
+        while True:
+            try:
+                groups = {ns: await client.get_broker_member_group(CLUSTER, GROUP, namesrv=ns) for ns in namesrvs}
+            except RemotingException:  # one late answer on a loaded machine: asked again until the deadline
+                if time.monotonic() > deadline:
+                    raise
+            else:
+                if all(dict(g.broker_addrs) == expected for g in groups.values()) or time.monotonic() > deadline:
+                    break
+            await asyncio.sleep(0.5)
+        namesrv = namesrvs[0]
+        cluster_info = await client.get_cluster_info(namesrv=namesrv)
+        other_cluster = await client.get_broker_member_group("no-such-cluster", GROUP, namesrv=namesrv)
+        unknown = await client.get_broker_member_group(CLUSTER, "no-such-group", namesrv=namesrv)
+        without_cluster = await client.invoke(namesrv, 901, {"brokerName": GROUP}, timeout=5.0)
+        raw = await client.invoke(namesrv, 901, {"clusterName": CLUSTER, "brokerName": GROUP}, timeout=5.0)
+    return {
+        "groups": groups,
+        "cluster_info": cluster_info.broker_addr_table[GROUP].broker_addrs,
+        "other_cluster": other_cluster,
+        "unknown": unknown,
+        "without_cluster": (without_cluster.code, without_cluster.body.decode()),
+        "raw": raw.body.decode(),
+    }
+
+
+def test_each_name_server_lists_the_groups_members_master_at_id_0(local_platform: Any) -> None:
+    """GET_BROKER_MEMBER_GROUP (901), the replication policy's and the switchover's route check, on RocketMQ
+    5.5.0's own name server: one group's brokerAddrs (fastjson's bare keys), the master at id 0 and each slave at
+    the broker id the controller gave it, the same table GET_BROKER_CLUSTER_INFO lists; the group found by its
+    name alone (the cluster asked is echoed, one not sent left out), an unknown one answered with no address, as
+    the simulator of `bench operator-scale` answers. First of the file: it changes nothing."""
+    cluster = local_platform.shared(QUICKSTART, name="failover")
+    with local_platform.down_on_failure():
+        g = _healthy(cluster)
+        master = g["master"]["address"]
+        slaves = {r["brokerId"]: r["address"] for r in g["replicas"] if r["role"] == "slave"}
+        assert len(slaves) == 2 and 0 not in slaves, g
+        expected = {0: master, **slaves}
+        namesrvs = list(read_state(StateLayout(cluster.state_dir).state_file).name_servers)
+        assert namesrvs
+        seen = asyncio.run(_member_groups(namesrvs, expected))
+        for namesrv, group in seen["groups"].items():
+            assert dict(group.broker_addrs) == expected, (namesrv, group, g)
+            assert (group.cluster, group.broker_name, group.master_addr) == (CLUSTER, GROUP, master)
+        assert dict(seen["cluster_info"]) == expected
+        other = seen["other_cluster"]
+        assert (other.cluster, dict(other.broker_addrs)) == ("no-such-cluster", expected), other
+        unknown = seen["unknown"]
+        assert (unknown.broker_name, dict(unknown.broker_addrs), unknown.master_addr) == ("no-such-group", {}, None)
+        print(f"GET_BROKER_MEMBER_GROUP body of {namesrvs[0]}: {seen['raw']}")  # the wire format, for the record
+        # Its header's @CFNotNull is only logged by the decode: answered, the group found, the cluster left out.
+        code, body = seen["without_cluster"]
+        assert code == 0 and '"cluster"' not in body, (code, body)
+        assert dict(parse_broker_member_group(loads_json(body)).broker_addrs) == expected, body
+        assert parse_broker_member_group(loads_json(seen["raw"])) == seen["groups"][namesrvs[0]]
 
 
 def test_failover_switchover_and_refusals(local_platform: Any) -> None:

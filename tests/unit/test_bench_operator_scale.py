@@ -15,6 +15,7 @@ from rocketmq_operator.bench.operator_scale import (
     broker_group_manifest,
     controller_group_manifest,
     controller_hosts,
+    fully_observed,
     kubelet_status,
     summary_lines,
 )
@@ -130,6 +131,13 @@ async def test_offsets_grow_and_an_election_moves_the_master(sim: SimulatedRocke
         assert cluster.broker_addr_table["g-b"].broker_addrs[0] == sim.groups["g-b"].replicas[1].address
         assert set(cluster.broker_addr_table) == {"g-a", "g-b"}
         assert cluster.cluster_addr_table == {"DefaultCluster": ("g-a", "g-b")}
+        # One group's members, as a name server has them: the new master at id 0, the slaves at their ids.
+        members = await client.get_broker_member_group("DefaultCluster", "g-b", namesrv=sim.name_server_addresses[2])
+        replicas = sim.groups["g-b"].replicas
+        assert dict(members.broker_addrs) == {0: replicas[1].address, 1: replicas[0].address, 3: replicas[2].address}
+        assert (members.cluster, members.broker_name) == ("DefaultCluster", "g-b")
+        unknown = await client.get_broker_member_group("DefaultCluster", "g-x", namesrv=sim.name_server_addresses[0])
+        assert unknown.broker_addrs == {} and unknown.broker_name == "g-x"
     assert sim.first_read_after("g-b", 0.0) is not None
 
 
@@ -169,8 +177,29 @@ def test_answers_without_sockets_and_the_addresses() -> None:
     bad = RemotingCommand(code=RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=b"not json")
     answer = sim.answer(sim.controller_addresses[0], bad)
     assert answer is not None and answer.code == 1
+    # GET_BROKER_MEMBER_GROUP without clusterName: answered, the field left out (as RocketMQ 5.5.0 answers it).
+    no_cluster = RemotingCommand(code=RequestCode.GET_BROKER_MEMBER_GROUP, ext_fields={"brokerName": "x"})
+    answer = sim.answer(sim.name_server_addresses[0], no_cluster)
+    replicas = sim.groups["x"].replicas
+    assert answer is not None and answer.code == 0
+    assert answer.body.decode() == (
+        f'{{"brokerMemberGroup":{{"brokerAddrs":{{0:"{replicas[0].address}",2:"{replicas[1].address}",'
+        f'3:"{replicas[2].address}"}},"brokerName":"x"}}}}'
+    )
     with pytest.raises(ValueError, match="at least one controller"):
         SimulatedRocketMQ(["x"], controllers=0)
+
+
+def test_a_group_is_settled_once_its_status_names_the_master_and_every_replica_alive() -> None:
+    def group(master: int | None, alive: list[bool]) -> dict[str, Any]:
+        replicas = [{"name": f"g-{i}", "alive": a} for i, a in enumerate(alive)]
+        return {"status": {"master": {"brokerId": master}, "replicas": replicas}}
+
+    assert fully_observed(group(1, [True, True, True]), 1, 3)
+    assert not fully_observed(group(1, [True, False, True]), 1, 3)  # a pod without its address yet
+    assert not fully_observed(group(1, [True, True]), 1, 3)  # the StatefulSet has not made the third pod
+    assert not fully_observed(group(2, [True, True, True]), 1, 3)  # another master
+    assert not fully_observed(group(None, []), 1, 3) and not fully_observed(None, 1, 3)
 
 
 # ------------------------------------------------------------------ the figures
@@ -436,6 +465,8 @@ async def test_an_operator_pass_gets_every_answer_it_asks_and_sees_an_election(
     whole = sim.whole_pass_requests("g-0000", 0, 2)
     assert whole is not None
     assert whole["CONTROLLER_GET_SYNC_STATE_DATA"] == 2 and whole["GET_BROKER_RUNTIME_INFO"] == 6
+    # The route check: each of the three name servers asked for this group's members alone, never the whole cluster.
+    assert whole["GET_BROKER_MEMBER_GROUP"] == 6 and sim.requests["GET_BROKER_CLUSTER_INFO"] == 0
     status = (await fake.get("BrokerGroup", namespace, "g-0001") or {})["status"]
     assert status["master"]["brokerId"] == new_id == 2 and status["writable"] is True
     assert [h["toBrokerId"] for h in status["history"]][-1:] == [2]

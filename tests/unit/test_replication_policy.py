@@ -22,8 +22,7 @@ from rocketmq_operator.core.observation import GroupState, ReplicaObservation
 from rocketmq_operator.platforms.kubernetes.group_pass import PodPlatform
 from rocketmq_operator.platforms.kubernetes.kube import KubeError
 from rocketmq_operator.remoting import (
-    BrokerData,
-    ClusterInfo,
+    BrokerMemberGroup,
     ElectMasterResult,
     HaClient,
     HaInfo,
@@ -80,6 +79,7 @@ class FakeClient:
     consumer_offsets: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # offsetTable by address
     ha_masters: dict[str, str] = field(default_factory=dict)  # each slave's HA client address, as last set
     reads: int = 0  # the HA clients' last read, advancing with every status read (a slave that replicates)
+    member_group_reads: list[tuple[str, str, str | None]] = field(default_factory=list)  # (cluster, group, namesrv)
 
     async def get_all_consumer_offsets(self, addr: str, *, timeout: float | None = None) -> dict[str, Any]:
         self._maybe_fail("get_all_consumer_offsets")
@@ -124,10 +124,13 @@ class FakeClient:
         broker_id = next(i for i, a in ADDR.items() if a == addr)
         return {"commitLogMaxOffset": str(self.offsets.get(broker_id, 100))}
 
-    async def get_cluster_info(self, *, namesrv: str | None = None, timeout: float | None = None) -> ClusterInfo:
-        self._maybe_fail("get_cluster_info")
+    async def get_broker_member_group(
+        self, cluster: str, broker_name: str, *, namesrv: str | None = None, timeout: float | None = None
+    ) -> BrokerMemberGroup:
+        self._maybe_fail("get_broker_member_group")
+        self.member_group_reads.append((cluster, broker_name, namesrv))
         addrs = {0: self.name_server_master} if self.name_server_master else {3: ADDR[3]}
-        return ClusterInfo({GROUP: BrokerData("c", GROUP, addrs)}, {"c": (GROUP,)})
+        return BrokerMemberGroup(cluster, broker_name, addrs if broker_name == GROUP else {})
 
     async def get_broker_config(self, addr: str, *, timeout: float | None = None) -> dict[str, str]:
         return self.configs.get(addr, {"brokerPermission": "6"})
@@ -328,9 +331,89 @@ def test_other_master_listed_is_given_the_grace() -> None:
 
 
 def test_unreadable_name_server_is_not_wrong() -> None:
-    client, platform, memory = FakeClient(fail={"get_cluster_info"}), FakePlatform(), PolicyMemory()
+    client, platform, memory = FakeClient(fail={"get_broker_member_group"}), FakePlatform(), PolicyMemory()
     healthy = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
     assert run(client, platform, memory, healthy) == [] and memory.route_wrong_since == {}
+
+
+NS = ("10.0.0.9:9876", "10.0.0.10:9876", "10.0.0.11:9876")
+DOWN = "down"  # a name server that does not answer
+
+
+@dataclass
+class NameServersClient(FakeClient):
+    """Each name server lists its own master for the group (None: none, DOWN: no answer)."""
+
+    listed: dict[str, str | None] = field(default_factory=dict)
+
+    async def get_broker_member_group(
+        self, cluster: str, broker_name: str, *, namesrv: str | None = None, timeout: float | None = None
+    ) -> BrokerMemberGroup:
+        assert namesrv is not None  # each name server is asked on its own
+        self.member_group_reads.append((cluster, broker_name, namesrv))
+        master = self.listed.get(namesrv, ADDR[1])
+        if master == DOWN:
+            raise RemotingException(f"{namesrv} does not answer")
+        # A real name server lists the slaves too; a group it has no broker of is an empty table.
+        slaves = {2: ADDR[2], 3: ADDR[3]}
+        return BrokerMemberGroup(cluster, broker_name, {0: master, **slaves} if master else {})
+
+
+RE_REGISTERED = [("update_broker_config", (ADDR[1], {"brokerPermission": "6"}))]
+
+
+@pytest.mark.parametrize(
+    ("listed", "wrong_for_s", "registered", "named", "still_wrong"),
+    [
+        pytest.param({}, None, False, [], set(), id="every name server lists the master"),
+        pytest.param({NS[1]: None}, None, True, [f"{NS[1]} lists no master"], set(), id="one lists none: at once"),
+        pytest.param({NS[1]: ADDR[2]}, None, False, [], {NS[1]}, id="one lists another: first seen, the grace"),
+        pytest.param({NS[1]: ADDR[2]}, 1.0, True, [f"{NS[1]} lists {ADDR[2]}"], set(), id="another, past the grace"),
+        pytest.param({NS[1]: ADDR[2]}, 0.1, False, [], {NS[1]}, id="another, within the grace"),
+        pytest.param({NS[0]: DOWN}, 1.0, False, [], set(), id="one down: not wrong, and forgotten"),
+        pytest.param(
+            {NS[0]: DOWN, NS[2]: None}, None, True, [f"{NS[2]} lists no master"], set(), id="one down, one lists none"
+        ),
+        pytest.param(
+            {NS[0]: None, NS[2]: ADDR[3]},
+            1.0,
+            True,
+            [f"{NS[0]} lists no master", f"{NS[2]} lists {ADDR[3]}"],
+            set(),
+            id="two wrong: both named",
+        ),
+    ],
+)
+def test_route_check_asks_each_name_server_for_the_group_alone(
+    listed: dict[str, str | None], wrong_for_s: float | None, registered: bool, named: list[str], still_wrong: set[str]
+) -> None:
+    client, platform, memory = NameServersClient(listed=listed), FakePlatform(), PolicyMemory()
+    if wrong_for_s is not None:  # the earlier passes saw these name servers wrong for this long
+        memory.route_wrong_since = {ns: time.time() - wrong_for_s for ns in listed}
+    settings = dataclasses.replace(SETTINGS, name_servers=NS)
+    healthy = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    steps = asyncio.run(run_replication_policy(client, healthy, settings, memory, platform)).steps  # type: ignore[arg-type]
+    # One GET_BROKER_MEMBER_GROUP per name server, for this group and its cluster: nothing of the other groups.
+    assert client.member_group_reads == [("c", GROUP, ns) for ns in NS]
+    assert client.calls == (RE_REGISTERED if registered else [])
+    if registered:
+        assert steps == [f"re-registered master {GROUP}-1 with every name server ({'; '.join(named)})"]
+    else:
+        assert steps == []
+    assert set(memory.route_wrong_since) == still_wrong
+
+
+def test_no_route_check_without_name_servers_or_a_master_to_route() -> None:
+    client, platform, memory = NameServersClient(listed={NS[0]: None}), FakePlatform(), PolicyMemory()
+    healthy = state(1, replica(1, master=True), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    asyncio.run(
+        run_replication_policy(client, healthy, dataclasses.replace(SETTINGS, name_servers=()), memory, platform)  # type: ignore[arg-type]
+    )
+    # The controller's master does not answer as master: whose route would be given is not known yet.
+    hung = state(1, replica(1, reachable=False), replica(2, ha_from=HA[1]), replica(3, ha_from=HA[1]))
+    memory.last_answered[1] = time.time()
+    asyncio.run(run_replication_policy(client, hung, SETTINGS, memory, platform))  # type: ignore[arg-type]
+    assert client.member_group_reads == [] and client.calls == []
 
 
 def test_controller_down_decides_no_failover_but_still_fences_deposed() -> None:

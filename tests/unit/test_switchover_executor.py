@@ -29,7 +29,7 @@ from rocketmq_operator.control.switchover import OperationRefused, switchover
 from rocketmq_operator.core.observation import ReplicaEndpoint
 from rocketmq_operator.remoting import ElectMasterResult, HaClient, HaInfo, HaStatus, RemotingException, SyncStateInfo
 from rocketmq_operator.remoting.controller import ControllerMetadata, ReplicaIdentity
-from rocketmq_operator.remoting.namesrv import BrokerData, ClusterInfo
+from rocketmq_operator.remoting.namesrv import BrokerMemberGroup
 
 GROUP = "broker-a"
 CONTROLLER = "10.0.0.9:9878"
@@ -118,9 +118,12 @@ class FakeGroup:
         if info.master_ha_address:
             self.ha_masters[addr] = info.master_ha_address
 
-    async def get_cluster_info(self, *, namesrv: str, **_: Any) -> ClusterInfo:
+    async def get_broker_member_group(
+        self, cluster: str, broker_name: str, *, namesrv: str, **_: Any
+    ) -> BrokerMemberGroup:
         # The new master registers with the name servers on its own (ReplicasManager.changeToMaster).
-        return ClusterInfo({GROUP: BrokerData("c", GROUP, {0: ADDR[self.master]})}, {"c": (GROUP,)})
+        assert (cluster, broker_name, namesrv) == ("c", GROUP, NAMESRV)
+        return BrokerMemberGroup(cluster, broker_name, {0: ADDR[self.master]})
 
     async def get_broker_config(self, addr: str, **_: Any) -> dict[str, str]:
         return {HEARTBEAT: "0", "brokerPermission": "6", "minInSyncReplicas": "2"}

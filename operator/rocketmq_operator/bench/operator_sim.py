@@ -14,7 +14,8 @@ Contract:
   GET_BROKER_HA_STATUS, GET_BROKER_CONFIG / UPDATE_BROKER_CONFIG, EXCHANGE_BROKER_HA_INFO (both forms),
   GET_ALL_TOPIC_CONFIG / UPDATE_AND_CREATE_TOPIC / DELETE_TOPIC_IN_BROKER (a broker's system topics from its
   start), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (its system groups), GET_ALL_CONSUMER_OFFSET (nothing consumed),
-  GET_BROKER_CLUSTER_INFO (every group, fastjson's bare integer keys), CONTROLLER_GET_METADATA_INFO,
+  GET_BROKER_CLUSTER_INFO (every group, fastjson's bare integer keys), GET_BROKER_MEMBER_GROUP (one group's
+  brokerAddrs, the same keys), CONTROLLER_GET_METADATA_INFO,
   CONTROLLER_GET_SYNC_STATE_DATA (the batch form, only the groups asked), CONTROLLER_GET_REPLICA_INFO and
   CONTROLLER_ELECT_MASTER. Anything else gets REQUEST_CODE_NOT_SUPPORTED (3), as RocketMQ answers an unknown
   code, and is counted by name (`unsupported`): a bench that reports some has an operator asking for what the
@@ -26,11 +27,11 @@ Contract:
 * `requests` counts every request by code name; `sync_state_reads[group]` counts the SyncStateSet reads that
   named the group (one per observation pass of it), and `first_read_after(group, t)` is when the first of them
   came after ``t``.
-* Whole passes: every request to one of a group's brokers, and every controller request naming the group, is
-  also counted for that group, and each SyncStateSet read of it (the first request of a pass) marks where a pass
-  begins. `whole_pass_requests(group, first, end)` counts the group's requests of its passes ``first`` to
-  ``end - 1`` (0-based, by SyncStateSet read), each from its SyncStateSet read to the next one: counters read at
-  two instants would cut the passes in flight at either end.
+* Whole passes: every request to one of a group's brokers, and every controller or name-server request naming
+  the group, is also counted for that group, and each SyncStateSet read of it (the first request of a pass)
+  marks where a pass begins. `whole_pass_requests(group, first, end)` counts the group's requests of its
+  passes ``first`` to ``end - 1`` (0-based, by SyncStateSet read), each from its SyncStateSet read to the next
+  one: counters read at two instants would cut the passes in flight at either end.
 
 Only the frame codec (`remoting.codec`) and the properties format (`remoting.broker.format_properties_text`) are
 the project's; the answers are built here. No disk, no replication, no messages: the brokers are their answers.
@@ -548,6 +549,8 @@ class SimulatedRocketMQ:
                 {"cluster": g.cluster, "brokerName": g.name, "brokerAddrs": {"0": g.master.address}} for g in holders
             ]
             return _json(request, {"queueDatas": queues, "brokerDatas": brokers})
+        if request.code == RequestCode.GET_BROKER_MEMBER_GROUP:
+            return self._member_group(request)
         if request.code != RequestCode.GET_BROKER_CLUSTER_INFO:
             return None
         # Built once per topology (a name server serves it from its route table): the simulator's own cost must
@@ -556,21 +559,37 @@ class SimulatedRocketMQ:
             self._cluster_info = (self._topology, self._cluster_info_body())
         return _response(request, 0, body=self._cluster_info[1])
 
+    def _member_group(self, request: RemotingCommand) -> RemotingCommand:
+        # As RocketMQ 5.5.0's name server answers (pinned by tests/integration/test_failover_real.py): the group
+        # found by brokerName alone, the cluster asked echoed; a field not sent is left out of the answer (its
+        # @CFNotNull is only logged by the header's decode), an unknown group has no address.
+        cluster, name = request.ext_fields.get("clusterName"), request.ext_fields.get("brokerName")
+        group = self.groups.get(name) if name is not None else None
+        if group is not None:
+            self._group_requests[group.name][request_code_name(request.code)] += 1
+        fields = [f'"brokerAddrs":{{{_broker_addrs_json(group) if group is not None else ""}}}']
+        fields += [f'"brokerName":{json.dumps(name)}'] if name is not None else []
+        fields += [f'"cluster":{json.dumps(cluster)}'] if cluster is not None else []
+        return _response(request, 0, body=f'{{"brokerMemberGroup":{{{",".join(fields)}}}}}'.encode())
+
     def _cluster_info_body(self) -> bytes:
-        # fastjson writes Map<Long, String> keys bare ({0:"ip:port"}): so does this (facts §4.2).
         brokers = []
         for group in self.groups.values():
-            addrs = [f"0:{json.dumps(group.master.address)}"]
-            addrs += [
-                f"{r.broker_id}:{json.dumps(r.address)}" for r in group.replicas if r.broker_id != group.master_id
-            ]
             brokers.append(
                 f'{json.dumps(group.name)}:{{"cluster":{json.dumps(group.cluster)},'
-                f'"brokerName":{json.dumps(group.name)},"brokerAddrs":{{{",".join(addrs)}}},'
+                f'"brokerName":{json.dumps(group.name)},"brokerAddrs":{{{_broker_addrs_json(group)}}},'
                 '"enableActingMaster":false}'
             )
         clusters = {self.cluster: list(self.groups)}
         return f'{{"brokerAddrTable":{{{",".join(brokers)}}},"clusterAddrTable":{json.dumps(clusters)}}}'.encode()
+
+
+def _broker_addrs_json(group: SimGroup) -> str:
+    """A name server's brokerAddrs of ``group`` without its braces: the master at id 0, each slave at its id, the
+    keys bare as fastjson writes Map<Long, String> (facts §4.2)."""
+    addrs = [f"0:{json.dumps(group.master.address)}"]
+    addrs += [f"{r.broker_id}:{json.dumps(r.address)}" for r in group.replicas if r.broker_id != group.master_id]
+    return ",".join(addrs)
 
 
 def _response(

@@ -425,17 +425,19 @@ async def _ensure_registered(
     """A name server that lists another master (or none) for the group, for longer than the grace, gets the
     master's route at once: setting brokerPermission (to the value it has) makes the broker register with every
     name server (AdminBrokerProcessor.updateBrokerConfig); RocketMQ would wait registerNameServerPeriod (10 s as
-    rendered)."""
+    rendered). Each name server is asked for this group's members only (GET_BROKER_MEMBER_GROUP): its whole
+    cluster table (GET_BROKER_CLUSTER_INFO) would make every group's pass grow with the number of groups."""
     now = time.time()
     wrong: list[str] = []
     for namesrv in settings.name_servers:
         try:
-            info = await client.get_cluster_info(namesrv=namesrv, timeout=timeout)
+            members = await client.get_broker_member_group(
+                settings.cluster, state.group, namesrv=namesrv, timeout=timeout
+            )
         except (RemotingException, OSError):
             memory.route_wrong_since.pop(namesrv, None)  # a name server that is down is not wrong
             continue
-        broker = info.broker_addr_table.get(state.group)
-        listed = broker.broker_addrs.get(0) if broker is not None else None
+        listed = members.master_addr
         if listed == master.address:
             memory.route_wrong_since.pop(namesrv, None)
             continue

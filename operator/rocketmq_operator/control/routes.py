@@ -124,6 +124,7 @@ async def unregister_master(client: RemotingClient, cluster: str, group: str, ad
 
 async def register_around(
     client: RemotingClient,
+    cluster: str,
     group: str,
     master: ReplicaObservation,
     replicas: Sequence[ReplicaObservation],
@@ -141,9 +142,10 @@ async def register_around(
         return []
 
     async def listed() -> bool:
+        # The group's own members (GET_BROKER_MEMBER_GROUP), not the whole cluster's table.
         for namesrv in client.namesrv_addrs:
-            broker = (await client.get_cluster_info(namesrv=namesrv, timeout=timeout)).broker_addr_table.get(group)
-            if broker is None or broker.broker_addrs.get(0) != master.address:
+            members = await client.get_broker_member_group(cluster, group, namesrv=namesrv, timeout=timeout)
+            if members.master_addr != master.address:
                 return False
         return True
 

@@ -197,7 +197,7 @@ async def switchover(
             )
         # The old master only once it is unfenced: a fenced one keeps its permission off.
         again = [r for r in state.replicas if r.broker_id in all_but_old or (r is old and old_unfenced)]
-        report.steps.extend(await register_around(client, group, target, again, timeout=1.0))
+        report.steps.extend(await register_around(client, cluster, group, target, again, timeout=1.0))
     except (RemotingException, OSError, TimeoutError) as exc:
         if fenced:
             report.steps.append(

@@ -51,7 +51,7 @@ from .errors import (
     is_name_server_not_ready,
 )
 from .message import Message, decode_message, decode_messages, encode_message, offset_msg_id
-from .namesrv import BrokerData, ClusterInfo, QueueData, TopicRoute
+from .namesrv import BrokerData, BrokerMemberGroup, ClusterInfo, QueueData, TopicRoute
 from .producer import SendResult, new_message_id
 from .tls import ClientTls
 
@@ -62,6 +62,7 @@ __all__ = [
     "MAX_FRAME_LENGTH",
     "BrokerConfigResult",
     "BrokerData",
+    "BrokerMemberGroup",
     "ClientPool",
     "ClientTls",
     "ClusterInfo",

@@ -113,6 +113,42 @@ async def test_namesrv_route_and_cluster_info_with_failover(fake_server: Start) 
         assert "No topic route info" in str(err.value)
 
 
+# What a RocketMQ 5.5.0 name server writes (`GetBrokerMemberGroupResponseBody.encode()`, fastjson2's defaults: fields
+# by name, no null one, the Map<Long, String> keys bare; seen in tests/integration/test_failover_real.py): the master
+# at id 0, each slave at the id its controller gave it.
+MEMBER_GROUP = (
+    '{"brokerMemberGroup":{"brokerAddrs":{0:"127.0.0.1:10911",2:"127.0.0.1:10921",3:"127.0.0.1:10931"},'
+    '"brokerName":"bg-a","cluster":"c1"}}'
+)
+# A group the name server has no broker of: it still answers SUCCESS, with the names asked and no address.
+NO_MEMBERS = '{"brokerMemberGroup":{"brokerAddrs":{},"brokerName":"bg-gone","cluster":"c1"}}'
+
+
+async def test_namesrv_broker_member_group(fake_server: Start) -> None:
+    seen: list[RemotingCommand] = []
+
+    def member_group(r: RemotingCommand) -> Reply:
+        if r.ext_fields["brokerName"] == "bg-a":
+            return ok(body=MEMBER_GROUP)
+        if r.ext_fields["brokerName"] == "bg-bad":
+            return ok(body='{"brokerMemberGroup":{"brokerAddrs":{"master":"127.0.0.1:10911"}}}')
+        return ok(body=NO_MEMBERS)
+
+    server = await fake_server(serve_codes({R.GET_BROKER_MEMBER_GROUP: member_group}, seen))
+    async with RemotingClient([dead_addr(), server.addr], connect_timeout=1) as client:
+        group = await client.get_broker_member_group("c1", "bg-a")
+        assert (group.cluster, group.broker_name, group.master_addr) == ("c1", "bg-a", "127.0.0.1:10911")
+        assert dict(group.broker_addrs) == {0: "127.0.0.1:10911", 2: "127.0.0.1:10921", 3: "127.0.0.1:10931"}
+        # Both header fields are sent, as a broker sends them (the header declares both @CFNotNull).
+        assert seen[0].code == 901 and seen[0].ext_fields == {"clusterName": "c1", "brokerName": "bg-a"}
+
+        gone = await client.get_broker_member_group("c1", "bg-gone", namesrv=server.addr)
+        assert gone.broker_addrs == {} and gone.master_addr is None and gone.broker_name == "bg-gone"
+
+        with pytest.raises(ResponseFormatError, match=r"brokerMemberGroup\.brokerAddrs key"):
+            await client.get_broker_member_group("c1", "bg-bad", namesrv=server.addr)
+
+
 async def test_namesrv_not_ready_asks_the_next_one(fake_server: Start) -> None:
     """A name server in its first waitSecondsForService answers SYSTEM_ERROR "name server not ready": the client
     asks the next one instead of failing the lookup; when every one is not ready, the error says so."""

@@ -5,9 +5,11 @@ Contract:
 * `KubeClient` offers the calls the platform makes (get, list, server-side apply, delete, merge and strategic
   patches, status patches) on any kind the API server serves; each kind's resource is found by the client's
   discovery, from the apiVersion the operator reads it at (`API_VERSIONS`, or the object's own on apply).
-* The official client is synchronous: every request runs in a worker thread, so the event loop never waits on
-  the network. A refusal is a `KubeError` with the HTTP status and the API server's message; a missing object
-  is None on get and nothing on delete. `writes` counts the writes sent (the operator's metrics, the tests).
+* The official client is synchronous: every request runs in one of the client's own worker threads
+  (`API_THREADS`, created with the client and shut down by `close`), so the event loop never waits on the
+  network and the passes of many groups do not queue behind asyncio's small default executor. A refusal is a
+  `KubeError` with the HTTP status and the API server's message; a missing object is None on get and nothing on
+  delete. `writes` counts the writes sent (the operator's metrics, the tests).
 * Credentials: `check_credentials` (before kopf starts) and the login handler (`connection_info`) give one-line
   errors; the client loads the same credentials with the official loaders, in the same order: the pod's
   service account when in a cluster (its token mounted and KUBERNETES_SERVICE_HOST set), else the kubeconfig
@@ -19,13 +21,16 @@ from __future__ import annotations
 import asyncio
 import binascii
 import contextlib
+import contextvars
+import functools
 import json
 import os
 import ssl
 import tempfile
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rocketmq_operator.api.models import API_GROUP, API_VERSION
 
@@ -35,6 +40,10 @@ if TYPE_CHECKING:
 JSON = dict[str, Any]
 FIELD_MANAGER = "rocketmq-operator"
 TIMEOUT_S = 30.0
+API_THREADS = 32
+"""Requests in flight at once per client: every group's pass waits on the API server, not on CPU, and asyncio's
+default executor (min(32, cores + 4): 6 threads on 2 cores) made all of them queue; 32 is that same cap for I/O."""
+T = TypeVar("T")
 
 # The apiVersion the operator reads each kind at; discovery finds the rest (path, scope, verbs).
 API_VERSIONS: dict[str, str] = {
@@ -262,7 +271,18 @@ class KubeClient:
         self._dynamic = dynamic
         self._resources: dict[tuple[str, str], Any] = {}
         self._discovery = threading.Lock()  # the client's lazy discovery is not thread-safe
+        self._executor = ThreadPoolExecutor(max_workers=API_THREADS, thread_name_prefix="kube-api")
         self.writes = 0  # API writes made by this client (tests count them)
+
+    @classmethod
+    def from_configuration(cls, configuration: Any) -> KubeClient:
+        """A client on the official client's ``configuration`` (blocking: its DynamicClient reads discovery)."""
+        from kubernetes import client, dynamic
+
+        # One pooled connection per worker thread: urllib3 discards (and reopens) any beyond its pool's size.
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, API_THREADS)
+        dynamic_client: Callable[..., Any] = dynamic.DynamicClient  # the client carries no annotations
+        return cls(dynamic_client(client.ApiClient(configuration)))
 
     @classmethod
     async def connect(cls) -> KubeClient:
@@ -270,11 +290,7 @@ class KubeClient:
         configuration = official_configuration()
 
         def build() -> KubeClient:
-            from kubernetes import client, dynamic
-
-            api = client.ApiClient(configuration)
-            dynamic_client: Callable[..., Any] = dynamic.DynamicClient  # the client carries no annotations
-            kube = cls(dynamic_client(api))
+            kube = cls.from_configuration(configuration)
             for kind, version in API_VERSIONS.items():
                 with contextlib.suppress(Exception):  # a CRD not installed yet is found on first use
                     kube._resource(kind, version)
@@ -282,8 +298,18 @@ class KubeClient:
 
         return await asyncio.to_thread(build)
 
+    async def _in_thread(self, call: Callable[[], T]) -> T:
+        """``call()`` in one of this client's worker threads, with the caller's context (as `asyncio.to_thread`)."""
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, functools.partial(context.run, call))
+
     async def close(self) -> None:
-        await asyncio.to_thread(self._dynamic.client.close)
+        """Close the official client's connections, then end the worker threads (requests still queued are
+        cancelled; one in flight ends within its timeout)."""
+        try:
+            await self._in_thread(self._dynamic.client.close)
+        finally:
+            self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _resource(self, kind: str, api_version: str | None = None) -> Any:
         key = (api_version or API_VERSIONS[kind], kind)
@@ -307,7 +333,7 @@ class KubeClient:
     async def _request(
         self, verb: str, kind: str, call: Callable[[Any], Any], *, api_version: str | None = None, missing: bool = False
     ) -> JSON | None:
-        """``call(resource)`` in a worker thread; the answer as plain JSON."""
+        """``call(resource)`` in one of the client's worker threads; the answer as plain JSON."""
         from kubernetes.client.exceptions import ApiException
 
         if verb != "get":
@@ -317,7 +343,7 @@ class KubeClient:
             return call(self._resource(kind, api_version))
 
         try:
-            answer = await asyncio.to_thread(run)
+            answer = await self._in_thread(run)
         except ApiException as exc:
             if exc.status == 404 and missing:
                 return None
