@@ -84,6 +84,13 @@ class KubeError(RuntimeError):
         self.status = status
 
 
+class KubeClientClosed(KubeError):
+    """A request after `KubeClient.close`: the operator is stopping (a timer kopf left running past its cleanup)."""
+
+    def __init__(self) -> None:
+        super().__init__(503, "the Kubernetes client is closed: the operator is stopping")
+
+
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 
@@ -272,6 +279,7 @@ class KubeClient:
         self._resources: dict[tuple[str, str], Any] = {}
         self._discovery = threading.Lock()  # the client's lazy discovery is not thread-safe
         self._executor = ThreadPoolExecutor(max_workers=API_THREADS, thread_name_prefix="kube-api")
+        self._closed = False
         self.writes = 0  # API writes made by this client (tests count them)
 
     @classmethod
@@ -298,17 +306,37 @@ class KubeClient:
 
         return await asyncio.to_thread(build)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     async def _in_thread(self, call: Callable[[], T]) -> T:
-        """``call()`` in one of this client's worker threads, with the caller's context (as `asyncio.to_thread`)."""
+        """``call()`` in one of this client's worker threads, with the caller's context (as `asyncio.to_thread`);
+        `KubeClientClosed` once the client is closed."""
+        if self._closed:
+            raise KubeClientClosed()
         context = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(self._executor, functools.partial(context.run, call))
+        try:
+            future = asyncio.get_running_loop().run_in_executor(self._executor, functools.partial(context.run, call))
+        except RuntimeError:  # closed meanwhile by another task: the executor takes nothing more
+            raise KubeClientClosed() from None
+        try:
+            return await future
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self._closed and task is not None and not task.cancelling():
+                raise KubeClientClosed() from None  # queued when `close` cancelled it, not this task cancelled
+            raise
 
     async def close(self) -> None:
-        """Close the official client's connections, then end the worker threads (requests still queued are
-        cancelled; one in flight ends within its timeout)."""
+        """Close the official client's connections, then end the worker threads: a request still queued, or one
+        asked for later, raises `KubeClientClosed`; one in flight ends within its timeout."""
+        if self._closed:
+            return
         try:
             await self._in_thread(self._dynamic.client.close)
         finally:
+            self._closed = True
             self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _resource(self, kind: str, api_version: str | None = None) -> Any:
