@@ -81,7 +81,7 @@ async def test_close_closes_the_connections_and_ends_the_threads() -> None:
     assert len(dynamic.closed_in) == 1
 
 
-async def test_a_request_queued_behind_the_close_is_refused_as_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_requests_before_the_close_run_and_none_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kube, "API_THREADS", 1)  # one worker: what runs when is the queue's order
     release = threading.Event()
 
@@ -94,15 +94,16 @@ async def test_a_request_queued_behind_the_close_is_refused_as_closed(monkeypatc
     client = KubeClient(Held(together=1))
     held = asyncio.ensure_future(client.get("Pod", "ns", "held"))
     await asyncio.sleep(0.05)  # the worker holds it
+    queued = asyncio.ensure_future(client.get("Pod", "ns", "queued"))  # asked before the close: answered
+    await asyncio.sleep(0)
     closing = asyncio.ensure_future(client.close())
-    await asyncio.sleep(0.05)
-    late = asyncio.ensure_future(client.get("Pod", "ns", "late"))  # asked while the close waits its turn
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0)  # the close has begun, waiting its turn behind them
+    with pytest.raises(KubeClientClosed):  # asked after: refused at once, never queued
+        await client.get("Pod", "ns", "late")
     release.set()
     assert await held == {"metadata": {"name": "held"}}
+    assert await queued == {"metadata": {"name": "queued"}}
     await closing
-    with pytest.raises(KubeClientClosed):  # cancelled with the executor, said as the client closed
-        await late
 
 
 def test_the_connection_pool_holds_one_connection_per_thread(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -312,32 +312,25 @@ class KubeClient:
 
     async def _in_thread(self, call: Callable[[], T]) -> T:
         """``call()`` in one of this client's worker threads, with the caller's context (as `asyncio.to_thread`);
-        `KubeClientClosed` once the client is closed."""
+        `KubeClientClosed` once `close` has begun."""
         if self._closed:
             raise KubeClientClosed()
+        return await self._run(call)
+
+    async def _run(self, call: Callable[[], T]) -> T:
         context = contextvars.copy_context()
-        try:
-            future = asyncio.get_running_loop().run_in_executor(self._executor, functools.partial(context.run, call))
-        except RuntimeError:  # closed meanwhile by another task: the executor takes nothing more
-            raise KubeClientClosed() from None
-        try:
-            return await future
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if self._closed and task is not None and not task.cancelling():
-                raise KubeClientClosed() from None  # queued when `close` cancelled it, not this task cancelled
-            raise
+        return await asyncio.get_running_loop().run_in_executor(self._executor, functools.partial(context.run, call))
 
     async def close(self) -> None:
-        """Close the official client's connections, then end the worker threads: a request still queued, or one
-        asked for later, raises `KubeClientClosed`; one in flight ends within its timeout."""
+        """Close the official client's connections, then end the worker threads. Requests asked for before run
+        first (the queue is in order); any asked for from here on raises `KubeClientClosed`."""
         if self._closed:
             return
+        self._closed = True
         try:
-            await self._in_thread(self._dynamic.client.close)
+            await self._run(self._dynamic.client.close)
         finally:
-            self._closed = True
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor.shutdown(wait=False)
 
     def _resource(self, kind: str, api_version: str | None = None) -> Any:
         key = (api_version or API_VERSIONS[kind], kind)
