@@ -1,18 +1,22 @@
 """`KubeClient`'s own worker threads: every request of the synchronous official client runs on them (not asyncio's
 default executor, 6 threads on 2 cores, which queued every group's pass behind 6 requests in flight), up to
-`API_THREADS` at once, with a pooled connection for each; `close` closes the connections and ends the threads."""
+`API_THREADS` at once, with a pooled connection for each; `close` closes the connections and ends the threads, and
+a request after it (a timer kopf left running at the operator's exit) ends that pass quietly."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import threading
 import time
 from typing import Any
 
 import pytest
 
-from rocketmq_operator.platforms.kubernetes.kube import API_THREADS, KubeClient
+from rocketmq_operator.platforms.kubernetes import kube
+from rocketmq_operator.platforms.kubernetes.handlers import cut_short_when_stopping
+from rocketmq_operator.platforms.kubernetes.kube import API_THREADS, KubeClient, KubeClientClosed, KubeError
 
 caller = contextvars.ContextVar("caller", default="none")
 
@@ -69,8 +73,37 @@ async def test_close_closes_the_connections_and_ends_the_threads() -> None:
     while kube_threads() and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert kube_threads() == []
-    with pytest.raises(RuntimeError):  # a closed client sends nothing more
+    # A closed client sends nothing more, and says why (a timer kopf left running past the cleanup asks again).
+    with pytest.raises(KubeClientClosed, match="HTTP 503: the Kubernetes client is closed"):
         await client.get("Pod", "ns", "p")
+    assert client.closed
+    await client.close()  # once is enough
+    assert len(dynamic.closed_in) == 1
+
+
+async def test_the_requests_before_the_close_run_and_none_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kube, "API_THREADS", 1)  # one worker: what runs when is the queue's order
+    release = threading.Event()
+
+    class Held(FakeDynamic):
+        def get(self, resource: Any = None, **options: Any) -> Any:
+            if resource is not None and options["name"] == "held":
+                release.wait(10.0)
+            return super().get(resource, **options)
+
+    client = KubeClient(Held(together=1))
+    held = asyncio.ensure_future(client.get("Pod", "ns", "held"))
+    await asyncio.sleep(0.05)  # the worker holds it
+    queued = asyncio.ensure_future(client.get("Pod", "ns", "queued"))  # asked before the close: answered
+    await asyncio.sleep(0)
+    closing = asyncio.ensure_future(client.close())
+    await asyncio.sleep(0)  # the close has begun, waiting its turn behind them
+    with pytest.raises(KubeClientClosed):  # asked after: refused at once, never queued
+        await client.get("Pod", "ns", "late")
+    release.set()
+    assert await held == {"metadata": {"name": "held"}}
+    assert await queued == {"metadata": {"name": "queued"}}
+    await closing
 
 
 def test_the_connection_pool_holds_one_connection_per_thread(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,3 +123,12 @@ def test_the_connection_pool_holds_one_connection_per_thread(monkeypatch: pytest
     assert pooled(None) >= API_THREADS  # the official default is 5 per core
     assert pooled(2) == API_THREADS
     assert pooled(API_THREADS * 2) == API_THREADS * 2  # a larger pool configured is kept
+
+
+def test_a_timer_cut_short_by_the_closed_client_ends_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger("test.handlers")
+    with caplog.at_level(logging.INFO, logger="test.handlers"), cut_short_when_stopping(logger):
+        raise KubeClientClosed()
+    assert caplog.messages == ["pass cut short: the operator is stopping"]
+    with pytest.raises(KubeError), cut_short_when_stopping(logger):  # any other refusal is the pass's to report
+        raise KubeError(500, "etcd is down")

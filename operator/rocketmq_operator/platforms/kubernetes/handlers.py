@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import kopf
@@ -13,7 +15,7 @@ from rocketmq_operator.api.models import API_GROUP, API_VERSION
 from rocketmq_operator.platforms.kubernetes.controller_pass import controller_pass
 from rocketmq_operator.platforms.kubernetes.group_memory import GroupMemory
 from rocketmq_operator.platforms.kubernetes.group_pass import drain_before_delete, observe_pass
-from rocketmq_operator.platforms.kubernetes.kube import KubeClient, connection_info
+from rocketmq_operator.platforms.kubernetes.kube import KubeClient, KubeClientClosed, connection_info
 from rocketmq_operator.platforms.kubernetes.metrics import OperatorMetrics
 from rocketmq_operator.platforms.kubernetes.proxy_pass import observe_proxy
 from rocketmq_operator.platforms.kubernetes.reconcile import Outcome, reconcile
@@ -36,6 +38,16 @@ def pass_lock(memo: kopf.Memo) -> asyncio.Lock:
     if not isinstance(lock, asyncio.Lock):
         lock = memo["pass_lock"] = asyncio.Lock()
     return lock
+
+
+@contextlib.contextmanager
+def cut_short_when_stopping(logger: kopf.Logger) -> Iterator[None]:
+    """A pass kopf left running past the operator's cleanup (it orphans a timer that does not stop in time) ends
+    at its next API request, quietly: the client is closed, and the next operator's first pass starts over."""
+    try:
+        yield
+    except KubeClientClosed:
+        logger.info("pass cut short: the operator is stopping")
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
@@ -122,7 +134,8 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
             idle=None,
         )
         async def resync(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
-            await run_pass(body, memo, logger, "resync")
+            with cut_short_when_stopping(logger):
+                await run_pass(body, memo, logger, "resync")
 
     @kopf.timer(
         API_GROUP,
@@ -140,15 +153,16 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
             memo["group_memory"] = GroupMemory()
         before = memo.kube.writes
         try:
-            acted = await observe_pass(memo.kube, memo.remoting, memo.metrics, body, memo["group_memory"], logger)
-            if acted:
-                # The roles changed in that pass (a failover, say): observe them now, not after the interval. On
-                # the three-node cluster the slave a failover left pointing at the dead master was re-pointed one
-                # interval (2 s) later, with every write refused meanwhile (minInSyncReplicas).
-                meta = body["metadata"]
-                fresh = await memo.kube.get("BrokerGroup", meta["namespace"], meta["name"])
-                if fresh is not None:
-                    await observe_pass(memo.kube, memo.remoting, memo.metrics, fresh, memo["group_memory"], logger)
+            with cut_short_when_stopping(logger):
+                acted = await observe_pass(memo.kube, memo.remoting, memo.metrics, body, memo["group_memory"], logger)
+                if acted:
+                    # The roles changed in that pass (a failover, say): observe them now, not after the interval. On
+                    # the three-node cluster the slave a failover left pointing at the dead master was re-pointed one
+                    # interval (2 s) later, with every write refused meanwhile (minInSyncReplicas).
+                    meta = body["metadata"]
+                    fresh = await memo.kube.get("BrokerGroup", meta["namespace"], meta["name"])
+                    if fresh is not None:
+                        await observe_pass(memo.kube, memo.remoting, memo.metrics, fresh, memo["group_memory"], logger)
         finally:
             memo.metrics.api_writes.labels(kind="observer").inc(memo.kube.writes - before)
 
@@ -162,10 +176,11 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         initial_delay=2.0,
         idle=None,
     )
-    async def observe_proxies(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    async def observe_proxies(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
         before = memo.kube.writes
         try:
-            await observe_proxy(memo.kube, dict(body))
+            with cut_short_when_stopping(logger):
+                await observe_proxy(memo.kube, dict(body))
         finally:
             memo.metrics.api_writes.labels(kind="proxy-observer").inc(memo.kube.writes - before)
 
@@ -179,10 +194,11 @@ def build_registry(metrics_port: int | None) -> kopf.OperatorRegistry:
         initial_delay=2.0,
         idle=None,
     )
-    async def observe_controllers(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    async def observe_controllers(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
         before = memo.kube.writes
         try:
-            await controller_pass(memo.kube, memo.remoting, body, memo.metrics)
+            with cut_short_when_stopping(logger):
+                await controller_pass(memo.kube, memo.remoting, body, memo.metrics)
         finally:
             memo.metrics.api_writes.labels(kind="observer").inc(memo.kube.writes - before)
 

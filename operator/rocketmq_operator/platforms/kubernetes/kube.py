@@ -84,6 +84,13 @@ class KubeError(RuntimeError):
         self.status = status
 
 
+class KubeClientClosed(KubeError):
+    """A request after `KubeClient.close`: the operator is stopping (a timer kopf left running past its cleanup)."""
+
+    def __init__(self) -> None:
+        super().__init__(503, "the Kubernetes client is closed: the operator is stopping")
+
+
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 
@@ -272,6 +279,7 @@ class KubeClient:
         self._resources: dict[tuple[str, str], Any] = {}
         self._discovery = threading.Lock()  # the client's lazy discovery is not thread-safe
         self._executor = ThreadPoolExecutor(max_workers=API_THREADS, thread_name_prefix="kube-api")
+        self._closed = False
         self.writes = 0  # API writes made by this client (tests count them)
 
     @classmethod
@@ -298,18 +306,31 @@ class KubeClient:
 
         return await asyncio.to_thread(build)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     async def _in_thread(self, call: Callable[[], T]) -> T:
-        """``call()`` in one of this client's worker threads, with the caller's context (as `asyncio.to_thread`)."""
+        """``call()`` in one of this client's worker threads, with the caller's context (as `asyncio.to_thread`);
+        `KubeClientClosed` once `close` has begun."""
+        if self._closed:
+            raise KubeClientClosed()
+        return await self._run(call)
+
+    async def _run(self, call: Callable[[], T]) -> T:
         context = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(self._executor, functools.partial(context.run, call))
 
     async def close(self) -> None:
-        """Close the official client's connections, then end the worker threads (requests still queued are
-        cancelled; one in flight ends within its timeout)."""
+        """Close the official client's connections, then end the worker threads. Requests asked for before run
+        first (the queue is in order); any asked for from here on raises `KubeClientClosed`."""
+        if self._closed:
+            return
+        self._closed = True
         try:
-            await self._in_thread(self._dynamic.client.close)
+            await self._run(self._dynamic.client.close)
         finally:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor.shutdown(wait=False)
 
     def _resource(self, kind: str, api_version: str | None = None) -> Any:
         key = (api_version or API_VERSIONS[kind], kind)
