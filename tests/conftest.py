@@ -84,17 +84,12 @@ def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
 # no longer reads), and the marked tests of one group ran on both workers at once (found 2026-11-28: a Spark job
 # read the topic while the image roll of the same group ran on the other worker).
 E2E_IMAGE_ROLL = "tests/e2e/test_rolling.py::test_an_image_tag_change_rolls_the_brokers_master_last_with_no_loss"
-E2E_RESILIENCE = "tests/e2e/test_resilience.py"
 E2E_DEFAULT_GROUP = "quickstart"  # every other e2e test: the quickstart group in namespace rocketmq
 E2E_WORKER_GROUPS = {
     # The second quickstart's worker: the chaos campaign on its pods, then the image roll, then both Spark jobs
     # (file order), about 750 s of tests (2026-11-29).
     "tests/e2e/test_chaos_k8s.py": "second-quickstart",
     E2E_IMAGE_ROLL: "second-quickstart",
-    # Two fault tests that need only a healthy group of the example (the quickstart's worker was the longer by
-    # about 300 s of tests, 2026-12-06): before the image roll, in file order.
-    f"{E2E_RESILIENCE}::test_sigkill_of_the_master_jvm_loses_no_acknowledged_message": "second-quickstart",
-    f"{E2E_RESILIENCE}::test_deleting_the_master_pod_moves_the_master_and_the_pdb_holds": "second-quickstart",
     # A group added to its cluster, then deleted: drained first (docs/scaling.md).
     "tests/e2e/test_group_scale.py": "second-quickstart",
     "tests/e2e/test_spark_job.py": "second-quickstart",

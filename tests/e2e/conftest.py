@@ -424,9 +424,8 @@ def second_quickstart(operator: Node) -> Group:
 
     One group serves two lines of `make test` (docs/testing.md, "Stage 2"), one after the other: first the node
     faults (marker node_fault: the lease agent's cut-off master, the master's node powered off, a drain), which run
-    alone, then, on the second worker, the chaos campaign, the group scale, the master's SIGKILL and pod deletion, the
-    Spark tests and the image roll, while the first worker's tests fail over, fence and change the first quickstart.
-    A quickstart made once instead of twice (its JVMs' start is most of a
+    alone, then, on the second worker, the Spark tests and the image roll, while the first worker's tests fail over,
+    fence and change the first quickstart. A quickstart made once instead of twice (its JVMs' start is most of a
     setup's CPU on two cores), and the lease agent on beside every test that uses it: a false fence under the
     suite's load fails them. None of these tests needs the example's placement (the node faults leave two pods on
     one node). Set up again, it finds the group there and waits for it to be healthy (as `quickstart` does)."""

@@ -3,10 +3,7 @@ client sees it: every acknowledged message is read back afterwards from whicheve
 
 The producers and consumers run as pods of the operator image (``rocketmq-operator produce|consume``) and reach
 the group through the name server address the operator publishes in the connection ConfigMap, as a user's job
-would. The tests run in file order and each starts from, and leaves, a healthy group. The master's SIGKILL and
-its pod's deletion run on the second quickstart (namespace rocketmq-b, the same example with the lease agent
-opted in), on the other e2e worker of `make test`: the quickstart's worker held about 1,000 s of tests against
-700 s (2026-12-06), and these two need only a healthy group of the example.
+would. The tests run in file order and each starts from, and leaves, a healthy group.
 """
 
 from __future__ import annotations
@@ -40,8 +37,8 @@ def _assert_master_followed(group: Any, new: str, events_before: frozenset[str])
     assert len(group.events("MasterChanged", since=events_before)) == 1, group.events("MasterChanged")
 
 
-def test_sigkill_of_the_master_jvm_loses_no_acknowledged_message(second_quickstart: Any) -> None:
-    group = second_quickstart
+def test_sigkill_of_the_master_jvm_loses_no_acknowledged_message(quickstart: Any) -> None:
+    group = quickstart
     group.wait_healthy()
     before = group.produce("produce-before-kill", 10_000, "--report-keys")
     assert before is not None and before["acknowledged"] > 0, before
@@ -170,8 +167,8 @@ def test_a_frozen_master_is_fenced_by_an_operator_restarted_during_the_fault(qui
     _frozen_master_trial(quickstart, "freeze-restart", delete_operator=True)
 
 
-def test_deleting_the_master_pod_moves_the_master_and_the_pdb_holds(second_quickstart: Any) -> None:
-    group = second_quickstart
+def test_deleting_the_master_pod_moves_the_master_and_the_pdb_holds(quickstart: Any) -> None:
+    group = quickstart
     group.wait_healthy()
     pdb = group.node.json("-n", group.ns, "get", "pdb", group.name)
     # Every replica but the master, one at a time (the master has a budget of its own, disjoint from this one).
